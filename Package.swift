@@ -1,0 +1,59 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+/// Settings every Swift target shares: Swift 6 mode comes from `swiftLanguageModes`;
+/// these add the upcoming-feature checks that keep imports and existentials honest.
+let strictSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+]
+
+/// A C library wrapped as a `.systemLibrary` target: a module map, a `shim.h`,
+/// the pkg-config name and the Debian package that provides it.
+func cLibrary(_ name: String, pkgConfig: String, apt: String) -> Target {
+    .systemLibrary(name: name, pkgConfig: pkgConfig, providers: [.apt([apt])])
+}
+
+var targets: [Target] = [
+    .target(name: "PipelineCore"),
+
+    cLibrary("CJPEG", pkgConfig: "libjpeg", apt: "libjpeg62-turbo-dev"),
+    cLibrary("CPNG", pkgConfig: "libpng16", apt: "libpng-dev"),
+    cLibrary("CWebP", pkgConfig: "libwebp", apt: "libwebp-dev"),
+    cLibrary("CHEIF", pkgConfig: "libheif", apt: "libheif-dev"),
+    cLibrary("CCurl", pkgConfig: "libcurl", apt: "libcurl4-openssl-dev"),
+
+    .target(name: "CodecJPEG", dependencies: ["PipelineCore"]),
+    .target(name: "CodecPNG", dependencies: ["PipelineCore"]),
+    .target(name: "CodecWebP", dependencies: ["PipelineCore"]),
+    .target(name: "CodecHEIF", dependencies: ["PipelineCore"]),
+    .target(name: "LoaderHTTP", dependencies: ["PipelineCore"]),
+    .target(name: "LoaderFile", dependencies: ["PipelineCore"]),
+
+    .target(name: "PipelineTestSupport", dependencies: ["PipelineCore"], path: "Tests/PipelineTestSupport"),
+    .testTarget(name: "PipelineCoreTests", dependencies: ["PipelineCore", "PipelineTestSupport"]),
+
+    .executableTarget(name: "PNGFromFiles", dependencies: ["PipelineCore", "CodecPNG", "LoaderFile"],
+                      path: "Examples/PNGFromFiles"),
+    .executableTarget(name: "MemoryCacheBenchmark", dependencies: ["PipelineCore"],
+                      path: "Benchmarks/MemoryCacheBenchmark"),
+]
+
+for index in targets.indices where targets[index].type != .system {
+    targets[index].swiftSettings = (targets[index].swiftSettings ?? []) + strictSettings
+}
+
+let package = Package(
+    name: "ImagePipeline",
+    products: [
+        .library(name: "PipelineCore", targets: ["PipelineCore"]),
+        .library(name: "CodecJPEG", targets: ["CodecJPEG"]),
+        .library(name: "CodecPNG", targets: ["CodecPNG"]),
+        .library(name: "CodecWebP", targets: ["CodecWebP"]),
+        .library(name: "CodecHEIF", targets: ["CodecHEIF"]),
+        .library(name: "LoaderHTTP", targets: ["LoaderHTTP"]),
+        .library(name: "LoaderFile", targets: ["LoaderFile"]),
+    ],
+    targets: targets,
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,2 @@
+/// The `CodecHEIF` module: filled in by its own issue.
+public enum CodecHEIFModule {}

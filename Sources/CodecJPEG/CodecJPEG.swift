@@ -1,0 +1,2 @@
+/// The `CodecJPEG` module: filled in by its own issue.
+public enum CodecJPEGModule {}

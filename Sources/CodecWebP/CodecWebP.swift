@@ -1,0 +1,2 @@
+/// The `CodecWebP` module: filled in by its own issue.
+public enum CodecWebPModule {}

@@ -1,0 +1,2 @@
+/// The `LoaderFile` module: filled in by its own issue.
+public enum LoaderFileModule {}

@@ -1,0 +1,2 @@
+/// The `LoaderHTTP` module: filled in by its own issue.
+public enum LoaderHTTPModule {}

@@ -1,0 +1,70 @@
+/// Binds one display target (a cell, an image slot, a tile) to one request at a time: the
+/// rule UIKit and SwiftUI apps follow, without a UI framework.
+///
+/// - A memory hit is displayed synchronously, inside ``bind(_:)``.
+/// - Binding a new request (or `nil`) cancels the load of the old one.
+/// - A result that arrives for an old request is dropped: each bind takes a new token and a
+///   result is displayed only if its token is still current.
+@MainActor
+public final class ImageTargetBinding {
+    /// The pipeline that loads for this target.
+    public let pipeline: ImagePipeline
+    /// The request currently bound, or `nil`.
+    public private(set) var request: ImageRequest?
+    /// The response currently displayed, or `nil` (placeholder).
+    public private(set) var displayed: ImageResponse?
+
+    private let display: @MainActor (ImageResponse?) -> Void
+    private let onFailure: (@MainActor (ImageRequest, any Error) -> Void)?
+    private var token: UInt64 = 0
+    private var task: Task<Void, Never>?
+
+    /// Creates a binding that calls `display` with each response, and with `nil` to show a
+    /// placeholder when a new request starts loading or the target is unbound.
+    public init(pipeline: ImagePipeline,
+                onFailure: (@MainActor (ImageRequest, any Error) -> Void)? = nil,
+                display: @escaping @MainActor (ImageResponse?) -> Void) {
+        self.pipeline = pipeline
+        self.display = display
+        self.onFailure = onFailure
+    }
+
+    /// Binds `request` (or nothing), cancelling whatever was bound before.
+    public func bind(_ request: ImageRequest?) {
+        token &+= 1
+        let current = token
+        task?.cancel()
+        task = nil
+        self.request = request
+        guard let request else { show(nil); return }
+        if let hit = pipeline.cachedImage(for: request) {
+            show(hit)
+            return
+        }
+        show(nil)
+        let pipeline = pipeline
+        task = Task { [weak self] in
+            do {
+                let response = try await pipeline.image(for: request)
+                guard let self, self.token == current else { return }
+                self.task = nil
+                self.show(response)
+            } catch {
+                guard let self, self.token == current, !(error is CancellationError) else { return }
+                self.task = nil
+                self.onFailure?(request, error)
+            }
+        }
+    }
+
+    /// Unbinds: cancels the load and shows the placeholder. Same as `bind(nil)`.
+    public func unbind() { bind(nil) }
+
+    /// `true` while a load for the bound request is running.
+    public var isLoading: Bool { task != nil }
+
+    private func show(_ response: ImageResponse?) {
+        displayed = response
+        display(response)
+    }
+}

@@ -1,0 +1,63 @@
+import Foundation
+
+/// What a disk cache knows about a stored entry besides its bytes.
+public struct CacheEntryInfo: Hashable, Sendable {
+    /// `ETag` of the stored response.
+    public var etag: String?
+    /// `Last-Modified` of the stored response.
+    public var lastModified: String?
+    /// Until when the entry is fresh; `nil` when the response gave no lifetime (then it is
+    /// treated as stale: usable, but revalidated).
+    public var freshUntil: Date?
+
+    /// Creates entry info.
+    public init(etag: String? = nil, lastModified: String? = nil, freshUntil: Date? = nil) {
+        self.etag = etag
+        self.lastModified = lastModified
+        self.freshUntil = freshUntil
+    }
+
+    /// The info for a response received at `receivedAt`.
+    public init(_ metadata: ResponseMetadata, receivedAt: Date) {
+        self.init(etag: metadata.etag, lastModified: metadata.lastModified,
+                  freshUntil: metadata.freshUntil(receivedAt: receivedAt))
+    }
+
+    /// Whether the entry may be served without asking the origin at `now`.
+    public func isFresh(at now: Date) -> Bool {
+        guard let freshUntil else { return false }
+        return now < freshUntil
+    }
+
+    /// Validators for revalidating the entry.
+    public var validator: CacheValidator? { CacheValidator(etag: etag, lastModified: lastModified) }
+}
+
+/// A stored entry: the compressed bytes exactly as loaded, and their info.
+public struct CachedData: Sendable {
+    /// The compressed bytes.
+    public var data: Data
+    /// Validators and freshness.
+    public var info: CacheEntryInfo
+
+    /// Creates a stored entry.
+    public init(data: Data, info: CacheEntryInfo) {
+        self.data = data
+        self.info = info
+    }
+}
+
+/// The pipeline's disk-cache slot: compressed bytes keyed by fetch URL.
+///
+/// Implementations do their file work off the pipeline actor and off the cooperative pool,
+/// and treat a damaged entry as a miss. The pipeline calls these from its own tasks.
+public protocol DataCaching: Sendable {
+    /// The entry for `url`, fresh or stale, or `nil`.
+    func cachedData(for url: URL) async -> CachedData?
+    /// Stores `data` for `url` with `info`, replacing any entry. Callers skip `no-store` responses.
+    func storeData(_ data: Data, info: CacheEntryInfo, for url: URL) async
+    /// Replaces the info of an existing entry without rewriting its bytes (after a 304).
+    func updateInfo(_ info: CacheEntryInfo, for url: URL) async
+    /// Removes the entry for `url`, if any.
+    func removeData(for url: URL) async
+}

@@ -1,0 +1,117 @@
+import Foundation
+
+/// What a decoder learns from a picture's header without decoding any pixels.
+public struct ImageInfo: Hashable, Sendable {
+    /// The container format.
+    public var format: ImageFormat
+    /// The stored size in pixels, before orientation is applied.
+    public var size: PixelSize
+    /// The EXIF (or container) orientation. Default ``ImageOrientation/up``.
+    public var orientation: ImageOrientation
+    /// Whether the picture may have transparent pixels.
+    public var hasAlpha: Bool
+    /// How many frames the file holds (1 for a still picture). Decoders return the first.
+    public var frameCount: Int
+    /// Progressive JPEG or interlaced (Adam7) PNG.
+    public var isProgressive: Bool
+    /// Colour components as stored (1 gray, 3 colour, 4 CMYK or colour with alpha), if known.
+    public var componentCount: Int?
+    /// Bits per sample as stored, if known.
+    public var bitDepth: Int?
+
+    /// Creates an info value.
+    public init(format: ImageFormat, size: PixelSize, orientation: ImageOrientation = .up, hasAlpha: Bool = false,
+                frameCount: Int = 1, isProgressive: Bool = false, componentCount: Int? = nil, bitDepth: Int? = nil) {
+        self.format = format
+        self.size = size
+        self.orientation = orientation
+        self.hasAlpha = hasAlpha
+        self.frameCount = frameCount
+        self.isProgressive = isProgressive
+        self.componentCount = componentCount
+        self.bitDepth = bitDepth
+    }
+
+    /// The size once orientation is applied.
+    public var uprightSize: PixelSize { orientation.uprightSize(of: size) }
+}
+
+/// How a decoder should decode.
+public struct DecodeOptions: Hashable, Sendable {
+    /// The upright size the whole picture will be scaled to, or `nil` for full size.
+    ///
+    /// A decoder returns a bitmap at least this large in both dimensions (it may shrink on the
+    /// way, e.g. JPEG DCT scaling, and may return exactly this size); the pipeline's resampler
+    /// finishes to the exact size. It never has to allocate the full-size bitmap to do so.
+    public var targetSize: PixelSize?
+    /// Turn the result upright by the file's orientation. Default `true`.
+    public var appliesOrientation: Bool
+    /// Fail on corrupt-but-decodable data instead of returning it with warnings. Default `false`.
+    public var strict: Bool
+    /// The largest stored pixel count (width × height) the decoder may accept, checked from
+    /// the header before any pixel buffer is allocated. Default 100 megapixels.
+    public var maxPixelCount: Int
+
+    /// Creates options.
+    public init(targetSize: PixelSize? = nil, appliesOrientation: Bool = true, strict: Bool = false,
+                maxPixelCount: Int = 100_000_000) {
+        self.targetSize = targetSize
+        self.appliesOrientation = appliesOrientation
+        self.strict = strict
+        self.maxPixelCount = maxPixelCount
+    }
+
+    /// Throws ``ImagePipelineError/tooManyPixels(_:limit:)`` when `info` is over the limit,
+    /// and ``ImagePipelineError/corruptData(format:message:)`` for an empty size.
+    public func checkPixelLimit(_ info: ImageInfo) throws {
+        guard info.size.isValid else {
+            throw ImagePipelineError.corruptData(format: info.format, message: "the header gives a size of \(info.size)")
+        }
+        if info.size.pixelCount > maxPixelCount {
+            throw ImagePipelineError.tooManyPixels(info.size, limit: maxPixelCount)
+        }
+    }
+}
+
+/// A decoded picture and what the decoder learned on the way.
+public struct DecodedImage: Sendable {
+    /// The upright (unless orientation was turned off) RGBA8 premultiplied pixels.
+    public var bitmap: Bitmap
+    /// The header information, with the stored size.
+    public var info: ImageInfo
+    /// The codec's warnings about corrupt-but-decodable data, if any.
+    public var warnings: [String]
+
+    /// Creates a decoded picture.
+    public init(bitmap: Bitmap, info: ImageInfo, warnings: [String] = []) {
+        self.bitmap = bitmap
+        self.info = info
+        self.warnings = warnings
+    }
+}
+
+/// A codec's decoding side. Registered in a ``DecoderRegistry``; chosen by magic bytes.
+///
+/// Implementations are called on the pipeline's decode pool (never on the pipeline actor) and
+/// may block. They must throw ``ImagePipelineError`` values for bad input, never crash.
+public protocol ImageDecoding: Sendable {
+    /// The formats this decoder handles.
+    var formats: Set<ImageFormat> { get }
+
+    /// Whether `data` looks like one of ``formats``. Peeks at the magic bytes only.
+    func canDecode(_ data: Data) -> Bool
+
+    /// Reads the header alone: format, stored size, orientation. No pixel buffer is allocated.
+    func readInfo(_ data: Data) throws -> ImageInfo
+
+    /// Decodes the first frame, at least as large as `options.targetSize`.
+    func decode(_ data: Data, options: DecodeOptions) throws -> DecodedImage
+}
+
+extension ImageDecoding {
+    /// Sniffs with ``ImageFormat/sniff(_:)`` and checks the result against ``formats``.
+    public func canDecode(_ data: Data) -> Bool {
+        guard let format = ImageFormat.sniff(data) else { return false }
+        return formats.contains(format)
+    }
+}

@@ -1,0 +1,113 @@
+import Foundation
+import Synchronization
+
+/// A bounded pool of dedicated threads for blocking work (decoding, resampling, file I/O), so
+/// that such work never runs on an actor or blocks Swift's cooperative thread pool.
+///
+/// Jobs wait in one queue and start highest ``PriorityHandle/current`` first (FIFO within a
+/// priority), so a prefetch that a visible caller joined moves ahead. Threads are started on
+/// demand up to ``maxConcurrent`` and exit when the queue is empty. A job cancelled while it
+/// waits is dropped and its caller gets `CancellationError` at once; a running job finishes.
+public final class WorkerPool: Sendable {
+    private struct Job {
+        let id: UInt64
+        let priority: PriorityHandle
+        let run: @Sendable () -> Void
+        let cancel: @Sendable () -> Void
+    }
+
+    private struct State {
+        var queue: [Job] = []
+        var running = 0
+        var nextID: UInt64 = 0
+        /// Jobs whose task was cancelled before they were queued.
+        var cancelledEarly: Set<UInt64> = []
+    }
+
+    /// The most jobs that run at once.
+    public let maxConcurrent: Int
+    private let name: String
+    private let state = Mutex(State())
+
+    /// Creates a pool of at most `maxConcurrent` threads (at least 1) named `name`.
+    public init(maxConcurrent: Int, name: String) {
+        self.maxConcurrent = max(1, maxConcurrent)
+        self.name = name
+    }
+
+    /// Runs `work` on a pool thread and returns its result; throws `CancellationError` if the
+    /// task is cancelled before the work starts.
+    public func run<T: Sendable>(priority: PriorityHandle, _ work: @escaping @Sendable () throws -> T) async throws -> T {
+        let id = state.withLock { state -> UInt64 in
+            state.nextID += 1
+            return state.nextID
+        }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+                enqueue(Job(id: id, priority: priority,
+                            run: { continuation.resume(with: Result { try work() }) },
+                            cancel: { continuation.resume(throwing: CancellationError()) }))
+            }
+        } onCancel: {
+            cancel(id)
+        }
+    }
+
+    /// The number of jobs waiting (not running).
+    public var queuedCount: Int { state.withLock { $0.queue.count } }
+
+    private func enqueue(_ job: Job) {
+        let (startThread, cancelled) = state.withLock { state -> (Bool, Bool) in
+            if state.cancelledEarly.remove(job.id) != nil { return (false, true) }
+            state.queue.append(job)
+            guard state.running < maxConcurrent else { return (false, false) }
+            state.running += 1
+            return (true, false)
+        }
+        if cancelled { job.cancel() }
+        if startThread {
+            let thread = Thread { [self] in drain() }
+            thread.name = name
+            thread.start()
+        }
+    }
+
+    private func cancel(_ id: UInt64) {
+        let job = state.withLock { state -> Job? in
+            if let index = state.queue.firstIndex(where: { $0.id == id }) {
+                return state.queue.remove(at: index)
+            }
+            state.cancelledEarly.insert(id)  // not queued yet, or already running (harmless)
+            return nil
+        }
+        job?.cancel()
+    }
+
+    /// A worker thread's loop: take the most urgent job until none is left.
+    private func drain() {
+        while let job = next() {
+            job.run()
+            // A job that ran may have left an id in `cancelledEarly` (cancelled while running).
+            state.withLock { _ = $0.cancelledEarly.remove(job.id) }
+        }
+    }
+
+    private func next() -> Job? {
+        state.withLock { state -> Job? in
+            guard !state.queue.isEmpty else {
+                state.running -= 1
+                return nil
+            }
+            var best = 0
+            var bestPriority = state.queue[0].priority.current
+            if bestPriority != .visible {
+                for index in state.queue.indices.dropFirst() where state.queue[index].priority.current > bestPriority {
+                    best = index
+                    bestPriority = state.queue[index].priority.current
+                    if bestPriority == .visible { break }
+                }
+            }
+            return state.queue.remove(at: best)
+        }
+    }
+}

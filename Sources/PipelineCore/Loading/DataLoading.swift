@@ -1,0 +1,61 @@
+import Foundation
+
+/// Validators for a conditional request (`If-None-Match` / `If-Modified-Since`).
+public struct CacheValidator: Hashable, Sendable {
+    /// The entity tag, sent as `If-None-Match`.
+    public var etag: String?
+    /// The `Last-Modified` value as received, sent back as `If-Modified-Since`.
+    public var lastModified: String?
+
+    /// Creates a validator; `nil` when neither part is given.
+    public init?(etag: String?, lastModified: String?) {
+        guard etag != nil || lastModified != nil else { return nil }
+        self.etag = etag
+        self.lastModified = lastModified
+    }
+}
+
+/// What a loader is asked to load.
+public struct DataLoadRequest: Sendable {
+    /// The fetch URL.
+    public var url: URL
+    /// The current priority; it may rise while the load waits (a visible caller joined a prefetch).
+    public var priority: PriorityHandle
+    /// When set, load conditionally and answer ``DataLoadResult/notModified(_:)`` if unchanged.
+    public var validator: CacheValidator?
+    /// Extra request headers (HTTP loaders).
+    public var headers: [String: String]
+    /// Called with (bytes received, bytes expected if known) as data arrives. May be called
+    /// from any thread.
+    public var progress: (@Sendable (Int64, Int64?) -> Void)?
+
+    /// Creates a load request.
+    public init(url: URL, priority: PriorityHandle = PriorityHandle(.visible), validator: CacheValidator? = nil,
+                headers: [String: String] = [:], progress: (@Sendable (Int64, Int64?) -> Void)? = nil) {
+        self.url = url
+        self.priority = priority
+        self.validator = validator
+        self.headers = headers
+        self.progress = progress
+    }
+}
+
+/// A loader's answer.
+public enum DataLoadResult: Sendable {
+    /// The bytes and what the response said about them.
+    case data(Data, ResponseMetadata)
+    /// The validator matched (HTTP 304): the cached copy is current; here is its new freshness.
+    case notModified(ResponseMetadata)
+}
+
+/// Loads compressed bytes for the URL schemes it serves. Registered in a ``LoaderRegistry``.
+///
+/// Implementations honour task cancellation (throwing `CancellationError` promptly), throw
+/// ``ImagePipelineError`` values for failures, and never block the cooperative thread pool.
+public protocol DataLoading: Sendable {
+    /// The URL schemes served, lower-case (`["http", "https"]`).
+    var schemes: Set<String> { get }
+
+    /// Loads the bytes for `request.url`.
+    func load(_ request: DataLoadRequest) async throws -> DataLoadResult
+}

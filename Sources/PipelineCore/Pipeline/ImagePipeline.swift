@@ -1,0 +1,155 @@
+import Foundation
+
+/// The image pipeline: request in, decoded bitmap of the requested size out.
+///
+/// This actor only coordinates. Its state is the two in-flight tables (downloads by fetch URL,
+/// decodes by ``ImageKey``), the negative cache and the prefetch tasks; every slow step runs
+/// elsewhere — decoding and resampling on a bounded ``WorkerPool``, loading in the loaders,
+/// file work in the disk cache — and comes back through continuations. Nothing here blocks.
+///
+/// Many callers asking for the same picture share one download and one decode. A caller that
+/// cancels gets `CancellationError` at once; the shared work goes on while anyone still waits,
+/// and is cancelled when the last waiter leaves.
+public actor ImagePipeline {
+    /// What the pipeline was built from.
+    public nonisolated let configuration: Configuration
+    /// The memory cache of decoded results (shared with the configuration).
+    public nonisolated let memoryCache: MemoryCache<ImageKey, ImageResponse>
+
+    let decodePool: WorkerPool
+    /// Decodes a new caller may join, by key.
+    var decodes: [ImageKey: InFlightWork<ImageResponse>] = [:]
+    /// Downloads a new caller may join, by fetch URL.
+    var downloads: [URL: InFlightWork<LoadedData>] = [:]
+    /// Every running decode and download by id, joinable or not (a reload can displace one
+    /// from its slot while it still has waiters who may cancel).
+    var liveDecodes: [UInt64: InFlightWork<ImageResponse>] = [:]
+    var liveDownloads: [UInt64: InFlightWork<LoadedData>] = [:]
+    var failures: [URL: (until: Date, error: ImagePipelineError)] = [:]
+    var prefetches: [ImageKey: (id: UInt64, task: Task<Void, Never>)] = [:]
+    var background: [UInt64: Task<Void, Never>] = [:]
+    var revalidating: Set<URL> = []
+    private var lastID: UInt64 = 0
+
+    /// Creates a pipeline.
+    public init(configuration: Configuration) {
+        self.configuration = configuration
+        self.memoryCache = configuration.memoryCache
+        self.decodePool = WorkerPool(maxConcurrent: configuration.maxConcurrentDecodes, name: "ImagePipeline.decode")
+    }
+
+    /// The fetch URL for `request`, by the configured URL builder.
+    public nonisolated func fetchURL(for request: ImageRequest) -> URL {
+        configuration.urlBuilder.fetchURL(for: request)
+    }
+
+    /// The memory key for `request`.
+    public nonisolated func key(for request: ImageRequest) -> ImageKey {
+        ImageKey(request: request, fetchURL: fetchURL(for: request))
+    }
+
+    /// The picture for `request` if the memory cache has it; synchronous, callable from any
+    /// thread (a UI thread too). Never loads.
+    public nonisolated func cachedImage(for request: ImageRequest) -> ImageResponse? {
+        guard var response = memoryCache.value(for: key(for: request)) else { return nil }
+        response.source = .memory
+        return response
+    }
+
+    /// The picture for `request`: from memory, by joining work in flight, from the disk cache
+    /// or from a loader, decoded to the requested size.
+    /// - Throws: ``ImagePipelineError`` for failures, `CancellationError` when the calling task
+    ///   is cancelled (at once, even if others still wait for the same work).
+    public func image(for request: ImageRequest) async throws -> ImageResponse {
+        let started = configuration.now()
+        emit(.started(request))
+        let key = key(for: request)
+        do {
+            let response = try await response(for: request, key: key)
+            emit(.completed(request, source: response.source, seconds: configuration.now().timeIntervalSince(started)))
+            return response
+        } catch is CancellationError {
+            emit(.cancelled(request))
+            throw CancellationError()
+        } catch {
+            emit(.failed(request, error))
+            throw error
+        }
+    }
+
+    private func response(for request: ImageRequest, key: ImageKey) async throws -> ImageResponse {
+        try Task.checkCancellation()
+        if request.cachePolicy != .reloadIgnoringCaches, let hit = cachedImage(for: request) {
+            emit(.memoryHit(request))
+            return hit
+        }
+        if request.cachePolicy != .reloadIgnoringCaches, let failure = failures[key.fetchURL] {
+            if failure.until > configuration.now() { throw failure.error }
+            failures[key.fetchURL] = nil
+        }
+        // Why "straight away": the entry goes into the table before the first `await`, so a
+        // second caller arriving while this one is suspended finds it and joins.
+        let work = decodeWork(for: request, key: key)
+        work.raise(to: request.priority)
+        return try await wait(on: work, table: .decode(key))
+    }
+
+    /// Starts loading and decoding `requests` at prefetch priority, so a later `image(for:)`
+    /// finds them in memory or in flight. Requests already cached or prefetching are skipped.
+    public func prefetch(_ requests: [ImageRequest]) {
+        for original in requests {
+            var request = original
+            request.priority = .prefetch
+            let key = key(for: request)
+            guard prefetches[key] == nil, !memoryCache.contains(key) else { continue }
+            let id = nextID()
+            let task = Task { [request] in
+                _ = try? await self.image(for: request)
+                self.prefetchFinished(key, id: id)
+            }
+            prefetches[key] = (id, task)
+        }
+    }
+
+    /// Cancels the prefetches of `requests`. Work that a visible caller also waits for goes on.
+    public func cancelPrefetch(_ requests: [ImageRequest]) {
+        for request in requests {
+            prefetches.removeValue(forKey: key(for: request))?.task.cancel()
+        }
+    }
+
+    /// Cancels every prefetch.
+    public func cancelAllPrefetches() {
+        for (_, entry) in prefetches { entry.task.cancel() }
+        prefetches.removeAll()
+    }
+
+    /// The number of prefetches still running.
+    public var prefetchCount: Int { prefetches.count }
+
+    /// Waits until background work (stale-while-revalidate checks, prefetches) has finished:
+    /// for command-line tools that must not exit with work cut off.
+    public func waitForBackgroundWork() async {
+        while let task = background.values.first ?? prefetches.values.first?.task {
+            await task.value
+        }
+    }
+
+    /// Forgets remembered permanent failures, so the next request tries again.
+    public func removeAllFailures() {
+        failures.removeAll()
+    }
+
+    private func prefetchFinished(_ key: ImageKey, id: UInt64) {
+        if prefetches[key]?.id == id { prefetches[key] = nil }
+    }
+
+    func nextID() -> UInt64 {
+        lastID &+= 1
+        return lastID
+    }
+
+    func emit(_ event: ImagePipelineEvent) {
+        configuration.eventHandler?(event)
+    }
+}

@@ -1,0 +1,24 @@
+import Foundation
+
+/// What the pipeline tells its host, for hit rates, byte counts and time to first pixel.
+/// Delivered synchronously on whatever thread the pipeline is on: keep the handler cheap.
+public enum ImagePipelineEvent: Sendable {
+    /// `image(for:)` was called.
+    case started(ImageRequest)
+    /// Answered from the memory cache.
+    case memoryHit(ImageRequest)
+    /// The disk cache had the fetch URL; `fresh` says whether it could be used unchecked.
+    case diskHit(URL, fresh: Bool)
+    /// A loader delivered `bytes` bytes for the fetch URL.
+    case loaded(URL, bytes: Int)
+    /// A stale disk entry was checked with the origin; `modified` when new bytes came back.
+    case revalidated(URL, modified: Bool)
+    /// A decode (and resample) finished, taking `seconds` on the decode pool.
+    case decoded(ImageKey, seconds: TimeInterval)
+    /// The request was answered, `seconds` after it started.
+    case completed(ImageRequest, source: ImageSource, seconds: TimeInterval)
+    /// The caller cancelled.
+    case cancelled(ImageRequest)
+    /// The request failed.
+    case failed(ImageRequest, any Error)
+}

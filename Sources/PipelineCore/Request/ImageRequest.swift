@@ -1,0 +1,113 @@
+import Foundation
+
+/// How a picture is fitted into the requested pixel size.
+public enum ContentMode: String, Hashable, Sendable {
+    /// The whole picture, scaled to fit inside the target; one side may be shorter.
+    case fit
+    /// The target filled exactly; the picture is scaled to cover it and center-cropped.
+    case fill
+}
+
+/// Which pixel size a request asks for.
+public enum TargetSize: Hashable, Sendable {
+    /// The picture at its own (upright) size.
+    case original
+    /// The picture scaled to this size according to the request's ``ContentMode``.
+    case pixels(PixelSize)
+}
+
+/// How urgently a picture is wanted. Visible work starts before prefetches.
+public enum ImagePriority: Int, Comparable, Hashable, Sendable {
+    /// Speculative work for pictures that may soon be shown.
+    case prefetch = 0
+    /// A picture that is on screen now (or its equivalent on a server: a reply is waiting).
+    case visible = 1
+
+    /// Orders `prefetch` below `visible`.
+    public static func < (lhs: ImagePriority, rhs: ImagePriority) -> Bool { lhs.rawValue < rhs.rawValue }
+}
+
+/// Which caches a request may read and whether it may load.
+public enum CachePolicy: Hashable, Sendable {
+    /// Memory cache, then disk cache, then the loader. The default.
+    case useCaches
+    /// Skip the memory and disk caches for reading; load again and store the result.
+    case reloadIgnoringCaches
+    /// Answer from the memory or disk cache only; never start a load. A miss throws
+    /// ``ImagePipelineError/notCached``.
+    case returnCacheDataDontLoad
+}
+
+/// What the pipeline does with a stale disk-cache entry.
+public enum RevalidationPolicy: Hashable, Sendable {
+    /// Serve the stale copy at once and revalidate in the background. The default.
+    case staleWhileRevalidate
+    /// Revalidate first and answer with the result (the stale copy if revalidation fails).
+    case revalidateBeforeAnswering
+}
+
+/// Options that change the decoded pixels, and so take part in the ``ImageKey``.
+public struct ProcessingOptions: Hashable, Sendable {
+    /// Rotate and flip by the file's EXIF orientation so the result is upright. Default `true`.
+    public var appliesOrientation: Bool
+    /// Fail on data the codec calls corrupt-but-decodable instead of returning it. Default `false`.
+    public var strictDecoding: Bool
+    /// Allow scaling a picture above its own size to reach the target. Default `false`,
+    /// as in Nuke: a small picture comes back at its own size (cropped to the aspect in `.fill`).
+    public var allowsUpscaling: Bool
+
+    /// Creates options; the defaults suit almost every caller.
+    public init(appliesOrientation: Bool = true, strictDecoding: Bool = false, allowsUpscaling: Bool = false) {
+        self.appliesOrientation = appliesOrientation
+        self.strictDecoding = strictDecoding
+        self.allowsUpscaling = allowsUpscaling
+    }
+}
+
+/// A request for one picture: where it is, how big it will be shown and how to get it.
+public struct ImageRequest: Hashable, Sendable {
+    /// The picture's URL as the app knows it (before the URL builder picks a fetch URL).
+    public var url: URL
+    /// The pixel size wanted. Default ``TargetSize/original``.
+    public var targetSize: TargetSize
+    /// Fit or fill. Default ``ContentMode/fit``.
+    public var contentMode: ContentMode
+    /// Visible or prefetch. Default ``ImagePriority/visible``.
+    public var priority: ImagePriority
+    /// Which caches to use. Default ``CachePolicy/useCaches``.
+    public var cachePolicy: CachePolicy
+    /// What to do with a stale disk entry. Default ``RevalidationPolicy/staleWhileRevalidate``.
+    public var revalidation: RevalidationPolicy
+    /// Options that change the pixels (and the memory key).
+    public var processing: ProcessingOptions
+    /// Extra request headers for loaders that speak HTTP. Not part of any cache key.
+    public var headers: [String: String]
+
+    /// Creates a request for `url` at `size`.
+    public init(
+        url: URL,
+        targetSize: TargetSize = .original,
+        contentMode: ContentMode = .fit,
+        priority: ImagePriority = .visible,
+        cachePolicy: CachePolicy = .useCaches,
+        revalidation: RevalidationPolicy = .staleWhileRevalidate,
+        processing: ProcessingOptions = ProcessingOptions(),
+        headers: [String: String] = [:]
+    ) {
+        self.url = url
+        self.targetSize = targetSize
+        self.contentMode = contentMode
+        self.priority = priority
+        self.cachePolicy = cachePolicy
+        self.revalidation = revalidation
+        self.processing = processing
+        self.headers = headers
+    }
+
+    /// Creates a request for `url` at `width` × `height` pixels.
+    public init(url: URL, width: Int, height: Int, contentMode: ContentMode = .fit,
+                priority: ImagePriority = .visible) {
+        self.init(url: url, targetSize: .pixels(PixelSize(width: width, height: height)),
+                  contentMode: contentMode, priority: priority)
+    }
+}
