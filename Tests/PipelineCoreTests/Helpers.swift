@@ -52,7 +52,8 @@ func colorBytes(_ n: Int) -> [UInt8] {
 }
 
 /// Polls `condition` every millisecond for at most `timeout` seconds.
-func eventually(timeout: TimeInterval = 5, _ condition: () async -> Bool) async -> Bool {
+func eventually(isolation: isolated (any Actor)? = #isolation, timeout: TimeInterval = 5,
+                _ condition: () async -> Bool) async -> Bool {
     let deadline = Date().addingTimeInterval(timeout)
     while await !condition() {
         if Date() > deadline { return false }
