@@ -1,1 +1,67 @@
-print("placeholder")
+// Memory-cache lookup cost, beside peers measured in the same run:
+//   MemoryCache<ImageKey, ImageResponse>  (ours: Mutex + dictionary + array-linked LRU)
+//   ImagePipeline.cachedImage(for:)       (ours, the whole UI-thread call: fetch URL + key + lookup)
+//   NSCache<NSString, Box>                (Foundation's cache, keyed by the URL string)
+//   Mutex<[ImageKey: ImageResponse]>      (a floor: one lock and one hash lookup, no LRU)
+// Run: swift run -c release MemoryCacheBenchmark
+import Foundation
+import PipelineCore
+import Synchronization
+
+let entryCount = 10_000
+let lookups = 2_000_000
+
+let bitmap = Bitmap(zeroed: PixelSize(width: 8, height: 8))
+let response = ImageResponse(bitmap: bitmap, source: .network, originalSize: bitmap.size, format: .jpeg)
+let keys: [ImageKey] = (0..<entryCount).map { i in
+    ImageKey(request: ImageRequest(url: URL(string: "https://cdn.example.com/photos/\(i).jpg")!, width: 256, height: 256),
+             fetchURL: URL(string: "https://cdn.example.com/photos/\(i).jpg?w=320")!)
+}
+// A fixed pseudo-random probe order so every cache sees the same sequence.
+let order: [Int] = {
+    var order = [Int](repeating: 0, count: 65_536)
+    var seed: UInt64 = 0x1234_5678
+    for i in order.indices {
+        seed = seed &* 6364136223846793005 &+ 1442695040888963407
+        order[i] = Int(seed >> 33) % entryCount
+    }
+    return order
+}()
+
+@MainActor
+func measure(_ name: String, _ body: (Int) -> Bool) {
+    var best = Double.infinity
+    for _ in 0..<5 {
+        var hits = 0
+        let start = DispatchTime.now().uptimeNanoseconds
+        for i in 0..<lookups where body(order[i & 0xFFFF]) { hits += 1 }
+        let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start)
+        precondition(hits == lookups, "\(name): expected every lookup to hit")
+        best = min(best, elapsed / Double(lookups))
+    }
+    print(String(format: "%-34@ %8.1f ns per hit", name as NSString, best))
+}
+
+let ours = MemoryCache<ImageKey, ImageResponse>(costLimit: 1 << 30)
+for key in keys { ours.insert(response, for: key, cost: bitmap.cost) }
+measure("MemoryCache (ours)") { ours.value(for: keys[$0]) != nil }
+
+// The call a UI thread makes: builds the fetch URL and key, then looks up.
+let pipeline = ImagePipeline(configuration: .init(decoders: DecoderRegistry(), loaders: LoaderRegistry(),
+                                                  urlBuilder: WidthBucketURLBuilder(), memoryCache: ours))
+let requests = (0..<entryCount).map {
+    ImageRequest(url: URL(string: "https://cdn.example.com/photos/\($0).jpg")!, width: 256, height: 256)
+}
+measure("ImagePipeline.cachedImage(for:)") { pipeline.cachedImage(for: requests[$0]) != nil }
+
+final class Box { let value: ImageResponse; init(_ value: ImageResponse) { self.value = value } }
+let nsCache = NSCache<NSString, Box>()
+let nsKeys = keys.map { NSString(string: $0.fetchURL.absoluteString + "|256x256") }
+for key in nsKeys { nsCache.setObject(Box(response), forKey: key, cost: bitmap.cost) }
+measure("NSCache (Foundation, string key)") { nsCache.object(forKey: nsKeys[$0]) != nil }
+
+let floor = Mutex<[ImageKey: ImageResponse]>([:])
+floor.withLock { dict in for key in keys { dict[key] = response } }
+measure("Mutex<Dictionary> (no LRU, floor)") { index in floor.withLock { $0[keys[index]] != nil } }
+
+print("entries: \(entryCount), lookups per run: \(lookups), best of 5 runs")

@@ -14,7 +14,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     /// The most one entry may cost and still be stored, in bytes.
     public let entryCostLimit: Int
 
-    private let state: Mutex<LRUList<Key, Value>>
+    @usableFromInline let state: Mutex<LRUList<Key, Value>>
 
     /// Creates a cache.
     /// - Parameters:
@@ -38,11 +38,14 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     }
 
     /// The value for `key`, marking it most recently used; `nil` on a miss.
+    /// Inlinable so callers in other modules get a specialised, generic-free lookup.
+    @inlinable
     public func value(for key: Key) -> Value? {
         state.withLock { $0.value(for: key) }
     }
 
     /// `true` when `key` has a value; does not change the order.
+    @inlinable
     public func contains(_ key: Key) -> Bool {
         state.withLock { $0.contains(key) }
     }
@@ -89,29 +92,31 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
 
 /// A doubly linked LRU list stored in arrays (indices, not references) behind one dictionary:
 /// no per-entry allocation and no reference counting on the hot path.
+@usableFromInline
 struct LRUList<Key: Hashable, Value>: ~Copyable {
-    private struct Node {
-        var key: Key?
-        var value: Value?
-        var cost: Int
-        var prev: Int
-        var next: Int
+    @usableFromInline
+    struct Node {
+        @usableFromInline var key: Key?
+        @usableFromInline var value: Value?
+        @usableFromInline var cost: Int
+        @usableFromInline var prev: Int
+        @usableFromInline var next: Int
     }
 
-    private var index: [Key: Int] = [:]
-    private var nodes: [Node] = []
-    private var freeSlots: [Int] = []
-    private var head = -1  // most recently used
-    private var tail = -1  // least recently used
-    private(set) var totalCost = 0
+    @usableFromInline var index: [Key: Int] = [:]
+    @usableFromInline var nodes: [Node] = []
+    @usableFromInline var freeSlots: [Int] = []
+    @usableFromInline var head = -1  // most recently used
+    @usableFromInline var tail = -1  // least recently used
+    @usableFromInline var totalCost = 0
 
-    init() {}
+    @usableFromInline init() {}
 
-    var count: Int { index.count }
+    @usableFromInline var count: Int { index.count }
 
-    func contains(_ key: Key) -> Bool { index[key] != nil }
+    @inlinable func contains(_ key: Key) -> Bool { index[key] != nil }
 
-    mutating func value(for key: Key) -> Value? {
+    @inlinable mutating func value(for key: Key) -> Value? {
         guard let slot = index[key] else { return nil }
         moveToFront(slot)
         return nodes[slot].value
@@ -174,7 +179,7 @@ struct LRUList<Key: Hashable, Value>: ~Copyable {
         return value
     }
 
-    private mutating func unlink(_ slot: Int) {
+    @inlinable mutating func unlink(_ slot: Int) {
         let prev = nodes[slot].prev, next = nodes[slot].next
         if prev >= 0 { nodes[prev].next = next } else { head = next }
         if next >= 0 { nodes[next].prev = prev } else { tail = prev }
@@ -182,7 +187,7 @@ struct LRUList<Key: Hashable, Value>: ~Copyable {
         nodes[slot].next = -1
     }
 
-    private mutating func moveToFront(_ slot: Int) {
+    @inlinable mutating func moveToFront(_ slot: Int) {
         guard slot != head else { return }
         unlink(slot)
         nodes[slot].next = head
