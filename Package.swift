@@ -35,7 +35,8 @@ var targets: [Target] = [
 
     .target(name: "PipelineTestSupport", dependencies: ["PipelineCore"], path: "Tests/PipelineTestSupport"),
     .testTarget(name: "PipelineCoreTests", dependencies: ["PipelineCore", "PipelineTestSupport"]),
-    .testTarget(name: "CodecJPEGTests", dependencies: ["CodecJPEG", "CodecPNG", "PipelineCore"]),
+    .target(name: "CJPEGTestEncoder", dependencies: ["CJPEG"], path: "Tests/CJPEGTestEncoder"),
+    .testTarget(name: "CodecJPEGTests", dependencies: ["CodecJPEG", "CJPEGTestEncoder", "PipelineCore"]),
     .testTarget(name: "CodecPNGTests", dependencies: ["CodecPNG", "PipelineCore"]),
 
     .executableTarget(name: "imgpipe", dependencies: ["PipelineCore", "CodecJPEG", "CodecPNG"]),
