@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import Testing
 
 /// The shared test corpus, `../shared/corpus` beside the package root (found from this file's
@@ -45,6 +48,15 @@ enum ResidentMemory {
         guard let handle = FileHandle(forWritingAtPath: "/proc/self/clear_refs") else { return false }
         defer { try? handle.close() }
         return (try? handle.write(contentsOf: Data("5".utf8))) != nil
+    }
+
+    /// Runs `body` while holding a process-wide file lock, so that the memory tests of both
+    /// codec test targets (one process, run in parallel) never measure each other.
+    static func exclusively<R>(_ body: () throws -> R) rethrows -> R {
+        let fd = open("/tmp/imagepipeline-codec-memory-tests.lock", O_CREAT | O_RDWR, 0o644)
+        if fd >= 0 { _ = flock(fd, LOCK_EX) }
+        defer { if fd >= 0 { _ = flock(fd, LOCK_UN); close(fd) } }
+        return try body()
     }
 
     /// `VmHWM` from `/proc/self/status`, in bytes.

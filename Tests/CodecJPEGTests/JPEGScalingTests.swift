@@ -80,12 +80,14 @@ struct JPEGScalingTests {
     /// A big picture asked for small is decoded at 1/8 and never exists at full size: the
     /// process's peak memory grows by far less than the full bitmap (24 MB here).
     @Test func aThumbnailOfABigPictureNeverHoldsTheFullBitmap() throws {
-        let data = try #require(Fixtures.jpeg(width: 3000, height: 2000, quality: 80))
-        try #require(ResidentMemory.resetPeak(), "cannot reset the peak RSS on this system")
-        let before = try #require(ResidentMemory.peak())
-        let decoded = try JPEGDecoder().decode(data, options: DecodeOptions(targetSize: PixelSize(width: 256, height: 171)))
-        let after = try #require(ResidentMemory.peak())
-        #expect(decoded.bitmap.size == PixelSize(width: 375, height: 250))
-        #expect(after - before < 8_000_000, "peak grew by \(after - before) bytes")
+        try ResidentMemory.exclusively {
+            let data = try #require(Fixtures.jpeg(width: 3000, height: 2000, quality: 80))
+            try #require(ResidentMemory.resetPeak(), "cannot reset the peak RSS on this system")
+            let before = try #require(ResidentMemory.peak())
+            let decoded = try JPEGDecoder().decode(data, options: DecodeOptions(targetSize: PixelSize(width: 256, height: 171)))
+            let after = try #require(ResidentMemory.peak())
+            #expect(decoded.bitmap.size == PixelSize(width: 375, height: 250))
+            #expect(after - before < 8_000_000, "peak grew by \(after - before) bytes")
+        }
     }
 }

@@ -1,0 +1,71 @@
+import CodecPNG
+import Foundation
+import PipelineCore
+import Testing
+
+/// Row-by-row shrinking, the encoder, and memory.
+struct PNGStreamingTests {
+    /// A premultiplied bitmap with a colour pattern and an alpha ramp (some pixels transparent).
+    static func pattern(width: Int, height: Int, alpha: Bool = true) -> Bitmap {
+        var bitmap = Bitmap(zeroed: PixelSize(width: width, height: height))
+        bitmap.withUnsafeMutableBytes { bytes in
+            for y in 0..<height {
+                for x in 0..<width {
+                    let i = (y * width + x) * 4
+                    bytes[i] = UInt8(truncatingIfNeeded: x * 7)
+                    bytes[i + 1] = UInt8(truncatingIfNeeded: y * 5)
+                    bytes[i + 2] = UInt8(truncatingIfNeeded: (x ^ y) * 3)
+                    bytes[i + 3] = alpha ? UInt8(truncatingIfNeeded: (x + y) % 256) : 255
+                }
+            }
+            Bitmap.premultiply(bytes)
+        }
+        return bitmap
+    }
+
+    @Test func encoderRoundTripsThroughTheDecoder() throws {
+        let original = Self.pattern(width: 67, height: 45)
+        let data = try PNGEncoder().encode(original)
+        #expect(PNGDecoder().canDecode(data))
+        let decoded = try PNGDecoder().decode(data, options: DecodeOptions())
+        #expect(decoded.bitmap == original, "premultiplied → straight → premultiplied is lossless for premultiplied input")
+        #expect(decoded.info.hasAlpha)
+        #expect(decoded.warnings.isEmpty)
+    }
+
+    /// Shrinking while reading rows gives exactly what a full decode plus the resampler gives.
+    @Test(arguments: [PixelSize(width: 30, height: 20), PixelSize(width: 299, height: 1), PixelSize(width: 1, height: 199)])
+    func shrinkingWhileReadingEqualsFullDecodeThenResize(_ target: PixelSize) throws {
+        let data = try PNGEncoder(compressionLevel: 1).encode(Self.pattern(width: 300, height: 200))
+        let full = try PNGDecoder().decode(data, options: DecodeOptions()).bitmap
+        let shrunk = try PNGDecoder().decode(data, options: DecodeOptions(targetSize: target)).bitmap
+        #expect(shrunk.size == target)
+        #expect(shrunk == Resampler.resample(full, to: target))
+    }
+
+    @Test func aTargetLargerThanThePictureGivesFullSize() throws {
+        let data = try PNGEncoder().encode(Self.pattern(width: 20, height: 10))
+        let decoded = try PNGDecoder().decode(data, options: DecodeOptions(targetSize: PixelSize(width: 200, height: 100)))
+        #expect(decoded.bitmap.size == PixelSize(width: 20, height: 10))
+    }
+
+    /// A 2000×2000 picture (16 MB as a bitmap) shrunk to 100 px: the peak memory grows by a
+    /// small fraction of what a full decode needs.
+    @Test func aThumbnailNeverHoldsTheFullBitmap() throws {
+        try ResidentMemory.exclusively {
+            let data = try PNGEncoder(compressionLevel: 1).encode(Self.pattern(width: 2000, height: 2000, alpha: false))
+            try #require(ResidentMemory.resetPeak(), "cannot reset the peak RSS on this system")
+            let before = try #require(ResidentMemory.peak())
+            let thumbnail = try PNGDecoder().decode(data, options: DecodeOptions(targetSize: PixelSize(width: 100, height: 100)))
+            let thumbnailGrowth = try #require(ResidentMemory.peak()) - before
+            #expect(thumbnail.bitmap.size == PixelSize(width: 100, height: 100))
+            #expect(thumbnailGrowth < 4_000_000, "thumbnail decode grew the peak by \(thumbnailGrowth) bytes")
+            _ = ResidentMemory.resetPeak()
+            let beforeFull = try #require(ResidentMemory.peak())
+            let full = try PNGDecoder().decode(data, options: DecodeOptions())
+            let fullGrowth = try #require(ResidentMemory.peak()) - beforeFull
+            #expect(full.bitmap.size == PixelSize(width: 2000, height: 2000))
+            #expect(fullGrowth > 12_000_000, "the full decode holds the 16 MB bitmap (grew \(fullGrowth))")
+        }
+    }
+}
