@@ -6,9 +6,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <png.h>
 
 #define PNGSHIM_MESSAGE_SIZE 256
+
+/// Inputs at least this large are checked for being a read-only file mapping.
+#define PNGSHIM_RELEASE_MIN_SIZE ((size_t)4 << 20)
+/// Consumed input is handed back to the kernel in steps of this many bytes.
+#define PNGSHIM_RELEASE_STEP ((size_t)1 << 20)
 
 struct pngshim_reader {
     png_structp png;
@@ -16,6 +24,8 @@ struct pngshim_reader {
     const unsigned char *data;
     size_t size;
     size_t offset;
+    int release_consumed;  ///< the input is a read-only file mapping: drop pages once read
+    size_t released;       ///< bytes from the start already handed back
     char message[PNGSHIM_MESSAGE_SIZE];
     int warning_count;
     char warnings[PNGSHIM_MAX_WARNINGS][PNGSHIM_MESSAGE_SIZE];
@@ -35,11 +45,51 @@ static void on_read_warning(png_structp png, png_const_charp message) {
     reader->warning_count += 1;
 }
 
+/// Whether [data, data + size) lies in one read-only mapping of a file, per /proc/self/maps.
+/// Only there is MADV_DONTNEED harmless: the pages come back from the file if touched again.
+/// Heap memory (anonymous) would be zeroed by it, so anything else says no.
+static int is_readonly_file_mapping(const unsigned char *data, size_t size) {
+    FILE *maps = fopen("/proc/self/maps", "r");
+    if (maps == NULL) return 0;
+    uintptr_t first = (uintptr_t)data, last = first + size;
+    char *line = NULL;
+    size_t capacity = 0;
+    int answer = 0;
+    while (getline(&line, &capacity, maps) > 0) {
+        unsigned long start, end, offset, inode;
+        unsigned int major, minor;
+        char perms[5];
+        if (sscanf(line, "%lx-%lx %4s %lx %x:%x %lu", &start, &end, perms, &offset, &major, &minor, &inode) != 7) {
+            continue;
+        }
+        if (start <= first && first < end) {
+            answer = last <= end && perms[0] == 'r' && perms[1] == '-' && inode != 0;
+            break;
+        }
+    }
+    free(line);
+    fclose(maps);
+    return answer;
+}
+
+/// Hands consumed whole pages of a file-mapped input back to the kernel, so a 25 MB PNG read
+/// through a mapping does not stay resident after libpng has inflated it. The page cache
+/// keeps the file; only this process's mapping of the read part is dropped.
+static void release_consumed(pngshim_reader *reader) {
+    if (reader->offset - reader->released < PNGSHIM_RELEASE_STEP) return;
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t from = ((uintptr_t)(reader->data + reader->released) + page - 1) & ~(page - 1);
+    uintptr_t to = (uintptr_t)(reader->data + reader->offset) & ~(page - 1);
+    if (to > from) madvise((void *)from, to - from, MADV_DONTNEED);
+    reader->released = reader->offset;
+}
+
 static void read_from_memory(png_structp png, png_bytep out, size_t length) {
     pngshim_reader *reader = png_get_io_ptr(png);
     if (length > reader->size - reader->offset) png_error(png, "the data ends early (truncated file)");
     memcpy(out, reader->data + reader->offset, length);
     reader->offset += length;
+    if (reader->release_consumed) release_consumed(reader);
 }
 
 pngshim_reader *pngshim_create(const unsigned char *data, size_t size) {
@@ -47,6 +97,7 @@ pngshim_reader *pngshim_create(const unsigned char *data, size_t size) {
     if (reader == NULL) return NULL;
     reader->data = data;
     reader->size = size;
+    reader->release_consumed = size >= PNGSHIM_RELEASE_MIN_SIZE && is_readonly_file_mapping(data, size);
     reader->png = png_create_read_struct(PNG_LIBPNG_VER_STRING, reader, on_read_error, on_read_warning);
     if (reader->png != NULL) reader->info = png_create_info_struct(reader->png);
     if (reader->png == NULL || reader->info == NULL) {
