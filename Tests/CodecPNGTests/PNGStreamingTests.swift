@@ -68,4 +68,23 @@ struct PNGStreamingTests {
             #expect(fullGrowth > 12_000_000, "the full decode holds the 16 MB bitmap (grew \(fullGrowth))")
         }
     }
+
+    /// A big file read through a memory mapping has its consumed pages handed back to the
+    /// kernel while decoding; decoding the same mapping again must still see the same bytes.
+    @Test func aMappedFileDecodesTheSameTwiceAfterItsPagesAreReleased() throws {
+        let bitmap = Self.pattern(width: 1200, height: 1000)
+        let encoded = try PNGEncoder(compressionLevel: 0).encode(bitmap)
+        #expect(encoded.count > 4 << 20, "big enough for the release path")
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("png-mapped-\(UUID().uuidString).png")
+        try encoded.write(to: url)
+        defer { try? FileManager.default.removeItem(at: url) }
+        let mapped = try Data(contentsOf: url, options: .alwaysMapped)
+        let target = PixelSize(width: 120, height: 100)
+        let first = try PNGDecoder().decode(mapped, options: DecodeOptions(targetSize: target))
+        let second = try PNGDecoder().decode(mapped, options: DecodeOptions(targetSize: target))
+        let fromHeap = try PNGDecoder().decode(encoded, options: DecodeOptions(targetSize: target))
+        #expect(first.bitmap == fromHeap.bitmap)
+        #expect(second.bitmap == fromHeap.bitmap)
+        #expect(mapped == encoded, "the mapping still reads as the file")
+    }
 }
