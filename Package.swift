@@ -36,8 +36,9 @@ var targets: [Target] = [
     .target(name: "PipelineTestSupport", dependencies: ["PipelineCore"], path: "Tests/PipelineTestSupport"),
     .testTarget(name: "PipelineCoreTests", dependencies: ["PipelineCore", "PipelineTestSupport"]),
     .target(name: "CJPEGTestEncoder", dependencies: ["CJPEG"], path: "Tests/CJPEGTestEncoder"),
-    .testTarget(name: "CodecJPEGTests", dependencies: ["CodecJPEG", "CJPEGTestEncoder", "PipelineCore"]),
-    .testTarget(name: "CodecPNGTests", dependencies: ["CodecPNG", "PipelineCore"]),
+    .target(name: "CMemoryProbe", path: "Tests/CMemoryProbe"),
+    .testTarget(name: "CodecJPEGTests", dependencies: ["CodecJPEG", "CJPEGTestEncoder", "CMemoryProbe", "PipelineCore"]),
+    .testTarget(name: "CodecPNGTests", dependencies: ["CodecPNG", "CMemoryProbe", "PipelineCore"]),
 
     .executableTarget(name: "imgpipe", dependencies: ["PipelineCore", "CodecJPEG", "CodecPNG"]),
 

@@ -1,3 +1,4 @@
+import CMemoryProbe
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -57,6 +58,23 @@ enum ResidentMemory {
         if fd >= 0 { _ = flock(fd, LOCK_EX) }
         defer { if fd >= 0 { _ = flock(fd, LOCK_UN); close(fd) } }
         return try body()
+    }
+
+    /// How much `body` raised the process's peak resident memory, in bytes, over `attempts`
+    /// runs: the result (`largest: false`; tests running in parallel can only add to an upper
+    /// bound) or the largest (for a lower bound, which memory another test frees during the
+    /// window can hide). Large blocks are made to always come from (and go back to) mmap, so
+    /// reused heap does not hide growth.
+    static func peakGrowth(attempts: Int = 3, largest: Bool = false, _ body: () throws -> Void) throws -> Int? {
+        _ = memory_probe_fix_mmap_threshold(128 * 1024)
+        var result: Int?
+        for _ in 0..<attempts {
+            guard resetPeak(), let before = peak() else { return nil }
+            try body()
+            guard let after = peak() else { return nil }
+            result = largest ? max(result ?? 0, after - before) : min(result ?? Int.max, after - before)
+        }
+        return result
     }
 
     /// `VmHWM` from `/proc/self/status`, in bytes.
