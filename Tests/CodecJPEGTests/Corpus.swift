@@ -61,7 +61,7 @@ enum ResidentMemory {
     }
 
     /// How much `body` raised the process's peak resident memory, in bytes, over `attempts`
-    /// runs: the result (`largest: false`; tests running in parallel can only add to an upper
+    /// runs: the least (`largest: false`; tests running in parallel can only add to an upper
     /// bound) or the largest (for a lower bound, which memory another test frees during the
     /// window can hide). Large blocks are made to always come from (and go back to) mmap, so
     /// reused heap does not hide growth.
