@@ -23,8 +23,11 @@ var targets: [Target] = [
     cLibrary("CHEIF", pkgConfig: "libheif", apt: "libheif-dev"),
     cLibrary("CCurl", pkgConfig: "libcurl", apt: "libcurl4-openssl-dev"),
 
-    .target(name: "CodecJPEG", dependencies: ["PipelineCore"]),
-    .target(name: "CodecPNG", dependencies: ["PipelineCore"]),
+    .target(name: "CJPEGShim", dependencies: ["CJPEG"]),
+    .target(name: "CPNGShim", dependencies: ["CPNG"]),
+
+    .target(name: "CodecJPEG", dependencies: ["PipelineCore", "CJPEGShim"]),
+    .target(name: "CodecPNG", dependencies: ["PipelineCore", "CPNGShim"]),
     .target(name: "CodecWebP", dependencies: ["PipelineCore"]),
     .target(name: "CodecHEIF", dependencies: ["PipelineCore"]),
     .target(name: "LoaderHTTP", dependencies: ["PipelineCore"]),
@@ -32,6 +35,12 @@ var targets: [Target] = [
 
     .target(name: "PipelineTestSupport", dependencies: ["PipelineCore"], path: "Tests/PipelineTestSupport"),
     .testTarget(name: "PipelineCoreTests", dependencies: ["PipelineCore", "PipelineTestSupport"]),
+    .target(name: "CJPEGTestEncoder", dependencies: ["CJPEG"], path: "Tests/CJPEGTestEncoder"),
+    .target(name: "CMemoryProbe", path: "Tests/CMemoryProbe"),
+    .testTarget(name: "CodecJPEGTests", dependencies: ["CodecJPEG", "CJPEGTestEncoder", "CMemoryProbe", "PipelineCore"]),
+    .testTarget(name: "CodecPNGTests", dependencies: ["CodecPNG", "CMemoryProbe", "PipelineCore"]),
+
+    .executableTarget(name: "imgpipe", dependencies: ["PipelineCore", "CodecJPEG", "CodecPNG"]),
 
     .executableTarget(name: "PNGFromFiles", dependencies: ["PipelineCore", "CodecPNG", "LoaderFile"],
                       path: "Examples/PNGFromFiles"),
@@ -53,6 +62,7 @@ let package = Package(
         .library(name: "CodecHEIF", targets: ["CodecHEIF"]),
         .library(name: "LoaderHTTP", targets: ["LoaderHTTP"]),
         .library(name: "LoaderFile", targets: ["LoaderFile"]),
+        .executable(name: "imgpipe", targets: ["imgpipe"]),
     ],
     targets: targets,
     swiftLanguageModes: [.v6]

@@ -1,0 +1,72 @@
+// A thin layer over libjpeg's classic decompression API that keeps setjmp/longjmp inside C.
+//
+// libjpeg reports fatal errors by calling error_exit, which by default calls exit(). Every
+// function here sets a jmp_buf first, so an error longjmps back into this file only, never
+// through a Swift frame, and comes back as a non-zero return code plus libjpeg's message.
+#ifndef JPEG_SHIM_H
+#define JPEG_SHIM_H
+
+#include <stddef.h>
+
+/// Return codes of the jpegshim_* functions.
+enum {
+    JPEGSHIM_OK = 0,
+    JPEGSHIM_ERROR = 1,        ///< libjpeg failed; see jpegshim_message.
+    JPEGSHIM_UNSUPPORTED = 2,  ///< valid JPEG this build cannot decode (e.g. 12-bit); see jpegshim_message.
+    JPEGSHIM_NO_MEMORY = 3,    ///< the decoder state could not be allocated.
+};
+
+/// Colour handling chosen for the output.
+enum {
+    JPEGSHIM_COLOR_RGB = 0,    ///< YCbCr, RGB or grayscale source, converted by libjpeg to RGBA.
+    JPEGSHIM_COLOR_CMYK = 1,   ///< CMYK or YCCK source, converted to RGBA by this shim.
+};
+
+/// What the header says.
+typedef struct {
+    int width;
+    int height;
+    int components;       ///< colour components in the file (1, 3 or 4).
+    int color_space;      ///< libjpeg's J_COLOR_SPACE of the file.
+    int progressive;      ///< 1 for progressive (SOF2/SOF6/SOF10...) files.
+    int arithmetic;       ///< 1 for arithmetic-coded files.
+    int precision;        ///< bits per sample (8, or 12 for files this build rejects).
+    int adobe_inverted;   ///< 1 when an Adobe APP14 marker says CMYK is stored inverted.
+} jpegshim_info;
+
+typedef struct jpegshim_decoder jpegshim_decoder;
+
+/// A new decoder over `size` bytes at `data` (not copied: they must outlive the decoder), or
+/// NULL when out of memory. Free it with jpegshim_destroy on every path.
+jpegshim_decoder *jpegshim_create(const unsigned char *data, size_t size);
+
+/// Frees everything the decoder holds. NULL is allowed.
+void jpegshim_destroy(jpegshim_decoder *decoder);
+
+/// Reads the markers up to the first scan and fills `info`. Allocates no pixel buffers.
+int jpegshim_read_header(jpegshim_decoder *decoder, jpegshim_info *info);
+
+/// Starts decompression at scale `scale_num`/8 with RGBA output; writes the output size.
+/// Must follow jpegshim_read_header. Progressive files buffer their coefficients here.
+int jpegshim_start(jpegshim_decoder *decoder, int scale_num, int *out_width, int *out_height);
+
+/// Decodes every output row into `pixels` (rows `stride` bytes apart, RGBA8, alpha 255).
+/// `rows_done` receives how many rows were written before any error.
+int jpegshim_read_rgba(jpegshim_decoder *decoder, unsigned char *pixels, size_t stride, int *rows_done);
+
+/// Finishes decompression (reads to EOI). Warnings it meets are recorded like the others.
+int jpegshim_finish(jpegshim_decoder *decoder);
+
+/// libjpeg's message for the last error (empty when none). Owned by the decoder.
+const char *jpegshim_message(const jpegshim_decoder *decoder);
+
+/// How many warnings (corrupt-but-decodable data) libjpeg reported so far.
+int jpegshim_warning_count(const jpegshim_decoder *decoder);
+
+/// The text of warning `index` (< min(count, JPEGSHIM_MAX_WARNINGS)). Owned by the decoder.
+const char *jpegshim_warning(const jpegshim_decoder *decoder, int index);
+
+/// How many warning texts are kept; later ones are only counted.
+#define JPEGSHIM_MAX_WARNINGS 8
+
+#endif

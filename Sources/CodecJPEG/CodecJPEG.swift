@@ -1,2 +1,0 @@
-/// The `CodecJPEG` module: filled in by its own issue.
-public enum CodecJPEGModule {}

@@ -1,0 +1,73 @@
+import CJPEGShim
+import Foundation
+import PipelineCore
+
+/// Decodes JPEG with libjpeg-turbo: DCT scaling to the smallest size that covers the target,
+/// EXIF orientation, grayscale, CMYK/YCCK, progressive and arithmetic-coded files.
+///
+/// Register it with ``PipelineCore/DecoderRegistry/registering(_:)``:
+/// `DecoderRegistry().registering(JPEGDecoder())`.
+///
+/// A 6000×4000 file asked for at 256 pixels is decoded at 1/8 scale (750×500) and never exists
+/// at full size. 12-bit files fail with ``PipelineCore/ImagePipelineError/unsupported(format:message:)``
+/// (this libjpeg build decodes 8-bit samples only). libjpeg's warnings about corrupt but
+/// decodable data come back in ``PipelineCore/DecodedImage/warnings``, or as an error with
+/// ``PipelineCore/DecodeOptions/strict``.
+public struct JPEGDecoder: ImageDecoding {
+    /// Creates a JPEG decoder. It holds no state; one value serves every thread.
+    public init() {}
+
+    /// `[.jpeg]`.
+    public var formats: Set<ImageFormat> { [.jpeg] }
+
+    /// Reads the header (size, components, progressive, EXIF orientation); decodes no pixels.
+    public func readInfo(_ data: Data) throws -> ImageInfo {
+        try data.withUnsafeBytes { bytes in
+            let session = try JPEGSession(bytes: bytes)
+            return Self.info(try session.readHeader(), bytes: bytes)
+        }
+    }
+
+    /// Decodes at the smallest DCT scale (M/8) whose output covers `options.targetSize`, upright.
+    public func decode(_ data: Data, options: DecodeOptions) throws -> DecodedImage {
+        try data.withUnsafeBytes { bytes in
+            let session = try JPEGSession(bytes: bytes)
+            let info = Self.info(try session.readHeader(), bytes: bytes)
+            try options.checkPixelLimit(info)
+            let orientation = options.appliesOrientation ? info.orientation : .up
+            // The target is upright; the decoder works on stored pixels.
+            let storedTarget = options.targetSize.map { orientation.swapsDimensions ? $0.transposed : $0 }
+            let scale = Self.scaleNumerator(for: info.size, covering: storedTarget)
+            let outputSize = try session.start(scaleNumerator: scale)
+            guard outputSize.isValid else {
+                throw ImagePipelineError.corruptData(format: .jpeg, message: "the decoder produced an empty \(outputSize) picture")
+            }
+            var bitmap = Bitmap(zeroed: outputSize)
+            try session.readRGBA(into: &bitmap)
+            var warnings = session.warnings
+            if let trailing = session.finish() { warnings.append(trailing) }
+            if options.strict, let first = warnings.first {
+                throw ImagePipelineError.corruptData(format: .jpeg, message: first)
+            }
+            return DecodedImage(bitmap: bitmap.oriented(orientation), info: info, warnings: warnings)
+        }
+    }
+
+    /// The smallest `M` in 1...8 for which libjpeg's output, `ceil(size × M / 8)`, is at least
+    /// `target` in both dimensions; 8 (full size) without a target.
+    static func scaleNumerator(for size: PixelSize, covering target: PixelSize?) -> Int {
+        guard let target else { return 8 }
+        for m in 1...8 {
+            let width = (size.width * m + 7) / 8, height = (size.height * m + 7) / 8
+            if width >= target.width && height >= target.height { return m }
+        }
+        return 8
+    }
+
+    private static func info(_ header: jpegshim_info, bytes: UnsafeRawBufferPointer) -> ImageInfo {
+        ImageInfo(format: .jpeg, size: PixelSize(width: Int(header.width), height: Int(header.height)),
+                  orientation: EXIFOrientation.read(fromJPEG: bytes) ?? .up, hasAlpha: false,
+                  isProgressive: header.progressive != 0, componentCount: Int(header.components),
+                  bitDepth: Int(header.precision))
+    }
+}

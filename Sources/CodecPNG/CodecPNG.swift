@@ -1,2 +1,0 @@
-/// The `CodecPNG` module: filled in by its own issue.
-public enum CodecPNGModule {}

@@ -1,0 +1,104 @@
+import CPNGShim
+import Foundation
+import PipelineCore
+
+/// Decodes PNG with libpng: every colour type and bit depth, palettes with tRNS, 16-bit
+/// (scaled to 8), Adam7; output RGBA8 premultiplied. Gamma is left as stored (libpng applies
+/// none unless asked), like browsers without colour management and like PngSuite's references.
+///
+/// Register it with ``PipelineCore/DecoderRegistry/registering(_:)``:
+/// `DecoderRegistry().registering(PNGDecoder())`.
+///
+/// Memory: a non-interlaced picture asked for at a smaller size is shrunk while its rows are
+/// read (each row goes into a ``PipelineCore/RowResampler``), so a 6000×4000 thumbnail holds
+/// the output plus a few rows, never the full bitmap. An interlaced (Adam7) picture needs every
+/// pass before any row is final, so it is decoded at full size (after the pixel-limit check)
+/// and then resampled.
+public struct PNGDecoder: ImageDecoding {
+    /// Rows read from libpng per call: amortises the C call without holding much memory.
+    static let rowBatch = 16
+
+    /// Creates a PNG decoder. It holds no state; one value serves every thread.
+    public init() {}
+
+    /// `[.png]`.
+    public var formats: Set<ImageFormat> { [.png] }
+
+    /// Reads IHDR (and the chunks before the image data); decodes no pixels.
+    public func readInfo(_ data: Data) throws -> ImageInfo {
+        try data.withUnsafeBytes { bytes in
+            let session = try PNGSession(bytes: bytes)
+            return Self.info(try session.readInfo())
+        }
+    }
+
+    /// Decodes to `options.targetSize` exactly when it is smaller (shrinking row by row),
+    /// else at full size. PNG has no orientation to apply.
+    public func decode(_ data: Data, options: DecodeOptions) throws -> DecodedImage {
+        try data.withUnsafeBytes { bytes in
+            let session = try PNGSession(bytes: bytes)
+            var header = try session.readInfo()
+            let info = Self.info(header)
+            try options.checkPixelLimit(info)
+            try session.setRGBA8(&header)
+
+            let bitmap: Bitmap
+            if let target = options.targetSize, target.isValid,
+               target.width < info.size.width || target.height < info.size.height {
+                let output = PixelSize(width: min(target.width, info.size.width), height: min(target.height, info.size.height))
+                if header.interlaced != 0 {
+                    bitmap = Resampler.resample(try Self.readWhole(session, size: info.size), to: output)
+                } else {
+                    bitmap = try Self.readShrinking(session, size: info.size, to: output, alpha: info.hasAlpha)
+                }
+            } else {
+                bitmap = try Self.readWhole(session, size: info.size)
+            }
+            var warnings = session.warnings
+            if let trailing = session.readEnd() { warnings.append(trailing) }
+            if options.strict, let first = warnings.first {
+                throw ImagePipelineError.corruptData(format: .png, message: first)
+            }
+            return DecodedImage(bitmap: bitmap, info: info, warnings: warnings)
+        }
+    }
+
+    /// Decodes every row into a full-size bitmap and premultiplies it.
+    private static func readWhole(_ session: borrowing PNGSession, size: PixelSize) throws -> Bitmap {
+        var bitmap = Bitmap(zeroed: size)
+        try session.readImage(into: &bitmap)
+        bitmap.withUnsafeMutableBytes { Bitmap.premultiply($0) }
+        return bitmap
+    }
+
+    /// Reads rows in small batches and pushes each into a resampler: memory is the output plus
+    /// one batch of rows.
+    private static func readShrinking(_ session: borrowing PNGSession, size: PixelSize, to output: PixelSize,
+                                      alpha: Bool) throws -> Bitmap {
+        var resampler = RowResampler(sourceSize: size, outputSize: output)
+        let stride = size.width * 4
+        let batch = min(rowBatch, size.height)
+        var rows = [UInt8](repeating: 0, count: stride * batch)
+        var y = 0
+        while y < size.height {
+            let count = min(batch, size.height - y)
+            try rows.withUnsafeMutableBytes { buffer in
+                try session.readRows(into: buffer, stride: stride, count: count)
+                let typed = buffer.bindMemory(to: UInt8.self)
+                for r in 0..<count {
+                    let row = UnsafeMutableBufferPointer(rebasing: typed[(r * stride)..<((r + 1) * stride)])
+                    if alpha { Bitmap.premultiply(row) }
+                    resampler.push(row: UnsafeBufferPointer(row))
+                }
+            }
+            y += count
+        }
+        return resampler.finish()
+    }
+
+    private static func info(_ header: pngshim_info) -> ImageInfo {
+        ImageInfo(format: .png, size: PixelSize(width: Int(header.width), height: Int(header.height)),
+                  hasAlpha: header.has_alpha != 0, isProgressive: header.interlaced != 0,
+                  componentCount: Int(header.channels), bitDepth: Int(header.bit_depth))
+    }
+}

@@ -1,0 +1,37 @@
+import CPNGShim
+import Foundation
+import PipelineCore
+
+/// Encodes a ``PipelineCore/Bitmap`` (RGBA8 premultiplied) as an RGBA8 PNG, dividing alpha
+/// back out first, since PNG stores straight alpha.
+public struct PNGEncoder: Sendable {
+    /// The zlib level, 0 (store) to 9 (smallest). Default 6, libpng's own default.
+    public var compressionLevel: Int
+
+    /// Creates an encoder with `compressionLevel` (0–9, default 6).
+    public init(compressionLevel: Int = 6) {
+        self.compressionLevel = compressionLevel
+    }
+
+    /// The PNG bytes of `bitmap`.
+    /// - Throws: ``PipelineCore/ImagePipelineError/corruptData(format:message:)`` with libpng's
+    ///   message if libpng refuses (it does not for valid bitmaps).
+    public func encode(_ bitmap: Bitmap) throws -> Data {
+        let straight = bitmap.unpremultipliedBytes()
+        var output: UnsafeMutablePointer<UInt8>?
+        var size = 0
+        var message = [CChar](repeating: 0, count: 256)
+        let code = straight.withUnsafeBufferPointer { pixels in
+            message.withUnsafeMutableBufferPointer { text in
+                pngshim_encode_rgba(pixels.baseAddress, UInt32(bitmap.width), UInt32(bitmap.height), bitmap.width * 4,
+                                    Int32(compressionLevel), &output, &size, text.baseAddress, text.count)
+            }
+        }
+        defer { pngshim_free(output) }
+        guard code == Int32(PNGSHIM_OK), let output else {
+            let text = String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            throw ImagePipelineError.corruptData(format: .png, message: text.isEmpty ? "libpng could not encode" : text)
+        }
+        return Data(bytes: output, count: size)
+    }
+}

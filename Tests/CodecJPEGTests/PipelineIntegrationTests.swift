@@ -1,0 +1,47 @@
+import CodecJPEG
+import Foundation
+import PipelineCore
+import Testing
+
+/// Serves fixed bytes for `memory://NAME` URLs: enough to run the real pipeline end to end.
+struct MemoryLoader: DataLoading {
+    let files: [String: Data]
+    var schemes: Set<String> { ["memory"] }
+
+    func load(_ request: DataLoadRequest) async throws -> DataLoadResult {
+        guard let name = request.url.host, let data = files[name] else {
+            throw ImagePipelineError.badStatus(code: 404)
+        }
+        return .data(data, ResponseMetadata())
+    }
+}
+
+/// The JPEG decoder inside the real pipeline: the pipeline reads the header, plans the size,
+/// and the decoder's scaled, upright output is resampled to the exact size.
+@Suite(.enabled(if: Corpus.has("exif-orientation"), Corpus.missing("exif-orientation")))
+struct PipelineIntegrationTests {
+    @Test func aRotatedPhotoComesOutUprightAtTheRequestedSize() async throws {
+        let data = try Corpus.data("exif-orientation", "Portrait_6.jpg")
+        let info = try JPEGDecoder().readInfo(data)
+        let pipeline = ImagePipeline(configuration: .init(
+            decoders: DecoderRegistry().registering(JPEGDecoder()),
+            loaders: LoaderRegistry().registering(MemoryLoader(files: ["photo": data]))))
+        let url = try #require(URL(string: "memory://photo"))
+        let response = try await pipeline.image(for: ImageRequest(url: url, width: 64, height: 64))
+        let expected = ResizePlan(source: info.uprightSize, target: .pixels(PixelSize(width: 64, height: 64)), contentMode: .fit)
+        #expect(response.bitmap.size == expected.outputSize)
+        #expect(response.bitmap.height == 64 && response.bitmap.width < 64, "portrait upright")
+        #expect(response.originalSize == info.uprightSize)
+        #expect(response.bitmap == (try Fixtures.thumbnail(JPEGDecoder(), data, box: PixelSize(width: 64, height: 64))))
+    }
+
+    @Test func aDamagedJPEGReachesTheCallerAsATypedError() async throws {
+        let pipeline = ImagePipeline(configuration: .init(
+            decoders: DecoderRegistry().registering(JPEGDecoder()),
+            loaders: LoaderRegistry().registering(MemoryLoader(files: ["bad": Data([0xFF, 0xD8, 0xFF, 0xC0, 0, 2])]))))
+        let url = try #require(URL(string: "memory://bad"))
+        await #expect(throws: ImagePipelineError.self) {
+            _ = try await pipeline.image(for: ImageRequest(url: url, width: 64, height: 64))
+        }
+    }
+}
