@@ -44,6 +44,7 @@ var targets: [Target] = [
 
     .executableTarget(name: "PNGFromFiles", dependencies: ["PipelineCore", "CodecPNG", "LoaderFile"],
                       path: "Examples/PNGFromFiles"),
+    .executableTarget(name: "SampleMaker", dependencies: ["PipelineCore", "CodecPNG"], path: "scripts/SampleMaker"),
     .executableTarget(name: "MemoryCacheBenchmark", dependencies: ["PipelineCore"],
                       path: "Benchmarks/MemoryCacheBenchmark"),
 ]
