@@ -27,19 +27,24 @@ var targets: [Target] = [
     .target(name: "CodecPNG", dependencies: ["PipelineCore"]),
     .target(name: "CodecWebP", dependencies: ["PipelineCore"]),
     .target(name: "CodecHEIF", dependencies: ["PipelineCore"]),
-    .target(name: "LoaderHTTP", dependencies: ["PipelineCore"]),
+    .target(name: "CCurlShim", dependencies: ["CCurl"]),
+    .target(name: "LoaderHTTP", dependencies: ["PipelineCore", "CCurl", "CCurlShim"]),
     .target(name: "LoaderFile", dependencies: ["PipelineCore"]),
 
     .target(name: "PipelineTestSupport", dependencies: ["PipelineCore"], path: "Tests/PipelineTestSupport"),
     .testTarget(name: "PipelineCoreTests", dependencies: ["PipelineCore", "PipelineTestSupport"]),
+    .testTarget(name: "LoaderTests", dependencies: ["PipelineCore", "LoaderHTTP", "LoaderFile"],
+                exclude: ["Fixtures"]),
 
     .executableTarget(name: "PNGFromFiles", dependencies: ["PipelineCore", "CodecPNG", "LoaderFile"],
                       path: "Examples/PNGFromFiles"),
+    .executableTarget(name: "HTTPBenchmark", dependencies: ["PipelineCore", "LoaderHTTP"],
+                      path: "Benchmarks/HTTPBenchmark"),
     .executableTarget(name: "MemoryCacheBenchmark", dependencies: ["PipelineCore"],
                       path: "Benchmarks/MemoryCacheBenchmark"),
 ]
 
-for index in targets.indices where targets[index].type != .system {
+for index in targets.indices where targets[index].type != .system && targets[index].name != "CCurlShim" {
     targets[index].swiftSettings = (targets[index].swiftSettings ?? []) + strictSettings
 }
 
