@@ -116,17 +116,21 @@ final class CurlMultiEngine: @unchecked Sendable {
             var stillRunning: Int32 = 0
             CurlErrors.check(curl_multi_perform(multi, &stillRunning), "curl_multi_perform")
             var left: Int32 = 0
+            var finished = !cancelled.isEmpty
             while let message = curl_multi_info_read(multi, &left) {
                 guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle,
                       let transfer = confined.running[easy] else { continue }
                 finish(transfer, with: transfer.outcome(for: ccurl_message_result(message)))
+                finished = true
             }
             let now = DispatchTime.now().uptimeNanoseconds
             for transfer in confined.running.values where transfer.isIdle(at: now) {
                 transfer.abort(.timeout("no data for \(configuration.idleTimeout) s (idle timeout)"))
                 finish(transfer, with: transfer.outcome(for: CURLE_OK))
+                finished = true
             }
-            if !confined.running.isEmpty { idleSince = now }
+            if !confined.running.isEmpty || finished { idleSince = now }
+            if finished { continue }  // slots came free: start waiting jobs before sleeping
             let timeout: Int32 = confined.running.isEmpty ? Int32(lingerSeconds * 1000) : pollTimeout()
             CurlErrors.check(curl_multi_poll(multi, nil, 0, timeout, nil), "curl_multi_poll")
         }

@@ -5,10 +5,14 @@ Listens on 127.0.0.1 on an ephemeral port and prints "PORT <n>" on stdout once r
 when its stdin closes, so a test process that dies never leaves it behind.
 
 Endpoints (the query string selects behaviour; counters are kept per path, query excluded):
-  /image/<name>?size=N&maxage=S   test-image bytes, ETag and Last-Modified; 304 on a match
+  /image/<name>?size=N&maxage=S&maxage304=T
+                                  test-image bytes, ETag and Last-Modified; 304 on a match
+                                  (with max-age T when given)
   /status/<code>?retry_after=S    that status with a small body
   /delay/<name>?ms=N              waits N ms before the headers, then an image
   /slow/<name>?chunks=N&interval_ms=M&chunk=B   a body sent in timed chunks
+  /hold/<name>                    waits until /release/<name> (at most 10 s), then an image
+  /release/<name>                 releases the holds of <name> (not counted)
   /truncated/<name>               Content-Length 2000, 500 bytes, then close
   /reset/<name>                   closes the connection with a TCP reset, no response
   /redirect/<n>                   302 to /redirect/<n-1>; /redirect/0 is an image
@@ -33,6 +37,7 @@ from urllib.parse import parse_qs, urlsplit
 
 LAST_MODIFIED = "Sat, 01 Jan 2022 00:00:00 GMT"
 LOCK = threading.Lock()
+HOLDS = {}
 STATS = {"hits": {}, "statuses": {}, "log": [], "disconnects": {}, "sent": {}, "ports": [],
          "active": 0, "max_active": 0}
 
@@ -72,6 +77,8 @@ class Handler(BaseHTTPRequestHandler):
         headers = {"ETag": etag, "Last-Modified": LAST_MODIFIED, "Cache-Control": "max-age=" + maxage}
         headers.update(extra or {})
         if self.headers.get("If-None-Match") == etag or self.headers.get("If-Modified-Since") == LAST_MODIFIED:
+            if "maxage304" in self.query:
+                headers["Cache-Control"] = "max-age=" + self.query["maxage304"][0]
             self.record(304)
             self.send_response(304)
             for key, value in headers.items():
@@ -87,8 +94,8 @@ class Handler(BaseHTTPRequestHandler):
         segments = [s for s in parts.path.split("/") if s]
         kind = segments[0] if segments else ""
         name = segments[1] if len(segments) > 1 else ""
-        if kind == "stats":
-            return self.route_stats(name)
+        if kind in ("stats", "release"):
+            return getattr(self, "route_" + kind)(name)
         with LOCK:
             STATS["hits"][self.route] = STATS["hits"].get(self.route, 0) + 1
             STATS["log"].append(self.route)
@@ -112,6 +119,17 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
+
+    def route_hold(self, name):
+        with LOCK:
+            event = HOLDS.setdefault(name, threading.Event())
+        event.wait(10)
+        self.image(name)
+
+    def route_release(self, name):
+        with LOCK:
+            HOLDS.setdefault(name, threading.Event()).set()
+        self.reply(204)
 
     def route_image(self, name):
         self.image(name)
