@@ -24,7 +24,7 @@ private let curlGlobalInit: CURLcode = curl_global_init(ccurl_global_default())
 final class CurlMultiEngine: @unchecked Sendable {
     /// State shared with the tasks that submit and cancel.
     struct Shared {
-        var pending: [TransferJob] = []
+        var pending = PendingQueue()
         /// Ids of running transfers whose task was cancelled, for the thread to remove.
         var cancelled: [UInt64] = []
         var threadRunning = false
@@ -85,9 +85,7 @@ final class CurlMultiEngine: @unchecked Sendable {
     /// the multi handle by the engine thread, which closes its connection.
     func cancel(_ id: UInt64) {
         let waiting = shared.withLock { state -> TransferJob? in
-            if let index = state.pending.firstIndex(where: { $0.id == id }) {
-                return state.pending.remove(at: index)
-            }
+            if let job = state.pending.remove(id: id) { return job }
             state.cancelled.append(id)
             return nil
         }
@@ -143,29 +141,15 @@ final class CurlMultiEngine: @unchecked Sendable {
         let confined = confined
         let lingered = DispatchTime.now().uptimeNanoseconds &- idleSince >= UInt64(lingerSeconds * 1e9)
         return shared.withLock { state -> [TransferJob]? in
-            if state.pending.isEmpty {
+            if state.pending.count == 0 {
                 if confined.running.isEmpty && lingered {
                     state.threadRunning = false
                     return nil
                 }
                 return []
             }
-            var total = confined.running.count
-            guard total < limits.maxTotalConnections else { return [] }
-            var perHost = confined.perHost
-            var taken: [Int] = []
-            for wanted in [ImagePriority.visible, .prefetch] {
-                for (index, job) in state.pending.enumerated() where total < limits.maxTotalConnections {
-                    guard perHost[job.hostKey, default: 0] < limits.maxConnectionsPerHost,
-                          job.priority.current == wanted else { continue }
-                    perHost[job.hostKey, default: 0] += 1
-                    total += 1
-                    taken.append(index)
-                }
-            }
-            let jobs = taken.map { state.pending[$0] }
-            for index in taken.sorted(by: >) { state.pending.remove(at: index) }
-            return jobs
+            return state.pending.take(running: confined.perHost, totalRunning: confined.running.count,
+                                      maxPerHost: limits.maxConnectionsPerHost, maxTotal: limits.maxTotalConnections)
         }
     }
 
