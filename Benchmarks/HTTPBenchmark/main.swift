@@ -49,6 +49,11 @@ func report(_ name: String, _ loader: any DataLoading) async throws -> Double {
     return Double(count) / median
 }
 
-let curlRate = try await report("HTTPDataLoader (curl)", HTTPDataLoader(configuration: .init(maxConnectionsPerHost: perHost)))
-let sessionRate = try await report("URLSession", URLSessionDataLoader(maxConnectionsPerHost: perHost))
-print(String(format: "HTTPDataLoader / URLSession throughput: %.2f×", curlRate / sessionRate))
+// BENCH_ONLY=curl or BENCH_ONLY=urlsession runs one loader alone (for profiling).
+let only = ProcessInfo.processInfo.environment["BENCH_ONLY"]
+let curlRate = only == "urlsession" ? nil
+    : try await report("HTTPDataLoader (curl)", HTTPDataLoader(configuration: .init(maxConnectionsPerHost: perHost)))
+let sessionRate = only == "curl" ? nil : try await report("URLSession", URLSessionDataLoader(maxConnectionsPerHost: perHost))
+if let curlRate, let sessionRate {
+    print(String(format: "HTTPDataLoader / URLSession throughput: %.2f×", curlRate / sessionRate))
+}

@@ -28,6 +28,10 @@ final class CurlMultiEngine: @unchecked Sendable {
         /// Ids of running transfers whose task was cancelled, for the thread to remove.
         var cancelled: [UInt64] = []
         var threadRunning = false
+        /// The thread is in (or about to enter) `curl_multi_poll`: a submit must wake it.
+        var polling = false
+        /// Jobs arrived since the thread last picked jobs to start.
+        var arrived = false
     }
 
     /// State of the engine thread alone.
@@ -66,17 +70,22 @@ final class CurlMultiEngine: @unchecked Sendable {
 
     /// Queues `job`; the engine thread starts it when a slot is free.
     func submit(_ job: TransferJob) {
-        let startThread = shared.withLock { state -> Bool in
+        let (startThread, wake) = shared.withLock { state -> (Bool, Bool) in
             state.pending.append(job)
-            guard !state.threadRunning else { return false }
-            state.threadRunning = true
-            return true
+            state.arrived = true
+            guard state.threadRunning else {
+                state.threadRunning = true
+                return (true, false)
+            }
+            // One wake-up per poll is enough; a thread that is not polling will look anyway.
+            defer { state.polling = false }
+            return (false, state.polling)
         }
         if startThread {
             let thread = Thread { [self] in runLoop() }
-            thread.name = "HTTPDataLoader.curl"
+            thread.name = "curl-multi"  // Linux thread names hold 15 characters
             thread.start()
-        } else {
+        } else if wake {
             curl_multi_wakeup(multi)
         }
     }
@@ -130,7 +139,15 @@ final class CurlMultiEngine: @unchecked Sendable {
             if !confined.running.isEmpty || finished { idleSince = now }
             if finished { continue }  // slots came free: start waiting jobs before sleeping
             let timeout: Int32 = confined.running.isEmpty ? Int32(lingerSeconds * 1000) : pollTimeout()
+            // Set under the lock before polling: a job queued from now on wakes the poll (a
+            // wake-up sent before the poll starts makes it return at once).
+            let mayPoll = shared.withLock { state -> Bool in
+                state.polling = !state.arrived
+                return state.polling
+            }
+            if !mayPoll { continue }
             CurlErrors.check(curl_multi_poll(multi, nil, 0, timeout, nil), "curl_multi_poll")
+            shared.withLock { $0.polling = false }
         }
     }
 
@@ -141,6 +158,7 @@ final class CurlMultiEngine: @unchecked Sendable {
         let confined = confined
         let lingered = DispatchTime.now().uptimeNanoseconds &- idleSince >= UInt64(lingerSeconds * 1e9)
         return shared.withLock { state -> [TransferJob]? in
+            state.arrived = false
             if state.pending.count == 0 {
                 if confined.running.isEmpty && lingered {
                     state.threadRunning = false

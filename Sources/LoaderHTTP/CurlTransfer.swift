@@ -103,33 +103,44 @@ final class CurlTransfer {
 
     // MARK: Callbacks (on the engine thread, inside curl_multi_perform)
 
-    /// One header line. A status line starts a new response (redirects and 1xx come first);
-    /// the blank line ends one, and a final response is checked before its body is read.
-    /// Returns `false` to abort.
-    func receiveHeaderLine(_ line: Substring) -> Bool {
+    /// One header line, as raw bytes. A status line starts a new response (redirects and 1xx
+    /// come first); the blank line ends one, and a final response is checked before its body is
+    /// read. Returns `false` to abort. Works on bytes: this runs for every header of every
+    /// response, and Foundation's string trimming would cost more than the transfer.
+    func receiveHeaderLine(_ line: UnsafeRawBufferPointer) -> Bool {
         lastActivity = DispatchTime.now().uptimeNanoseconds
-        if line.hasPrefix("HTTP/") {
-            let parts = line.split(separator: " ", maxSplits: 2)
-            status = parts.count > 1 ? Int(parts[1]) ?? 0 : 0
+        func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0D || byte == 0x0A }
+        var end = line.count
+        while end > 0 && isSpace(line[end - 1]) { end -= 1 }
+        if end == 0 { return headersEnded() }
+        if end >= 5 && line[0] == UInt8(ascii: "H") && line[1] == UInt8(ascii: "T") && line[2] == UInt8(ascii: "T")
+            && line[3] == UInt8(ascii: "P") && line[4] == UInt8(ascii: "/") {
+            // "HTTP/1.1 200 OK", "HTTP/2 304": the code is the three digits after the first space.
+            status = 0
+            if let space = line[..<end].firstIndex(of: 0x20) {
+                for byte in line[(space + 1)..<end] {
+                    guard (0x30...0x39).contains(byte) else { break }
+                    status = status * 10 + Int(byte - 0x30)
+                }
+            }
             responseHeaders = []
             return true
         }
-        let trimmed = line.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard trimmed.isEmpty else {
-            if let colon = trimmed.firstIndex(of: ":") {
-                responseHeaders.append((String(trimmed[..<colon]), String(trimmed[trimmed.index(after: colon)...])))
-            }
-            return true
-        }
-        return headersEnded()
+        guard let colon = line[..<end].firstIndex(of: UInt8(ascii: ":")) else { return true }
+        var start = colon + 1
+        while start < end && isSpace(line[start]) { start += 1 }
+        let name = String(decoding: UnsafeRawBufferPointer(rebasing: line[..<colon]), as: UTF8.self)
+        let value = String(decoding: UnsafeRawBufferPointer(rebasing: line[start..<end]), as: UTF8.self)
+        responseHeaders.append((name, value))
+        return true
     }
 
     private func headersEnded() -> Bool {
         if (100..<200).contains(status) { return true }
         let metadata = ResponseMetadata(statusCode: status, headers: responseHeaders)
         self.metadata = metadata
-        let isRedirect = [301, 302, 303, 307, 308].contains(status)
-            && responseHeaders.contains { $0.name.lowercased() == "location" }
+        let isRedirect = (status == 301 || status == 302 || status == 303 || status == 307 || status == 308)
+            && responseHeaders.contains { $0.name.utf8.count == 8 && $0.name.lowercased() == "location" }
         if isRedirect || status == 304 { return true }  // curl follows it, or it has no body
         if status >= 400 || status < 200 {
             abortReason = .badStatus(code: status)
@@ -190,6 +201,5 @@ private let curlHeaderCallback: ccurl_data_callback = { data, size, count, conte
     guard let context, let data else { return 0 }
     let transfer = Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
     let length = size * count
-    let line = String(decoding: UnsafeRawBufferPointer(start: data, count: length), as: UTF8.self)
-    return transfer.receiveHeaderLine(line[...]) ? length : 0
+    return transfer.receiveHeaderLine(UnsafeRawBufferPointer(start: data, count: length)) ? length : 0
 }

@@ -98,7 +98,7 @@ struct HTTPDataLoaderTests {
         try await withFixtureServer { server in
             let last = Mutex<(Int64, Int64?)>((0, nil))
             let calls = Counter()
-            let request = DataLoadRequest(url: server.url("/slow/p?chunks=5&interval_ms=5&chunk=1000")) { received, expected in
+            let request = DataLoadRequest(url: server.url("/slow/p?chunks=5&interval_ms=30&chunk=1000")) { received, expected in
                 calls.increment()
                 last.withLock { $0 = (received, expected) }
             }
