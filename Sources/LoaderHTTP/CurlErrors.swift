@@ -28,8 +28,6 @@ enum CurlErrors {
             // The first URL's scheme was checked before the transfer, so this is a redirect to a
             // scheme the transfer may not follow: https → http unless allowed.
             return .network(.insecureRedirect, message: "a redirect left https (\(message))")
-        case CURLE_FILESIZE_EXCEEDED:
-            return .tooLarge(limit: -1, actual: transfer.metadata?.contentLength)
         default:
             return .network(.other, message: "curl error \(code.rawValue): \(message)")
         }

@@ -27,18 +27,20 @@ final class FixtureServer: Sendable {
 
     /// Starts a server. The blocking part (launching, waiting for the port) runs on a thread
     /// of its own so that parallel tests never starve the cooperative pool.
-    static func start() async throws -> FixtureServer {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread { continuation.resume(with: Result { try FixtureServer() }) }.start()
+    /// With `tls` (PEM certificate and key paths) the server speaks HTTPS.
+    static func start(tls: (certificate: String, key: String)? = nil) async throws -> FixtureServer {
+        let arguments = tls.map { ["--tls", $0.certificate, $0.key] } ?? []
+        return try await withCheckedThrowingContinuation { continuation in
+            Thread { continuation.resume(with: Result { try FixtureServer(arguments: arguments) }) }.start()
         }
     }
 
-    private init() throws {
+    private init(arguments: [String]) throws {
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
             .appendingPathComponent("Fixtures/fixture_server.py")
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", script.path]
+        process.arguments = ["python3", script.path] + arguments
         let stdout = Pipe(), stdin = Pipe()
         process.standardOutput = stdout
         process.standardInput = stdin
@@ -52,7 +54,8 @@ final class FixtureServer: Sendable {
         }
         let text = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         guard text.hasPrefix("PORT "), let port = Int(text.dropFirst(5)),
-              let url = URL(string: "http://127.0.0.1:\(port)") else { throw FixtureError.didNotStart }
+              let url = URL(string: "\(arguments.isEmpty ? "http" : "https")://127.0.0.1:\(port)")
+        else { throw FixtureError.didNotStart }
         self.port = port
         self.baseURL = url
         self.process = process
@@ -124,8 +127,9 @@ final class FixtureServer: Sendable {
 }
 
 /// Runs `body` with a fresh fixture server and stops the server afterwards, on every path.
-func withFixtureServer<T>(_ body: (FixtureServer) async throws -> T) async throws -> T {
-    let server = try await FixtureServer.start()
+func withFixtureServer<T>(tls: (certificate: String, key: String)? = nil,
+                          _ body: (FixtureServer) async throws -> T) async throws -> T {
+    let server = try await FixtureServer.start(tls: tls)
     do {
         let result = try await body(server)
         await server.stop()

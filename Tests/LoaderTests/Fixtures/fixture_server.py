@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """A fault-injecting HTTP/1.1 fixture server for LoaderTests.
 
-Listens on 127.0.0.1 on an ephemeral port and prints "PORT <n>" on stdout once ready. Exits
+Listens on 127.0.0.1 on an ephemeral port and prints "PORT <n>" on stdout once ready; with
+"--tls CERT KEY" it speaks HTTPS with that certificate. Exits
 when its stdin closes, so a test process that dies never leaves it behind.
 
 Endpoints (the query string selects behaviour; counters are kept per path, query excluded):
@@ -17,6 +18,7 @@ Endpoints (the query string selects behaviour; counters are kept per path, query
   /reset/<name>                   closes the connection with a TCP reset, no response
   /redirect/<n>                   302 to /redirect/<n-1>; /redirect/0 is an image
   /loop/<name>                    302 to itself
+  /goto/<name>?url=U              302 to U (e.g. from the HTTPS server to the HTTP one)
   /huge/<name>                    Content-Length 10 GB, then a trickle
   /chunked/<name>?size=N          an image sent chunked, without Content-Length
   /html/<name>                    200 text/html
@@ -197,6 +199,9 @@ class Handler(BaseHTTPRequestHandler):
         else:
             self.reply(302, b"", "text/plain", {"Location": "/redirect/%d" % (remaining - 1)})
 
+    def route_goto(self, name):
+        self.reply(302, b"", "text/plain", {"Location": self.query["url"][0]})
+
     def route_loop(self, name):
         self.reply(302, b"", "text/plain", {"Location": "/loop/" + name})
 
@@ -279,6 +284,11 @@ def reset(sock):
 
 def main():
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    if len(sys.argv) == 4 and sys.argv[1] == "--tls":  # --tls CERT KEY: serve HTTPS
+        import ssl
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(sys.argv[2], sys.argv[3])
+        server.socket = context.wrap_socket(server.socket, server_side=True)
     server.daemon_threads = True
     server.handle_error = lambda request, address: None  # resets and cut bodies are on purpose
     print("PORT %d" % server.server_address[1], flush=True)
