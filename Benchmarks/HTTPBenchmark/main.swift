@@ -4,13 +4,20 @@
 //
 // Usage: HTTPBenchmark <base-url> <count> [connections-per-host] [rounds]
 //   fetches <base-url>/0000.jpg … <base-url>/<count-1>.jpg
+// Environment: BENCH_CA=<pem> trusts that CA (HTTPDataLoader; URLSession reads
+// URLSessionCertificateAuthorityInfoFile), BENCH_ONLY=curl|urlsession runs one loader.
 import Foundation
 import LoaderHTTP
 import PipelineCore
 
+/// Prints `line` at once (unbuffered), so results reach a pipe even if a later step fails.
+func say(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+}
+
 let arguments = CommandLine.arguments
 guard arguments.count >= 3, let base = URL(string: arguments[1]), let count = Int(arguments[2]) else {
-    print("usage: HTTPBenchmark <base-url> <count> [connections-per-host] [rounds]")
+    say("usage: HTTPBenchmark <base-url> <count> [connections-per-host] [rounds]")
     exit(2)
 }
 let perHost = arguments.count > 3 ? Int(arguments[3]) ?? 6 : 6
@@ -45,15 +52,15 @@ func report(_ name: String, _ loader: any DataLoading) async throws -> Double {
     let line = String(format: "%-24@ %5d files  %7.1f MB  median %7.1f ms  %8.0f files/s  %7.1f MB/s",
                       name as NSString, count, Double(bytes) / 1e6, median * 1000, Double(count) / median,
                       Double(bytes) / 1e6 / median)
-    print(line)
+    say(line)
     return Double(count) / median
 }
 
-// BENCH_ONLY=curl or BENCH_ONLY=urlsession runs one loader alone (for profiling).
 let only = ProcessInfo.processInfo.environment["BENCH_ONLY"]
 let curlRate = only == "urlsession" ? nil
-    : try await report("HTTPDataLoader (curl)", HTTPDataLoader(configuration: .init(maxConnectionsPerHost: perHost)))
+    : try await report("HTTPDataLoader (curl)", HTTPDataLoader(configuration: .init(
+        maxConnectionsPerHost: perHost, caBundlePath: ProcessInfo.processInfo.environment["BENCH_CA"])))
 let sessionRate = only == "curl" ? nil : try await report("URLSession", URLSessionDataLoader(maxConnectionsPerHost: perHost))
 if let curlRate, let sessionRate {
-    print(String(format: "HTTPDataLoader / URLSession throughput: %.2f×", curlRate / sessionRate))
+    say(String(format: "HTTPDataLoader / URLSession throughput: %.2f×", curlRate / sessionRate))
 }
