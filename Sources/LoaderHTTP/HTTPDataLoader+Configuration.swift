@@ -8,8 +8,9 @@ extension HTTPDataLoader {
 
     /// How an ``HTTPDataLoader`` connects, limits and retries.
     public struct Configuration: Sendable {
-        /// Transfers to one host (scheme, host and port) at once; requests beyond wait in the
-        /// loader's priority queue. Default 6, as browsers do.
+        /// Transfers to one host (scheme, host and port) at once, and connections to it; requests
+        /// beyond wait in the loader's priority queue. Over HTTP/2 the transfers share one
+        /// connection as streams. Default 6, as browsers do.
         public var maxConnectionsPerHost: Int
         /// Transfers at once over all hosts. Default 24.
         public var maxTotalConnections: Int
