@@ -76,8 +76,8 @@ final class FixtureServer: Sendable {
     }
 
     /// Lets the requests waiting on `/hold/<name>` go on.
-    func release(_ name: String) throws {
-        _ = try Self.get(port: port, path: "/release/\(name)")
+    func release(_ name: String) async throws {
+        _ = try await get("/release/\(name)")
     }
 
     /// The URL of `path` (with its query) on this server.
@@ -86,12 +86,20 @@ final class FixtureServer: Sendable {
     }
 
     /// The server's counters, fetched over a plain socket so the loaders under test see nothing.
-    func stats() throws -> Stats {
-        try JSONDecoder().decode(Stats.self, from: try Self.get(port: port, path: "/stats"))
+    func stats() async throws -> Stats {
+        try JSONDecoder().decode(Stats.self, from: try await get("/stats"))
     }
 
     /// Requests of `path` the server received.
-    func hits(_ path: String) throws -> Int { try stats().hits[path] ?? 0 }
+    func hits(_ path: String) async throws -> Int { try await stats().hits[path] ?? 0 }
+
+    /// `get(port:path:)` on a thread of its own: its socket calls block.
+    private func get(_ path: String) async throws -> Data {
+        let port = port
+        return try await withCheckedThrowingContinuation { continuation in
+            Thread { continuation.resume(with: Result { try Self.get(port: port, path: path) }) }.start()
+        }
+    }
 
     /// A minimal HTTP/1.0 GET returning the body.
     private static func get(port: Int, path: String) throws -> Data {

@@ -35,7 +35,7 @@ struct HTTPDataLoaderTests {
                                                                 validator: CacheValidator(etag: "\"old\"", lastModified: nil)))
             guard case .data(let data, _) = changed else { Issue.record("expected new bytes"); return }
             #expect(data.count == 2000)
-            #expect(try server.stats().statuses["/image/v"] == [304, 304, 200])
+            #expect(try await server.stats().statuses["/image/v"] == [304, 304, 200])
         }
     }
 
@@ -47,7 +47,7 @@ struct HTTPDataLoaderTests {
                     Issue.record("no data for \(path)"); continue
                 }
             }
-            let hits = try server.stats().hits
+            let hits = try await server.stats().hits
             #expect(hits["/flaky/a"] == 3)
             #expect(hits["/flaky/b"] == 2)
             #expect(hits["/flaky/c"] == 3)
@@ -60,7 +60,7 @@ struct HTTPDataLoaderTests {
             let start = Date()
             _ = try await loader.load(DataLoadRequest(url: server.url("/flaky/r?fail=1&status=429&retry_after=1")))
             #expect(Date().timeIntervalSince(start) >= 0.95)
-            #expect(try server.hits("/flaky/r") == 2)
+            #expect(try await server.hits("/flaky/r") == 2)
         }
     }
 
@@ -113,7 +113,7 @@ struct HTTPDataLoaderTests {
         try await withFixtureServer { server in
             let loader = HTTPDataLoader()
             for index in 0..<5 { _ = try await loader.load(DataLoadRequest(url: server.url("/image/\(index)"))) }
-            #expect(Set(try server.stats().ports).count == 1)
+            #expect(Set(try await server.stats().ports).count == 1)
         }
     }
 
@@ -126,7 +126,7 @@ struct HTTPDataLoaderTests {
                 }
                 try await group.waitForAll()
             }
-            let stats = try server.stats()
+            let stats = try await server.stats()
             #expect(stats.max_active == 3)
             #expect(Set(stats.ports).count == 3)
         }
@@ -147,8 +147,8 @@ struct HTTPDataLoaderTests {
             task.cancel()
             await #expect(throws: CancellationError.self) { _ = try await task.value }
             let returned = Date().timeIntervalSince1970 - cancelledAt
-            #expect(try await waitUntil { try server.stats().disconnects["/slow/c"] != nil })
-            let stats = try server.stats()
+            #expect(try await waitUntil { try await server.stats().disconnects["/slow/c"] != nil })
+            let stats = try await server.stats()
             let stopped = try #require(stats.disconnects["/slow/c"]) - cancelledAt
             print("cancel → task returned: \(Int(returned * 1000)) ms; cancel → server saw the socket close: \(Int(stopped * 1000)) ms")
             #expect(stopped < 0.25)
@@ -168,15 +168,15 @@ struct HTTPDataLoaderTests {
                 #expect(try await waitUntil { loader.queuedCount == expected })
             }
             tasks.append(Task { try await loader.load(DataLoadRequest(url: server.url("/hold/blocker"))) })
-            #expect(try await waitUntil { try server.hits("/hold/blocker") == 1 })
+            #expect(try await waitUntil { try await server.hits("/hold/blocker") == 1 })
             let raised = PriorityHandle(.prefetch)
             for index in 0..<3 { try await enqueue("/image/p\(index)", PriorityHandle(.prefetch)) }
             try await enqueue("/image/raised", raised)
             for index in 0..<2 { try await enqueue("/image/v\(index)", PriorityHandle(.visible)) }
             raised.raise(to: .visible)
-            try server.release("blocker")
+            try await server.release("blocker")
             for task in tasks { _ = try await task.value }
-            #expect(try server.stats().log == ["/hold/blocker", "/image/raised", "/image/v0", "/image/v1",
+            #expect(try await server.stats().log == ["/hold/blocker", "/image/raised", "/image/v0", "/image/v1",
                                                "/image/p0", "/image/p1", "/image/p2"])
         }
     }

@@ -47,7 +47,7 @@ struct LoaderErrorTests {
             let pipeline = makePipeline(HTTPDataLoader(configuration: strictLimits))
             let error = await pipelineError { _ = try await pipeline.image(for: ImageRequest(url: server.url(failure.path))) }
             #expect(error.map(failure.matches) == true, "got \(String(describing: error))")
-            let hits = try server.hits(failure.counted)
+            let hits = try await server.hits(failure.counted)
             #expect(hits == failure.hits)
         }
     }
@@ -57,7 +57,7 @@ struct LoaderErrorTests {
             let pipeline = makePipeline(HTTPDataLoader(configuration: strictLimits))
             let response = try await pipeline.image(for: ImageRequest(url: server.url("/redirect/5")))
             #expect(response.bitmap.size == PixelSize(width: 4, height: 3))
-            #expect(try server.stats().log == (0...5).reversed().map { "/redirect/\($0)" })
+            #expect(try await server.stats().log == (0...5).reversed().map { "/redirect/\($0)" })
         }
     }
 
@@ -92,7 +92,7 @@ struct LoaderErrorTests {
             #expect(loader.schemes == ["https"])
             let error = await pipelineError { _ = try await loader.load(DataLoadRequest(url: server.url("/image/a"))) }
             guard case .network(.insecureScheme, _)? = error else { Issue.record("got \(String(describing: error))"); return }
-            let hits = try server.hits("/image/a")
+            let hits = try await server.hits("/image/a")
             #expect(hits == 0)
         }
     }

@@ -15,7 +15,7 @@ struct PipelineHTTPTests {
                 }
                 for try await size in group { #expect(size == PixelSize(width: 4, height: 3)) }
             }
-            #expect(try server.hits("/delay/shared") == 1)
+            #expect(try await server.hits("/delay/shared") == 1)
         }
     }
 
@@ -25,20 +25,20 @@ struct PipelineHTTPTests {
             let url = server.url("/slow/shared?chunks=500&interval_ms=10&chunk=1000")
             let first = Task { try await pipeline.image(for: ImageRequest(url: url)) }
             let second = Task { try await pipeline.image(for: ImageRequest(url: url)) }
-            #expect(try await waitUntil { (try server.stats().sent["/slow/shared"] ?? 0) >= 5000 })
+            #expect(try await waitUntil { (try await server.stats().sent["/slow/shared"] ?? 0) >= 5000 })
             first.cancel()
             await #expect(throws: CancellationError.self) { _ = try await first.value }
             try await Task.sleep(nanoseconds: 100_000_000)
-            #expect(try server.stats().disconnects["/slow/shared"] == nil)  // the other waiter keeps it
+            #expect(try await server.stats().disconnects["/slow/shared"] == nil)  // the other waiter keeps it
 
             let cancelledAt = Date().timeIntervalSince1970
             second.cancel()
             await #expect(throws: CancellationError.self) { _ = try await second.value }
-            #expect(try await waitUntil { try server.stats().disconnects["/slow/shared"] != nil })
-            let stopped = try #require(try server.stats().disconnects["/slow/shared"]) - cancelledAt
+            #expect(try await waitUntil { try await server.stats().disconnects["/slow/shared"] != nil })
+            let stopped = try #require(try await server.stats().disconnects["/slow/shared"]) - cancelledAt
             print("pipeline: last waiter cancelled → server saw the socket close: \(Int(stopped * 1000)) ms")
             #expect(stopped < 0.25)
-            #expect(try server.hits("/slow/shared") == 1)
+            #expect(try await server.hits("/slow/shared") == 1)
         }
     }
 
@@ -49,7 +49,7 @@ struct PipelineHTTPTests {
             let loader = HTTPDataLoader(configuration: .init(maxConnectionsPerHost: 1))
             let pipeline = makePipeline(loader)
             let blocker = Task { try await pipeline.image(for: ImageRequest(url: server.url("/hold/blocker"))) }
-            #expect(try await waitUntil { try server.hits("/hold/blocker") == 1 })
+            #expect(try await waitUntil { try await server.hits("/hold/blocker") == 1 })
             let prefetches = (0..<3).map { ImageRequest(url: server.url("/image/p\($0)"), priority: .prefetch) }
             await pipeline.prefetch(prefetches)
             #expect(try await waitUntil { loader.queuedCount == 3 })
@@ -57,12 +57,12 @@ struct PipelineHTTPTests {
             visible.append(ImageRequest(url: server.url("/image/p2")))
             let tasks = visible.map { request in Task { try await pipeline.image(for: request) } }
             #expect(try await waitUntil { loader.queuedCount == 5 })
-            try server.release("blocker")
+            try await server.release("blocker")
             _ = try await blocker.value
             for task in tasks { _ = try await task.value }
             await pipeline.waitForBackgroundWork()
 
-            let log = try server.stats().log
+            let log = try await server.stats().log
             #expect(log.count == 6)
             #expect(Set(log[1...3]) == ["/image/v0", "/image/v1", "/image/p2"])
             #expect(Set(log[4...5]) == ["/image/p0", "/image/p1"])
@@ -88,7 +88,7 @@ struct PipelineHTTPTests {
 
             pipeline.memoryCache.removeAll()
             #expect(try await pipeline.image(for: request).source == .disk)  // fresh now: no request
-            #expect(try server.stats().statuses["/image/r"] == [200, 304])
+            #expect(try await server.stats().statuses["/image/r"] == [200, 304])
         }
     }
 }

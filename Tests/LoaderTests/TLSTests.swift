@@ -56,11 +56,11 @@ struct TLSTests {
                     guard case .network(.insecureRedirect, _)? = error else {
                         Issue.record("got \(String(describing: error))"); return
                     }
-                    #expect(try plain.hits("/image/downgraded") == 0)
+                    #expect(try await plain.hits("/image/downgraded") == 0)
 
                     let lenient = HTTPDataLoader(configuration: .init(allowsInsecureRedirects: true, caBundlePath: certificate))
                     guard case .data = try await lenient.load(DataLoadRequest(url: url)) else { Issue.record("no data"); return }
-                    #expect(try plain.hits("/image/downgraded") == 1)
+                    #expect(try await plain.hits("/image/downgraded") == 1)
                 }
             }
         }

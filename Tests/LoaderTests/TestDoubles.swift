@@ -77,11 +77,11 @@ func pipelineError(_ body: () async throws -> Void) async -> ImagePipelineError?
 }
 
 /// Waits (polling every 5 ms, at most `seconds`) until `condition` holds.
-func waitUntil(seconds: Double = 5, _ condition: () throws -> Bool) async throws -> Bool {
+func waitUntil(seconds: Double = 5, _ condition: () async throws -> Bool) async throws -> Bool {
     let deadline = Date().addingTimeInterval(seconds)
     while Date() < deadline {
-        if try condition() { return true }
+        if try await condition() { return true }
         try await Task.sleep(nanoseconds: 5_000_000)
     }
-    return try condition()
+    return try await condition()
 }
