@@ -1,5 +1,8 @@
 import Foundation
 import LoaderHTTP
+#if canImport(Glibc)
+import Glibc
+#endif
 import PipelineCore
 import Testing
 
@@ -68,6 +71,40 @@ struct LoaderErrorTests {
             _ = try await makePipeline(loader).image(for: ImageRequest(url: URL(string: "http://127.0.0.1:\(port)/x")!))
         }
         guard case .network(.connection, _)? = error else { Issue.record("got \(String(describing: error))"); return }
+    }
+
+    /// A listening socket whose accept queue is full drops new SYNs, so connecting hangs:
+    /// the connect timeout must end it.
+    @Test func connectThatNeverCompletesTimesOut() async throws {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(listener) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+                bind(listener, pointer, length) == 0 && listen(listener, 0) == 0
+                    && getsockname(listener, pointer, &length) == 0
+            }
+        }
+        try #require(bound)
+        var fillers: [Int32] = []
+        defer { fillers.forEach { _ = close($0) } }
+        for _ in 0..<3 {  // fill the accept queue
+            let filler = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+            fillers.append(filler)
+            _ = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(filler, $0, length) }
+            }
+        }
+        try await Task.sleep(nanoseconds: 50_000_000)
+        let url = URL(string: "http://127.0.0.1:\(UInt16(bigEndian: address.sin_port))/x")!
+        let loader = HTTPDataLoader(configuration: .init(connectTimeout: 0.3, maxRetries: 0))
+        let start = Date()
+        let error = await pipelineError { _ = try await makePipeline(loader).image(for: ImageRequest(url: url)) }
+        guard case .timeout? = error else { Issue.record("got \(String(describing: error))"); return }
+        #expect(Date().timeIntervalSince(start) < 2)
     }
 
     @Test func tlsHandshakeWithAPlainHTTPServerIsATLSFailure() async throws {
