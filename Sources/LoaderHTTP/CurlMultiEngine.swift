@@ -39,7 +39,6 @@ final class CurlMultiEngine: @unchecked Sendable {
         var running: [UnsafeMutableRawPointer: CurlTransfer] = [:]
         var runningByID: [UInt64: CurlTransfer] = [:]
         var perHost: [String: Int] = [:]
-        var spareHandles: [UnsafeMutableRawPointer] = []
     }
 
     private let multi: UnsafeMutableRawPointer
@@ -61,7 +60,6 @@ final class CurlMultiEngine: @unchecked Sendable {
     }
 
     deinit {
-        for handle in confined.spareHandles { curl_easy_cleanup(handle) }
         curl_multi_cleanup(multi)
     }
 
@@ -181,7 +179,9 @@ final class CurlMultiEngine: @unchecked Sendable {
     }
 
     private func start(_ job: TransferJob) {
-        guard let easy = confined.spareHandles.popLast() ?? curl_easy_init() else {
+        // A fresh easy handle per transfer, as the curl tool does: a reset handle that last ran
+        // an HTTP/2 stream refuses some options (CURLOPT_BUFFERSIZE) in libcurl 7.88.
+        guard let easy = curl_easy_init() else {
             job.continuation.resume(returning: .failed(.network(.other, message: "curl_easy_init failed"), metadata: nil))
             return
         }
@@ -189,7 +189,7 @@ final class CurlMultiEngine: @unchecked Sendable {
         let code = transfer.configure()
         guard code == CURLE_OK, curl_multi_add_handle(multi, easy) == CURLM_OK else {
             transfer.releaseResources()
-            recycle(easy)
+            curl_easy_cleanup(easy)
             let message = String(cString: curl_easy_strerror(code))
             job.continuation.resume(returning: .failed(.network(.other, message: "cannot start: \(message)"), metadata: nil))
             return
@@ -208,17 +208,7 @@ final class CurlMultiEngine: @unchecked Sendable {
         confined.perHost[transfer.job.hostKey, default: 1] -= 1
         if confined.perHost[transfer.job.hostKey] == 0 { confined.perHost[transfer.job.hostKey] = nil }
         transfer.releaseResources()
-        recycle(transfer.easy)
+        curl_easy_cleanup(transfer.easy)
         transfer.job.continuation.resume(returning: outcome)
-    }
-
-    /// Keeps a few easy handles for reuse (their buffers and DNS/TLS settings stay warm).
-    private func recycle(_ easy: UnsafeMutableRawPointer) {
-        if confined.spareHandles.count < configuration.maxTotalConnections {
-            curl_easy_reset(easy)
-            confined.spareHandles.append(easy)
-        } else {
-            curl_easy_cleanup(easy)
-        }
     }
 }

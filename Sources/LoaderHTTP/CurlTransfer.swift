@@ -88,7 +88,7 @@ final class CurlTransfer {
         return CURLE_OK
     }
 
-    /// Frees what the transfer allocated besides the easy handle (which the engine recycles).
+    /// Frees what the transfer allocated besides the easy handle (which the engine frees).
     func releaseResources() {
         curl_slist_free_all(headerList)
         headerList = nil
