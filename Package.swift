@@ -30,7 +30,8 @@ var targets: [Target] = [
     .target(name: "CodecPNG", dependencies: ["PipelineCore", "CPNGShim"]),
     .target(name: "CodecWebP", dependencies: ["PipelineCore"]),
     .target(name: "CodecHEIF", dependencies: ["PipelineCore"]),
-    .target(name: "LoaderHTTP", dependencies: ["PipelineCore"]),
+    .target(name: "CCurlShim", dependencies: ["CCurl"]),
+    .target(name: "LoaderHTTP", dependencies: ["PipelineCore", "CCurl", "CCurlShim"]),
     .target(name: "LoaderFile", dependencies: ["PipelineCore"]),
 
     .target(name: "PipelineTestSupport", dependencies: ["PipelineCore"], path: "Tests/PipelineTestSupport"),
@@ -39,17 +40,21 @@ var targets: [Target] = [
     .target(name: "CMemoryProbe", path: "Tests/CMemoryProbe"),
     .testTarget(name: "CodecJPEGTests", dependencies: ["CodecJPEG", "CJPEGTestEncoder", "CMemoryProbe", "PipelineCore"]),
     .testTarget(name: "CodecPNGTests", dependencies: ["CodecPNG", "CMemoryProbe", "PipelineCore"]),
+    .testTarget(name: "LoaderTests", dependencies: ["PipelineCore", "LoaderHTTP", "LoaderFile"],
+                exclude: ["Fixtures"]),
 
     .executableTarget(name: "imgpipe", dependencies: ["PipelineCore", "CodecJPEG", "CodecPNG"]),
 
     .executableTarget(name: "PNGFromFiles", dependencies: ["PipelineCore", "CodecPNG", "LoaderFile"],
                       path: "Examples/PNGFromFiles"),
     .executableTarget(name: "SampleMaker", dependencies: ["PipelineCore", "CodecPNG"], path: "scripts/SampleMaker"),
+    .executableTarget(name: "HTTPBenchmark", dependencies: ["PipelineCore", "LoaderHTTP"],
+                      path: "Benchmarks/HTTPBenchmark"),
     .executableTarget(name: "MemoryCacheBenchmark", dependencies: ["PipelineCore"],
                       path: "Benchmarks/MemoryCacheBenchmark"),
 ]
 
-for index in targets.indices where targets[index].type != .system {
+for index in targets.indices where targets[index].type != .system && targets[index].name != "CCurlShim" {
     targets[index].swiftSettings = (targets[index].swiftSettings ?? []) + strictSettings
 }
 

@@ -1,0 +1,55 @@
+#include "CCurlShim.h"
+
+CURLcode ccurl_easy_set_long(CURL *easy, CURLoption option, long value) {
+    return curl_easy_setopt(easy, option, value);
+}
+
+CURLcode ccurl_easy_set_offset(CURL *easy, CURLoption option, curl_off_t value) {
+    return curl_easy_setopt(easy, option, value);
+}
+
+CURLcode ccurl_easy_set_string(CURL *easy, CURLoption option, const char *value) {
+    return curl_easy_setopt(easy, option, value);
+}
+
+CURLcode ccurl_easy_set_pointer(CURL *easy, CURLoption option, void *value) {
+    return curl_easy_setopt(easy, option, value);
+}
+
+CURLcode ccurl_easy_set_slist(CURL *easy, CURLoption option, struct curl_slist *value) {
+    return curl_easy_setopt(easy, option, value);
+}
+
+CURLcode ccurl_easy_set_write(CURL *easy, ccurl_data_callback callback, void *context) {
+    CURLcode code = curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, callback);
+    if (code != CURLE_OK) return code;
+    return curl_easy_setopt(easy, CURLOPT_WRITEDATA, context);
+}
+
+CURLcode ccurl_easy_set_header(CURL *easy, ccurl_data_callback callback, void *context) {
+    CURLcode code = curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, callback);
+    if (code != CURLE_OK) return code;
+    return curl_easy_setopt(easy, CURLOPT_HEADERDATA, context);
+}
+
+CURLcode ccurl_easy_get_long(CURL *easy, CURLINFO info, long *value) {
+    return curl_easy_getinfo(easy, info, value);
+}
+
+CURLcode ccurl_easy_get_offset(CURL *easy, CURLINFO info, curl_off_t *value) {
+    return curl_easy_getinfo(easy, info, value);
+}
+
+CURLcode ccurl_easy_get_string(CURL *easy, CURLINFO info, const char **value) {
+    return curl_easy_getinfo(easy, info, value);
+}
+
+CURLMcode ccurl_multi_set_long(CURLM *multi, CURLMoption option, long value) {
+    return curl_multi_setopt(multi, option, value);
+}
+
+long ccurl_global_default(void) { return CURL_GLOBAL_DEFAULT; }
+
+long ccurl_pipe_multiplex(void) { return CURLPIPE_MULTIPLEX; }
+
+CURLcode ccurl_message_result(const CURLMsg *message) { return message->data.result; }

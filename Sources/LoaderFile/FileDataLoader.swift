@@ -1,0 +1,109 @@
+import Foundation
+import PipelineCore
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Loads `file` URLs from the local file system.
+///
+/// Reads run on a ``WorkerPool`` of dedicated threads, never on the cooperative pool, in
+/// chunks; cancellation is checked between chunks. The file's modification date is reported
+/// as ``ResponseMetadata/lastModified`` (an HTTP date), which a disk cache can use as its
+/// validator. Missing files, directories and permission errors are
+/// ``ImagePipelineError/fileUnreadable(path:reason:)``.
+public struct FileDataLoader: DataLoading {
+    /// The largest file accepted, in bytes. Default 50 MB.
+    public let maxBodyBytes: Int64
+    /// How much is read between cancellation checks, in bytes. Default 256 KB.
+    public let chunkSize: Int
+    private let pool: WorkerPool
+
+    /// `["file"]`.
+    public var schemes: Set<String> { ["file"] }
+
+    /// Creates a loader reading on `pool` (by default a pool of two threads of its own).
+    public init(maxBodyBytes: Int64 = 50_000_000, chunkSize: Int = 256 * 1024,
+                pool: WorkerPool = WorkerPool(maxConcurrent: 2, name: "FileDataLoader")) {
+        self.maxBodyBytes = maxBodyBytes
+        self.chunkSize = max(1, chunkSize)
+        self.pool = pool
+    }
+
+    /// Reads the whole file at `request.url`, reporting progress after each chunk.
+    /// - Throws: ``ImagePipelineError/fileUnreadable(path:reason:)``,
+    ///   ``ImagePipelineError/tooLarge(limit:actual:)``, or `CancellationError`.
+    public func load(_ request: DataLoadRequest) async throws -> DataLoadResult {
+        guard request.url.isFileURL else {
+            throw ImagePipelineError.fileUnreadable(path: request.url.absoluteString, reason: "not a file URL")
+        }
+        let path = request.url.path
+        let limit = maxBodyBytes
+        let chunkSize = chunkSize
+        let progress = request.progress
+        let cancelled = CancellationFlag()
+        return try await withTaskCancellationHandler {
+            try await pool.run(priority: request.priority) {
+                try Self.readFile(path: path, limit: limit, chunkSize: chunkSize, progress: progress, cancelled: cancelled)
+            }
+        } onCancel: {
+            cancelled.set()
+        }
+    }
+
+    /// Opens, checks and reads `path` on the calling (pool) thread.
+    static func readFile(path: String, limit: Int64, chunkSize: Int, progress: (@Sendable (Int64, Int64?) -> Void)?,
+                     cancelled: CancellationFlag) throws -> DataLoadResult {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw unreadable(path, errno) }
+        defer { close(descriptor) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else { throw unreadable(path, errno) }
+        if (status.st_mode & S_IFMT) == S_IFDIR { throw unreadable(path, EISDIR) }
+        guard (status.st_mode & S_IFMT) == S_IFREG else {
+            throw ImagePipelineError.fileUnreadable(path: path, reason: "not a regular file")
+        }
+        let size = Int64(status.st_size)
+        guard size <= limit else { throw ImagePipelineError.tooLarge(limit: limit, actual: size) }
+
+        var data = Data(count: Int(size))
+        var offset = 0
+        while offset < Int(size) {
+            if cancelled.isSet { throw CancellationError() }
+            let wanted = min(chunkSize, Int(size) - offset)
+            let count = data.withUnsafeMutableBytes { buffer -> Int in
+                guard let base = buffer.baseAddress else { return 0 }
+                return read(descriptor, base + offset, wanted)
+            }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw unreadable(path, errno)
+            }
+            if count == 0 { break }  // the file shrank while we read it
+            offset += count
+            progress?(Int64(offset), size)
+        }
+        if cancelled.isSet { throw CancellationError() }
+        data.count = offset
+        #if canImport(Darwin)
+        let seconds = status.st_mtimespec.tv_sec
+        #else
+        let seconds = status.st_mtim.tv_sec
+        #endif
+        let modified = Date(timeIntervalSince1970: TimeInterval(seconds))
+        return .data(data, ResponseMetadata(statusCode: nil, etag: nil, lastModified: HTTPDate.format(modified)))
+    }
+
+    private static func unreadable(_ path: String, _ code: Int32) -> ImagePipelineError {
+        let reason: String
+        switch code {
+        case ENOENT, ENOTDIR: reason = "no such file"
+        case EISDIR: reason = "is a directory"
+        case EACCES, EPERM: reason = "permission denied"
+        default: reason = String(cString: strerror(code))
+        }
+        return .fileUnreadable(path: path, reason: reason)
+    }
+}

@@ -1,2 +1,0 @@
-/// The `LoaderFile` module: filled in by its own issue.
-public enum LoaderFileModule {}

@@ -1,0 +1,214 @@
+import CCurl
+import CCurlShim
+import Foundation
+import PipelineCore
+import Synchronization
+
+/// Initialises libcurl once per process, before any handle exists (Swift runs a global's
+/// initialiser exactly once, thread-safely).
+private let curlGlobalInit: CURLcode = curl_global_init(ccurl_global_default())
+
+/// One curl multi handle and the one thread that drives it.
+///
+/// Requests wait in ``Shared/pending`` (behind a `Mutex`) until their host and the total have a
+/// free slot; then the engine thread creates the transfer, adds it to the multi handle and runs
+/// it with `curl_multi_perform` / `curl_multi_poll`. Other threads talk to that thread only
+/// through the mutex and `curl_multi_wakeup`, the one multi call documented as thread-safe.
+///
+/// The thread starts with the first request and ends after ``lingerSeconds`` without work; the
+/// multi handle (and with it the pool of open connections) lives as long as the engine.
+///
+/// `@unchecked Sendable`: `multi` and `confined` are touched only by the engine thread (of which
+/// at most one runs, see `Shared.threadRunning`) and by `deinit`, which cannot overlap it because
+/// the thread holds a strong reference; everything else shared is in the `Mutex`.
+final class CurlMultiEngine: @unchecked Sendable {
+    /// State shared with the tasks that submit and cancel.
+    struct Shared {
+        var pending = PendingQueue()
+        /// Ids of running transfers whose task was cancelled, for the thread to remove.
+        var cancelled: [UInt64] = []
+        var threadRunning = false
+        /// The thread is in (or about to enter) `curl_multi_poll`: a submit must wake it.
+        var polling = false
+        /// Jobs arrived since the thread last picked jobs to start.
+        var arrived = false
+    }
+
+    /// State of the engine thread alone.
+    final class Confined {
+        var running: [UnsafeMutableRawPointer: CurlTransfer] = [:]
+        var runningByID: [UInt64: CurlTransfer] = [:]
+        var perHost: [String: Int] = [:]
+    }
+
+    private let multi: UnsafeMutableRawPointer
+    private let confined = Confined()
+    private let shared = Mutex(Shared())
+    private let configuration: HTTPDataLoader.Configuration
+    /// How long the thread waits for new work before it ends, in seconds.
+    private let lingerSeconds = 2.0
+
+    init(configuration: HTTPDataLoader.Configuration) {
+        _ = curlGlobalInit
+        guard let multi = curl_multi_init() else { fatalError("curl_multi_init failed: out of memory") }
+        self.multi = multi
+        self.configuration = configuration
+        _ = ccurl_multi_set_long(multi, CURLMOPT_PIPELINING, ccurl_pipe_multiplex())
+        _ = ccurl_multi_set_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, configuration.maxConnectionsPerHost)
+        _ = ccurl_multi_set_long(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, configuration.maxTotalConnections)
+        _ = ccurl_multi_set_long(multi, CURLMOPT_MAXCONNECTS, configuration.maxTotalConnections)
+    }
+
+    deinit {
+        curl_multi_cleanup(multi)
+    }
+
+    /// Requests waiting for a connection slot.
+    var queuedCount: Int { shared.withLock { $0.pending.count } }
+
+    /// Queues `job`; the engine thread starts it when a slot is free.
+    func submit(_ job: TransferJob) {
+        let (startThread, wake) = shared.withLock { state -> (Bool, Bool) in
+            state.pending.append(job)
+            state.arrived = true
+            guard state.threadRunning else {
+                state.threadRunning = true
+                return (true, false)
+            }
+            // One wake-up per poll is enough; a thread that is not polling will look anyway.
+            defer { state.polling = false }
+            return (false, state.polling)
+        }
+        if startThread {
+            let thread = Thread { [self] in runLoop() }
+            thread.name = "curl-multi"  // Linux thread names hold 15 characters
+            thread.start()
+        } else if wake {
+            curl_multi_wakeup(multi)
+        }
+    }
+
+    /// Cancels the job `id`: a waiting one is answered at once; a running one is removed from
+    /// the multi handle by the engine thread, which closes its connection.
+    func cancel(_ id: UInt64) {
+        let waiting = shared.withLock { state -> TransferJob? in
+            if let job = state.pending.remove(id: id) { return job }
+            state.cancelled.append(id)
+            return nil
+        }
+        if let waiting {
+            waiting.continuation.resume(returning: .cancelled)
+        } else {
+            curl_multi_wakeup(multi)
+        }
+    }
+
+    // MARK: The engine thread
+
+    private func runLoop() {
+        var idleSince = DispatchTime.now().uptimeNanoseconds
+        while true {
+            let cancelled = shared.withLock { state -> [UInt64] in
+                defer { state.cancelled = [] }
+                return state.cancelled
+            }
+            for id in cancelled {
+                if let transfer = confined.runningByID[id] { finish(transfer, with: .cancelled) }
+            }
+            guard let jobs = takeStartableJobs(idleSince: idleSince) else { return }
+            for job in jobs { start(job) }
+
+            var stillRunning: Int32 = 0
+            CurlErrors.check(curl_multi_perform(multi, &stillRunning), "curl_multi_perform")
+            var left: Int32 = 0
+            var finished = !cancelled.isEmpty
+            while let message = curl_multi_info_read(multi, &left) {
+                guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle,
+                      let transfer = confined.running[easy] else { continue }
+                finish(transfer, with: transfer.outcome(for: ccurl_message_result(message)))
+                finished = true
+            }
+            let now = DispatchTime.now().uptimeNanoseconds
+            for transfer in confined.running.values where transfer.isIdle(at: now) {
+                transfer.abort(.timeout("no data for \(configuration.idleTimeout) s (idle timeout)"))
+                finish(transfer, with: transfer.outcome(for: CURLE_OK))
+                finished = true
+            }
+            if !confined.running.isEmpty || finished { idleSince = now }
+            if finished { continue }  // slots came free: start waiting jobs before sleeping
+            let timeout: Int32 = confined.running.isEmpty ? Int32(lingerSeconds * 1000) : pollTimeout()
+            // Set under the lock before polling: a job queued from now on wakes the poll (a
+            // wake-up sent before the poll starts makes it return at once).
+            let mayPoll = shared.withLock { state -> Bool in
+                state.polling = !state.arrived
+                return state.polling
+            }
+            if !mayPoll { continue }
+            CurlErrors.check(curl_multi_poll(multi, nil, 0, timeout, nil), "curl_multi_poll")
+            shared.withLock { $0.polling = false }
+        }
+    }
+
+    /// Moves the jobs that fit the connection limits out of the queue: visible ones first, each
+    /// priority in arrival order. Returns `nil` when the thread should end (no work for a while).
+    private func takeStartableJobs(idleSince: UInt64) -> [TransferJob]? {
+        let limits = configuration
+        let confined = confined
+        let lingered = DispatchTime.now().uptimeNanoseconds &- idleSince >= UInt64(lingerSeconds * 1e9)
+        return shared.withLock { state -> [TransferJob]? in
+            state.arrived = false
+            if state.pending.count == 0 {
+                if confined.running.isEmpty && lingered {
+                    state.threadRunning = false
+                    return nil
+                }
+                return []
+            }
+            return state.pending.take(running: confined.perHost, totalRunning: confined.running.count,
+                                      maxPerHost: limits.maxConnectionsPerHost, maxTotal: limits.maxTotalConnections)
+        }
+    }
+
+    /// The poll timeout while transfers run: until the first idle deadline, at most 1 s.
+    private func pollTimeout() -> Int32 {
+        let now = DispatchTime.now().uptimeNanoseconds
+        let idle = UInt64(configuration.idleTimeout * 1e9)
+        let earliest = confined.running.values.map { $0.lastActivity &+ idle }.min() ?? now &+ 1_000_000_000
+        let wait = earliest > now ? (earliest - now) / 1_000_000 + 1 : 0
+        return Int32(min(wait, 1000))
+    }
+
+    private func start(_ job: TransferJob) {
+        // A fresh easy handle per transfer, as the curl tool does: a reset handle that last ran
+        // an HTTP/2 stream refuses some options (CURLOPT_BUFFERSIZE) in libcurl 7.88.
+        guard let easy = curl_easy_init() else {
+            job.continuation.resume(returning: .failed(.network(.other, message: "curl_easy_init failed"), metadata: nil))
+            return
+        }
+        let transfer = CurlTransfer(job: job, easy: easy, limits: configuration)
+        let code = transfer.configure()
+        guard code == CURLE_OK, curl_multi_add_handle(multi, easy) == CURLM_OK else {
+            transfer.releaseResources()
+            curl_easy_cleanup(easy)
+            let message = String(cString: curl_easy_strerror(code))
+            job.continuation.resume(returning: .failed(.network(.other, message: "cannot start: \(message)"), metadata: nil))
+            return
+        }
+        confined.running[easy] = transfer
+        confined.runningByID[job.id] = transfer
+        confined.perHost[job.hostKey, default: 0] += 1
+    }
+
+    /// Takes `transfer` off the multi handle, frees what it holds and answers its task: the
+    /// one place a started job's continuation is resumed.
+    private func finish(_ transfer: CurlTransfer, with outcome: TransferOutcome) {
+        curl_multi_remove_handle(multi, transfer.easy)
+        confined.running[transfer.easy] = nil
+        confined.runningByID[transfer.job.id] = nil
+        confined.perHost[transfer.job.hostKey, default: 1] -= 1
+        if confined.perHost[transfer.job.hostKey] == 0 { confined.perHost[transfer.job.hostKey] = nil }
+        transfer.releaseResources()
+        curl_easy_cleanup(transfer.easy)
+        transfer.job.continuation.resume(returning: outcome)
+    }
+}

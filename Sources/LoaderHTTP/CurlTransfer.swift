@@ -1,0 +1,207 @@
+import CCurl
+import CCurlShim
+import Foundation
+import PipelineCore
+import Synchronization
+
+/// What one attempt at a transfer came to, handed from the engine thread to the waiting task.
+enum TransferOutcome: Sendable {
+    /// A final response arrived in full (any status the callbacks let through: 2xx, 304, a
+    /// 3xx curl did not follow).
+    case completed(status: Int, metadata: ResponseMetadata, body: Data)
+    /// The transfer failed; `metadata` is the final response's, when one arrived (for `Retry-After`).
+    case failed(ImagePipelineError, metadata: ResponseMetadata?)
+    /// The task was cancelled and the transfer removed.
+    case cancelled
+}
+
+/// A transfer as the loader submits it: everything the engine thread needs to run it.
+struct TransferJob: Sendable {
+    let id: UInt64
+    let url: URL
+    /// Scheme, host and port: the unit of the per-host connection limit.
+    let hostKey: String
+    let priority: PriorityHandle
+    /// Every header to send, validators and auth included.
+    let headers: [(name: String, value: String)]
+    let progress: (@Sendable (Int64, Int64?) -> Void)?
+    let continuation: CheckedContinuation<TransferOutcome, Never>
+}
+
+/// One running transfer: its easy handle and the response as it arrives.
+///
+/// Confined to the engine thread: created, configured, fed by curl's callbacks (which run
+/// inside `curl_multi_perform` on that thread) and finished there. Never shared.
+final class CurlTransfer {
+    let job: TransferJob
+    let easy: UnsafeMutableRawPointer
+    private let limits: HTTPDataLoader.Configuration
+    private var headerList: UnsafeMutablePointer<curl_slist>?
+    private(set) var status = 0
+    private var responseHeaders: [(name: String, value: String)] = []
+    private(set) var metadata: ResponseMetadata?
+    private(set) var body = Data()
+    /// Set by a callback that aborts the transfer (bad status, HTML, too large).
+    private(set) var abortReason: ImagePipelineError?
+    /// Uptime in nanoseconds of the last byte received, for the idle timeout.
+    private(set) var lastActivity: UInt64
+
+    init(job: TransferJob, easy: UnsafeMutableRawPointer, limits: HTTPDataLoader.Configuration) {
+        self.job = job
+        self.easy = easy
+        self.limits = limits
+        self.lastActivity = DispatchTime.now().uptimeNanoseconds
+    }
+
+    /// Sets every option on the easy handle. Returns the first error curl reports.
+    func configure() -> CURLcode {
+        for (name, value) in job.headers {
+            let line = value.isEmpty ? "\(name);" : "\(name): \(value)"  // "Name;" sends an empty header
+            guard let list = curl_slist_append(headerList, line) else { return CURLE_OUT_OF_MEMORY }
+            headerList = list
+        }
+        let https = job.url.scheme?.lowercased() == "https"
+        let redirectProtocols = https && !limits.allowsInsecureRedirects ? "https" : "http,https"
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        let steps: [() -> CURLcode] = [
+            { ccurl_easy_set_string(self.easy, CURLOPT_URL, self.job.url.absoluteString) },
+            { ccurl_easy_set_long(self.easy, CURLOPT_NOSIGNAL, 1) },
+            // 100 KB, as the curl tool uses: most pictures arrive in one read instead of several.
+            { ccurl_easy_set_long(self.easy, CURLOPT_BUFFERSIZE, 102_400) },
+            { ccurl_easy_set_string(self.easy, CURLOPT_PROTOCOLS_STR, self.limits.requiresHTTPS ? "https" : "http,https") },
+            { ccurl_easy_set_string(self.easy, CURLOPT_REDIR_PROTOCOLS_STR, redirectProtocols) },
+            { ccurl_easy_set_long(self.easy, CURLOPT_FOLLOWLOCATION, 1) },
+            { ccurl_easy_set_long(self.easy, CURLOPT_MAXREDIRS, self.limits.maxRedirects) },
+            { ccurl_easy_set_long(self.easy, CURLOPT_CONNECTTIMEOUT_MS, Self.milliseconds(self.limits.connectTimeout)) },
+            { ccurl_easy_set_long(self.easy, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS) },
+            { ccurl_easy_set_long(self.easy, CURLOPT_PIPEWAIT, https ? 1 : 0) },
+            { ccurl_easy_set_string(self.easy, CURLOPT_USERAGENT, self.limits.userAgent) },
+            { ccurl_easy_set_slist(self.easy, CURLOPT_HTTPHEADER, self.headerList) },
+            { ccurl_easy_set_write(self.easy, curlWriteCallback, context) },
+            { ccurl_easy_set_header(self.easy, curlHeaderCallback, context) },
+            { self.limits.caBundlePath.map { ccurl_easy_set_string(self.easy, CURLOPT_CAINFO, $0) } ?? CURLE_OK },
+        ]
+        for step in steps {
+            let code = step()
+            if code != CURLE_OK { return code }
+        }
+        return CURLE_OK
+    }
+
+    /// Frees what the transfer allocated besides the easy handle (which the engine frees).
+    func releaseResources() {
+        curl_slist_free_all(headerList)
+        headerList = nil
+    }
+
+    /// Whether no byte has arrived for the idle timeout, at uptime `now` (nanoseconds).
+    func isIdle(at now: UInt64) -> Bool {
+        now &- lastActivity > UInt64(limits.idleTimeout * 1e9)
+    }
+
+    private static func milliseconds(_ seconds: TimeInterval) -> Int {
+        Int(max(1, (seconds * 1000).rounded()))
+    }
+
+    // MARK: Callbacks (on the engine thread, inside curl_multi_perform)
+
+    /// One header line, as raw bytes. A status line starts a new response (redirects and 1xx
+    /// come first); the blank line ends one, and a final response is checked before its body is
+    /// read. Returns `false` to abort. Works on bytes: this runs for every header of every
+    /// response, and Foundation's string trimming would cost more than the transfer.
+    func receiveHeaderLine(_ line: UnsafeRawBufferPointer) -> Bool {
+        lastActivity = DispatchTime.now().uptimeNanoseconds
+        func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0D || byte == 0x0A }
+        var end = line.count
+        while end > 0 && isSpace(line[end - 1]) { end -= 1 }
+        if end == 0 { return headersEnded() }
+        if end >= 5 && line[0] == UInt8(ascii: "H") && line[1] == UInt8(ascii: "T") && line[2] == UInt8(ascii: "T")
+            && line[3] == UInt8(ascii: "P") && line[4] == UInt8(ascii: "/") {
+            // "HTTP/1.1 200 OK", "HTTP/2 304": the code is the three digits after the first space.
+            status = 0
+            if let space = line[..<end].firstIndex(of: 0x20) {
+                for byte in line[(space + 1)..<end] {
+                    guard (0x30...0x39).contains(byte) else { break }
+                    status = status * 10 + Int(byte - 0x30)
+                }
+            }
+            responseHeaders = []
+            return true
+        }
+        guard let colon = line[..<end].firstIndex(of: UInt8(ascii: ":")) else { return true }
+        var start = colon + 1
+        while start < end && isSpace(line[start]) { start += 1 }
+        let name = String(decoding: UnsafeRawBufferPointer(rebasing: line[..<colon]), as: UTF8.self)
+        let value = String(decoding: UnsafeRawBufferPointer(rebasing: line[start..<end]), as: UTF8.self)
+        responseHeaders.append((name, value))
+        return true
+    }
+
+    private func headersEnded() -> Bool {
+        if (100..<200).contains(status) { return true }
+        let metadata = ResponseMetadata(statusCode: status, headers: responseHeaders)
+        self.metadata = metadata
+        let isRedirect = (status == 301 || status == 302 || status == 303 || status == 307 || status == 308)
+            && responseHeaders.contains { $0.name.utf8.count == 8 && $0.name.lowercased() == "location" }
+        if isRedirect || status == 304 { return true }  // curl follows it, or it has no body
+        if status >= 400 || status < 200 {
+            abortReason = .badStatus(code: status)
+            return false
+        }
+        if metadata.contentType == "text/html" {
+            abortReason = .network(.unexpectedContentType, message: "the server sent text/html with status \(status)")
+            return false
+        }
+        if let length = metadata.contentLength {
+            if length > limits.maxBodyBytes {
+                abortReason = .tooLarge(limit: limits.maxBodyBytes, actual: length)
+                return false
+            }
+            body.reserveCapacity(Int(length))
+        }
+        return true
+    }
+
+    /// A piece of the body. Returns `false` to abort (over the size limit).
+    func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        lastActivity = DispatchTime.now().uptimeNanoseconds
+        guard Int64(body.count + bytes.count) <= limits.maxBodyBytes else {
+            abortReason = .tooLarge(limit: limits.maxBodyBytes, actual: nil)
+            return false
+        }
+        body.append(contentsOf: bytes)
+        job.progress?(Int64(body.count), metadata?.contentLength)
+        return true
+    }
+
+    /// Marks the transfer as failed by the loader (the idle timeout), for ``outcome(for:)``.
+    func abort(_ reason: ImagePipelineError) {
+        abortReason = reason
+    }
+
+    /// The outcome once curl reports the transfer done with `code`.
+    func outcome(for code: CURLcode) -> TransferOutcome {
+        if let abortReason { return .failed(abortReason, metadata: metadata) }
+        guard code == CURLE_OK else {
+            return .failed(CurlErrors.map(code, transfer: self), metadata: metadata)
+        }
+        return .completed(status: status, metadata: metadata ?? ResponseMetadata(statusCode: status), body: body)
+    }
+}
+
+/// CURLOPT_WRITEFUNCTION: hands the bytes to the transfer; a short count aborts.
+private let curlWriteCallback: ccurl_data_callback = { data, size, count, context in
+    guard let context else { return 0 }
+    let transfer = Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
+    let length = size * count
+    guard length > 0, let data else { return 0 }
+    return transfer.receiveBody(UnsafeRawBufferPointer(start: data, count: length)) ? length : 0
+}
+
+/// CURLOPT_HEADERFUNCTION: one header line at a time; a short count aborts.
+private let curlHeaderCallback: ccurl_data_callback = { data, size, count, context in
+    guard let context, let data else { return 0 }
+    let transfer = Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
+    let length = size * count
+    return transfer.receiveHeaderLine(UnsafeRawBufferPointer(start: data, count: length)) ? length : 0
+}

@@ -1,0 +1,75 @@
+import Foundation
+import PipelineCore
+
+extension HTTPDataLoader {
+    /// Adds headers (typically `Authorization`) to a request just before each attempt is sent.
+    /// It may suspend, e.g. to fetch or refresh a token; throwing fails the load with that error.
+    public typealias AuthorizationHook = @Sendable (_ url: URL, _ headers: inout [String: String]) async throws -> Void
+
+    /// How an ``HTTPDataLoader`` connects, limits and retries.
+    public struct Configuration: Sendable {
+        /// Transfers to one host (scheme, host and port) at once, and connections to it; requests
+        /// beyond wait in the loader's priority queue. Over HTTP/2 the transfers share one
+        /// connection as streams. Default 6, as browsers do.
+        public var maxConnectionsPerHost: Int
+        /// Transfers at once over all hosts. Default 24.
+        public var maxTotalConnections: Int
+        /// The largest body accepted, in bytes: checked against `Content-Length` before the body
+        /// is read and again as it streams. Default 50 MB.
+        public var maxBodyBytes: Int64
+        /// How long connecting (TCP and TLS) may take, in seconds. Default 10.
+        public var connectTimeout: TimeInterval
+        /// How long a transfer may go without receiving a byte (headers or body), in seconds,
+        /// counted from its start. A slow but moving download never times out. Default 30.
+        public var idleTimeout: TimeInterval
+        /// Redirects followed at most; one more is a ``NetworkFailure/tooManyRedirects``. Default 5.
+        public var maxRedirects: Int
+        /// Follow a redirect from `https` to `http`. Default `false`
+        /// (``NetworkFailure/insecureRedirect``).
+        public var allowsInsecureRedirects: Bool
+        /// Refuse `http` URLs (``NetworkFailure/insecureScheme``). Default `false`.
+        public var requiresHTTPS: Bool
+        /// Extra attempts after a transient failure (connection error, 5xx, 429). Default 2.
+        public var maxRetries: Int
+        /// The first retry's delay in seconds; each further one doubles it, with ±50 % jitter.
+        /// A `Retry-After` on a 429 or 503 replaces it (capped by ``maxRetryDelay``). Default 0.5.
+        public var retryBaseDelay: TimeInterval
+        /// The longest wait before a retry, in seconds. Default 10.
+        public var maxRetryDelay: TimeInterval
+        /// Headers sent with every request; a request's own headers override them. Default: an
+        /// `Accept` for the common image types.
+        public var headers: [String: String]
+        /// Called before every attempt to add headers (auth). Default `nil`.
+        public var authorization: AuthorizationHook?
+        /// A PEM bundle of trusted certificate authorities instead of the system's. Default `nil`.
+        public var caBundlePath: String?
+        /// The `User-Agent`. Default `"ImagePipeline/1 libcurl"`.
+        public var userAgent: String
+
+        /// Creates a configuration; every parameter has the default documented on its property.
+        public init(maxConnectionsPerHost: Int = 6, maxTotalConnections: Int = 24,
+                    maxBodyBytes: Int64 = 50_000_000, connectTimeout: TimeInterval = 10,
+                    idleTimeout: TimeInterval = 30, maxRedirects: Int = 5,
+                    allowsInsecureRedirects: Bool = false, requiresHTTPS: Bool = false,
+                    maxRetries: Int = 2, retryBaseDelay: TimeInterval = 0.5, maxRetryDelay: TimeInterval = 10,
+                    headers: [String: String] = ["Accept": "image/webp,image/avif,image/heic,image/*;q=0.8,*/*;q=0.5"],
+                    authorization: AuthorizationHook? = nil, caBundlePath: String? = nil,
+                    userAgent: String = "ImagePipeline/1 libcurl") {
+            self.maxConnectionsPerHost = max(1, maxConnectionsPerHost)
+            self.maxTotalConnections = max(1, maxTotalConnections)
+            self.maxBodyBytes = maxBodyBytes
+            self.connectTimeout = connectTimeout
+            self.idleTimeout = idleTimeout
+            self.maxRedirects = max(0, maxRedirects)
+            self.allowsInsecureRedirects = allowsInsecureRedirects
+            self.requiresHTTPS = requiresHTTPS
+            self.maxRetries = max(0, maxRetries)
+            self.retryBaseDelay = retryBaseDelay
+            self.maxRetryDelay = maxRetryDelay
+            self.headers = headers
+            self.authorization = authorization
+            self.caBundlePath = caBundlePath
+            self.userAgent = userAgent
+        }
+    }
+}

@@ -1,0 +1,111 @@
+import Foundation
+import PipelineCore
+import Synchronization
+
+/// Loads `http` and `https` URLs with libcurl's multi interface.
+///
+/// All requests of one loader share one curl multi handle, driven by one dedicated thread:
+/// connections are kept alive and reused, HTTP/2 is multiplexed when the server offers it, and
+/// at most ``Configuration/maxConnectionsPerHost`` transfers run per host. Requests beyond the
+/// limits wait in the loader's own queue, visible ones before prefetches, so a priority raised
+/// while waiting (a visible caller joined a prefetch) takes effect.
+///
+/// Cancelling the calling task removes the transfer from the multi handle at once, which
+/// closes its connection. Transient failures (connection errors, 5xx, 429) are retried with
+/// exponential backoff and jitter; everything else fails with an ``ImagePipelineError``.
+public final class HTTPDataLoader: DataLoading {
+    /// What the loader was created with.
+    public let configuration: Configuration
+    private let engine: CurlMultiEngine
+    private let lastID = Atomic<UInt64>(0)
+
+    /// `http` and `https`, or `https` alone when ``Configuration/requiresHTTPS`` is set.
+    public var schemes: Set<String> { configuration.requiresHTTPS ? ["https"] : ["http", "https"] }
+
+    /// Creates a loader with its own connection pool.
+    public init(configuration: Configuration = Configuration()) {
+        self.configuration = configuration
+        self.engine = CurlMultiEngine(configuration: configuration)
+    }
+
+    /// Requests waiting for a connection slot (not yet sent): for tests and diagnostics.
+    public var queuedCount: Int { engine.queuedCount }
+
+    /// Loads `request.url`, conditionally when it carries a validator.
+    /// - Throws: ``ImagePipelineError`` (bad status, truncated, too large, timeout, network),
+    ///   or `CancellationError` when the task is cancelled.
+    public func load(_ request: DataLoadRequest) async throws -> DataLoadResult {
+        let scheme = request.url.scheme?.lowercased() ?? ""
+        guard scheme == "https" || (scheme == "http" && !configuration.requiresHTTPS) else {
+            throw ImagePipelineError.network(.insecureScheme, message: "'\(scheme)' URLs are not allowed: \(request.url)")
+        }
+        var attempt = 0
+        while true {
+            try Task.checkCancellation()
+            let outcome = try await perform(request)
+            switch outcome {
+            case .cancelled:
+                throw CancellationError()
+            case .completed(let status, let metadata, let body):
+                if status == 304 {
+                    guard request.validator != nil else { throw ImagePipelineError.badStatus(code: 304) }
+                    return .notModified(metadata)
+                }
+                guard (200..<300).contains(status) else { throw ImagePipelineError.badStatus(code: status) }
+                if let expected = metadata.contentLength, expected != Int64(body.count) {
+                    throw ImagePipelineError.truncated(expected: expected, received: Int64(body.count))
+                }
+                return .data(body, metadata)
+            case .failed(let error, let metadata):
+                guard attempt < configuration.maxRetries, Self.isTransient(error) else { throw error }
+                attempt += 1
+                try await Task.sleep(nanoseconds: UInt64(retryDelay(attempt: attempt, metadata: metadata) * 1e9))
+            }
+        }
+    }
+
+    /// One attempt: headers (with the auth hook's), then the transfer on the engine thread.
+    private func perform(_ request: DataLoadRequest) async throws -> TransferOutcome {
+        var headers = configuration.headers
+        headers.merge(request.headers) { _, own in own }
+        if let etag = request.validator?.etag { headers["If-None-Match"] = etag }
+        if let date = request.validator?.lastModified { headers["If-Modified-Since"] = date }
+        if let authorization = configuration.authorization {
+            try await authorization(request.url, &headers)
+            try Task.checkCancellation()
+        }
+        let id = lastID.add(1, ordering: .relaxed).newValue
+        let hostKey = "\(request.url.scheme ?? "")://\(request.url.host ?? ""):\(request.url.port ?? -1)"
+        let engine = engine
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                engine.submit(TransferJob(id: id, url: request.url, hostKey: hostKey, priority: request.priority,
+                                          headers: headers.sorted { $0.key < $1.key }.map { ($0.key, $0.value) },
+                                          progress: request.progress, continuation: continuation))
+                // Cancelled before the job was queued: the handler already ran and found nothing.
+                if Task.isCancelled { engine.cancel(id) }
+            }
+        } onCancel: {
+            engine.cancel(id)
+        }
+    }
+
+    /// Connection failures, 5xx and 429 may go away by asking again; nothing else will.
+    static func isTransient(_ error: ImagePipelineError) -> Bool {
+        switch error {
+        case .network(.connection, _): return true
+        case .badStatus(let code): return code >= 500 || code == 429
+        default: return false
+        }
+    }
+
+    /// The wait before retry `attempt` (1-based), in seconds: `Retry-After` when the server
+    /// sent one, else base × 2^(attempt−1) with ±50 % jitter; capped by the configuration.
+    func retryDelay(attempt: Int, metadata: ResponseMetadata?) -> TimeInterval {
+        if let retryAfter = metadata?.retryAfter {
+            return min(max(0, retryAfter), configuration.maxRetryDelay)
+        }
+        let base = configuration.retryBaseDelay * pow(2, Double(attempt - 1))
+        return min(base * Double.random(in: 0.5...1.5), configuration.maxRetryDelay)
+    }
+}

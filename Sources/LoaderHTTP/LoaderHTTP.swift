@@ -1,2 +1,0 @@
-/// The `LoaderHTTP` module: filled in by its own issue.
-public enum LoaderHTTPModule {}

@@ -1,0 +1,110 @@
+import PipelineCore
+
+/// Requests waiting for a connection slot, by host, visible ones first.
+///
+/// Each host has a visible and a prefetch queue, both in arrival order, so picking the next
+/// job is O(1) however many wait. A prefetch whose ``PriorityHandle`` was raised while it
+/// waited is moved to the visible queue (in arrival order) when the next jobs are picked.
+struct PendingQueue {
+    private struct HostQueue {
+        var visible = FIFO()
+        var prefetch = FIFO()
+    }
+
+    /// An array queue with a moving head: O(1) pops without shifting the elements each time.
+    private struct FIFO {
+        var jobs: [TransferJob] = []
+        var head = 0
+
+        var isEmpty: Bool { head == jobs.count }
+        var waiting: ArraySlice<TransferJob> { jobs[head...] }
+
+        mutating func append(_ job: TransferJob) { jobs.append(job) }
+
+        mutating func popFirst() -> TransferJob? {
+            guard head < jobs.count else { return nil }
+            let job = jobs[head]
+            head += 1
+            if head == jobs.count {
+                jobs.removeAll(keepingCapacity: true)
+                head = 0
+            } else if head >= 64 && head * 2 >= jobs.count {
+                jobs.removeFirst(head)
+                head = 0
+            }
+            return job
+        }
+
+        /// Removes and returns the jobs matching `predicate`, keeping the others in order.
+        mutating func removeAll(where predicate: (TransferJob) -> Bool) -> [TransferJob] {
+            let kept = waiting.filter { !predicate($0) }
+            let removed = waiting.filter(predicate)
+            jobs = kept
+            head = 0
+            return removed
+        }
+    }
+
+    private var hosts: [String: HostQueue] = [:]
+    /// Host of every waiting job, for cancellation.
+    private var hostOfJob: [UInt64: String] = [:]
+
+    /// The number of waiting jobs.
+    var count: Int { hostOfJob.count }
+
+    mutating func append(_ job: TransferJob) {
+        hostOfJob[job.id] = job.hostKey
+        if job.priority.current == .visible {
+            hosts[job.hostKey, default: HostQueue()].visible.append(job)
+        } else {
+            hosts[job.hostKey, default: HostQueue()].prefetch.append(job)
+        }
+    }
+
+    /// Removes and returns the job `id` if it is waiting.
+    mutating func remove(id: UInt64) -> TransferJob? {
+        guard let host = hostOfJob.removeValue(forKey: id), var queue = hosts.removeValue(forKey: host) else { return nil }
+        let removed = queue.visible.removeAll { $0.id == id } + queue.prefetch.removeAll { $0.id == id }
+        if !queue.visible.isEmpty || !queue.prefetch.isEmpty { hosts[host] = queue }
+        return removed.first
+    }
+
+    /// Takes the jobs that fit: at most `maxPerHost` running per host (given `running`, the
+    /// count per host now) and `maxTotal` overall; visible jobs of every host before prefetches.
+    mutating func take(running: [String: Int], totalRunning: Int, maxPerHost: Int, maxTotal: Int) -> [TransferJob] {
+        var taken: [TransferJob] = []
+        var total = totalRunning
+        guard total < maxTotal else { return [] }
+        promoteRaisedPrefetches()
+        for visiblePass in [true, false] {
+            for host in Array(hosts.keys) where total < maxTotal {
+                // Taken out of the dictionary while it changes, so popping never copies the array.
+                guard var queue = hosts.removeValue(forKey: host) else { continue }
+                var busy = running[host, default: 0] + taken.lazy.filter { $0.hostKey == host }.count
+                while busy < maxPerHost && total < maxTotal,
+                      let job = visiblePass ? queue.visible.popFirst() : queue.prefetch.popFirst() {
+                    taken.append(job)
+                    hostOfJob[job.id] = nil
+                    busy += 1
+                    total += 1
+                }
+                if !queue.visible.isEmpty || !queue.prefetch.isEmpty { hosts[host] = queue }
+            }
+        }
+        return taken
+    }
+
+    /// Moves prefetches raised to visible into their host's visible queue, by arrival (job id).
+    private mutating func promoteRaisedPrefetches() {
+        for host in Array(hosts.keys) {
+            guard let waiting = hosts[host]?.prefetch.waiting,
+                  waiting.contains(where: { $0.priority.current == .visible }),
+                  var queue = hosts.removeValue(forKey: host) else { continue }
+            let raised = queue.prefetch.removeAll { $0.priority.current == .visible }
+            var merged = Array(queue.visible.waiting) + raised
+            merged.sort { $0.id < $1.id }
+            queue.visible = FIFO(jobs: merged, head: 0)
+            hosts[host] = queue
+        }
+    }
+}

@@ -1,0 +1,300 @@
+#!/usr/bin/env python3
+"""A fault-injecting HTTP/1.1 fixture server for LoaderTests.
+
+Listens on 127.0.0.1 on an ephemeral port and prints "PORT <n>" on stdout once ready; with
+"--tls CERT KEY" it speaks HTTPS with that certificate. Exits
+when its stdin closes, so a test process that dies never leaves it behind.
+
+Endpoints (the query string selects behaviour; counters are kept per path, query excluded):
+  /image/<name>?size=N&maxage=S&maxage304=T
+                                  test-image bytes, ETag and Last-Modified; 304 on a match
+                                  (with max-age T when given)
+  /status/<code>?retry_after=S    that status with a small body
+  /delay/<name>?ms=N              waits N ms before the headers, then an image
+  /slow/<name>?chunks=N&interval_ms=M&chunk=B   a body sent in timed chunks
+  /hold/<name>                    waits until /release/<name> (at most 10 s), then an image
+  /release/<name>                 releases the holds of <name> (not counted)
+  /truncated/<name>               Content-Length 2000, 500 bytes, then close
+  /reset/<name>                   closes the connection with a TCP reset, no response
+  /redirect/<n>                   302 to /redirect/<n-1>; /redirect/0 is an image
+  /loop/<name>                    302 to itself
+  /goto/<name>?url=U              302 to U (e.g. from the HTTPS server to the HTTP one)
+  /huge/<name>                    Content-Length 10 GB, then a trickle
+  /chunked/<name>?size=N          an image sent chunked, without Content-Length
+  /html/<name>                    200 text/html
+  /flaky/<name>?fail=N&status=S   status S (or a reset for S=0) N times, then an image
+  /auth/<name>?token=T            401 unless "Authorization: Bearer T"
+  /header/<name>?name=H&value=V   400 unless header H is V
+  /stats                          JSON: hits per path, statuses, arrival log, client ports,
+                                  most requests in progress at once, slow-body disconnect times
+"""
+import json
+import socket
+import struct
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
+
+LAST_MODIFIED = "Sat, 01 Jan 2022 00:00:00 GMT"
+LOCK = threading.Lock()
+HOLDS = {}
+STATS = {"hits": {}, "statuses": {}, "log": [], "disconnects": {}, "sent": {}, "ports": [],
+         "active": 0, "max_active": 0}
+
+
+def image_bytes(name, size):
+    """The test decoder's format: 'TIMG', width, height (u16 BE), one RGBA colour, padding."""
+    seed = sum(name.encode()) % 256
+    header = b"TIMG" + struct.pack(">HH", 4, 3) + bytes([seed, 255 - seed, 7, 255])
+    return header + bytes((seed + i) % 256 for i in range(max(0, size - len(header))))
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def record(self, status):
+        with LOCK:
+            STATS["statuses"].setdefault(self.route, []).append(status)
+
+    def reply(self, status, body=b"", content_type="application/octet-stream", headers=None):
+        self.record(status)
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        if body and self.command != "HEAD":
+            self.wfile.write(body)
+
+    def image(self, name, extra=None):
+        size = int(self.query.get("size", ["2000"])[0])
+        maxage = self.query.get("maxage", ["60"])[0]
+        etag = '"%s-%d"' % (name, size)
+        headers = {"ETag": etag, "Last-Modified": LAST_MODIFIED, "Cache-Control": "max-age=" + maxage}
+        headers.update(extra or {})
+        if self.headers.get("If-None-Match") == etag or self.headers.get("If-Modified-Since") == LAST_MODIFIED:
+            if "maxage304" in self.query:
+                headers["Cache-Control"] = "max-age=" + self.query["maxage304"][0]
+            self.record(304)
+            self.send_response(304)
+            for key, value in headers.items():
+                self.send_header(key, value)
+            self.end_headers()
+            return
+        self.reply(200, image_bytes(name, size), "image/x-test", headers)
+
+    def do_GET(self):
+        parts = urlsplit(self.path)
+        self.route = parts.path
+        self.query = parse_qs(parts.query)
+        segments = [s for s in parts.path.split("/") if s]
+        kind = segments[0] if segments else ""
+        name = segments[1] if len(segments) > 1 else ""
+        if kind in ("stats", "release"):
+            return getattr(self, "route_" + kind)(name)
+        with LOCK:
+            STATS["hits"][self.route] = STATS["hits"].get(self.route, 0) + 1
+            STATS["log"].append(self.route)
+            STATS["ports"].append(self.client_address[1])
+            STATS["active"] += 1
+            STATS["max_active"] = max(STATS["max_active"], STATS["active"])
+        try:
+            getattr(self, "route_" + kind, self.route_missing)(name)
+        finally:
+            with LOCK:
+                STATS["active"] -= 1
+
+    def route_missing(self, name):
+        self.reply(404, b"no such endpoint")
+
+    def route_stats(self, name):
+        with LOCK:
+            body = json.dumps(STATS).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def route_hold(self, name):
+        with LOCK:
+            event = HOLDS.setdefault(name, threading.Event())
+        event.wait(10)
+        self.image(name)
+
+    def route_release(self, name):
+        with LOCK:
+            HOLDS.setdefault(name, threading.Event()).set()
+        self.reply(204)
+
+    def route_image(self, name):
+        self.image(name)
+
+    def route_status(self, name):
+        headers = {}
+        if "retry_after" in self.query:
+            headers["Retry-After"] = self.query["retry_after"][0]
+        self.reply(int(name), b"status body", "text/plain", headers)
+
+    def route_delay(self, name):
+        time.sleep(int(self.query.get("ms", ["100"])[0]) / 1000)
+        self.image(name)
+
+    def route_slow(self, name):
+        chunks = int(self.query.get("chunks", ["100"])[0])
+        interval = int(self.query.get("interval_ms", ["20"])[0]) / 1000
+        chunk = int(self.query.get("chunk", ["1000"])[0])
+        body = image_bytes(name, chunks * chunk)
+        self.record(200)
+        self.send_response(200)
+        self.send_header("Content-Type", "image/x-test")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.flush()
+        sock = self.connection
+        sent = 0
+        for index in range(chunks):
+            try:
+                sock.sendall(body[index * chunk:(index + 1) * chunk])
+                sent += chunk
+                with LOCK:
+                    STATS["sent"][self.route] = sent
+                if index == chunks - 1:
+                    break
+                # Wait for the next chunk, but notice at once if the client closes.
+                readable = select_readable(sock, interval)
+                if readable and sock.recv(1, socket.MSG_PEEK) == b"":
+                    raise ConnectionResetError("client closed")
+            except OSError:
+                with LOCK:
+                    STATS["disconnects"][self.route] = time.time()
+                self.close_connection = True
+                return
+
+    def route_truncated(self, name):
+        self.record(200)
+        self.send_response(200)
+        self.send_header("Content-Type", "image/x-test")
+        self.send_header("Content-Length", "2000")
+        self.end_headers()
+        self.wfile.write(image_bytes(name, 500))
+        self.wfile.flush()
+        self.close_connection = True
+
+    def route_reset(self, name):
+        self.record(0)
+        reset(self.connection)
+        self.close_connection = True
+
+    def route_redirect(self, name):
+        remaining = int(name)
+        if remaining <= 0:
+            self.image("redirected")
+        else:
+            self.reply(302, b"", "text/plain", {"Location": "/redirect/%d" % (remaining - 1)})
+
+    def route_goto(self, name):
+        self.reply(302, b"", "text/plain", {"Location": self.query["url"][0]})
+
+    def route_loop(self, name):
+        self.reply(302, b"", "text/plain", {"Location": "/loop/" + name})
+
+    def route_huge(self, name):
+        self.record(200)
+        self.send_response(200)
+        self.send_header("Content-Type", "image/x-test")
+        self.send_header("Content-Length", str(10 * 1024 ** 3))
+        self.end_headers()
+        try:
+            for _ in range(50):
+                self.wfile.write(b"\0" * 1000)
+                self.wfile.flush()
+                time.sleep(0.02)
+        except OSError:
+            pass
+        self.close_connection = True
+
+    def route_chunked(self, name):
+        size = int(self.query.get("size", ["10000"])[0])
+        body = image_bytes(name, size)
+        self.record(200)
+        self.send_response(200)
+        self.send_header("Content-Type", "image/x-test")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        try:
+            for start in range(0, len(body), 1000):
+                piece = body[start:start + 1000]
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+            self.wfile.write(b"0\r\n\r\n")
+        except OSError:
+            self.close_connection = True
+
+    def route_html(self, name):
+        self.reply(200, b"<html><body>Sorry, not an image</body></html>", "text/html; charset=utf-8")
+
+    def route_flaky(self, name):
+        fail = int(self.query.get("fail", ["1"])[0])
+        status = int(self.query.get("status", ["503"])[0])
+        with LOCK:
+            count = STATS["hits"][self.route]
+        if count <= fail:
+            if status == 0:
+                self.route_reset(name)
+            else:
+                headers = {}
+                if "retry_after" in self.query:
+                    headers["Retry-After"] = self.query["retry_after"][0]
+                self.reply(status, b"try again", "text/plain", headers)
+        else:
+            self.image(name)
+
+    def route_auth(self, name):
+        token = self.query.get("token", ["secret"])[0]
+        if self.headers.get("Authorization") == "Bearer " + token:
+            self.image(name)
+        else:
+            self.reply(401, b"who are you", "text/plain")
+
+    def route_header(self, name):
+        header = self.query.get("name", ["X-Test"])[0]
+        if self.headers.get(header) == self.query.get("value", [""])[0]:
+            self.image(name)
+        else:
+            self.reply(400, b"missing header", "text/plain")
+
+
+def select_readable(sock, timeout):
+    import select
+    readable, _, _ = select.select([sock], [], [], timeout)
+    return bool(readable)
+
+
+def reset(sock):
+    """Closes `sock` with a TCP RST instead of a FIN (SO_LINGER with a zero timeout)."""
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    sock.close()
+
+
+def main():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    if len(sys.argv) == 4 and sys.argv[1] == "--tls":  # --tls CERT KEY: serve HTTPS
+        import ssl
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(sys.argv[2], sys.argv[3])
+        server.socket = context.wrap_socket(server.socket, server_side=True)
+    server.daemon_threads = True
+    server.handle_error = lambda request, address: None  # resets and cut bodies are on purpose
+    print("PORT %d" % server.server_address[1], flush=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    sys.stdin.read()  # until the test process closes our stdin or dies
+
+
+if __name__ == "__main__":
+    main()

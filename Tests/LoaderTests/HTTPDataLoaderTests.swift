@@ -1,0 +1,183 @@
+import Foundation
+import LoaderHTTP
+import PipelineCore
+import Synchronization
+import Testing
+
+@Suite("HTTPDataLoader against the fixture server")
+struct HTTPDataLoaderTests {
+    @Test func loadsBytesWithTheirMetadata() async throws {
+        try await withFixtureServer { server in
+            let result = try await HTTPDataLoader().load(DataLoadRequest(url: server.url("/image/a?size=3000&maxage=120")))
+            guard case .data(let data, let metadata) = result else { Issue.record("not data"); return }
+            #expect(data.count == 3000)
+            #expect(data.prefix(4) == Data("TIMG".utf8))
+            #expect(metadata.statusCode == 200)
+            #expect(metadata.etag == "\"a-3000\"")
+            #expect(metadata.lastModified == "Sat, 01 Jan 2022 00:00:00 GMT")
+            #expect(metadata.maxAge == 120)
+            #expect(metadata.contentType == "image/x-test")
+            #expect(metadata.contentLength == 3000)
+        }
+    }
+
+    @Test func matchingValidatorGivesNotModifiedWithNewFreshness() async throws {
+        try await withFixtureServer { server in
+            let loader = HTTPDataLoader()
+            for validator in [CacheValidator(etag: "\"v-2000\"", lastModified: nil),
+                              CacheValidator(etag: nil, lastModified: "Sat, 01 Jan 2022 00:00:00 GMT")] {
+                let result = try await loader.load(DataLoadRequest(url: server.url("/image/v?maxage304=900"), validator: validator))
+                guard case .notModified(let metadata) = result else { Issue.record("expected 304"); return }
+                #expect(metadata.statusCode == 304)
+                #expect(metadata.maxAge == 900)
+            }
+            let changed = try await loader.load(DataLoadRequest(url: server.url("/image/v"),
+                                                                validator: CacheValidator(etag: "\"old\"", lastModified: nil)))
+            guard case .data(let data, _) = changed else { Issue.record("expected new bytes"); return }
+            #expect(data.count == 2000)
+            #expect(try await server.stats().statuses["/image/v"] == [304, 304, 200])
+        }
+    }
+
+    @Test func transientFailuresAreRetriedUntilTheyPass() async throws {
+        try await withFixtureServer { server in
+            let loader = HTTPDataLoader(configuration: strictLimits)
+            for path in ["/flaky/a?fail=2&status=503", "/flaky/b?fail=1&status=0", "/flaky/c?fail=2&status=429"] {
+                guard case .data = try await loader.load(DataLoadRequest(url: server.url(path))) else {
+                    Issue.record("no data for \(path)"); continue
+                }
+            }
+            let hits = try await server.stats().hits
+            #expect(hits["/flaky/a"] == 3)
+            #expect(hits["/flaky/b"] == 2)
+            #expect(hits["/flaky/c"] == 3)
+        }
+    }
+
+    @Test func retryWaitsForRetryAfter() async throws {
+        try await withFixtureServer { server in
+            let loader = HTTPDataLoader(configuration: strictLimits)
+            let start = Date()
+            _ = try await loader.load(DataLoadRequest(url: server.url("/flaky/r?fail=1&status=429&retry_after=1")))
+            #expect(Date().timeIntervalSince(start) >= 0.95)
+            #expect(try await server.hits("/flaky/r") == 2)
+        }
+    }
+
+    @Test func authHookAddsHeadersBeforeEveryAttempt() async throws {
+        try await withFixtureServer { server in
+            let calls = Counter()
+            var configuration = strictLimits
+            configuration.authorization = { _, headers in
+                try await Task.sleep(nanoseconds: 5_000_000)  // as if it fetched a token
+                calls.increment()
+                headers["Authorization"] = "Bearer secret"
+            }
+            let loader = HTTPDataLoader(configuration: configuration)
+            let pipeline = makePipeline(loader)
+            _ = try await pipeline.image(for: ImageRequest(url: server.url("/auth/a?token=secret")))
+            #expect(calls.current == 1)
+            let refused = await pipelineError { _ = try await loader.load(DataLoadRequest(url: server.url("/auth/b?token=other"))) }
+            #expect(refused == .badStatus(code: 401))
+            #expect(calls.current == 2)  // 401 is not retried
+        }
+    }
+
+    @Test func requestHeadersAreSent() async throws {
+        try await withFixtureServer { server in
+            let pipeline = makePipeline(HTTPDataLoader(configuration: strictLimits))
+            let url = server.url("/header/h?name=X-Client&value=grid")
+            let missing = await pipelineError { _ = try await pipeline.image(for: ImageRequest(url: url)) }
+            #expect(missing == .badStatus(code: 400))
+            let response = try await pipeline.image(for: ImageRequest(url: url, headers: ["X-Client": "grid"]))
+            #expect(response.source == .network)
+        }
+    }
+
+    @Test func progressReportsBytesAndExpectedLength() async throws {
+        try await withFixtureServer { server in
+            let last = Mutex<(Int64, Int64?)>((0, nil))
+            let calls = Counter()
+            let request = DataLoadRequest(url: server.url("/slow/p?chunks=5&interval_ms=30&chunk=1000")) { received, expected in
+                calls.increment()
+                last.withLock { $0 = (received, expected) }
+            }
+            _ = try await HTTPDataLoader().load(request)
+            #expect(calls.current >= 2)
+            #expect(last.withLock { $0.0 } == 5000)
+            #expect(last.withLock { $0.1 } == 5000)
+        }
+    }
+
+    @Test func sequentialLoadsReuseOneConnection() async throws {
+        try await withFixtureServer { server in
+            let loader = HTTPDataLoader()
+            for index in 0..<5 { _ = try await loader.load(DataLoadRequest(url: server.url("/image/\(index)"))) }
+            #expect(Set(try await server.stats().ports).count == 1)
+        }
+    }
+
+    @Test func perHostLimitCapsConcurrentTransfers() async throws {
+        try await withFixtureServer { server in
+            let loader = HTTPDataLoader(configuration: .init(maxConnectionsPerHost: 3))
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for index in 0..<9 {
+                    group.addTask { _ = try await loader.load(DataLoadRequest(url: server.url("/delay/\(index)?ms=60"))) }
+                }
+                try await group.waitForAll()
+            }
+            let stats = try await server.stats()
+            #expect(stats.max_active == 3)
+            #expect(Set(stats.ports).count == 3)
+        }
+    }
+
+    /// The issue's measurement: the time from `cancel()` to the server seeing the socket close
+    /// while it streams a slow body (the server waits on the socket between chunks).
+    @Test func cancellingStopsTheTransferPromptly() async throws {
+        try await withFixtureServer { server in
+            let received = Atomic<Int64>(0)
+            let request = DataLoadRequest(url: server.url("/slow/c?chunks=500&interval_ms=10&chunk=1000")) { bytes, _ in
+                received.store(bytes, ordering: .relaxed)
+            }
+            let loader = HTTPDataLoader()
+            let task = Task { try await loader.load(request) }
+            #expect(try await waitUntil { received.load(ordering: .relaxed) >= 5000 })
+            let cancelledAt = Date().timeIntervalSince1970
+            task.cancel()
+            await #expect(throws: CancellationError.self) { _ = try await task.value }
+            let returned = Date().timeIntervalSince1970 - cancelledAt
+            #expect(try await waitUntil { try await server.stats().disconnects["/slow/c"] != nil })
+            let stats = try await server.stats()
+            let stopped = try #require(stats.disconnects["/slow/c"]) - cancelledAt
+            print("cancel → task returned: \(Int(returned * 1000)) ms; cancel → server saw the socket close: \(Int(stopped * 1000)) ms")
+            #expect(stopped < 0.25)
+            #expect(try #require(stats.sent["/slow/c"]) < 100_000)
+        }
+    }
+
+    /// Under one connection, waiting requests start visible first, in arrival order, and a
+    /// prefetch whose priority is raised while it waits counts as visible.
+    @Test func visibleRequestsStartBeforePrefetchesAndRaisedPrioritiesCount() async throws {
+        try await withFixtureServer { server in
+            let loader = HTTPDataLoader(configuration: .init(maxConnectionsPerHost: 1))
+            var tasks: [Task<DataLoadResult, any Error>] = []
+            func enqueue(_ path: String, _ priority: PriorityHandle) async throws {
+                let expected = loader.queuedCount + 1
+                tasks.append(Task { try await loader.load(DataLoadRequest(url: server.url(path), priority: priority)) })
+                #expect(try await waitUntil { loader.queuedCount == expected })
+            }
+            tasks.append(Task { try await loader.load(DataLoadRequest(url: server.url("/hold/blocker"))) })
+            #expect(try await waitUntil { try await server.hits("/hold/blocker") == 1 })
+            let raised = PriorityHandle(.prefetch)
+            for index in 0..<3 { try await enqueue("/image/p\(index)", PriorityHandle(.prefetch)) }
+            try await enqueue("/image/raised", raised)
+            for index in 0..<2 { try await enqueue("/image/v\(index)", PriorityHandle(.visible)) }
+            raised.raise(to: .visible)
+            try await server.release("blocker")
+            for task in tasks { _ = try await task.value }
+            #expect(try await server.stats().log == ["/hold/blocker", "/image/raised", "/image/v0", "/image/v1",
+                                               "/image/p0", "/image/p1", "/image/p2"])
+        }
+    }
+}

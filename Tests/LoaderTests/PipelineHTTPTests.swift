@@ -1,0 +1,94 @@
+import Foundation
+import LoaderHTTP
+import PipelineCore
+import Testing
+
+@Suite("ImagePipeline over HTTPDataLoader")
+struct PipelineHTTPTests {
+    @Test func twentyConcurrentRequestsForOneURLDownloadOnce() async throws {
+        try await withFixtureServer { server in
+            let pipeline = makePipeline(HTTPDataLoader())
+            let url = server.url("/delay/shared?ms=150")
+            try await withThrowingTaskGroup(of: PixelSize.self) { group in
+                for _ in 0..<20 {
+                    group.addTask { try await pipeline.image(for: ImageRequest(url: url)).bitmap.size }
+                }
+                for try await size in group { #expect(size == PixelSize(width: 4, height: 3)) }
+            }
+            #expect(try await server.hits("/delay/shared") == 1)
+        }
+    }
+
+    @Test func cancellingTheLastWaiterStopsTheTransfer() async throws {
+        try await withFixtureServer { server in
+            let pipeline = makePipeline(HTTPDataLoader())
+            let url = server.url("/slow/shared?chunks=500&interval_ms=10&chunk=1000")
+            let first = Task { try await pipeline.image(for: ImageRequest(url: url)) }
+            let second = Task { try await pipeline.image(for: ImageRequest(url: url)) }
+            #expect(try await waitUntil { (try await server.stats().sent["/slow/shared"] ?? 0) >= 5000 })
+            first.cancel()
+            await #expect(throws: CancellationError.self) { _ = try await first.value }
+            try await Task.sleep(nanoseconds: 100_000_000)
+            #expect(try await server.stats().disconnects["/slow/shared"] == nil)  // the other waiter keeps it
+
+            let cancelledAt = Date().timeIntervalSince1970
+            second.cancel()
+            await #expect(throws: CancellationError.self) { _ = try await second.value }
+            #expect(try await waitUntil { try await server.stats().disconnects["/slow/shared"] != nil })
+            let stopped = try #require(try await server.stats().disconnects["/slow/shared"]) - cancelledAt
+            print("pipeline: last waiter cancelled → server saw the socket close: \(Int(stopped * 1000)) ms")
+            #expect(stopped < 0.25)
+            #expect(try await server.hits("/slow/shared") == 1)
+        }
+    }
+
+    /// One connection, busy: three prefetches queue, then two visible requests and a visible
+    /// request that joins the third prefetch. The visible ones (and the joined prefetch) go first.
+    @Test func visibleRequestsOvertakeQueuedPrefetches() async throws {
+        try await withFixtureServer { server in
+            let loader = HTTPDataLoader(configuration: .init(maxConnectionsPerHost: 1))
+            let pipeline = makePipeline(loader)
+            let blocker = Task { try await pipeline.image(for: ImageRequest(url: server.url("/hold/blocker"))) }
+            #expect(try await waitUntil { try await server.hits("/hold/blocker") == 1 })
+            let prefetches = (0..<3).map { ImageRequest(url: server.url("/image/p\($0)"), priority: .prefetch) }
+            await pipeline.prefetch(prefetches)
+            #expect(try await waitUntil { loader.queuedCount == 3 })
+            var visible = (0..<2).map { ImageRequest(url: server.url("/image/v\($0)")) }
+            visible.append(ImageRequest(url: server.url("/image/p2")))
+            let tasks = visible.map { request in Task { try await pipeline.image(for: request) } }
+            #expect(try await waitUntil { loader.queuedCount == 5 })
+            try await server.release("blocker")
+            _ = try await blocker.value
+            for task in tasks { _ = try await task.value }
+            await pipeline.waitForBackgroundWork()
+
+            let log = try await server.stats().log
+            #expect(log.count == 6)
+            #expect(Set(log[1...3]) == ["/image/v0", "/image/v1", "/image/p2"])
+            #expect(Set(log[4...5]) == ["/image/p0", "/image/p1"])
+        }
+    }
+
+    @Test func notModifiedRefreshesTheDiskEntryWithoutDownloadingAgain() async throws {
+        try await withFixtureServer { server in
+            let cache = InMemoryDataCache()
+            let pipeline = makePipeline(HTTPDataLoader(), diskCache: cache)
+            let url = server.url("/image/r?maxage=0&maxage304=3600")
+            let request = ImageRequest(url: url, revalidation: .revalidateBeforeAnswering)
+
+            #expect(try await pipeline.image(for: request).source == .network)
+            #expect(await cache.entries[url]?.info.isFresh(at: Date()) == false)  // max-age=0: stale at once
+            pipeline.memoryCache.removeAll()
+            #expect(try await pipeline.image(for: request).source == .revalidated)
+            let info = try #require(await cache.entries[url]?.info)
+            #expect(info.isFresh(at: Date().addingTimeInterval(3000)))
+            #expect(info.etag == "\"r-2000\"")
+            #expect(await cache.stores == 1)
+            #expect(await cache.infoUpdates == 1)
+
+            pipeline.memoryCache.removeAll()
+            #expect(try await pipeline.image(for: request).source == .disk)  // fresh now: no request
+            #expect(try await server.stats().statuses["/image/r"] == [200, 304])
+        }
+    }
+}

@@ -1,0 +1,68 @@
+import Foundation
+import LoaderHTTP
+import PipelineCore
+import Testing
+
+/// HTTPS against the fixture server with a throw-away self-signed certificate for 127.0.0.1
+/// (made with the `openssl` tool; the suite is skipped where there is none).
+@Suite("HTTPS", .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl")))
+struct TLSTests {
+    /// A certificate and key in a temporary folder, removed after `body`.
+    private func withCertificate<T>(_ body: (_ certificate: String, _ key: String) async throws -> T) async throws -> T {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("LoaderTests-tls-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let certificate = folder.appendingPathComponent("cert.pem").path, key = folder.appendingPathComponent("key.pem").path
+        let openssl = Process()
+        openssl.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        openssl.arguments = ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                             "-keyout", key, "-out", certificate, "-days", "1", "-subj", "/CN=127.0.0.1",
+                             "-addext", "subjectAltName=IP:127.0.0.1"]
+        openssl.standardOutput = FileHandle.nullDevice
+        openssl.standardError = FileHandle.nullDevice
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            Thread {
+                continuation.resume(with: Result {
+                    try openssl.run()
+                    openssl.waitUntilExit()
+                })
+            }.start()
+        }
+        try #require(openssl.terminationStatus == 0)
+        return try await body(certificate, key)
+    }
+
+    @Test func trustedCertificateLoadsAndAnUntrustedOneIsATLSFailure() async throws {
+        try await withCertificate { certificate, key in
+            try await withFixtureServer(tls: (certificate, key)) { server in
+                let trusting = HTTPDataLoader(configuration: .init(caBundlePath: certificate))
+                let response = try await makePipeline(trusting).image(for: ImageRequest(url: server.url("/image/a")))
+                #expect(response.bitmap.size == PixelSize(width: 4, height: 3))
+
+                let error = await pipelineError { _ = try await HTTPDataLoader().load(DataLoadRequest(url: server.url("/image/b"))) }
+                guard case .network(.tls, _)? = error else { Issue.record("got \(String(describing: error))"); return }
+            }
+        }
+    }
+
+    @Test func redirectFromHTTPSToHTTPIsRefusedUnlessAllowed() async throws {
+        try await withCertificate { certificate, key in
+            try await withFixtureServer(tls: (certificate, key)) { secure in
+                try await withFixtureServer { plain in
+                    let target = plain.url("/image/downgraded").absoluteString
+                    let url = secure.url("/goto/x?url=\(target)")
+                    let strict = HTTPDataLoader(configuration: .init(caBundlePath: certificate))
+                    let error = await pipelineError { _ = try await strict.load(DataLoadRequest(url: url)) }
+                    guard case .network(.insecureRedirect, _)? = error else {
+                        Issue.record("got \(String(describing: error))"); return
+                    }
+                    #expect(try await plain.hits("/image/downgraded") == 0)
+
+                    let lenient = HTTPDataLoader(configuration: .init(allowsInsecureRedirects: true, caBundlePath: certificate))
+                    guard case .data = try await lenient.load(DataLoadRequest(url: url)) else { Issue.record("no data"); return }
+                    #expect(try await plain.hits("/image/downgraded") == 1)
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,87 @@
+import Foundation
+import PipelineCore
+import Synchronization
+
+/// Decodes the fixture server's test format: `TIMG`, width and height (UInt16, big-endian),
+/// one RGBA colour, padding. The loaders are real; this stands in for a codec, which this
+/// branch does not have, and reports itself as BMP since `ImageFormat` is a closed set.
+struct TestImageDecoder: ImageDecoding {
+    var formats: Set<ImageFormat> { [.bmp] }
+
+    func canDecode(_ data: Data) -> Bool {
+        data.count >= 12 && data.prefix(4) == Data("TIMG".utf8)
+    }
+
+    func readInfo(_ data: Data) throws -> ImageInfo {
+        guard canDecode(data) else { throw ImagePipelineError.corruptData(format: .bmp, message: "not TIMG") }
+        let bytes = [UInt8](data.prefix(12))
+        let width = Int(bytes[4]) << 8 | Int(bytes[5]), height = Int(bytes[6]) << 8 | Int(bytes[7])
+        return ImageInfo(format: .bmp, size: PixelSize(width: width, height: height))
+    }
+
+    func decode(_ data: Data, options: DecodeOptions) throws -> DecodedImage {
+        let info = try readInfo(data)
+        let colour = [UInt8](data[data.startIndex + 8..<data.startIndex + 12])
+        let bytes = (0..<info.size.pixelCount).flatMap { _ in colour }
+        guard let bitmap = Bitmap(width: info.size.width, height: info.size.height,
+                                  bytesPerRow: info.size.width * 4, bytes: bytes) else {
+            throw ImagePipelineError.corruptData(format: .bmp, message: "bad size")
+        }
+        return DecodedImage(bitmap: bitmap, info: info)
+    }
+}
+
+/// A disk-cache stand-in kept in memory, so tests can look at what the pipeline stored.
+actor InMemoryDataCache: DataCaching {
+    private(set) var entries: [URL: CachedData] = [:]
+    private(set) var stores = 0
+    private(set) var infoUpdates = 0
+
+    func cachedData(for url: URL) async -> CachedData? { entries[url] }
+
+    func storeData(_ data: Data, info: CacheEntryInfo, for url: URL) async {
+        stores += 1
+        entries[url] = CachedData(data: data, info: info)
+    }
+
+    func updateInfo(_ info: CacheEntryInfo, for url: URL) async {
+        infoUpdates += 1
+        entries[url]?.info = info
+    }
+
+    func removeData(for url: URL) async { entries[url] = nil }
+}
+
+/// A value several tasks update.
+final class Counter: Sendable {
+    private let value = Mutex(0)
+    var current: Int { value.withLock { $0 } }
+    func increment() { value.withLock { $0 += 1 } }
+}
+
+/// A pipeline that loads through `loader` and decodes with ``TestImageDecoder``.
+func makePipeline(_ loader: any DataLoading, diskCache: (any DataCaching)? = nil) -> ImagePipeline {
+    ImagePipeline(configuration: .init(decoders: DecoderRegistry([TestImageDecoder()]),
+                                       loaders: LoaderRegistry([loader]), diskCache: diskCache,
+                                       negativeCacheLifetime: 0))
+}
+
+/// The `ImagePipelineError` `body` throws, or `nil` when it succeeds or throws something else.
+func pipelineError(_ body: () async throws -> Void) async -> ImagePipelineError? {
+    do {
+        try await body()
+        return nil
+    } catch {
+        return error as? ImagePipelineError
+    }
+}
+
+/// Waits (polling every 5 ms, at most `seconds`) until `condition` holds.
+func waitUntil(seconds: Double = 5, _ condition: () async throws -> Bool) async throws -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+        if try await condition() { return true }
+        try await Task.sleep(nanoseconds: 5_000_000)
+    }
+    return try await condition()
+}
