@@ -19,16 +19,23 @@ public struct FileDataLoader: DataLoading {
     public let maxBodyBytes: Int64
     /// How much is read between cancellation checks, in bytes. Default 256 KB.
     public let chunkSize: Int
+    /// Files at least this large are memory-mapped instead of read, in bytes; `nil` (the
+    /// default) never maps. Mapping skips the copy into the heap and lets a streaming decoder
+    /// keep little resident, but a file truncated by another process while mapped makes the
+    /// process crash with SIGBUS when the missing pages are touched: map only files you own
+    /// (a command-line tool's inputs), never a shared or untrusted directory.
+    public let memoryMapThreshold: Int64?
     private let pool: WorkerPool
 
     /// `["file"]`.
     public var schemes: Set<String> { ["file"] }
 
     /// Creates a loader reading on `pool` (by default a pool of two threads of its own).
-    public init(maxBodyBytes: Int64 = 50_000_000, chunkSize: Int = 256 * 1024,
+    public init(maxBodyBytes: Int64 = 50_000_000, chunkSize: Int = 256 * 1024, memoryMapThreshold: Int64? = nil,
                 pool: WorkerPool = WorkerPool(maxConcurrent: 2, name: "FileDataLoader")) {
         self.maxBodyBytes = maxBodyBytes
         self.chunkSize = max(1, chunkSize)
+        self.memoryMapThreshold = memoryMapThreshold
         self.pool = pool
     }
 
@@ -42,11 +49,13 @@ public struct FileDataLoader: DataLoading {
         let path = request.url.path
         let limit = maxBodyBytes
         let chunkSize = chunkSize
+        let mapThreshold = memoryMapThreshold
         let progress = request.progress
         let cancelled = CancellationFlag()
         return try await withTaskCancellationHandler {
             try await pool.run(priority: request.priority) {
-                try Self.readFile(path: path, limit: limit, chunkSize: chunkSize, progress: progress, cancelled: cancelled)
+                try Self.readFile(path: path, limit: limit, chunkSize: chunkSize, mapThreshold: mapThreshold,
+                                  progress: progress, cancelled: cancelled)
             }
         } onCancel: {
             cancelled.set()
@@ -54,8 +63,8 @@ public struct FileDataLoader: DataLoading {
     }
 
     /// Opens, checks and reads `path` on the calling (pool) thread.
-    static func readFile(path: String, limit: Int64, chunkSize: Int, progress: (@Sendable (Int64, Int64?) -> Void)?,
-                     cancelled: CancellationFlag) throws -> DataLoadResult {
+    static func readFile(path: String, limit: Int64, chunkSize: Int, mapThreshold: Int64? = nil,
+                         progress: (@Sendable (Int64, Int64?) -> Void)?, cancelled: CancellationFlag) throws -> DataLoadResult {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { throw unreadable(path, errno) }
         defer { close(descriptor) }
@@ -67,6 +76,22 @@ public struct FileDataLoader: DataLoading {
         }
         let size = Int64(status.st_size)
         guard size <= limit else { throw ImagePipelineError.tooLarge(limit: limit, actual: size) }
+        #if canImport(Darwin)
+        let seconds = status.st_mtimespec.tv_sec
+        #else
+        let seconds = status.st_mtim.tv_sec
+        #endif
+        let metadata = ResponseMetadata(statusCode: nil, etag: nil,
+                                        lastModified: HTTPDate.format(Date(timeIntervalSince1970: TimeInterval(seconds))))
+        if let mapThreshold, size >= mapThreshold, size > 0 {
+            do {
+                let data = try Data(contentsOf: URL(fileURLWithPath: path), options: .alwaysMapped)
+                progress?(Int64(data.count), size)
+                return .data(data, metadata)
+            } catch {
+                throw ImagePipelineError.fileUnreadable(path: path, reason: "cannot map: \(error.localizedDescription)")
+            }
+        }
 
         var data = Data(count: Int(size))
         var offset = 0
@@ -87,13 +112,7 @@ public struct FileDataLoader: DataLoading {
         }
         if cancelled.isSet { throw CancellationError() }
         data.count = offset
-        #if canImport(Darwin)
-        let seconds = status.st_mtimespec.tv_sec
-        #else
-        let seconds = status.st_mtim.tv_sec
-        #endif
-        let modified = Date(timeIntervalSince1970: TimeInterval(seconds))
-        return .data(data, ResponseMetadata(statusCode: nil, etag: nil, lastModified: HTTPDate.format(modified)))
+        return .data(data, metadata)
     }
 
     private static func unreadable(_ path: String, _ code: Int32) -> ImagePipelineError {

@@ -1,36 +1,69 @@
-/// A command-line mistake: printed with the usage text, exit status 2.
+/// A command-line mistake: printed with a pointer to `--help`, exit status 2.
 struct UsageError: Error {
     let message: String
 }
 
-/// One `--name VALUE` option a command accepts.
-struct OptionSpec {
+/// One option a command accepts: `--name VALUE`, or a flag `--name` when `valueName` is nil.
+struct OptionSpec: Sendable {
     let name: String
-    let valueName: String
+    let valueName: String?
     let help: String
-    let required: Bool
+
+    /// An option that takes a value.
+    static func value(_ name: String, _ valueName: String, _ help: String) -> OptionSpec {
+        OptionSpec(name: name, valueName: valueName, help: help)
+    }
+
+    /// An option that is on or off.
+    static func flag(_ name: String, _ help: String) -> OptionSpec {
+        OptionSpec(name: name, valueName: nil, help: help)
+    }
+
+    /// The options every command takes.
+    static let shared: [OptionSpec] = [
+        .value("cache-dir", "DIR", "disk cache directory (default: the user cache directory, imgpipe/)"),
+        .flag("no-disk-cache", "use no disk cache"),
+        .value("memory-cache-mb", "N", "memory cache budget in MiB (default 256)"),
+        .value("max-pixels", "N", "refuse pictures with more pixels than this (default 100000000)"),
+        .value("timeout", "S", "network connect and idle timeout in seconds (default 15)"),
+        .value("concurrency", "N", "pictures loaded at once (default 8)"),
+        .flag("verbose", "print each source as it finishes"),
+        .flag("help", "show this help"),
+    ]
 }
 
 /// A subcommand: its positional arguments, its options and what it does. Adding a command is
 /// adding an entry to ``Command/all``.
 struct Command: Sendable {
     let name: String
-    let positionals: [String]
-    let options: [OptionSpec]
+    /// The positional synopsis, e.g. `"SOURCE..."`.
+    let synopsis: String
     let summary: String
-    let run: @Sendable (Invocation) async throws -> Void
+    /// How many positionals it takes at least and at most (`nil`: no upper bound).
+    let positionals: ClosedRange<Int>?
+    let options: [OptionSpec]
+    let run: @Sendable (Invocation) async throws -> Int32
+
+    var allOptions: [OptionSpec] { options + OptionSpec.shared }
 
     /// Every command imgpipe knows.
-    static let all: [Command] = [.thumb]
+    static let all: [Command] = [.info, .thumb, .decode, .sheet, .fetch]
 
-    /// The usage text, built from the table.
-    static var usage: String {
-        var lines = ["usage:"]
-        for command in all {
-            let options = command.options.map { $0.required ? "--\($0.name) \($0.valueName)" : "[--\($0.name) \($0.valueName)]" }
-            lines.append("  imgpipe " + ([command.name] + command.positionals + options).joined(separator: " "))
-            lines.append("      \(command.summary)")
-            for option in command.options { lines.append("      --\(option.name) \(option.valueName): \(option.help)") }
+    /// `imgpipe --help`.
+    static var overview: String {
+        var lines = ["usage: imgpipe COMMAND [ARGUMENTS] [OPTIONS]", "", "commands:"]
+        for command in all { lines.append("  " + command.name.padding(toLength: 8, withPad: " ", startingAt: 0) + command.summary) }
+        lines += ["", "A SOURCE is a path, a file:// URL or an http(s):// URL; '-' reads sources from stdin, one a line.",
+                  "Run 'imgpipe COMMAND --help' for a command's options."]
+        return lines.joined(separator: "\n")
+    }
+
+    /// `imgpipe COMMAND --help`.
+    var help: String {
+        var lines = ["usage: imgpipe \(name) \(synopsis)", "", summary, "", "options:"]
+        for option in allOptions {
+            let left = "--\(option.name)" + (option.valueName.map { " \($0)" } ?? "")
+            lines.append("  " + left.padding(toLength: 22, withPad: " ", startingAt: 0) + option.help)
         }
         return lines.joined(separator: "\n")
     }
@@ -42,38 +75,97 @@ struct Invocation: Sendable {
     let positionals: [String]
     let options: [String: String]
 
-    /// Parses `arguments` (without the program name) against `commands`.
+    /// Parses `arguments` (without the program name): `--name VALUE`, `--name=VALUE`, flags.
     static func parse(_ arguments: [String], commands: [Command]) throws -> Invocation {
-        guard let name = arguments.first else { throw UsageError(message: "no command given") }
+        guard let name = arguments.first else { throw UsageError(message: "no command given (try 'imgpipe --help')") }
         guard let command = commands.first(where: { $0.name == name }) else {
-            throw UsageError(message: "unknown command '\(name)'")
+            throw UsageError(message: "unknown command '\(name)' (commands: \(commands.map(\.name).joined(separator: ", ")))")
         }
         var positionals: [String] = []
         var options: [String: String] = [:]
         var rest = arguments.dropFirst()
+        var onlyPositionals = false
         while let argument = rest.popFirst() {
-            guard argument.hasPrefix("--") else { positionals.append(argument); continue }
-            let optionName = String(argument.dropFirst(2))
-            guard command.options.contains(where: { $0.name == optionName }) else {
-                throw UsageError(message: "unknown option '\(argument)' for '\(name)'")
+            if onlyPositionals || !argument.hasPrefix("-") || argument == "-" {
+                positionals.append(argument)
+                continue
             }
-            guard let value = rest.popFirst() else { throw UsageError(message: "'\(argument)' needs a value") }
-            options[optionName] = value
+            if argument == "--" { onlyPositionals = true; continue }
+            if argument == "-h" { options["help"] = ""; continue }
+            guard argument.hasPrefix("--") else {
+                throw UsageError(message: "unknown option '\(argument)' for '\(name)' (see 'imgpipe \(name) --help')")
+            }
+            var optionName = String(argument.dropFirst(2))
+            var inlineValue: String?
+            if let equals = optionName.firstIndex(of: "=") {
+                inlineValue = String(optionName[optionName.index(after: equals)...])
+                optionName = String(optionName[..<equals])
+            }
+            guard let spec = command.allOptions.first(where: { $0.name == optionName }) else {
+                throw UsageError(message: "unknown option '--\(optionName)' for '\(name)' (see 'imgpipe \(name) --help')")
+            }
+            if let valueName = spec.valueName {
+                guard let value = inlineValue ?? rest.popFirst() else {
+                    throw UsageError(message: "'--\(optionName)' needs a value \(valueName)")
+                }
+                options[optionName] = value
+            } else {
+                guard inlineValue == nil else { throw UsageError(message: "'--\(optionName)' takes no value") }
+                options[optionName] = ""
+            }
         }
-        guard positionals.count == command.positionals.count else {
-            throw UsageError(message: "'\(name)' takes \(command.positionals.joined(separator: " ")), got \(positionals.count) arguments")
+        let invocation = Invocation(command: command, positionals: positionals, options: options)
+        if invocation.flag("help") { return invocation }
+        if let range = command.positionals, !range.contains(positionals.count) {
+            let expected = range.lowerBound == range.upperBound ? "\(range.lowerBound)" : "\(range.lowerBound) to \(range.upperBound)"
+            throw UsageError(message: "'\(name)' takes \(expected) argument(s) (\(command.synopsis)), got \(positionals.count)")
+        } else if command.positionals == nil, positionals.isEmpty, command.name != "sheet" {
+            throw UsageError(message: "'\(name)' needs at least one SOURCE")
         }
-        for option in command.options where option.required && options[option.name] == nil {
-            throw UsageError(message: "'\(name)' needs --\(option.name) \(option.valueName)")
-        }
-        return Invocation(command: command, positionals: positionals, options: options)
+        return invocation
     }
 
-    /// The value of option `name` as a positive integer.
-    func positiveInteger(_ name: String) throws -> Int {
-        guard let text = options[name], let value = Int(text), value > 0 else {
-            throw UsageError(message: "--\(name) needs a positive whole number, got '\(options[name] ?? "")'")
+    /// Whether flag `name` was given.
+    func flag(_ name: String) -> Bool { options[name] != nil }
+
+    /// The value of option `name` as a positive integer, `fallback` when absent.
+    func positiveInteger(_ name: String, default fallback: Int? = nil) throws -> Int {
+        guard let text = options[name] else {
+            if let fallback { return fallback }
+            throw UsageError(message: "'imgpipe \(command.name)' needs --\(name) N")
+        }
+        guard let value = Int(text), value > 0 else {
+            throw UsageError(message: "--\(name) needs a positive whole number, got '\(text)'")
         }
         return value
+    }
+
+    /// The value of option `name` as a positive number of seconds, `fallback` when absent.
+    func positiveSeconds(_ name: String, default fallback: Double) throws -> Double {
+        guard let text = options[name] else { return fallback }
+        guard let value = Double(text), value > 0, value.isFinite else {
+            throw UsageError(message: "--\(name) needs a positive number of seconds, got '\(text)'")
+        }
+        return value
+    }
+
+    /// A `WxH` size option, e.g. `--fill 200x100`.
+    func size(_ name: String) throws -> (width: Int, height: Int)? {
+        guard let text = options[name] else { return nil }
+        let parts = text.lowercased().split(separator: "x")
+        guard parts.count == 2, let w = Int(parts[0]), let h = Int(parts[1]), w > 0, h > 0 else {
+            throw UsageError(message: "--\(name) needs WIDTHxHEIGHT in pixels, got '\(text)'")
+        }
+        return (w, h)
+    }
+
+    /// The `--out` path, which must end in one of `extensions`.
+    func output(allowed extensions: [String]) throws -> String {
+        guard let path = options["out"], !path.isEmpty else { throw UsageError(message: "'imgpipe \(command.name)' needs --out FILE") }
+        let ext = path.split(separator: ".").last.map { $0.lowercased() } ?? ""
+        guard path.contains("."), extensions.contains(ext) else {
+            throw UsageError(message: "--out must end in \(extensions.map { "." + $0 }.joined(separator: " or ")): '\(path)'")
+        }
+        return path
     }
 }

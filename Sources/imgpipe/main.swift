@@ -1,18 +1,32 @@
-// imgpipe: command-line front end to the image pipeline.
+// imgpipe: the command-line front end to the image pipeline.
 //
-//   imgpipe thumb SOURCE --size N --out FILE.png|FILE.pam
+//   imgpipe info SOURCE... [--json]
+//   imgpipe thumb SOURCE (--size N | --fill WxH) --out FILE.png|FILE.pam
+//   imgpipe decode SOURCE --out FILE.png|FILE.pam
+//   imgpipe sheet [SOURCE...] [--size N] [--columns C] --out FILE.png
+//   imgpipe fetch SOURCE...
 //
-// Errors print `imgpipe: <message>` on stderr and exit 1; usage errors exit 2.
+// Exit status: 0 on success, 1 on an error (one line `imgpipe: <message>` on stderr per
+// failure), 2 on a usage error.
 import Foundation
 
+signal(SIGPIPE, SIG_IGN)  // a closed pipe is a write error, not a death by signal
 let arguments = Array(CommandLine.arguments.dropFirst())
+if arguments.isEmpty || arguments == ["--help"] || arguments == ["-h"] || arguments == ["help"] {
+    print(Command.overview)
+    exit(arguments.isEmpty ? 2 : 0)
+}
 do {
     let invocation = try Invocation.parse(arguments, commands: Command.all)
-    try await invocation.command.run(invocation)
+    if invocation.flag("help") {
+        print(invocation.command.help)
+        exit(0)
+    }
+    exit(try await invocation.command.run(invocation))
 } catch let error as UsageError {
-    FileHandle.standardError.write(Data("imgpipe: \(error.message)\n\n\(Command.usage)\n".utf8))
+    printError("imgpipe: \(error.message)")
     exit(2)
 } catch {
-    FileHandle.standardError.write(Data("imgpipe: \(error)\n".utf8))
+    printError("imgpipe: \(error)")
     exit(1)
 }

@@ -1,0 +1,152 @@
+import Foundation
+import PipelineCore
+
+extension Command {
+    /// `imgpipe info SOURCE... [--json]`
+    static let info = Command(
+        name: "info", synopsis: "SOURCE... [--json]",
+        summary: "print format, pixel size, orientation, alpha and frame count of each source (headers only)",
+        positionals: nil, options: [.flag("json", "print a JSON array instead of one line per source")],
+        run: { invocation in
+            let environment = try Environment(invocation)
+            let urls = try Sources.urls(invocation.positionals)
+            let configuration = environment.pipeline.configuration
+            var rows: [[String: Any]] = []
+            var failed = 0
+            for url in urls {
+                do {
+                    let loader = try configuration.loaders.requireLoader(for: url)
+                    guard case .data(let data, _) = try await loader.load(DataLoadRequest(url: url)) else {
+                        throw ImagePipelineError.unexpectedNotModified
+                    }
+                    let info = try configuration.decoders.requireDecoder(for: data).readInfo(data)
+                    rows.append([
+                        "source": Sources.label(url), "format": info.format.rawValue,
+                        "width": info.uprightSize.width, "height": info.uprightSize.height,
+                        "storedWidth": info.size.width, "storedHeight": info.size.height,
+                        "orientation": info.orientation.rawValue, "alpha": info.hasAlpha, "frames": info.frameCount,
+                        "progressive": info.isProgressive, "bytes": data.count,
+                    ])
+                    if !invocation.flag("json") {
+                        print("\(Sources.label(url)): \(info.format) \(info.uprightSize)"
+                              + (info.orientation == .up ? "" : " (stored \(info.size), orientation \(info.orientation.rawValue))")
+                              + ", \(info.hasAlpha ? "alpha" : "no alpha"), \(info.frameCount) frame\(info.frameCount == 1 ? "" : "s")"
+                              + (info.isProgressive ? ", progressive" : "") + ", \(Stats.bytes(data.count))")
+                    }
+                } catch {
+                    failed += 1
+                    printError("imgpipe: \(Sources.label(url)): \(error)")
+                }
+            }
+            if invocation.flag("json") {
+                let json = try JSONSerialization.data(withJSONObject: rows, options: [.prettyPrinted, .sortedKeys])
+                print(String(decoding: json, as: UTF8.self))
+            }
+            return failed == 0 ? 0 : 1
+        })
+
+    /// `imgpipe thumb SOURCE --size N [--fill WxH] --out FILE`
+    static let thumb = Command(
+        name: "thumb", synopsis: "SOURCE (--size N | --fill WxH) --out FILE.png|FILE.pam",
+        summary: "write a thumbnail whose longer side is N, or a centre-cropped WxH picture",
+        positionals: 1...1,
+        options: [.value("size", "N", "fit inside N×N pixels"),
+                  .value("fill", "WxH", "fill exactly W×H pixels, centre-cropped"),
+                  .value("out", "FILE", "where to write it: .png, or .pam (straight RGBA)")],
+        run: { invocation in
+            let output = try invocation.output(allowed: ["png", "pam"])
+            let request: ImageRequest
+            let url = try Sources.url(invocation.positionals[0])
+            if let fill = try invocation.size("fill") {
+                request = ImageRequest(url: url, width: fill.width, height: fill.height, contentMode: .fill)
+            } else {
+                guard invocation.options["size"] != nil else { throw UsageError(message: "'imgpipe thumb' needs --size N or --fill WxH") }
+                let size = try invocation.positiveInteger("size")
+                request = ImageRequest(url: url, width: size, height: size)
+            }
+            return try await render(request, to: output, invocation)
+        })
+
+    /// `imgpipe decode SOURCE --out FILE`
+    static let decode = Command(
+        name: "decode", synopsis: "SOURCE --out FILE.png|FILE.pam",
+        summary: "decode SOURCE at full size, upright",
+        positionals: 1...1,
+        options: [.value("out", "FILE", "where to write it: .png, or .pam (straight RGBA)")],
+        run: { invocation in
+            let output = try invocation.output(allowed: ["png", "pam"])
+            return try await render(ImageRequest(url: try Sources.url(invocation.positionals[0])), to: output, invocation)
+        })
+
+    private static func render(_ request: ImageRequest, to output: String, _ invocation: Invocation) async throws -> Int32 {
+        let environment = try Environment(invocation)
+        let response = try await environment.pipeline.image(for: request)
+        for warning in response.warnings { printError("imgpipe: warning: \(warning)") }
+        try OutputFormat.write(response.bitmap, to: output)
+        if environment.verbose {
+            print("\(Sources.label(request.url)): \(response.format) \(response.originalSize) → \(response.bitmap.size) from \(response.source); wrote \(output)")
+        }
+        await environment.finish()
+        return 0
+    }
+
+    /// `imgpipe fetch URL...`
+    static let fetch = Command(
+        name: "fetch", synopsis: "SOURCE...",
+        summary: "load each source through the full pipeline (caches included) and say where it came from",
+        positionals: nil, options: [],
+        run: { invocation in
+            let environment = try Environment(invocation)
+            let urls = try Sources.urls(invocation.positionals)
+            let start = Date()
+            let results = await Loader.loadAll(urls.map { ImageRequest(url: $0) }, environment: environment) { _, _ in }
+            var failed = 0
+            for (url, result) in zip(urls, results) {
+                switch result {
+                case .success(let (response, seconds)):
+                    print(String(format: "%@  %@  %.1f ms  %@ %@", Sources.label(url) as NSString, response.source.rawValue as NSString,
+                                 seconds * 1000, "\(response.format)" as NSString, "\(response.originalSize)" as NSString))
+                case .failure(let error):
+                    failed += 1
+                    printError("imgpipe: \(Sources.label(url)): \(error)")
+                }
+            }
+            await environment.finish()
+            printError(environment.stats.summary(total: urls.count, seconds: Date().timeIntervalSince(start)))
+            return failed == 0 ? 0 : 1
+        })
+}
+
+/// Loads many requests with at most `--concurrency` at once.
+enum Loader {
+    static func loadAll(_ requests: [ImageRequest], environment: Environment,
+                        onEach: @escaping @Sendable (Int, Result<(ImageResponse, Double), any Error>) -> Void)
+        async -> [Result<(ImageResponse, Double), any Error>] {
+        var results = [Result<(ImageResponse, Double), any Error>?](repeating: nil, count: requests.count)
+        let pipeline = environment.pipeline
+        await withTaskGroup(of: (Int, Result<(ImageResponse, Double), any Error>).self) { group in
+            var next = 0
+            func startNext() {
+                guard next < requests.count else { return }
+                let index = next, request = requests[index]
+                next += 1
+                group.addTask {
+                    let start = Date()
+                    do {
+                        let response = try await pipeline.image(for: request)
+                        return (index, .success((response, Date().timeIntervalSince(start))))
+                    } catch {
+                        return (index, .failure(error))
+                    }
+                }
+            }
+            for _ in 0..<environment.concurrency { startNext() }
+            while let (index, result) = await group.next() {
+                results[index] = result
+                onEach(index, result)
+                startNext()
+            }
+        }
+        return results.map { $0 ?? .failure(CancellationError()) }
+    }
+}

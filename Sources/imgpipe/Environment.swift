@@ -1,0 +1,114 @@
+import CodecJPEG
+import CodecPNG
+import Foundation
+import LoaderFile
+import LoaderHTTP
+import PipelineCore
+
+/// What every command builds from the shared options: the pipeline, its caches and the stats.
+struct Environment {
+    let pipeline: ImagePipeline
+    let diskCache: DiskCache?
+    let stats: Stats
+    let concurrency: Int
+    let verbose: Bool
+
+    init(_ invocation: Invocation) throws {
+        let memoryMB = try invocation.positiveInteger("memory-cache-mb", default: 256)
+        let maxPixels = try invocation.positiveInteger("max-pixels", default: 100_000_000)
+        let timeout = try invocation.positiveSeconds("timeout", default: 15)
+        concurrency = try invocation.positiveInteger("concurrency", default: 8)
+        verbose = invocation.flag("verbose")
+        if invocation.flag("no-disk-cache") {
+            diskCache = nil
+        } else {
+            do {
+                if let directory = invocation.options["cache-dir"] {
+                    diskCache = try DiskCache(directory: URL(fileURLWithPath: directory))
+                } else {
+                    diskCache = try DiskCache(name: "imgpipe")
+                }
+            } catch {
+                throw ImagePipelineError.fileUnreadable(path: invocation.options["cache-dir"] ?? "the user cache directory",
+                                                        reason: "cannot use it as a disk cache: \(error.localizedDescription)")
+            }
+        }
+        let http = HTTPDataLoader(configuration: HTTPDataLoader.Configuration(
+            maxConnectionsPerHost: min(concurrency, 6), connectTimeout: timeout, idleTimeout: timeout))
+        let stats = Stats()
+        self.stats = stats
+        var configuration = ImagePipeline.Configuration(
+            decoders: DecoderRegistry().registering(JPEGDecoder()).registering(PNGDecoder()),
+            loaders: LoaderRegistry()
+                .registering(FileDataLoader(maxBodyBytes: 1 << 30, memoryMapThreshold: 1 << 20))
+                .registering(http),
+            memoryCache: MemoryCache(costLimit: memoryMB << 20),
+            diskCache: diskCache,
+            maxPixelCount: maxPixels,
+            negativeCacheLifetime: 0,
+            eventHandler: stats.record)
+        configuration.maxConcurrentDecodes = ProcessInfo.processInfo.activeProcessorCount
+        pipeline = ImagePipeline(configuration: configuration)
+    }
+
+    /// Waits for background work (revalidations, cache eviction) so nothing is cut off at exit.
+    func finish() async {
+        await pipeline.waitForBackgroundWork()
+        await diskCache?.waitForMaintenance()
+    }
+}
+
+/// Turns command-line SOURCE arguments into URLs; `-` reads more sources from stdin.
+enum Sources {
+    static func urls(_ arguments: [String]) throws -> [URL] {
+        var result: [URL] = []
+        for argument in arguments {
+            if argument == "-" {
+                while let line = readLine() {
+                    let trimmed = line.trimmingCharacters(in: .whitespaces)
+                    if !trimmed.isEmpty && !trimmed.hasPrefix("#") { result.append(try url(trimmed)) }
+                }
+            } else {
+                result.append(try url(argument))
+            }
+        }
+        return result
+    }
+
+    static func url(_ source: String) throws -> URL {
+        let lower = source.lowercased()
+        if lower.hasPrefix("http://") || lower.hasPrefix("https://") || lower.hasPrefix("file://") {
+            guard let url = URL(string: source), url.host != nil || url.isFileURL else {
+                throw UsageError(message: "not a valid URL: '\(source)'")
+            }
+            return url
+        }
+        if let colon = source.firstIndex(of: ":"), source[..<colon].allSatisfy({ $0.isLetter }), source.contains("://") {
+            throw ImagePipelineError.noLoader(scheme: String(source[..<colon]))
+        }
+        return URL(fileURLWithPath: source)
+    }
+
+    /// How a source is shown: the path for files, the URL otherwise.
+    static func label(_ url: URL) -> String { url.isFileURL ? url.path : url.absoluteString }
+
+    /// The bundled sample pictures: `Samples/` of this checkout (found from the source file's
+    /// location), else `./Samples`.
+    static func bundledSamples() throws -> [URL] {
+        let candidates = [
+            URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Samples").standardizedFileURL,
+            URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appendingPathComponent("Samples"),
+        ]
+        for directory in candidates {
+            if let names = try? FileManager.default.contentsOfDirectory(atPath: directory.path), !names.isEmpty {
+                return names.filter { !$0.hasPrefix(".") }.sorted().map { directory.appendingPathComponent($0) }
+            }
+        }
+        throw ImagePipelineError.fileUnreadable(path: "Samples/", reason: "the bundled samples are not there; give SOURCEs")
+    }
+}
+
+/// Writes a message on stderr.
+func printError(_ message: String) {
+    FileHandle.standardError.write(Data((message + "\n").utf8))
+}

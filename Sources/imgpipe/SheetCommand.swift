@@ -1,0 +1,141 @@
+import Foundation
+import PipelineCore
+
+extension Command {
+    /// `imgpipe sheet [SOURCE...] [--size N] [--columns C] --out FILE.png`
+    static let sheet = Command(
+        name: "sheet", synopsis: "[SOURCE...] [--size N] [--columns C] --out FILE.png",
+        summary: "render a contact sheet of the sources (default: the bundled samples)",
+        positionals: nil,
+        options: [.value("size", "N", "thumbnail size in pixels (default 200)"),
+                  .value("columns", "C", "thumbnails per row (default: up to 4)"),
+                  .value("out", "FILE", "where to write the sheet (.png)")],
+        run: { invocation in
+            let output = try invocation.output(allowed: ["png"])
+            let size = try invocation.positiveInteger("size", default: 200)
+            guard size <= 4096 else { throw UsageError(message: "--size must be at most 4096") }
+            let environment = try Environment(invocation)
+            let urls = invocation.positionals.isEmpty ? try Sources.bundledSamples() : try Sources.urls(invocation.positionals)
+            guard !urls.isEmpty else { throw UsageError(message: "no sources given") }
+            let columns = min(try invocation.positiveInteger("columns", default: min(4, urls.count)), urls.count)
+            let start = Date()
+            let progress = ProgressBar(total: urls.count)
+            let verbose = environment.verbose
+            let requests = urls.map { ImageRequest(url: $0, width: size, height: size) }
+            let results = await Loader.loadAll(requests, environment: environment) { index, result in
+                progress.advance()
+                if verbose, case .success(let (response, seconds)) = result {
+                    printError(String(format: "%@: %@ in %.1f ms", Sources.label(urls[index]) as NSString,
+                                      response.source.rawValue as NSString, seconds * 1000))
+                }
+            }
+            progress.end()
+            let tiles = zip(urls, results).map { url, result in
+                ContactSheet.Tile(name: url.lastPathComponent, result: result.map { $0.0 })
+            }
+            let sheet = ContactSheet(tileSize: size, columns: columns).render(tiles)
+            try OutputFormat.write(sheet, to: output)
+            await environment.finish()
+            printError(environment.stats.summary(total: urls.count, seconds: Date().timeIntervalSince(start)))
+            print("wrote \(output) (\(sheet.width)×\(sheet.height), \(urls.count) pictures)")
+            return results.contains { if case .failure = $0 { true } else { false } } ? 1 : 0
+        })
+}
+
+/// Lays thumbnails out on a dark sheet with captions; transparent pictures sit on a checkerboard.
+struct ContactSheet {
+    struct Tile {
+        let name: String
+        let result: Result<ImageResponse, any Error>
+    }
+
+    let tileSize: Int
+    let columns: Int
+    var gap: Int { max(12, tileSize / 12) }
+    var captionHeight: Int { 2 * (TinyFont.glyphHeight + 5) + 6 }
+    var titleHeight: Int { 2 * TinyFont.glyphHeight + gap + 8 }
+
+    func render(_ tiles: [Tile]) -> Bitmap {
+        let rows = (tiles.count + columns - 1) / columns
+        let cellWidth = tileSize + gap, cellHeight = tileSize + captionHeight + gap
+        let size = PixelSize(width: columns * cellWidth + gap, height: titleHeight + rows * cellHeight + gap / 2)
+        var sheet = Bitmap(zeroed: size)
+        fillRect(&sheet, x: 0, y: 0, width: size.width, height: size.height, color: (28, 30, 34, 255))
+        TinyFont.draw("IMGPIPE CONTACT SHEET · \(tiles.count) PICTURES", into: &sheet, x: gap, y: gap, scale: 2,
+                      color: (235, 235, 240, 255), maxWidth: size.width - 2 * gap)
+        for (index, tile) in tiles.enumerated() {
+            let x0 = gap + (index % columns) * cellWidth
+            let y0 = titleHeight + (index / columns) * cellHeight
+            fillRect(&sheet, x: x0, y: y0, width: tileSize, height: tileSize, color: (44, 47, 53, 255))
+            let caption: String
+            switch tile.result {
+            case .success(let response):
+                let bitmap = response.bitmap
+                let x = x0 + (tileSize - bitmap.width) / 2, y = y0 + (tileSize - bitmap.height) / 2
+                if response.format == .png || bitmap.bytes.enumerated().contains(where: { $0.offset % 4 == 3 && $0.element < 255 }) {
+                    checkerboard(&sheet, x: x, y: y, width: bitmap.width, height: bitmap.height)
+                }
+                composite(bitmap, onto: &sheet, x: x, y: y)
+                caption = "\(response.format) \(response.originalSize)"
+            case .failure(let error):
+                drawCross(&sheet, x: x0, y: y0)
+                caption = "FAILED: \(error)"
+            }
+            let textWidth = tileSize
+            TinyFont.draw(tile.name, into: &sheet, x: x0, y: y0 + tileSize + 6, color: (230, 230, 235, 255), maxWidth: textWidth)
+            TinyFont.draw(caption, into: &sheet, x: x0, y: y0 + tileSize + 6 + TinyFont.glyphHeight + 5,
+                          color: (140, 170, 210, 255), maxWidth: textWidth)
+        }
+        return sheet
+    }
+
+    private func fillRect(_ bitmap: inout Bitmap, x: Int, y: Int, width: Int, height: Int, color: (UInt8, UInt8, UInt8, UInt8)) {
+        let stride = bitmap.bytesPerRow, maxX = min(bitmap.width, x + width), maxY = min(bitmap.height, y + height)
+        bitmap.withUnsafeMutableBytes { bytes in
+            for py in max(0, y)..<max(max(0, y), maxY) {
+                for px in max(0, x)..<max(max(0, x), maxX) {
+                    let i = py * stride + px * 4
+                    bytes[i] = color.0; bytes[i + 1] = color.1; bytes[i + 2] = color.2; bytes[i + 3] = color.3
+                }
+            }
+        }
+    }
+
+    private func checkerboard(_ bitmap: inout Bitmap, x: Int, y: Int, width: Int, height: Int) {
+        let square = 8
+        for cy in stride(from: 0, to: height, by: square) {
+            for cx in stride(from: 0, to: width, by: square) {
+                let light = ((cx / square) + (cy / square)) % 2 == 0
+                fillRect(&bitmap, x: x + cx, y: y + cy, width: min(square, width - cx), height: min(square, height - cy),
+                         color: light ? (200, 200, 205, 255) : (150, 150, 158, 255))
+            }
+        }
+    }
+
+    /// Premultiplied "over": dst = src + dst × (1 − src alpha).
+    private func composite(_ source: Bitmap, onto sheet: inout Bitmap, x: Int, y: Int) {
+        let sheetStride = sheet.bytesPerRow, sheetWidth = sheet.width, sheetHeight = sheet.height
+        source.withUnsafeBytes { src in
+            sheet.withUnsafeMutableBytes { dst in
+                for sy in 0..<source.height where y + sy >= 0 && y + sy < sheetHeight {
+                    for sx in 0..<source.width where x + sx >= 0 && x + sx < sheetWidth {
+                        let s = sy * source.bytesPerRow + sx * 4, d = (y + sy) * sheetStride + (x + sx) * 4
+                        let inverse = 255 - Int(src[s + 3])
+                        for c in 0..<4 {
+                            dst[d + c] = UInt8(min(255, Int(src[s + c]) + (Int(dst[d + c]) * inverse + 127) / 255))
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    private func drawCross(_ bitmap: inout Bitmap, x: Int, y: Int) {
+        for i in 0..<tileSize {
+            for t in -1...1 {
+                fillRect(&bitmap, x: x + i, y: y + i + t, width: 1, height: 1, color: (200, 60, 60, 255))
+                fillRect(&bitmap, x: x + tileSize - 1 - i, y: y + i + t, width: 1, height: 1, color: (200, 60, 60, 255))
+            }
+        }
+    }
+}
