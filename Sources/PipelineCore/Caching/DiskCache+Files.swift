@@ -1,0 +1,126 @@
+import Foundation
+
+/// Blocking POSIX file operations for the disk cache. Every function here runs on the cache's
+/// ``WorkerPool`` threads, never on an actor or the cooperative pool.
+enum DiskFiles {
+    /// An open file descriptor, closed when the value goes away.
+    final class Descriptor {
+        let fd: Int32
+
+        init?(path: String, flags: Int32, mode: mode_t = 0o644) {
+            let fd = open(path, flags | O_CLOEXEC, mode)
+            guard fd >= 0 else { return nil }
+            self.fd = fd
+        }
+
+        deinit { close(fd) }
+
+        /// The file's `stat`, or `nil`.
+        func status() -> stat? {
+            var status = stat()
+            return fstat(fd, &status) == 0 ? status : nil
+        }
+
+        /// Fills `buffer` from `offset`; `false` on an error or a short file.
+        func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int) -> Bool {
+            var done = 0
+            while done < buffer.count {
+                let n = pread(fd, buffer.baseAddress! + done, buffer.count - done, off_t(offset + done))
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else { return false }
+                done += n
+            }
+            return true
+        }
+
+        /// `count` bytes from `offset`, or `nil`.
+        func read(count: Int, at offset: Int) -> [UInt8]? {
+            var bytes = [UInt8](repeating: 0, count: count)
+            let ok = count == 0 || bytes.withUnsafeMutableBytes { read(into: $0, at: offset) }
+            return ok ? bytes : nil
+        }
+
+        /// Writes all of `bytes`; `false` on an error.
+        func write(_ bytes: UnsafeRawBufferPointer) -> Bool {
+            var done = 0
+            while done < bytes.count {
+                let n = Foundation.write(fd, bytes.baseAddress! + done, bytes.count - done)
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else { return false }
+                done += n
+            }
+            return true
+        }
+    }
+
+    /// Writes `parts` to `directory/name` atomically: a new temporary file in the same directory
+    /// (so the rename cannot cross file systems), optionally `fsync`ed, then renamed over the
+    /// old file. A reader sees the old file or the new one, never a mix; a crash leaves at most a
+    /// stray temporary file, which ``isStaleTemporary(_:status:now:)`` lets a scan remove.
+    /// Returns the new file's size, or `nil` when the write failed (nothing is left behind).
+    static func writeAtomically(directory: String, name: String, parts: [Data], sync: Bool) -> Int? {
+        let temporary = directory + "/" + temporaryPrefix + name + "." + String(UInt64.random(in: 0...UInt64.max), radix: 36)
+        guard let file = Descriptor(path: temporary, flags: O_WRONLY | O_CREAT | O_EXCL) else { return nil }
+        var ok = true
+        var size = 0
+        for part in parts where ok {
+            ok = part.withUnsafeBytes { file.write($0) }
+            size += part.count
+        }
+        if ok && sync { ok = fsync(file.fd) == 0 }
+        if ok { ok = rename(temporary, directory + "/" + name) == 0 }
+        if !ok { unlink(temporary) }
+        return ok ? size : nil
+    }
+
+    /// The prefix of temporary files.
+    static let temporaryPrefix = ".tmp."
+    /// How old a temporary file must be before a scan treats it as left by a crash, in seconds.
+    static let temporaryLifetime: TimeInterval = 600
+
+    /// Whether `name` is a temporary file old enough to be a crash's leftover.
+    static func isStaleTemporary(_ name: String, status: stat, now: Date) -> Bool {
+        name.hasPrefix(temporaryPrefix) && now.timeIntervalSince1970 - modificationTime(status) > temporaryLifetime
+    }
+
+    /// Removes `path` only if it is still the file `status` describes (same device and inode):
+    /// a damaged entry is deleted without racing away a good one another writer just renamed in.
+    static func remove(_ path: String, ifStill status: stat) {
+        var current = stat()
+        guard stat(path, &current) == 0, current.st_ino == status.st_ino, current.st_dev == status.st_dev else { return }
+        unlink(path)
+    }
+
+    /// `st_mtim` in seconds since 1970.
+    static func modificationTime(_ status: stat) -> TimeInterval {
+        TimeInterval(status.st_mtim.tv_sec) + TimeInterval(status.st_mtim.tv_nsec) / 1e9
+    }
+
+    /// The names in `directory` (without `.` and `..`), or `nil` when it cannot be read.
+    static func names(in directory: String) -> [String]? {
+        guard let dir = opendir(directory) else { return nil }
+        defer { closedir(dir) }
+        var names: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafePointer(to: &entry.pointee.d_name) {
+                $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
+    }
+
+    /// `lstat` of `name` in `directory`.
+    static func status(of name: String, in directory: String) -> stat? {
+        var status = stat()
+        return lstat(directory + "/" + name, &status) == 0 ? status : nil
+    }
+
+    /// Whether `name` is an entry file name: 64 lower-case hex digits.
+    static func isEntryName<S: StringProtocol>(_ name: S) -> Bool {
+        name.utf8.count == 64 && name.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }
+    }
+
+    /// The sidecar suffix.
+    static let infoSuffix = ".info"
+}

@@ -1,0 +1,107 @@
+import Foundation
+import Synchronization
+
+// Reading and writing single entries. Every function here blocks and runs on `pool`.
+extension DiskCache {
+    func entryPath(_ name: String) -> String { path + "/" + name }
+    func infoPath(_ name: String) -> String { path + "/" + name + DiskFiles.infoSuffix }
+
+    /// The largest entry file a read accepts: bigger ones cannot have been written under this
+    /// cap (or are hostile) and are removed before anything is allocated.
+    var maxEntryFileSize: Int { sizeLimit + DiskEntryHeader.maxLength }
+
+    /// Reads `url`'s entry from file `name`: header checks, URL check, body length and CRC,
+    /// then the sidecar's info if it applies. A damaged file is removed; another URL's entry
+    /// (a name collision) is left alone.
+    func read(url: URL, name: String) -> CachedData? {
+        guard let file = DiskFiles.Descriptor(path: entryPath(name), flags: O_RDONLY) else { return nil }
+        guard let status = file.status() else { return nil }
+        let fileSize = Int(status.st_size)
+        guard fileSize <= maxEntryFileSize, let header = readHeader(file, kind: .entry, fileSize: fileSize),
+              UInt64(fileSize - header.length) == header.value.bodyLength else {
+            DiskFiles.remove(entryPath(name), ifStill: status)
+            return nil
+        }
+        guard header.value.url == url.absoluteString else { return nil }  // a collision: not ours
+        var body = Data(count: fileSize - header.length)
+        let ok = body.isEmpty || body.withUnsafeMutableBytes { file.read(into: $0, at: header.length) }
+        guard ok, CRC32.checksum(body) == header.value.bodyCRC else {
+            DiskFiles.remove(entryPath(name), ifStill: status)
+            return nil
+        }
+        var info = header.value.info
+        if let sidecar = readInfo(name), sidecar.applies(to: header.value) { info = sidecar.info }
+        let persist = index.withLock {
+            $0.recordAccess(name, size: fileSize, persistInterval: accessPersistInterval)
+        }
+        if persist { futimens(file.fd, nil) }  // the last access, for LRU order after a restart
+        return CachedData(data: body, info: info)
+    }
+
+    /// The header at the start of `file`, and its length; `nil` when it is damaged.
+    func readHeader(_ file: DiskFiles.Descriptor, kind: DiskEntryHeader.Kind,
+                    fileSize: Int) -> (value: DiskEntryHeader, length: Int)? {
+        // One small read covers nearly every header; a long URL takes a second one.
+        guard var bytes = file.read(count: min(fileSize, 1024), at: 0),
+              let length = bytes.withUnsafeBytes({ DiskEntryHeader.declaredLength($0, kind: kind, fileSize: fileSize) })
+        else { return nil }
+        if length > bytes.count {
+            guard let rest = file.read(count: length - bytes.count, at: bytes.count) else { return nil }
+            bytes += rest
+        }
+        let header = bytes.withUnsafeBytes { DiskEntryHeader.decode(UnsafeRawBufferPointer(rebasing: $0[0..<length]), kind: kind) }
+        return header.map { ($0, length) }
+    }
+
+    /// The sidecar of entry `name`, if there is a sound one.
+    func readInfo(_ name: String) -> DiskEntryHeader? {
+        guard let file = DiskFiles.Descriptor(path: infoPath(name), flags: O_RDONLY),
+              let status = file.status(), Int(status.st_size) <= DiskEntryHeader.maxLength,
+              let header = readHeader(file, kind: .info, fileSize: Int(status.st_size)),
+              header.length == Int(status.st_size) else { return nil }
+        return header.value
+    }
+
+    /// Writes a new entry (new generation) over file `name`. An old sidecar is removed first;
+    /// even if it survived (a crash, a racing `updateInfo`), its generation no longer matches.
+    func write(_ data: Data, info: CacheEntryInfo, url: URL, name: String) {
+        guard data.count <= sizeLimit else { return }
+        let header = DiskEntryHeader(kind: .entry, generation: UInt64.random(in: 1...UInt64.max), url: url.absoluteString,
+                                     info: info, bodyLength: UInt64(data.count), bodyCRC: CRC32.checksum(data))
+        guard let headerBytes = header.encoded() else { return }
+        unlink(infoPath(name))
+        guard let size = DiskFiles.writeAtomically(directory: path, name: name, parts: [Data(headerBytes), data],
+                                                   sync: syncsWrites) else { return }
+        let overCap = index.withLock { index -> Bool in
+            index.recordWrite(name, size: size)
+            return index.isLoaded && index.totalSize > sizeLimit
+        }
+        if overCap { scheduleMaintenance() }
+    }
+
+    /// Writes the sidecar for `url`'s entry with `info`, bound to the entry's current generation.
+    func writeInfo(_ info: CacheEntryInfo, url: URL, name: String) {
+        guard let file = DiskFiles.Descriptor(path: entryPath(name), flags: O_RDONLY),
+              let status = file.status(),
+              let header = readHeader(file, kind: .entry, fileSize: Int(status.st_size))?.value,
+              header.url == url.absoluteString else { return }
+        var sidecar = header
+        sidecar.kind = .info
+        sidecar.info = info
+        guard let bytes = sidecar.encoded() else { return }
+        _ = DiskFiles.writeAtomically(directory: path, name: name + DiskFiles.infoSuffix, parts: [Data(bytes)],
+                                      sync: syncsWrites)
+    }
+
+    /// Removes file `name` and its sidecar if the entry is `url`'s (or unreadable).
+    func remove(url: URL, name: String) {
+        if let file = DiskFiles.Descriptor(path: entryPath(name), flags: O_RDONLY), let status = file.status(),
+           let header = readHeader(file, kind: .entry, fileSize: Int(status.st_size))?.value,
+           header.url != url.absoluteString {
+            return  // another URL's entry under a colliding name
+        }
+        unlink(entryPath(name))
+        unlink(infoPath(name))
+        index.withLock { $0.recordRemoval(name) }
+    }
+}

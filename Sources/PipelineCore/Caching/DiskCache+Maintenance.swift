@@ -1,0 +1,120 @@
+import Foundation
+import Synchronization
+
+// Background maintenance: the directory scan that builds the index, and LRU eviction.
+extension DiskCache {
+    /// Starts a maintenance pass in the background, or asks the running one to go again.
+    /// One pass at a time per instance; passes of all instances and processes on the directory
+    /// are serialised by `flock` on `.lock`.
+    func scheduleMaintenance() {
+        index.withLock { index in
+            guard index.maintenance == nil else {
+                index.wantsAnotherPass = true
+                return
+            }
+            index.wantsAnotherPass = false
+            // Stored under the lock before the task can finish, so its clean-up always finds it.
+            index.maintenance = Task { [self] in await runMaintenance() }
+        }
+    }
+
+    private func runMaintenance() async {
+        while true {
+            _ = try? await pool.run(priority: PriorityHandle(.prefetch)) { [self] in maintenancePass() }
+            let again = index.withLock { index -> Bool in
+                if index.wantsAnotherPass {
+                    index.wantsAnotherPass = false
+                    return true
+                }
+                index.maintenance = nil
+                return false
+            }
+            if !again { return }
+        }
+    }
+
+    /// Scans the directory (picking up other instances' writes and removals), then, if the
+    /// total is over ``sizeLimit``, removes the least recently used entries down to
+    /// ``trimRatio`` of it. Runs on `pool` under the directory's lock.
+    func maintenancePass() {
+        let lock = withDirectoryLock {
+            index.withLock { $0.beginScan() }
+            let scanned = scan()
+            index.withLock { $0.finishScan(scanned) }
+            let victims = index.withLock { $0.victims(downTo: Int(Double(sizeLimit) * trimRatio)) }
+            guard !victims.isEmpty, index.withLock({ $0.totalSize }) > sizeLimit else { return }
+            for victim in victims {
+                // Skip an entry read or rewritten since it was chosen: it is no longer the oldest.
+                let unchanged = index.withLock { index -> Bool in
+                    guard index.records[victim.name] == victim.record else { return false }
+                    index.recordRemoval(victim.name)
+                    return true
+                }
+                if unchanged {
+                    unlink(entryPath(victim.name))
+                    unlink(infoPath(victim.name))
+                }
+            }
+        }
+        if !lock {  // the lock file cannot be made: still index, never evict blind
+            index.withLock { $0.beginScan() }
+            let scanned = scan()
+            index.withLock { $0.finishScan(scanned) }
+        }
+    }
+
+    /// Lists the directory: entry files with size and mtime. Removes orphaned sidecars and
+    /// temporary files old enough to be a crash's leftovers.
+    func scan() -> [DiskIndex.Scanned] {
+        guard let names = DiskFiles.names(in: path) else { return [] }
+        let now = Date()
+        var entries: [DiskIndex.Scanned] = []
+        entries.reserveCapacity(names.count / 2 + 1)
+        var sidecars: [String] = []
+        var entryNames = Set<String>()
+        for name in names {
+            if DiskFiles.isEntryName(name) {
+                guard let status = DiskFiles.status(of: name, in: path), status.st_mode & S_IFMT == S_IFREG else { continue }
+                entries.append(.init(name: name, size: Int(status.st_size), modified: DiskFiles.modificationTime(status)))
+                entryNames.insert(name)
+            } else if name.hasSuffix(DiskFiles.infoSuffix) {
+                sidecars.append(name)
+            } else if name.hasPrefix(DiskFiles.temporaryPrefix), let status = DiskFiles.status(of: name, in: path),
+                      DiskFiles.isStaleTemporary(name, status: status, now: now) {
+                unlink(path + "/" + name)
+            }
+        }
+        for sidecar in sidecars where !entryNames.contains(String(sidecar.dropLast(DiskFiles.infoSuffix.count))) {
+            // The entry may have been written since the listing: remove the sidecar only if it
+            // is still orphaned now.
+            let entry = String(sidecar.dropLast(DiskFiles.infoSuffix.count))
+            if DiskFiles.status(of: entry, in: path) == nil { unlink(path + "/" + sidecar) }
+        }
+        return entries
+    }
+
+    /// Removes every entry, sidecar and temporary file, under the directory's lock.
+    func removeAllFiles() {
+        let remove = { [self] in
+            for name in DiskFiles.names(in: path) ?? [] where DiskFiles.isEntryName(name)
+                || name.hasSuffix(DiskFiles.infoSuffix) || name.hasPrefix(DiskFiles.temporaryPrefix) {
+                unlink(path + "/" + name)
+            }
+            index.withLock { $0.reset() }
+        }
+        if !withDirectoryLock(remove) { remove() }
+    }
+
+    /// Runs `body` holding an exclusive `flock` on `<directory>/.lock`; `false` (and `body` not
+    /// run) when the lock file cannot be opened. The kernel drops the lock if the process dies.
+    @discardableResult
+    func withDirectoryLock(_ body: () -> Void) -> Bool {
+        guard let file = DiskFiles.Descriptor(path: path + "/.lock", flags: O_RDWR | O_CREAT) else { return false }
+        while flock(file.fd, LOCK_EX) != 0 {
+            guard errno == EINTR else { return false }
+        }
+        defer { flock(file.fd, LOCK_UN) }
+        body()
+        return true
+    }
+}

@@ -1,0 +1,165 @@
+import Foundation
+import Synchronization
+
+/// A ``DataCaching`` on disk: the compressed bytes exactly as loaded, keyed by fetch URL, with
+/// their HTTP validators and freshness, under a byte cap with least-recently-used eviction.
+///
+/// - Files are named by the SHA-256 of the fetch URL; each entry records its full URL, which
+///   is compared on every read, so a name collision is a miss, never another picture.
+/// - Every file is written as a temporary file in the same directory and renamed into place:
+///   readers (in this process or another) see a whole old entry or a whole new one. A
+///   truncated or corrupt entry (bad header, length or CRC-32 mismatch) is a miss and is removed.
+/// - ``updateInfo(_:for:)`` (after a 304) writes a small `<name>.info` sidecar the same way and
+///   never touches the body; the sidecar names the entry's random generation, length and CRC,
+///   so it can never attach to a different body.
+/// - Eviction runs in the background: once after opening, and after a store takes the total
+///   past ``sizeLimit``; it trims to ``trimRatio`` of the cap, oldest access first. Passes in
+///   all processes are serialised by an advisory `flock` on `<directory>/.lock`.
+/// - All file work runs on a dedicated ``WorkerPool``, never on an actor or the cooperative pool.
+public final class DiskCache: DataCaching, Sendable {
+    /// The directory holding the entries.
+    public let directory: URL
+    /// The most bytes the entries may take before eviction; see ``defaultSizeLimit(for:)``.
+    public let sizeLimit: Int
+    /// Whether each write is `fsync`ed before its rename. Default `false`: a power cut may then
+    /// lose recent entries, but a torn file fails its length or CRC check and reads as a miss.
+    public let syncsWrites: Bool
+    /// The fraction of ``sizeLimit`` an eviction pass trims down to. Default 0.8.
+    public let trimRatio: Double
+    /// How often a hit writes its time to the entry file's mtime, at most, in seconds. Default 600.
+    public let accessPersistInterval: TimeInterval
+
+    let path: String
+    let fileName: @Sendable (URL) -> String
+    let pool: WorkerPool
+    let index = Mutex(DiskIndex())
+
+    /// A cache in `$XDG_CACHE_HOME/<name>` (or `~/.cache/<name>`), created if missing.
+    /// - Parameter sizeLimit: bytes; default ``defaultSizeLimit(for:)``.
+    public convenience init(name: String = "ImagePipeline", sizeLimit: Int? = nil) throws {
+        try self.init(directory: Self.defaultDirectory(name: name), sizeLimit: sizeLimit)
+    }
+
+    /// A cache in `directory`, created if missing. The directory may be shared by several
+    /// instances and processes; it should hold nothing else.
+    /// - Parameters:
+    ///   - sizeLimit: bytes; default ``defaultSizeLimit(for:)``.
+    ///   - syncsWrites: `fsync` every write before its rename. Default `false`.
+    ///   - trimRatio: the fraction of the cap an eviction pass trims to. Default 0.8.
+    ///   - accessPersistInterval: seconds between mtime updates for one entry. Default 600.
+    public convenience init(directory: URL, sizeLimit: Int? = nil, syncsWrites: Bool = false,
+                            trimRatio: Double = 0.8, accessPersistInterval: TimeInterval = 600) throws {
+        try self.init(directory: directory, sizeLimit: sizeLimit, syncsWrites: syncsWrites, trimRatio: trimRatio,
+                      accessPersistInterval: accessPersistInterval, fileName: Self.fileName(for:))
+    }
+
+    /// The designated initialiser; `fileName` lets tests force two URLs onto one file.
+    package init(directory: URL, sizeLimit: Int?, syncsWrites: Bool, trimRatio: Double,
+                 accessPersistInterval: TimeInterval, fileName: @escaping @Sendable (URL) -> String) throws {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        self.directory = directory
+        self.path = directory.path
+        self.sizeLimit = max(0, sizeLimit ?? Self.defaultSizeLimit(for: directory))
+        self.syncsWrites = syncsWrites
+        self.trimRatio = min(1, max(0, trimRatio))
+        self.accessPersistInterval = max(0, accessPersistInterval)
+        self.fileName = fileName
+        self.pool = WorkerPool(maxConcurrent: 4, name: "DiskCache")
+        scheduleMaintenance()  // index the directory and evict, in the background
+    }
+
+    /// `$XDG_CACHE_HOME/<name>` when that variable is an absolute path, else `~/.cache/<name>`.
+    public static func defaultDirectory(name: String) -> URL {
+        let environment = ProcessInfo.processInfo.environment
+        if let xdg = environment["XDG_CACHE_HOME"], xdg.hasPrefix("/") {
+            return URL(fileURLWithPath: xdg, isDirectory: true).appendingPathComponent(name, isDirectory: true)
+        }
+        return FileManager.default.homeDirectoryForCurrentUser
+            .appendingPathComponent(".cache", isDirectory: true).appendingPathComponent(name, isDirectory: true)
+    }
+
+    /// The default cap: 10% of the free space of `directory`'s file system, at least 16 MiB and
+    /// at most 1 GiB (1 GiB when the free space cannot be read).
+    public static func defaultSizeLimit(for directory: URL) -> Int {
+        var info = statvfs()
+        guard statvfs(directory.path, &info) == 0 else { return 1 << 30 }
+        let free = Double(info.f_bavail) * Double(info.f_frsize)
+        return Int(min(Double(1 << 30), max(Double(16 << 20), free / 10)))
+    }
+
+    /// The file name of `url`'s entry: the SHA-256 of its absolute string, in hex.
+    public static func fileName(for url: URL) -> String {
+        SHA256.hexDigest(url.absoluteString.utf8)
+    }
+
+    // MARK: DataCaching
+
+    /// The entry for `url`, or `nil` when there is none or it is damaged (then it is removed).
+    public func cachedData(for url: URL) async -> CachedData? {
+        let name = fileName(url)
+        return try? await pool.run(priority: PriorityHandle(.visible)) { [self] in read(url: url, name: name) }
+    }
+
+    /// Stores `data` for `url` atomically, replacing any entry. Entries larger than the cap or
+    /// with a URL over 32 KiB are not stored.
+    public func storeData(_ data: Data, info: CacheEntryInfo, for url: URL) async {
+        let name = fileName(url)
+        _ = try? await pool.run(priority: PriorityHandle(.visible)) { [self] in write(data, info: info, url: url, name: name) }
+    }
+
+    /// Replaces the info of `url`'s entry by writing its sidecar; the body file is not touched.
+    public func updateInfo(_ info: CacheEntryInfo, for url: URL) async {
+        let name = fileName(url)
+        _ = try? await pool.run(priority: PriorityHandle(.visible)) { [self] in writeInfo(info, url: url, name: name) }
+    }
+
+    /// Removes `url`'s entry and its sidecar, if the file holds `url`.
+    public func removeData(for url: URL) async {
+        let name = fileName(url)
+        _ = try? await pool.run(priority: PriorityHandle(.visible)) { [self] in remove(url: url, name: name) }
+    }
+
+    // MARK: Whole cache
+
+    /// Removes every entry, sidecar and temporary file in the directory.
+    public func removeAll() async {
+        await waitForMaintenance()
+        _ = try? await pool.run(priority: PriorityHandle(.visible)) { [self] in removeAllFiles() }
+    }
+
+    /// The bytes the entries take, as this instance sees them (after its index is built).
+    public var totalSize: Int {
+        get async {
+            await waitForIndex()
+            return index.withLock { $0.totalSize }
+        }
+    }
+
+    /// The number of entries, as this instance sees them (after its index is built).
+    public var entryCount: Int {
+        get async {
+            await waitForIndex()
+            return index.withLock { $0.records.count }
+        }
+    }
+
+    /// Runs an eviction pass now (rescanning the directory) and waits for it.
+    public func trim() async {
+        scheduleMaintenance()
+        await waitForMaintenance()
+    }
+
+    /// Waits until no background scan or eviction is running.
+    public func waitForMaintenance() async {
+        while let task = index.withLock({ $0.maintenance }) {
+            await task.value
+        }
+    }
+
+    private func waitForIndex() async {
+        while !index.withLock({ $0.isLoaded }) {
+            if index.withLock({ $0.maintenance }) == nil { scheduleMaintenance() }
+            await waitForMaintenance()
+        }
+    }
+}

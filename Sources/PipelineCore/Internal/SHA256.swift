@@ -1,0 +1,98 @@
+/// SHA-256 (FIPS 180-4), small and dependency-free: Foundation on Linux has no CryptoKit.
+/// Used for disk-cache file names, where the input is a URL of a few hundred bytes.
+package struct SHA256 {
+    private static let k: [UInt32] = [
+        0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+        0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+        0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+        0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+        0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+        0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+        0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+        0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
+    ]
+
+    private var h: (UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32) =
+        (0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19)
+    private var buffer: [UInt8] = []
+    private var length: UInt64 = 0
+
+    /// A hasher with nothing fed yet.
+    package init() { buffer.reserveCapacity(64) }
+
+    /// The digest of `bytes` (32 bytes).
+    package static func hash<S: Sequence>(_ bytes: S) -> [UInt8] where S.Element == UInt8 {
+        var hasher = SHA256()
+        hasher.update(bytes)
+        return hasher.finalize()
+    }
+
+    /// The digest of `bytes` as 64 lower-case hex digits.
+    package static func hexDigest<S: Sequence>(_ bytes: S) -> String where S.Element == UInt8 {
+        let digits = Array("0123456789abcdef".utf8)
+        var hex = [UInt8]()
+        hex.reserveCapacity(64)
+        for byte in hash(bytes) {
+            hex.append(digits[Int(byte >> 4)])
+            hex.append(digits[Int(byte & 0x0F)])
+        }
+        return String(decoding: hex, as: UTF8.self)
+    }
+
+    /// Feeds more bytes.
+    package mutating func update<S: Sequence>(_ bytes: S) where S.Element == UInt8 {
+        for byte in bytes {
+            buffer.append(byte)
+            if buffer.count == 64 {
+                compress(buffer)
+                buffer.removeAll(keepingCapacity: true)
+            }
+            length &+= 1
+        }
+    }
+
+    /// Pads, finishes and returns the 32-byte digest.
+    package mutating func finalize() -> [UInt8] {
+        let bitLength = length &* 8
+        var padding: [UInt8] = [0x80]
+        let used = (buffer.count + 1) % 64
+        padding += [UInt8](repeating: 0, count: used <= 56 ? 56 - used : 120 - used)
+        for shift in stride(from: 56, through: 0, by: -8) { padding.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift))) }
+        update(padding)
+        var digest = [UInt8]()
+        digest.reserveCapacity(32)
+        for word in [h.0, h.1, h.2, h.3, h.4, h.5, h.6, h.7] {
+            digest += [UInt8(word >> 24), UInt8(truncatingIfNeeded: word >> 16), UInt8(truncatingIfNeeded: word >> 8),
+                       UInt8(truncatingIfNeeded: word)]
+        }
+        return digest
+    }
+
+    private mutating func compress(_ block: [UInt8]) {
+        var w = [UInt32](repeating: 0, count: 64)
+        for i in 0..<16 {
+            w[i] = UInt32(block[4 * i]) << 24 | UInt32(block[4 * i + 1]) << 16
+                | UInt32(block[4 * i + 2]) << 8 | UInt32(block[4 * i + 3])
+        }
+        for i in 16..<64 {
+            let s0 = w[i - 15].rotatedRight(7) ^ w[i - 15].rotatedRight(18) ^ (w[i - 15] >> 3)
+            let s1 = w[i - 2].rotatedRight(17) ^ w[i - 2].rotatedRight(19) ^ (w[i - 2] >> 10)
+            w[i] = w[i - 16] &+ s0 &+ w[i - 7] &+ s1
+        }
+        var (a, b, c, d, e, f, g, hh) = h
+        for i in 0..<64 {
+            let s1 = e.rotatedRight(6) ^ e.rotatedRight(11) ^ e.rotatedRight(25)
+            let choice = (e & f) ^ (~e & g)
+            let t1 = hh &+ s1 &+ choice &+ Self.k[i] &+ w[i]
+            let s0 = a.rotatedRight(2) ^ a.rotatedRight(13) ^ a.rotatedRight(22)
+            let majority = (a & b) ^ (a & c) ^ (b & c)
+            let t2 = s0 &+ majority
+            (hh, g, f, e, d, c, b, a) = (g, f, e, d &+ t1, c, b, a, t1 &+ t2)
+        }
+        h = (h.0 &+ a, h.1 &+ b, h.2 &+ c, h.3 &+ d, h.4 &+ e, h.5 &+ f, h.6 &+ g, h.7 &+ hh)
+    }
+}
+
+extension UInt32 {
+    fileprivate func rotatedRight(_ n: UInt32) -> UInt32 { (self >> n) | (self << (32 - n)) }
+}
