@@ -1,3 +1,5 @@
+import Foundation
+
 /// A command-line mistake: printed with a pointer to `--help`, exit status 2.
 struct UsageError: Error {
     let message: String

@@ -39,7 +39,7 @@ extension Command {
                 }
             }
             if invocation.flag("json") {
-                let json = try JSONSerialization.data(withJSONObject: rows, options: [.prettyPrinted, .sortedKeys])
+                let json = try JSONSerialization.data(withJSONObject: rows, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
                 print(String(decoding: json, as: UTF8.self))
             }
             return failed == 0 ? 0 : 1

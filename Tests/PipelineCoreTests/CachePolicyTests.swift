@@ -121,6 +121,16 @@ struct CachePolicyTests {
         #expect(stale.source == .disk && firstPixel(stale) == colorBytes(6))
     }
 
+    @Test func fileURLsDoNotGoThroughTheDiskCacheByDefault() async throws {
+        let loader = HeldLoader(schemes: ["file", "test"]) { .success(.data(HeldLoader.fakeData(for: $0.url), ResponseMetadata())) }
+        let disk = InMemoryDataCache()
+        let pipeline = makePipeline(loader: loader, diskCache: disk)
+        _ = try await pipeline.image(for: ImageRequest(url: URL(fileURLWithPath: "/16x16/1")))
+        #expect(disk.storeCount == 0)
+        _ = try await pipeline.image(for: ImageRequest(url: testURL(16, 16, 1)))
+        #expect(disk.storeCount == 1)
+    }
+
     @Test func noStoreResponsesAreNotWrittenToDisk() async throws {
         let loader = HeldLoader { request in
             var metadata = ResponseMetadata(statusCode: 200)

@@ -24,6 +24,7 @@ func makePipeline(
         maxConcurrentDecodes: maxConcurrentDecodes,
         negativeCacheLifetime: negativeCacheLifetime,
         eventHandler: events?.handler)
+    configuration.diskCachedSchemes.insert("test")
     if let clock { configuration.now = { clock.now } }
     return ImagePipeline(configuration: configuration)
 }

@@ -13,6 +13,9 @@ extension ImagePipeline {
         public var memoryCache: MemoryCache<ImageKey, ImageResponse>
         /// The disk cache of compressed bytes, or `nil` for none. Default `nil`.
         public var diskCache: (any DataCaching)?
+        /// The URL schemes whose bytes go through the disk cache. Default `["http", "https"]`:
+        /// a `file` URL is on disk already, and a copy would only cost space.
+        public var diskCachedSchemes: Set<String> = ["http", "https"]
         /// Decodes that run at once. Default: the number of active cores.
         public var maxConcurrentDecodes: Int
         /// The largest stored picture accepted, in pixels (checked from the header before

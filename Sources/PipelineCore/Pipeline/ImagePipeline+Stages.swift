@@ -66,7 +66,7 @@ extension ImagePipeline {
     /// result on disk). Runs as a download work's task.
     func performDownload(request: ImageRequest, url: URL, priority: PriorityHandle) async throws -> LoadedData {
         try Task.checkCancellation()
-        let disk = configuration.diskCache
+        let disk = configuration.diskCachedSchemes.contains(url.scheme?.lowercased() ?? "") ? configuration.diskCache : nil
         if request.cachePolicy != .reloadIgnoringCaches, let disk, let cached = await disk.cachedData(for: url) {
             let fresh = cached.info.isFresh(at: configuration.now())
             emit(.diskHit(url, fresh: fresh))
