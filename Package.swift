@@ -40,6 +40,7 @@ var targets: [Target] = [
     .target(name: "CMemoryProbe", path: "Tests/CMemoryProbe"),
     .testTarget(name: "CodecJPEGTests", dependencies: ["CodecJPEG", "CJPEGTestEncoder", "CMemoryProbe", "PipelineCore"]),
     .testTarget(name: "CodecPNGTests", dependencies: ["CodecPNG", "CMemoryProbe", "PipelineCore"]),
+    .testTarget(name: "ImgpipeTests", dependencies: ["imgpipe"]),
     .testTarget(name: "LoaderTests", dependencies: ["PipelineCore", "LoaderHTTP", "LoaderFile"],
                 exclude: ["Fixtures"]),
 

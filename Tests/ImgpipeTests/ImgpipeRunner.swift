@@ -1,0 +1,100 @@
+import Foundation
+import Testing
+
+/// Runs the built `imgpipe` binary as a user would, capturing its exit status and output.
+struct Imgpipe {
+    struct Result {
+        let status: Int32
+        let terminatedBySignal: Bool
+        let stdout: String
+        let stderr: String
+    }
+
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../..").standardizedFileURL
+    static let samples = root.appendingPathComponent("Samples")
+
+    /// The binary beside the test bundle (the same build), else `.build/debug/imgpipe`.
+    static let binary: URL = {
+        let besideTests = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("imgpipe")
+        if FileManager.default.isExecutableFile(atPath: besideTests.path) { return besideTests }
+        return root.appendingPathComponent(".build/debug/imgpipe")
+    }()
+
+    /// Runs `imgpipe arguments…` with `stdin` as its input, in `directory`.
+    static func run(_ arguments: [String], stdin: String = "", in directory: URL? = nil) throws -> Result {
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = arguments
+        if let directory { process.currentDirectoryURL = directory }
+        let input = Pipe(), output = Pipe(), error = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = error
+        try process.run()
+        input.fileHandleForWriting.write(Data(stdin.utf8))
+        try input.fileHandleForWriting.close()
+        // Read both pipes to the end before waiting, so a full pipe cannot stall the child.
+        let outData = output.fileHandleForReading.readDataToEndOfFile()
+        let errData = error.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Result(status: process.terminationStatus, terminatedBySignal: process.terminationReason == .uncaughtSignal,
+                      stdout: String(decoding: outData, as: UTF8.self), stderr: String(decoding: errData, as: UTF8.self))
+    }
+
+    /// A temporary directory removed by `body`'s end.
+    static func withTemporaryDirectory<T>(_ body: (URL) async throws -> T) async throws -> T {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("imgpipe-tests-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        return try await body(directory)
+    }
+}
+
+/// The width and height in a PAM file's header.
+func pamSize(_ url: URL) throws -> [Int] {
+    let data = try Data(contentsOf: url)
+    let header = String(decoding: data.prefix(200), as: UTF8.self)
+    func field(_ name: String) -> Int {
+        header.split(separator: "\n").first { $0.hasPrefix(name + " ") }.flatMap { Int($0.dropFirst(name.count + 1)) } ?? -1
+    }
+    return [field("WIDTH"), field("HEIGHT")]
+}
+
+/// A Python `http.server` serving `directory` on 127.0.0.1 with an ephemeral port.
+final class StaticServer {
+    let process = Process()
+    let port: Int
+    private let input = Pipe()
+
+    init(directory: URL) throws {
+        // The server exits when this process closes its stdin (even if the test crashes).
+        let script = """
+        import http.server, functools, sys, threading
+        handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[1])
+        handler.log_message = lambda *a: None
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        print(server.server_address[1], flush=True)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        sys.stdin.read()
+        """
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", "-c", script, directory.path]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardInput = input
+        try process.run()
+        var line = Data()
+        while let byte = try output.fileHandleForReading.read(upToCount: 1), !byte.isEmpty, byte != Data("\n".utf8) {
+            line += byte
+        }
+        guard let port = Int(String(decoding: line, as: UTF8.self)) else { throw CocoaError(.fileReadUnknown) }
+        self.port = port
+    }
+
+    func url(_ path: String) -> String { "http://127.0.0.1:\(port)/\(path)" }
+
+    func stop() {
+        try? input.fileHandleForWriting.close()
+        process.waitUntilExit()
+    }
+}

@@ -1,0 +1,126 @@
+import Foundation
+import Testing
+
+@Suite("imgpipe command line")
+struct ImgpipeTests {
+    @Test(arguments: ["info", "thumb", "decode", "sheet", "fetch"])
+    func everySubcommandHasHelp(command: String) throws {
+        let result = try Imgpipe.run([command, "--help"])
+        #expect(result.status == 0)
+        #expect(result.stdout.hasPrefix("usage: imgpipe \(command)"))
+        #expect(result.stdout.contains("--cache-dir DIR"))
+    }
+
+    @Test(arguments: [
+        (["bogus"], "unknown command 'bogus'"),
+        (["thumb", "a.jpg", "--size"], "'--size' needs a value N"),
+        (["thumb", "a.jpg", "--sise", "5", "--out", "x.png"], "unknown option '--sise' for 'thumb'"),
+        (["thumb", "a.jpg", "--size", "0", "--out", "x.png"], "--size needs a positive whole number, got '0'"),
+        (["thumb", "a.jpg", "--size", "5", "--out", "x.gif"], "--out must end in .png or .pam"),
+        (["thumb", "a.jpg", "--fill", "5by5", "--out", "x.png"], "--fill needs WIDTHxHEIGHT"),
+        (["decode", "a.jpg"], "needs --out FILE"),
+        (["info"], "'info' needs at least one SOURCE"),
+        (["info", "a", "--json=yes"], "'--json' takes no value"),
+    ] as [([String], String)])
+    func usageErrorsExitTwoWithOneLine(arguments: [String], message: String) throws {
+        let result = try Imgpipe.run(arguments)
+        #expect(result.status == 2)
+        #expect(result.stderr.hasPrefix("imgpipe: "))
+        #expect(result.stderr.contains(message), "\(result.stderr)")
+        #expect(result.stderr.split(separator: "\n").count == 1)
+    }
+
+    @Test func infoReadsHeadersOfEverySample() throws {
+        let samples = try FileManager.default.contentsOfDirectory(atPath: Imgpipe.samples.path).sorted()
+        let result = try Imgpipe.run(["info"] + samples.map { Imgpipe.samples.appendingPathComponent($0).path })
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.split(separator: "\n").count == samples.count)
+        #expect(result.stdout.contains("balloon-exif6.jpg: JPEG 320×480 (stored 480×320, orientation 6)"))
+        #expect(result.stdout.contains("glass-alpha.png: PNG 480×320, alpha"))
+        #expect(result.stdout.contains("dunes-progressive.jpg: JPEG 480×320, no alpha, 1 frame, progressive"))
+
+        let json = try Imgpipe.run(["info", "--json", "-"], stdin: Imgpipe.samples.appendingPathComponent("balloon-exif6.jpg").path + "\n")
+        let rows = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [[String: Any]])
+        #expect(rows.count == 1)
+        #expect(rows[0]["width"] as? Int == 320 && rows[0]["height"] as? Int == 480 && rows[0]["orientation"] as? Int == 6)
+    }
+
+    @Test func thumbFitsOrFillsAndDecodeIsUpright() async throws {
+        try await Imgpipe.withTemporaryDirectory { (directory: URL) async throws in
+            let mandelbrot = Imgpipe.samples.appendingPathComponent("mandelbrot.jpg").path
+            let fit = directory.appendingPathComponent("fit.pam")
+            #expect(try Imgpipe.run(["thumb", mandelbrot, "--size", "64", "--out", fit.path]).status == 0)
+            #expect(try pamSize(fit) == [64, 43])
+            let fill = directory.appendingPathComponent("fill.pam")
+            #expect(try Imgpipe.run(["thumb", "file://" + mandelbrot, "--fill", "50x70", "--out", fill.path]).status == 0)
+            #expect(try pamSize(fill) == [50, 70])
+            let full = directory.appendingPathComponent("balloon.pam")
+            let balloon = Imgpipe.samples.appendingPathComponent("balloon-exif6.jpg").path
+            #expect(try Imgpipe.run(["decode", balloon, "--out", full.path, "--no-disk-cache"]).status == 0)
+            #expect(try pamSize(full) == [320, 480])
+            let png = directory.appendingPathComponent("thumb.png")
+            #expect(try Imgpipe.run(["thumb", balloon, "--size", "32", "--out", png.path]).status == 0)
+            #expect(try Data(contentsOf: png).starts(with: [0x89, 0x50, 0x4E, 0x47]))
+        }
+    }
+
+    @Test func badInputExitsOneWithATypedMessageAndNeverASignal() async throws {
+        try await Imgpipe.withTemporaryDirectory { (directory: URL) async throws in
+            let original = try Data(contentsOf: Imgpipe.samples.appendingPathComponent("dunes-progressive.jpg"))
+            var cases: [(String, Data, String)] = [
+                ("gif.gif", Data("GIF89a".utf8) + Data(count: 40), "GIF data, but no GIF decoder is registered"),
+                ("noise.jpg", Data((0..<500).map { UInt8(truncatingIfNeeded: $0 &* 37) }), "not in any image format"),
+                ("empty.png", Data(), "not in any image format"),
+            ]
+            for cut in [3, 40, 300, original.count / 2] {
+                cases.append(("cut\(cut).jpg", original.prefix(cut), "JPEG"))
+            }
+            for (name, data, message) in cases {
+                let path = directory.appendingPathComponent(name)
+                try data.write(to: path)
+                let result = try Imgpipe.run(["thumb", path.path, "--size", "50", "--out", directory.appendingPathComponent("o.png").path])
+                #expect(!result.terminatedBySignal, "\(name)")
+                // A truncated JPEG may still decode partially (with a warning); anything else fails.
+                #expect(result.status == 1 || (name.hasPrefix("cut") && result.status == 0), "\(name): \(result.stderr)")
+                if result.status == 1 {
+                    #expect(result.stderr.hasPrefix("imgpipe: ") && result.stderr.contains(message), "\(name): \(result.stderr)")
+                }
+            }
+            let missing = try Imgpipe.run(["info", "/no/such/file.png"])
+            #expect(missing.status == 1 && missing.stderr == "imgpipe: /no/such/file.png: cannot read /no/such/file.png: no such file\n")
+        }
+    }
+
+    @Test func sheetRendersTheBundledSamplesByDefault() async throws {
+        try await Imgpipe.withTemporaryDirectory { (directory: URL) async throws in
+            let out = directory.appendingPathComponent("sheet.png")
+            let result = try Imgpipe.run(["sheet", "--size", "64", "--columns", "3", "--out", out.path, "--no-disk-cache"])
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(result.stdout.hasPrefix("wrote \(out.path) ("))
+            #expect(result.stdout.contains("8 pictures"))
+            #expect(result.stderr.contains("8 pictures in"))  // the plain summary (stderr is not a terminal)
+            let info = try Imgpipe.run(["info", out.path])
+            #expect(info.stdout.contains("PNG"))
+        }
+    }
+
+    @Test func fetchGoesToTheNetworkOnceThenTheDiskCache() async throws {
+        try await Imgpipe.withTemporaryDirectory { (directory: URL) async throws in
+            let server = try StaticServer(directory: Imgpipe.samples)
+            defer { server.stop() }
+            let cache = directory.appendingPathComponent("cache").path
+            let urls = [server.url("mandelbrot.jpg"), server.url("glass-alpha.png")]
+            let first = try Imgpipe.run(["fetch"] + urls + ["--cache-dir", cache])
+            #expect(first.status == 0, "\(first.stderr)")
+            #expect(first.stdout.split(separator: "\n").allSatisfy { $0.contains("  network  ") })
+            #expect(first.stderr.contains("2 loaded"))
+            // The server sends no max-age: the copy is stale, served from disk at once and
+            // revalidated (a 304 from If-Modified-Since) before imgpipe exits.
+            let second = try Imgpipe.run(["fetch"] + urls + ["--cache-dir", cache])
+            #expect(second.status == 0, "\(second.stderr)")
+            #expect(second.stdout.split(separator: "\n").allSatisfy { $0.contains("  disk  ") }, "\(second.stdout)")
+            let missing = try Imgpipe.run(["fetch", server.url("nope.jpg"), "--cache-dir", cache])
+            #expect(missing.status == 1 && missing.stderr.contains("HTTP status 404"))
+        }
+    }
+}
