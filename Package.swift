@@ -49,6 +49,10 @@ var targets: [Target] = [
 
     .executableTarget(name: "PNGFromFiles", dependencies: ["PipelineCore", "CodecPNG", "LoaderFile"],
                       path: "Examples/PNGFromFiles"),
+    .executableTarget(name: "JPEGOverHTTP", dependencies: ["PipelineCore", "CodecJPEG", "LoaderHTTP"],
+                      path: "Examples/JPEGOverHTTP"),
+    .executableTarget(name: "CustomLoader", dependencies: ["PipelineCore", "CodecPNG"], path: "Examples/CustomLoader"),
+    .executableTarget(name: "FlingGrid", dependencies: ["PipelineCore", "CodecPNG", "LoaderHTTP"], path: "Examples/FlingGrid"),
     .executableTarget(name: "SampleMaker", dependencies: ["PipelineCore", "CodecPNG"], path: "scripts/SampleMaker"),
     .executableTarget(name: "HTTPBenchmark", dependencies: ["PipelineCore", "LoaderHTTP"],
                       path: "Benchmarks/HTTPBenchmark"),

@@ -12,7 +12,7 @@ struct PendingQueue {
     }
 
     /// An array queue with a moving head: O(1) pops without shifting the elements each time.
-    private struct FIFO {
+    struct FIFO {
         var jobs: [TransferJob] = []
         var head = 0
 
@@ -36,9 +36,15 @@ struct PendingQueue {
         }
 
         /// Removes and returns the jobs matching `predicate`, keeping the others in order.
+        ///
+        /// One pass, asking `predicate` once per job: a priority can be raised by another thread
+        /// at any moment, and asking twice could both keep and remove the same job — it would
+        /// then start twice and its continuation be resumed twice.
         mutating func removeAll(where predicate: (TransferJob) -> Bool) -> [TransferJob] {
-            let kept = waiting.filter { !predicate($0) }
-            let removed = waiting.filter(predicate)
+            var kept: [TransferJob] = [], removed: [TransferJob] = []
+            for job in waiting {
+                if predicate(job) { removed.append(job) } else { kept.append(job) }
+            }
             jobs = kept
             head = 0
             return removed

@@ -117,6 +117,37 @@ struct HTTPDataLoaderTests {
         }
     }
 
+    /// Regression: the pending queue asked a waiting job's priority twice while promoting raised
+    /// prefetches; a raise landing between the two reads started the job twice and resumed its
+    /// continuation twice (a crash found by the FlingGrid example). Every load must finish once.
+    @Test func raisingPrioritiesWhileJobsWaitStartsEachJobOnce() async throws {
+        try await withFixtureServer { server in
+            let loader = HTTPDataLoader(configuration: .init(maxConnectionsPerHost: 1))
+            let handles = (0..<150).map { _ in PriorityHandle(.prefetch) }
+            let raiser = Task.detached {
+                for handle in handles.shuffled() {
+                    handle.raise(to: .visible)
+                    try? await Task.sleep(nanoseconds: 200_000)
+                }
+            }
+            try await withThrowingTaskGroup(of: Int.self) { group in
+                for (index, handle) in handles.enumerated() {
+                    group.addTask {
+                        let request = DataLoadRequest(url: server.url("/image/p\(index)?size=64"), priority: handle)
+                        guard case .data(let data, _) = try await loader.load(request) else { return 0 }
+                        return data.count
+                    }
+                }
+                var sizes: [Int] = []
+                for try await size in group { sizes.append(size) }
+                #expect(sizes.count == 150 && sizes.allSatisfy { $0 == 64 })
+            }
+            await raiser.value
+            let stats = try await server.stats()
+            #expect((0..<150).allSatisfy { stats.hits["/image/p\($0)"] == 1 })
+        }
+    }
+
     @Test func perHostLimitCapsConcurrentTransfers() async throws {
         try await withFixtureServer { server in
             let loader = HTTPDataLoader(configuration: .init(maxConnectionsPerHost: 3))
