@@ -123,7 +123,7 @@ struct HTTPDataLoaderTests {
     @Test func raisingPrioritiesWhileJobsWaitStartsEachJobOnce() async throws {
         try await withFixtureServer { server in
             let loader = HTTPDataLoader(configuration: .init(maxConnectionsPerHost: 1))
-            let handles = (0..<150).map { _ in PriorityHandle(.prefetch) }
+            let handles = (0..<60).map { _ in PriorityHandle(.prefetch) }
             let raiser = Task.detached {
                 for handle in handles.shuffled() {
                     handle.raise(to: .visible)
@@ -140,11 +140,11 @@ struct HTTPDataLoaderTests {
                 }
                 var sizes: [Int] = []
                 for try await size in group { sizes.append(size) }
-                #expect(sizes.count == 150 && sizes.allSatisfy { $0 == 64 })
+                #expect(sizes.count == 60 && sizes.allSatisfy { $0 == 64 })
             }
             await raiser.value
             let stats = try await server.stats()
-            #expect((0..<150).allSatisfy { stats.hits["/image/p\($0)"] == 1 })
+            #expect((0..<60).allSatisfy { stats.hits["/image/p\($0)"] == 1 })
         }
     }
 
