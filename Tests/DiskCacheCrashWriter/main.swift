@@ -12,7 +12,8 @@ guard arguments.count == 5, let keys = Int(arguments[2]), let count = Int(argume
     FileHandle.standardError.write(Data("usage: DiskCacheCrashWriter <directory> <keys> <count> <seed>\n".utf8))
     exit(2)
 }
-let cache = try DiskCache(directory: URL(fileURLWithPath: arguments[1]), sizeLimit: 1 << 30)
+// fsync before each rename keeps temporary files open for a while: a kill often lands mid-write.
+let cache = try DiskCache(directory: URL(fileURLWithPath: arguments[1]), sizeLimit: 1 << 30, syncsWrites: true)
 
 await withTaskGroup(of: Void.self) { group in
     for worker in 0..<4 {

@@ -13,7 +13,7 @@ extension DiskCache {
     /// Reads `url`'s entry from file `name`: header checks, URL check, body length and CRC,
     /// then the sidecar's info if it applies. A damaged file is removed; another URL's entry
     /// (a name collision) is left alone.
-    func read(url: URL, name: String) -> CachedData? {
+    package func read(url: URL, name: String) -> CachedData? {
         guard let file = DiskFiles.Descriptor(path: entryPath(name), flags: O_RDONLY) else { return nil }
         guard let status = file.status(), status.st_mode & S_IFMT == S_IFREG else { return nil }
         let fileSize = Int(status.st_size)
@@ -65,7 +65,7 @@ extension DiskCache {
 
     /// Writes a new entry (new generation) over file `name`. An old sidecar is removed first;
     /// even if it survived (a crash, a racing `updateInfo`), its generation no longer matches.
-    func write(_ data: Data, info: CacheEntryInfo, url: URL, name: String) {
+    package func write(_ data: Data, info: CacheEntryInfo, url: URL, name: String) {
         guard data.count <= sizeLimit else { return }
         let header = DiskEntryHeader(kind: .entry, generation: UInt64.random(in: 1...UInt64.max), url: url.absoluteString,
                                      info: info, bodyLength: UInt64(data.count), bodyCRC: CRC32.checksum(data))
