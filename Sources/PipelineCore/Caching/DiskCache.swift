@@ -65,7 +65,8 @@ public final class DiskCache: DataCaching, Sendable {
         self.trimRatio = min(1, max(0, trimRatio))
         self.accessPersistInterval = max(0, accessPersistInterval)
         self.fileName = fileName
-        self.pool = WorkerPool(maxConcurrent: 4, name: "DiskCache")
+        // Idle threads linger a second: a run of lookups reuses them instead of starting one each.
+        self.pool = WorkerPool(maxConcurrent: 4, name: "DiskCache", idleTimeout: 1)
         scheduleMaintenance()  // index the directory and evict, in the background
     }
 
