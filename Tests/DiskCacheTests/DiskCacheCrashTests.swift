@@ -40,8 +40,13 @@ struct DiskCacheCrashTests {
         var strayTemporaries = 0
         for round in 0..<4 {
             let process = try launchWriter(directory, count: 0, seed: round + 1)
-            // Let it write for a while (a few hundred stores), then kill it without warning.
-            try await Task.sleep(nanoseconds: UInt64(150_000_000 + 50_000_000 * round))
+            // Let it write for a while (past its first entries, however slow the machine is),
+            // then kill it without warning.
+            let deadline = Date().addingTimeInterval(20)
+            while directory.names.filter({ !$0.hasPrefix(".") }).count < 4 * (round + 1), Date() < deadline {
+                try await Task.sleep(nanoseconds: 5_000_000)
+            }
+            try await Task.sleep(nanoseconds: UInt64(50_000_000 + 30_000_000 * round))
             #expect(process.isRunning)
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()

@@ -41,7 +41,10 @@ struct DiskCacheEvictionTests {
         defer { directory.remove() }
         let size = try await Self.entrySize(directory)
         let writer = try makeCache(directory, accessPersistInterval: 0)
-        for i in 0..<10 { await writer.storeData(Data(count: 1000), info: CacheEntryInfo(), for: Self.url(i)) }
+        for i in 0..<10 {  // apart by more than the kernel's coarse file-time tick
+            await writer.storeData(Data(count: 1000), info: CacheEntryInfo(), for: Self.url(i))
+            try await Task.sleep(nanoseconds: 5_000_000)
+        }
         // Reads, persisted as mtimes at once (interval 0), make 2 and 3 the most recent.
         try await Task.sleep(nanoseconds: 20_000_000)
         _ = await writer.cachedData(for: Self.url(2))
