@@ -36,6 +36,8 @@ var targets: [Target] = [
 
     .target(name: "PipelineTestSupport", dependencies: ["PipelineCore"], path: "Tests/PipelineTestSupport"),
     .testTarget(name: "PipelineCoreTests", dependencies: ["PipelineCore", "PipelineTestSupport"]),
+    .executableTarget(name: "DiskCacheCrashWriter", dependencies: ["PipelineCore", "PipelineTestSupport"], path: "Tests/DiskCacheCrashWriter"),
+    .testTarget(name: "DiskCacheTests", dependencies: ["PipelineCore", "PipelineTestSupport", "DiskCacheCrashWriter"]),
     .target(name: "CJPEGTestEncoder", dependencies: ["CJPEG"], path: "Tests/CJPEGTestEncoder"),
     .target(name: "CMemoryProbe", path: "Tests/CMemoryProbe"),
     .testTarget(name: "CodecJPEGTests", dependencies: ["CodecJPEG", "CJPEGTestEncoder", "CMemoryProbe", "PipelineCore"]),
@@ -58,6 +60,8 @@ var targets: [Target] = [
                       path: "Benchmarks/HTTPBenchmark"),
     .executableTarget(name: "MemoryCacheBenchmark", dependencies: ["PipelineCore"],
                       path: "Benchmarks/MemoryCacheBenchmark"),
+    .executableTarget(name: "DiskCacheBenchmark", dependencies: ["PipelineCore"],
+                      path: "Benchmarks/DiskCacheBenchmark"),
 ]
 
 for index in targets.indices where targets[index].type != .system && targets[index].name != "CCurlShim" {

@@ -13,9 +13,9 @@ extension DiskCache {
     /// Reads `url`'s entry from file `name`: header checks, URL check, body length and CRC,
     /// then the sidecar's info if it applies. A damaged file is removed; another URL's entry
     /// (a name collision) is left alone.
-    func read(url: URL, name: String) -> CachedData? {
+    package func read(url: URL, name: String) -> CachedData? {
         guard let file = DiskFiles.Descriptor(path: entryPath(name), flags: O_RDONLY) else { return nil }
-        guard let status = file.status() else { return nil }
+        guard let status = file.status(), status.st_mode & S_IFMT == S_IFREG else { return nil }
         let fileSize = Int(status.st_size)
         guard fileSize <= maxEntryFileSize, let header = readHeader(file, kind: .entry, fileSize: fileSize),
               UInt64(fileSize - header.length) == header.value.bodyLength else {
@@ -32,7 +32,8 @@ extension DiskCache {
         var info = header.value.info
         if let sidecar = readInfo(name), sidecar.applies(to: header.value) { info = sidecar.info }
         let persist = index.withLock {
-            $0.recordAccess(name, size: fileSize, persistInterval: accessPersistInterval)
+            $0.recordAccess(name, size: fileSize, modified: DiskFiles.modificationTime(status),
+                            persistInterval: accessPersistInterval)
         }
         if persist { futimens(file.fd, nil) }  // the last access, for LRU order after a restart
         return CachedData(data: body, info: info)
@@ -64,7 +65,7 @@ extension DiskCache {
 
     /// Writes a new entry (new generation) over file `name`. An old sidecar is removed first;
     /// even if it survived (a crash, a racing `updateInfo`), its generation no longer matches.
-    func write(_ data: Data, info: CacheEntryInfo, url: URL, name: String) {
+    package func write(_ data: Data, info: CacheEntryInfo, url: URL, name: String) {
         guard data.count <= sizeLimit else { return }
         let header = DiskEntryHeader(kind: .entry, generation: UInt64.random(in: 1...UInt64.max), url: url.absoluteString,
                                      info: info, bodyLength: UInt64(data.count), bodyCRC: CRC32.checksum(data))
@@ -80,11 +81,21 @@ extension DiskCache {
     }
 
     /// Writes the sidecar for `url`'s entry with `info`, bound to the entry's current generation.
+    /// As RFC 9111 §4.3.4 selects stored responses for a 304 by validator, nothing is written
+    /// when `info`'s ETag (or, without ETags, Last-Modified) differs from the stored one: the
+    /// entry was replaced by other bytes since it was read.
     func writeInfo(_ info: CacheEntryInfo, url: URL, name: String) {
         guard let file = DiskFiles.Descriptor(path: entryPath(name), flags: O_RDONLY),
               let status = file.status(),
               let header = readHeader(file, kind: .entry, fileSize: Int(status.st_size))?.value,
               header.url == url.absoluteString else { return }
+        var stored = header.info
+        if let sidecar = readInfo(name), sidecar.applies(to: header) { stored = sidecar.info }
+        if let new = info.etag, let old = stored.etag {
+            guard new == old else { return }
+        } else if info.etag == nil, stored.etag == nil, let new = info.lastModified, let old = stored.lastModified {
+            guard new == old else { return }
+        }
         var sidecar = header
         sidecar.kind = .info
         sidecar.info = info

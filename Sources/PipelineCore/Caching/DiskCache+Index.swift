@@ -61,11 +61,11 @@ struct DiskIndex {
         set(name, Record(size: size, lastAccess: now, persistedAccess: now))
     }
 
-    /// A hit on `name` (a file of `size` bytes). Returns whether the access should be written
-    /// to the file's mtime now.
-    mutating func recordAccess(_ name: String, size: Int, persistInterval: TimeInterval) -> Bool {
+    /// A hit on `name` (a file of `size` bytes, last modified at `modified`). Returns whether
+    /// the access should be written to the file's mtime now.
+    mutating func recordAccess(_ name: String, size: Int, modified: Double, persistInterval: TimeInterval) -> Bool {
         let now = tick()
-        var record = records[name] ?? Record(size: size, lastAccess: now, persistedAccess: 0)
+        var record = records[name] ?? Record(size: size, lastAccess: now, persistedAccess: modified)
         record.size = size
         record.lastAccess = now
         let persist = now - record.persistedAccess >= persistInterval

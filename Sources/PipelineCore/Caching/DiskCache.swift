@@ -11,7 +11,8 @@ import Synchronization
 ///   truncated or corrupt entry (bad header, length or CRC-32 mismatch) is a miss and is removed.
 /// - ``updateInfo(_:for:)`` (after a 304) writes a small `<name>.info` sidecar the same way and
 ///   never touches the body; the sidecar names the entry's random generation, length and CRC,
-///   so it can never attach to a different body.
+///   so it can never attach to a different body. It is skipped when its validators differ from
+///   the stored ones (the entry was replaced since it was read; RFC 9111 §4.3.4).
 /// - Eviction runs in the background: once after opening, and after a store takes the total
 ///   past ``sizeLimit``; it trims to ``trimRatio`` of the cap, oldest access first. Passes in
 ///   all processes are serialised by an advisory `flock` on `<directory>/.lock`.
@@ -64,7 +65,8 @@ public final class DiskCache: DataCaching, Sendable {
         self.trimRatio = min(1, max(0, trimRatio))
         self.accessPersistInterval = max(0, accessPersistInterval)
         self.fileName = fileName
-        self.pool = WorkerPool(maxConcurrent: 4, name: "DiskCache")
+        // Idle threads linger a second: a run of lookups reuses them instead of starting one each.
+        self.pool = WorkerPool(maxConcurrent: 4, name: "DiskCache", idleTimeout: 1)
         scheduleMaintenance()  // index the directory and evict, in the background
     }
 

@@ -6,8 +6,10 @@ import Synchronization
 ///
 /// Jobs wait in one queue and start highest ``PriorityHandle/current`` first (FIFO within a
 /// priority), so a prefetch that a visible caller joined moves ahead. Threads are started on
-/// demand up to ``maxConcurrent`` and exit when the queue is empty. A job cancelled while it
-/// waits is dropped and its caller gets `CancellationError` at once; a running job finishes.
+/// demand up to ``maxConcurrent`` and exit when the queue is empty, or after ``idleTimeout``
+/// without work (so a stream of short jobs, like disk-cache reads, does not start a thread per
+/// job). A job cancelled while it waits is dropped and its caller gets `CancellationError` at
+/// once; a running job finishes.
 public final class WorkerPool: Sendable {
     private struct Job {
         let id: UInt64
@@ -18,7 +20,10 @@ public final class WorkerPool: Sendable {
 
     private struct State {
         var queue: [Job] = []
+        /// Threads started and not yet exited (idle ones included).
         var running = 0
+        /// Idle threads waiting on `wakeups` that no job has claimed yet.
+        var idle = 0
         var nextID: UInt64 = 0
         /// Jobs whose task was cancelled before they were queued.
         var cancelledEarly: Set<UInt64> = []
@@ -26,12 +31,18 @@ public final class WorkerPool: Sendable {
 
     /// The most jobs that run at once.
     public let maxConcurrent: Int
+    /// How long an idle thread waits for a new job before it exits, in seconds. Default 0.
+    public let idleTimeout: TimeInterval
     private let name: String
     private let state = Mutex(State())
+    /// Signalled once for each idle thread claimed by ``enqueue(_:)``.
+    private let wakeups = DispatchSemaphore(value: 0)
 
-    /// Creates a pool of at most `maxConcurrent` threads (at least 1) named `name`.
-    public init(maxConcurrent: Int, name: String) {
+    /// Creates a pool of at most `maxConcurrent` threads (at least 1) named `name`, whose idle
+    /// threads wait `idleTimeout` seconds for more work before exiting.
+    public init(maxConcurrent: Int, name: String, idleTimeout: TimeInterval = 0) {
         self.maxConcurrent = max(1, maxConcurrent)
+        self.idleTimeout = max(0, idleTimeout)
         self.name = name
     }
 
@@ -57,14 +68,19 @@ public final class WorkerPool: Sendable {
     public var queuedCount: Int { state.withLock { $0.queue.count } }
 
     private func enqueue(_ job: Job) {
-        let (startThread, cancelled) = state.withLock { state -> (Bool, Bool) in
-            if state.cancelledEarly.remove(job.id) != nil { return (false, true) }
+        let (startThread, cancelled, wake) = state.withLock { state -> (Bool, Bool, Bool) in
+            if state.cancelledEarly.remove(job.id) != nil { return (false, true, false) }
             state.queue.append(job)
-            guard state.running < maxConcurrent else { return (false, false) }
+            if state.idle > 0 {
+                state.idle -= 1
+                return (false, false, true)
+            }
+            guard state.running < maxConcurrent else { return (false, false, false) }
             state.running += 1
-            return (true, false)
+            return (true, false, false)
         }
         if cancelled { job.cancel() }
+        if wake { wakeups.signal() }
         if startThread {
             let thread = Thread { [self] in drain() }
             thread.name = name
@@ -83,19 +99,34 @@ public final class WorkerPool: Sendable {
         job?.cancel()
     }
 
-    /// A worker thread's loop: take the most urgent job until none is left.
+    /// A worker thread's loop: take the most urgent job until none is left, then wait up to
+    /// ``idleTimeout`` for more.
     private func drain() {
-        while let job = next() {
-            job.run()
-            // A job that ran may have left an id in `cancelledEarly` (cancelled while running).
-            state.withLock { _ = $0.cancelledEarly.remove(job.id) }
+        while true {
+            while let job = next() {
+                job.run()
+                // A job that ran may have left an id in `cancelledEarly` (cancelled while running).
+                state.withLock { _ = $0.cancelledEarly.remove(job.id) }
+            }
+            guard idleTimeout > 0 else { return }  // `next()` already counted this thread out
+            if wakeups.wait(timeout: .now() + idleTimeout) == .success { continue }
+            // Timed out. If no job claimed an idle thread, leave; if one did, its signal is
+            // on the way (to this thread or, already taken, by another): take one and go on.
+            let leave = state.withLock { state -> Bool in
+                guard state.idle > 0 else { return false }
+                state.idle -= 1
+                state.running -= 1
+                return true
+            }
+            if leave { return }
+            wakeups.wait()
         }
     }
 
     private func next() -> Job? {
         state.withLock { state -> Job? in
             guard !state.queue.isEmpty else {
-                state.running -= 1
+                if idleTimeout > 0 { state.idle += 1 } else { state.running -= 1 }
                 return nil
             }
             var best = 0

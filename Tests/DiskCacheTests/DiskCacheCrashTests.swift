@@ -1,0 +1,112 @@
+import Foundation
+import PipelineCore
+import PipelineTestSupport
+import Testing
+
+/// Child processes (`DiskCacheCrashWriter`) writing `DiskCachePattern` entries: killed with
+/// SIGKILL mid-loop, or two at once on one directory. Afterwards every entry must be absent or
+/// byte-exact, with an ETag from the same version as its bytes.
+@Suite("Disk cache across crashes and processes", .serialized)
+struct DiskCacheCrashTests {
+    static let keys = 24
+
+    func launchWriter(_ directory: TemporaryDirectory, count: Int, seed: Int) throws -> Process {
+        let executable = try #require(helperExecutable("DiskCacheCrashWriter"), "DiskCacheCrashWriter not built")
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = [directory.url.path, "\(Self.keys)", "\(count)", "\(seed)"]
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        return process
+    }
+
+    /// Reads every key through a new cache; returns how many were present.
+    func verifyEveryEntry(_ directory: TemporaryDirectory) async throws -> Int {
+        let cache = try makeCache(directory)
+        var present = 0
+        for key in 0..<Self.keys {
+            if let entry = await cache.cachedData(for: DiskCachePattern.url(key)) {
+                #expect(DiskCachePattern.isExact(entry, key: key), "key \(key)")
+                present += 1
+            }
+        }
+        #expect(await cache.entryCount == present)  // damaged ones were removed by the reads
+        return present
+    }
+
+    @Test func aWriterKilledMidLoopLeavesEveryEntryAbsentOrExact() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        var strayTemporaries = 0
+        for round in 0..<4 {
+            let process = try launchWriter(directory, count: 0, seed: round + 1)
+            // Let it write for a while (past its first entries, however slow the machine is),
+            // then kill it without warning.
+            let deadline = Date().addingTimeInterval(20)
+            while directory.names.filter({ !$0.hasPrefix(".") }).count < 4 * (round + 1), Date() < deadline {
+                try await Task.sleep(nanoseconds: 5_000_000)
+            }
+            try await Task.sleep(nanoseconds: UInt64(50_000_000 + 30_000_000 * round))
+            #expect(process.isRunning)
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            #expect(process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGKILL)
+            strayTemporaries += directory.names.filter { $0.hasPrefix(".tmp.") }.count
+            let present = try await verifyEveryEntry(directory)
+            #expect(present > 0)
+        }
+        // Killed mid-write, a writer leaves its temporary file: evidence the kill landed inside a
+        // write at least sometimes (not asserted: timing-dependent). Readers never see them.
+        print("crash test: \(strayTemporaries) stray temporary files over 4 kills")
+    }
+
+    @Test func twoProcessesWritingTheSameKeysNeverCorruptAnEntry() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let writers = [try launchWriter(directory, count: 160, seed: 11), try launchWriter(directory, count: 160, seed: 12)]
+        // Meanwhile this process reads the same keys through its own instance.
+        let reader = try makeCache(directory)
+        var reads = 0
+        while writers.contains(where: \.isRunning) {
+            for key in 0..<Self.keys {
+                if let entry = await reader.cachedData(for: DiskCachePattern.url(key)) {
+                    #expect(DiskCachePattern.isExact(entry, key: key), "key \(key)")
+                    reads += 1
+                }
+            }
+        }
+        for writer in writers {
+            writer.waitUntilExit()
+            #expect(writer.terminationStatus == 0)
+        }
+        #expect(reads > 0)
+        #expect(try await verifyEveryEntry(directory) == Self.keys)
+        #expect(!directory.names.contains { $0.hasPrefix(".tmp.") })
+    }
+
+    @Test func twoInstancesInOneProcessShareADirectorySafely() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let caches = [try makeCache(directory), try makeCache(directory)]
+        await withTaskGroup(of: Void.self) { group in
+            for (n, cache) in caches.enumerated() {
+                group.addTask {
+                    for step in 0..<60 {
+                        let key = step % 8, version = n * 1000 + step
+                        await cache.storeData(DiskCachePattern.body(key: key, version: version),
+                                              info: CacheEntryInfo(etag: DiskCachePattern.etag(version)),
+                                              for: DiskCachePattern.url(key))
+                        if let entry = await caches[1 - n].cachedData(for: DiskCachePattern.url((key + 3) % 8)) {
+                            #expect(DiskCachePattern.isExact(entry, key: (key + 3) % 8))
+                            await caches[1 - n].updateInfo(entry.info, for: DiskCachePattern.url((key + 3) % 8))
+                        }
+                    }
+                }
+            }
+        }
+        for key in 0..<8 {
+            let entry = try #require(await caches[0].cachedData(for: DiskCachePattern.url(key)))
+            #expect(DiskCachePattern.isExact(entry, key: key))
+        }
+    }
+}

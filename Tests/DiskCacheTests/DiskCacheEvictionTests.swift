@@ -1,0 +1,88 @@
+import Foundation
+import PipelineCore
+import PipelineTestSupport
+import Testing
+
+@Suite("Disk cache size cap and LRU eviction")
+struct DiskCacheEvictionTests {
+    static func url(_ i: Int) -> URL { URL(string: "test://lru/\(i < 10 ? "0" : "")\(i)")! }
+
+    /// The file size of one 1000-byte entry of ``url(_:)``.
+    static func entrySize(_ directory: TemporaryDirectory) async throws -> Int {
+        let probe = try makeCache(directory)
+        await probe.storeData(Data(count: 1000), info: CacheEntryInfo(), for: url(99))
+        let size = await probe.totalSize
+        await probe.removeAll()
+        return size
+    }
+
+    @Test func theLeastRecentlyUsedEntriesGoWhenAStoreCrossesTheCap() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let size = try await Self.entrySize(directory)
+        let cache = try makeCache(directory, sizeLimit: 10 * size, trimRatio: 0.8)
+        await cache.waitForMaintenance()
+        for i in 0..<10 { await cache.storeData(Data(count: 1000), info: CacheEntryInfo(), for: Self.url(i)) }
+        await cache.waitForMaintenance()
+        #expect(await cache.entryCount == 10)  // at the cap, not over it: nothing goes
+        _ = await cache.cachedData(for: Self.url(0))  // 0 and 1 become the most recent
+        _ = await cache.cachedData(for: Self.url(1))
+        await cache.storeData(Data(count: 1000), info: CacheEntryInfo(), for: Self.url(10))
+        await cache.waitForMaintenance()
+        // 11 entries over a cap of 10 are trimmed to 8: the three least recently used go.
+        let present = (0...10).filter { FileManager.default.fileExists(atPath: directory.entryPath(Self.url($0))) }
+        #expect(present == [0, 1, 5, 6, 7, 8, 9, 10])
+        #expect(await cache.entryCount == 8)
+        #expect(await cache.totalSize == 8 * size)
+    }
+
+    @Test func openingOverTheCapTrimsByPersistedAccessTimes() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let size = try await Self.entrySize(directory)
+        let writer = try makeCache(directory, accessPersistInterval: 0)
+        for i in 0..<10 {  // apart by more than the kernel's coarse file-time tick
+            await writer.storeData(Data(count: 1000), info: CacheEntryInfo(), for: Self.url(i))
+            try await Task.sleep(nanoseconds: 5_000_000)
+        }
+        // Reads, persisted as mtimes at once (interval 0), make 2 and 3 the most recent.
+        try await Task.sleep(nanoseconds: 20_000_000)
+        _ = await writer.cachedData(for: Self.url(2))
+        _ = await writer.cachedData(for: Self.url(3))
+        // A new instance with a smaller cap trims on open, ordering by the files' mtimes.
+        let reopened = try makeCache(directory, sizeLimit: 5 * size, trimRatio: 0.8)
+        await reopened.waitForMaintenance()
+        let present = (0..<10).filter { FileManager.default.fileExists(atPath: directory.entryPath(Self.url($0))) }
+        #expect(present == [2, 3, 8, 9])
+    }
+
+    @Test func evictionWaitsForAnotherHolderOfTheDirectoryLock() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let size = try await Self.entrySize(directory)
+        let cache = try makeCache(directory, sizeLimit: 4 * size, trimRatio: 0.5)
+        await cache.waitForMaintenance()
+        // Another process's eviction pass, as far as flock is concerned: a second open file.
+        let lock = open(directory.url.appendingPathComponent(".lock").path, O_RDWR | O_CREAT, 0o644)
+        #expect(lock >= 0)
+        defer { close(lock) }
+        #expect(flock(lock, LOCK_EX) == 0)
+        for i in 0..<6 { await cache.storeData(Data(count: 1000), info: CacheEntryInfo(), for: Self.url(i)) }
+        try await Task.sleep(nanoseconds: 200_000_000)
+        #expect(directory.names.filter { !$0.hasPrefix(".") }.count == 6)  // held off while locked
+        // Reads and writes do not take the lock.
+        #expect(await cache.cachedData(for: Self.url(5)) != nil)
+        flock(lock, LOCK_UN)
+        await cache.waitForMaintenance()
+        #expect(directory.names.filter { !$0.hasPrefix(".") }.count == 2)
+    }
+
+    @Test func entriesLargerThanTheCapAreNotStored() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let cache = try makeCache(directory, sizeLimit: 1000)
+        await cache.storeData(Data(count: 1001), info: CacheEntryInfo(), for: Self.url(1))
+        #expect(await cache.cachedData(for: Self.url(1)) == nil)
+        #expect(await cache.entryCount == 0)
+    }
+}

@@ -1,0 +1,33 @@
+import Foundation
+import PipelineCore
+import Testing
+
+@Suite("SHA-256 and CRC-32 against known vectors")
+struct SHA256Tests {
+    @Test func sha256MatchesTheFIPSVectors() {
+        #expect(SHA256.hexDigest("".utf8) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+        #expect(SHA256.hexDigest("abc".utf8) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        #expect(SHA256.hexDigest("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq".utf8)
+            == "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1")
+        #expect(SHA256.hexDigest(("abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmno"
+            + "ijklmnopjklmnopqklmnopqrlmnopqrsmnopqrstnopqrstu").utf8)
+            == "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1")
+        #expect(SHA256.hexDigest([UInt8](repeating: 0x61, count: 100_000))  // 100,000 × "a", from `sha256sum`
+            == "6d1cf22d7cc09b085dfc25ee1a1f3ae0265804c607bc2074ad253bcc82fd81ee")
+    }
+
+    @Test func sha256PadsEveryLengthAroundABlockBoundary() {
+        // 55, 56 and 64 bytes are the padding edge cases; values from `sha256sum`.
+        #expect(SHA256.hexDigest([UInt8](repeating: 0x61, count: 55))
+            == "9f4390f8d30c2dd92ec9f095b65e2b9ae9b0a925a5258e241c9f1e910f734318")
+        #expect(SHA256.hexDigest([UInt8](repeating: 0x61, count: 56))
+            == "b35439a4ac6f0948b6d6f9e3c6af0f5f590ce20f1bde7090ef7970686ec6738a")
+        #expect(SHA256.hexDigest([UInt8](repeating: 0x61, count: 64))
+            == "ffe054fe7ae0cb6dc65c3af9b61d5209f439851db43d0ba5997337df154668eb")
+    }
+
+    @Test func crc32MatchesTheCheckValue() {
+        #expect(CRC32.checksum(Array("123456789".utf8)) == 0xCBF4_3926)
+        #expect(CRC32.checksum([UInt8]()) == 0)
+    }
+}

@@ -1,0 +1,87 @@
+import Foundation
+import PipelineCore
+import PipelineTestSupport
+import Synchronization
+
+/// A fresh temporary directory, removed by ``remove()``.
+struct TemporaryDirectory {
+    let url: URL
+
+    init() throws {
+        url = FileManager.default.temporaryDirectory
+            .appendingPathComponent("DiskCacheTests-\(UUID().uuidString)", isDirectory: true)
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    func remove() { try? FileManager.default.removeItem(at: url) }
+
+    /// The path of `url`'s entry file in this directory.
+    func entryPath(_ key: URL) -> String { url.appendingPathComponent(DiskCache.fileName(for: key)).path }
+
+    /// The names in the directory.
+    var names: [String] { (try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? [] }
+}
+
+/// A test cache with a small cap and no mtime persistence delay unless asked.
+func makeCache(_ directory: TemporaryDirectory, sizeLimit: Int = 64 << 20, trimRatio: Double = 0.8,
+               accessPersistInterval: TimeInterval = 600,
+               fileName: @escaping @Sendable (URL) -> String = DiskCache.fileName(for:)) throws -> DiskCache {
+    try DiskCache(directory: directory.url, sizeLimit: sizeLimit, syncsWrites: false, trimRatio: trimRatio,
+                  accessPersistInterval: accessPersistInterval, fileName: fileName)
+}
+
+/// A pipeline over the test fakes and a real disk cache.
+func makePipeline(loader: HeldLoader, diskCache: DiskCache, clock: TestClock) -> ImagePipeline {
+    var configuration = ImagePipeline.Configuration(
+        decoders: DecoderRegistry([CountingDecoder()]), loaders: LoaderRegistry([loader]),
+        memoryCache: MemoryCache(costLimit: 64 << 20), diskCache: diskCache, maxConcurrentDecodes: 2)
+    configuration.now = { clock.now }
+    return ImagePipeline(configuration: configuration)
+}
+
+/// A clock the test moves by hand.
+final class TestClock: Sendable {
+    private let current = Mutex(Date(timeIntervalSince1970: 1_700_000_000))
+    var now: Date { current.withLock { $0 } }
+    func advance(_ seconds: TimeInterval) { current.withLock { $0 = $0.addingTimeInterval(seconds) } }
+}
+
+/// `test://host/WxH/N`: FakeImage bytes of that size and colour N via `HeldLoader.fakeData`.
+func testURL(_ width: Int = 32, _ height: Int = 32, _ n: Int = 0) -> URL {
+    URL(string: "test://host/\(width)x\(height)/\(n)")!
+}
+
+/// `stat` of `path`: inode, size and mtime, to show a file was not rewritten.
+struct FileIdentity: Equatable {
+    var inode: UInt64
+    var size: Int64
+    var modified: Int
+    var modifiedNanoseconds: Int
+
+    init?(_ path: String) {
+        var status = stat()
+        guard stat(path, &status) == 0 else { return nil }
+        inode = UInt64(status.st_ino)
+        size = Int64(status.st_size)
+        modified = status.st_mtim.tv_sec
+        modifiedNanoseconds = status.st_mtim.tv_nsec
+    }
+}
+
+/// Metadata for a 200 with `Cache-Control: max-age` and an ETag.
+func metadata(maxAge: TimeInterval?, etag: String? = nil, status: Int = 200) -> ResponseMetadata {
+    var metadata = ResponseMetadata(statusCode: status, etag: etag)
+    metadata.maxAge = maxAge
+    return metadata
+}
+
+/// The helper executable built beside the test bundle.
+func helperExecutable(_ name: String) -> URL? {
+    let candidates = [
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent(),
+        Bundle.main.bundleURL.deletingLastPathComponent(),
+        Bundle.main.bundleURL,
+    ]
+    return candidates.map { $0.appendingPathComponent(name) }
+        .first { FileManager.default.isExecutableFile(atPath: $0.path) }
+}
