@@ -3,7 +3,7 @@ import PipelineCore
 import PipelineTestSupport
 import Testing
 
-@Suite("The real pipeline over a DiskCache: freshness, 304, stale-while-revalidate, offline")
+@Suite("The real pipeline over a DiskCache: freshness, 304, stale-while-revalidate, offline", .timeLimit(.minutes(2)))
 struct DiskCachePipelineTests {
     @Test func a304RefreshesTheInfoWithoutRewritingTheBody() async throws {
         let directory = try TemporaryDirectory()

@@ -36,6 +36,7 @@ func makePipeline(loader: HeldLoader, diskCache: DiskCache, clock: TestClock) ->
         decoders: DecoderRegistry([CountingDecoder()]), loaders: LoaderRegistry([loader]),
         memoryCache: MemoryCache(costLimit: 64 << 20), diskCache: diskCache, maxConcurrentDecodes: 2)
     configuration.now = { clock.now }
+    configuration.diskCachedSchemes.insert("test")  // HeldLoader's scheme
     return ImagePipeline(configuration: configuration)
 }
 

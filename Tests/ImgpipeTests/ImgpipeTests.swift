@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@Suite("imgpipe command line")
+@Suite("imgpipe command line", .timeLimit(.minutes(2)))
 struct ImgpipeTests {
     @Test(arguments: ["info", "thumb", "decode", "sheet", "fetch"])
     func everySubcommandHasHelp(command: String) throws {

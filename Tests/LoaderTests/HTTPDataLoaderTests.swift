@@ -4,7 +4,7 @@ import PipelineCore
 import Synchronization
 import Testing
 
-@Suite("HTTPDataLoader against the fixture server")
+@Suite("HTTPDataLoader against the fixture server", .timeLimit(.minutes(2)))
 struct HTTPDataLoaderTests {
     @Test func loadsBytesWithTheirMetadata() async throws {
         try await withFixtureServer { server in

@@ -27,7 +27,7 @@ struct FailureCase: Sendable, CustomTestStringConvertible {
 let strictLimits = HTTPDataLoader.Configuration(maxBodyBytes: 100_000, connectTimeout: 2, idleTimeout: 1,
                                                 maxRetries: 2, retryBaseDelay: 0.01)
 
-@Suite("HTTP failures through the pipeline")
+@Suite("HTTP failures through the pipeline", .timeLimit(.minutes(2)))
 struct LoaderErrorTests {
     static let cases: [FailureCase] = [
         FailureCase("/status/404") { $0 == .badStatus(code: 404) },

@@ -3,7 +3,7 @@ import LoaderHTTP
 import PipelineCore
 import Testing
 
-@Suite("ImagePipeline over HTTPDataLoader")
+@Suite("ImagePipeline over HTTPDataLoader", .timeLimit(.minutes(2)))
 struct PipelineHTTPTests {
     @Test func twentyConcurrentRequestsForOneURLDownloadOnce() async throws {
         try await withFixtureServer { server in

@@ -3,7 +3,7 @@ import PipelineCore
 import PipelineTestSupport
 import Testing
 
-@Suite("Cache policies, negative cache and the disk-cache slot")
+@Suite("Cache policies, negative cache and the disk-cache slot", .timeLimit(.minutes(2)))
 struct CachePolicyTests {
     @Test func reloadIgnoringCachesLoadsAgainAndReplacesTheMemoryEntry() async throws {
         let loader = HeldLoader.immediate()

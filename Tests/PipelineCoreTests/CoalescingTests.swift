@@ -3,7 +3,7 @@ import PipelineCore
 import PipelineTestSupport
 import Testing
 
-@Suite("Coalescing and cancellation")
+@Suite("Coalescing and cancellation", .timeLimit(.minutes(2)))
 struct CoalescingTests {
     @Test func twoCallersShareOneDownloadAndOneDecode() async throws {
         let loader = HeldLoader()

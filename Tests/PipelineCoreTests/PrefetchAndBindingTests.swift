@@ -3,7 +3,7 @@ import PipelineCore
 import PipelineTestSupport
 import Testing
 
-@Suite("Prefetch, priorities and target binding")
+@Suite("Prefetch, priorities and target binding", .timeLimit(.minutes(2)))
 struct PrefetchAndBindingTests {
     @Test func aVisibleCallerJoiningAPrefetchRaisesItsPriority() async throws {
         let loader = HeldLoader()
