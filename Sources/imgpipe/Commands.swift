@@ -8,8 +8,8 @@ extension Command {
         summary: "print format, pixel size, orientation, alpha and frame count of each source (headers only)",
         positionals: nil, options: [.flag("json", "print a JSON array instead of one line per source")],
         run: { invocation in
-            let environment = try Environment(invocation)
             let urls = try Sources.urls(invocation.positionals)
+            let environment = try Environment(invocation, sources: urls)
             let configuration = environment.pipeline.configuration
             var rows: [[String: Any]] = []
             var failed = 0
@@ -79,7 +79,7 @@ extension Command {
         })
 
     private static func render(_ request: ImageRequest, to output: String, _ invocation: Invocation) async throws -> Int32 {
-        let environment = try Environment(invocation)
+        let environment = try Environment(invocation, sources: [request.url])
         let response = try await environment.pipeline.image(for: request)
         for warning in response.warnings { printError("imgpipe: warning: \(warning)") }
         try OutputFormat.write(response.bitmap, to: output)
@@ -96,8 +96,8 @@ extension Command {
         summary: "load each source through the full pipeline (caches included) and say where it came from",
         positionals: nil, options: [],
         run: { invocation in
-            let environment = try Environment(invocation)
             let urls = try Sources.urls(invocation.positionals)
+            let environment = try Environment(invocation, sources: urls)
             let start = Date()
             let results = await Loader.loadAll(urls.map { ImageRequest(url: $0) }, environment: environment) { _, _ in }
             var failed = 0

@@ -13,13 +13,16 @@ struct Environment {
     let concurrency: Int
     let verbose: Bool
 
-    init(_ invocation: Invocation) throws {
+    /// Builds the pipeline for `sources`. The disk cache is opened only when a source is
+    /// `http(s)`: local files skip it, and a local-only run should not create or scan it.
+    init(_ invocation: Invocation, sources: [URL]) throws {
         let memoryMB = try invocation.positiveInteger("memory-cache-mb", default: 256)
         let maxPixels = try invocation.positiveInteger("max-pixels", default: 100_000_000)
         let timeout = try invocation.positiveSeconds("timeout", default: 15)
         concurrency = try invocation.positiveInteger("concurrency", default: 8)
         verbose = invocation.flag("verbose")
-        if invocation.flag("no-disk-cache") {
+        let remote = sources.contains { ["http", "https"].contains($0.scheme?.lowercased() ?? "") }
+        if invocation.flag("no-disk-cache") || !remote {
             diskCache = nil
         } else {
             do {

@@ -14,8 +14,8 @@ extension Command {
             let output = try invocation.output(allowed: ["png"])
             let size = try invocation.positiveInteger("size", default: 200)
             guard size <= 4096 else { throw UsageError(message: "--size must be at most 4096") }
-            let environment = try Environment(invocation)
             let urls = invocation.positionals.isEmpty ? try Sources.bundledSamples() : try Sources.urls(invocation.positionals)
+            let environment = try Environment(invocation, sources: urls)
             guard !urls.isEmpty else { throw UsageError(message: "no sources given") }
             let columns = min(try invocation.positiveInteger("columns", default: min(4, urls.count)), urls.count)
             let start = Date()
