@@ -37,7 +37,9 @@ extension HTTPDataLoader {
         /// The longest wait before a retry, in seconds. Default 10.
         public var maxRetryDelay: TimeInterval
         /// Headers sent with every request; a request's own headers override them. Default: an
-        /// `Accept` for the common image types.
+        /// `Accept` that prefers JPEG and PNG and names no WebP, AVIF or HEIC, so a negotiating
+        /// CDN does not answer with a format no decoder here may be registered for; an app
+        /// that links CodecWebP or CodecHEIF can add them.
         public var headers: [String: String]
         /// Called before every attempt to add headers (auth). Default `nil`.
         public var authorization: AuthorizationHook?
@@ -52,7 +54,7 @@ extension HTTPDataLoader {
                     idleTimeout: TimeInterval = 30, maxRedirects: Int = 5,
                     allowsInsecureRedirects: Bool = false, requiresHTTPS: Bool = false,
                     maxRetries: Int = 2, retryBaseDelay: TimeInterval = 0.5, maxRetryDelay: TimeInterval = 10,
-                    headers: [String: String] = ["Accept": "image/webp,image/avif,image/heic,image/*;q=0.8,*/*;q=0.5"],
+                    headers: [String: String] = ["Accept": "image/jpeg,image/png,image/*;q=0.8,*/*;q=0.5"],
                     authorization: AuthorizationHook? = nil, caBundlePath: String? = nil,
                     userAgent: String = "ImagePipeline/1 libcurl") {
             self.maxConnectionsPerHost = max(1, maxConnectionsPerHost)

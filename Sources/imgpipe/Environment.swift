@@ -36,15 +36,11 @@ struct Environment {
                                                         reason: "cannot use it as a disk cache: \(error.localizedDescription)")
             }
         }
-        let http = HTTPDataLoader(configuration: HTTPDataLoader.Configuration(
-            maxConnectionsPerHost: min(concurrency, 6), connectTimeout: timeout, idleTimeout: timeout))
         let stats = Stats()
         self.stats = stats
         var configuration = ImagePipeline.Configuration(
             decoders: DecoderRegistry().registering(JPEGDecoder()).registering(PNGDecoder()),
-            loaders: LoaderRegistry()
-                .registering(FileDataLoader(maxBodyBytes: 1 << 30, memoryMapThreshold: 1 << 20))
-                .registering(http),
+            loaders: Self.loaders(remote: remote, concurrency: concurrency, timeout: timeout),
             memoryCache: MemoryCache(costLimit: memoryMB << 20),
             diskCache: diskCache,
             maxPixelCount: maxPixels,
@@ -52,6 +48,17 @@ struct Environment {
             eventHandler: stats.record)
         configuration.maxConcurrentDecodes = ProcessInfo.processInfo.activeProcessorCount
         pipeline = ImagePipeline(configuration: configuration)
+    }
+
+    /// The file loader (mapping inputs of 1 MiB or more: they are the user's own files), and
+    /// libcurl only when a source needs it, so a local run does not pay for its start-up.
+    private static func loaders(remote: Bool, concurrency: Int, timeout: Double) -> LoaderRegistry {
+        var registry = LoaderRegistry().registering(FileDataLoader(maxBodyBytes: 1 << 30, memoryMapThreshold: 1 << 20))
+        if remote {
+            registry.register(HTTPDataLoader(configuration: HTTPDataLoader.Configuration(
+                maxConnectionsPerHost: min(concurrency, 6), connectTimeout: timeout, idleTimeout: timeout)))
+        }
+        return registry
     }
 
     /// Waits for background work (revalidations, cache eviction) so nothing is cut off at exit.

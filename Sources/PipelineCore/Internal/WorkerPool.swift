@@ -25,8 +25,6 @@ public final class WorkerPool: Sendable {
         /// Idle threads waiting on `wakeups` that no job has claimed yet.
         var idle = 0
         var nextID: UInt64 = 0
-        /// Jobs whose task was cancelled before they were queued.
-        var cancelledEarly: Set<UInt64> = []
     }
 
     /// The most jobs that run at once.
@@ -58,6 +56,9 @@ public final class WorkerPool: Sendable {
                 enqueue(Job(id: id, priority: priority,
                             run: { continuation.resume(with: Result { try work() }) },
                             cancel: { continuation.resume(throwing: CancellationError()) }))
+                // A task cancelled before this point ran its handler when nothing was queued:
+                // take the job back now. (A handler racing with this finds nothing the second time.)
+                if Task.isCancelled { cancel(id) }
             }
         } onCancel: {
             cancel(id)
@@ -68,18 +69,16 @@ public final class WorkerPool: Sendable {
     public var queuedCount: Int { state.withLock { $0.queue.count } }
 
     private func enqueue(_ job: Job) {
-        let (startThread, cancelled, wake) = state.withLock { state -> (Bool, Bool, Bool) in
-            if state.cancelledEarly.remove(job.id) != nil { return (false, true, false) }
+        let (startThread, wake) = state.withLock { state -> (Bool, Bool) in
             state.queue.append(job)
             if state.idle > 0 {
                 state.idle -= 1
-                return (false, false, true)
+                return (false, true)
             }
-            guard state.running < maxConcurrent else { return (false, false, false) }
+            guard state.running < maxConcurrent else { return (false, false) }
             state.running += 1
-            return (true, false, false)
+            return (true, false)
         }
-        if cancelled { job.cancel() }
         if wake { wakeups.signal() }
         if startThread {
             let thread = Thread { [self] in drain() }
@@ -90,11 +89,9 @@ public final class WorkerPool: Sendable {
 
     private func cancel(_ id: UInt64) {
         let job = state.withLock { state -> Job? in
-            if let index = state.queue.firstIndex(where: { $0.id == id }) {
-                return state.queue.remove(at: index)
-            }
-            state.cancelledEarly.insert(id)  // not queued yet, or already running (harmless)
-            return nil
+            // Not queued: not yet enqueued (`run` checks again after enqueueing), running, or done.
+            guard let index = state.queue.firstIndex(where: { $0.id == id }) else { return nil }
+            return state.queue.remove(at: index)
         }
         job?.cancel()
     }
@@ -105,8 +102,6 @@ public final class WorkerPool: Sendable {
         while true {
             while let job = next() {
                 job.run()
-                // A job that ran may have left an id in `cancelledEarly` (cancelled while running).
-                state.withLock { _ = $0.cancelledEarly.remove(job.id) }
             }
             guard idleTimeout > 0 else { return }  // `next()` already counted this thread out
             if wakeups.wait(timeout: .now() + idleTimeout) == .success { continue }
