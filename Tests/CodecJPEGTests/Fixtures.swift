@@ -1,6 +1,7 @@
 import CJPEGTestEncoder
 import Foundation
 import PipelineCore
+import PipelineTestSupport
 
 /// Pictures made by the tests themselves, and ways to compare decoded pixels.
 enum Fixtures {

@@ -1,6 +1,7 @@
 import CodecJPEG
 import Foundation
 import PipelineCore
+import PipelineTestSupport
 import Testing
 
 /// libjpeg-turbo's own test images and the EXIF orientation set.

@@ -1,6 +1,7 @@
 import CodecJPEG
 import Foundation
 import PipelineCore
+import PipelineTestSupport
 import Testing
 
 /// Hostile and damaged input: a typed error or a partial decode with warnings, never a crash,

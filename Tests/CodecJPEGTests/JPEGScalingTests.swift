@@ -1,6 +1,7 @@
 import CodecJPEG
 import Foundation
 import PipelineCore
+import PipelineTestSupport
 import Testing
 
 /// DCT scaling, colour layouts and coding modes, on pictures the tests write with libjpeg.

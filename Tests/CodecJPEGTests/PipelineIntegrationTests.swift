@@ -1,6 +1,7 @@
 import CodecJPEG
 import Foundation
 import PipelineCore
+import PipelineTestSupport
 import Testing
 
 /// Serves fixed bytes for `memory://NAME` URLs: enough to run the real pipeline end to end.

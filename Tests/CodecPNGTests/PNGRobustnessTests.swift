@@ -1,6 +1,7 @@
 import CodecPNG
 import Foundation
 import PipelineCore
+import PipelineTestSupport
 import Testing
 
 /// Damaged and hostile PNGs: a typed error, never a crash, a hang or a huge allocation.

@@ -1,6 +1,7 @@
 import CodecPNG
 import Foundation
 import PipelineCore
+import PipelineTestSupport
 import Testing
 
 /// Row-by-row shrinking, the encoder, and memory.

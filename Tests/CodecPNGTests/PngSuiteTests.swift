@@ -1,6 +1,7 @@
 import CodecPNG
 import Foundation
 import PipelineCore
+import PipelineTestSupport
 import Testing
 
 /// PngSuite conformance: every valid file decodes at its own size to the reference pixels,

@@ -79,7 +79,7 @@ struct PrefetchAndBindingTests {
     @Test @MainActor func flingingAGridOfReusedCellsNeverShowsTheWrongPicture() async throws {
         let loader = HeldLoader()
         let pipeline = makePipeline(loader: loader, memoryCache: MemoryCache(costLimit: 16 * 16 * 4 * 40), maxConcurrentDecodes: 2)
-        var generator = SplitMix64(seed: 42)
+        var generator = SeededGenerator(seed: 42)
         let cellCount = 300, rebindsPerCell = 20, pictureCount = 900
         var cells: [ImageTargetBinding] = []
         var expected: [Int] = []
@@ -111,18 +111,5 @@ struct PrefetchAndBindingTests {
         }
         #expect(displayChanges > cellCount)
         #expect(loader.requests.count < cellCount * rebindsPerCell)  // coalescing and memory hits saved loads
-    }
-}
-
-/// A small seeded generator so the simulation is the same on every run.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -8,32 +8,39 @@ import Testing
 /// The shared test corpus, `../shared/corpus` beside the package root (found from this file's
 /// path, so it works from any working directory). Tests that need it are disabled, with this
 /// message, when it is absent.
-enum Corpus {
-    static let root: URL = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent()  // CodecJPEGTests
+public enum Corpus {
+    /// `../shared/corpus` beside the package root.
+    public static let root: URL = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent()  // PipelineTestSupport
         .deletingLastPathComponent()  // Tests
         .deletingLastPathComponent()  // package root
         .deletingLastPathComponent()
         .appendingPathComponent("shared/corpus")
 
-    static func folder(_ name: String) -> URL { root.appendingPathComponent(name) }
+    /// A folder of the corpus.
+    public static func folder(_ name: String) -> URL { root.appendingPathComponent(name) }
 
-    static func has(_ name: String) -> Bool { FileManager.default.fileExists(atPath: folder(name).path) }
+    /// Whether the corpus folder `name` exists.
+    public static func has(_ name: String) -> Bool { FileManager.default.fileExists(atPath: folder(name).path) }
 
-    static func missing(_ name: String) -> Comment {
+    /// The message for a suite disabled because folder `name` is absent.
+    public static func missing(_ name: String) -> Comment {
         "corpus folder \(folder(name).path) is absent: skipped (see ../shared/corpus/README.md)"
     }
 
-    static func data(_ folder: String, _ file: String) throws -> Data {
+    /// The bytes of `file` in corpus folder `folder`.
+    public static func data(_ folder: String, _ file: String) throws -> Data {
         try Data(contentsOf: Self.folder(folder).appendingPathComponent(file))
     }
 }
 
 /// A seeded SplitMix64 generator: the same byte flips on every run.
-struct SeededGenerator: RandomNumberGenerator {
+public struct SeededGenerator: RandomNumberGenerator {
     private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
+    /// A generator that starts from `seed`.
+    public init(seed: UInt64) { state = seed }
+    /// The next 64 random bits.
+    public mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
@@ -43,9 +50,9 @@ struct SeededGenerator: RandomNumberGenerator {
 }
 
 /// The peak resident memory of this process since the last ``resetPeak()``, in bytes (Linux).
-enum ResidentMemory {
+public enum ResidentMemory {
     /// Resets the kernel's high-water mark (`/proc/self/clear_refs` ← 5); false if not possible.
-    static func resetPeak() -> Bool {
+    public static func resetPeak() -> Bool {
         guard let handle = FileHandle(forWritingAtPath: "/proc/self/clear_refs") else { return false }
         defer { try? handle.close() }
         return (try? handle.write(contentsOf: Data("5".utf8))) != nil
@@ -53,7 +60,7 @@ enum ResidentMemory {
 
     /// Runs `body` while holding a process-wide file lock, so that the memory tests of both
     /// codec test targets (one process, run in parallel) never measure each other.
-    static func exclusively<R>(_ body: () throws -> R) rethrows -> R {
+    public static func exclusively<R>(_ body: () throws -> R) rethrows -> R {
         let fd = open("/tmp/imagepipeline-codec-memory-tests.lock", O_CREAT | O_RDWR, 0o644)
         if fd >= 0 { _ = flock(fd, LOCK_EX) }
         defer { if fd >= 0 { _ = flock(fd, LOCK_UN); close(fd) } }
@@ -65,7 +72,7 @@ enum ResidentMemory {
     /// bound) or the largest (for a lower bound, which memory another test frees during the
     /// window can hide). Large blocks are made to always come from (and go back to) mmap, so
     /// reused heap does not hide growth.
-    static func peakGrowth(attempts: Int = 3, largest: Bool = false, _ body: () throws -> Void) throws -> Int? {
+    public static func peakGrowth(attempts: Int = 3, largest: Bool = false, _ body: () throws -> Void) throws -> Int? {
         _ = memory_probe_fix_mmap_threshold(128 * 1024)
         var result: Int?
         for _ in 0..<attempts {
@@ -78,7 +85,7 @@ enum ResidentMemory {
     }
 
     /// `VmHWM` from `/proc/self/status`, in bytes.
-    static func peak() -> Int? {
+    public static func peak() -> Int? {
         guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return nil }
         for line in status.split(separator: "\n") where line.hasPrefix("VmHWM:") {
             let digits = line.split(separator: " ").dropFirst().first.flatMap { Int($0) }
