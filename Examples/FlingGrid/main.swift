@@ -4,6 +4,10 @@
 // cache size, and checks that no cell ends showing another cell's picture.
 //
 //   swift run -c release FlingGrid        (needs python3 for the loopback server)
+//
+// The server is Python's http.server, which answers some 250 small requests a second here: it,
+// not the pipeline, bounds the downloads, so hard flicks outrun it and the cells of rows flung
+// past are cancelled — as on a slow network. Prefetching pays off as each fling slows down.
 import CodecPNG
 import Foundation
 import LoaderHTTP

@@ -53,13 +53,14 @@ public struct RowResampler: ~Copyable {
         while y < outputSize.height, vertical.starts[y] <= r {
             let weight = vertical.weight(output: y, source: r)
             if weight != 0 {
-                var acc = pending[y] ?? [Float](repeating: 0, count: outputSize.width * 4)
+                // Mutated in place through the dictionary's default-value subscript (whose default
+                // is built only for a new row): no copy of the accumulator per source row.
+                let width = outputSize.width * 4
                 scratch.withUnsafeBufferPointer { s in
-                    acc.withUnsafeMutableBufferPointer { a in
+                    pending[y, default: [Float](repeating: 0, count: width)].withUnsafeMutableBufferPointer { a in
                         for i in 0..<a.count { a[i] += s[i] * weight }
                     }
                 }
-                pending[y] = acc
             }
             y += 1
         }
