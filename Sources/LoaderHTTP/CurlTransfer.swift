@@ -38,6 +38,9 @@ final class CurlTransfer {
     private let limits: HTTPDataLoader.Configuration
     private var headerList: UnsafeMutablePointer<curl_slist>?
     private(set) var status = 0
+    /// The next header line is a response's first: its status line. Only that line is read as
+    /// one; a later header whose name happens to start with "HTTP/" is an ordinary header.
+    private var expectsStatusLine = true
     private var responseHeaders: [(name: String, value: String)] = []
     private(set) var metadata: ResponseMetadata?
     private(set) var body = Data()
@@ -114,13 +117,18 @@ final class CurlTransfer {
         func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0D || byte == 0x0A }
         var end = line.count
         while end > 0 && isSpace(line[end - 1]) { end -= 1 }
-        if end == 0 { return headersEnded() }
-        if end >= 5 && line[0] == UInt8(ascii: "H") && line[1] == UInt8(ascii: "T") && line[2] == UInt8(ascii: "T")
+        if end == 0 {
+            expectsStatusLine = true  // a redirect or 1xx ended; the next response starts over
+            return headersEnded()
+        }
+        if expectsStatusLine && end >= 5 && line[0] == UInt8(ascii: "H") && line[1] == UInt8(ascii: "T") && line[2] == UInt8(ascii: "T")
             && line[3] == UInt8(ascii: "P") && line[4] == UInt8(ascii: "/") {
-            // "HTTP/1.1 200 OK", "HTTP/2 304": the code is the three digits after the first space.
+            // "HTTP/1.1 200 OK", "HTTP/2 304": the code is the three digits after the first space
+            // (at most three are read: a longer run of digits must not overflow).
+            expectsStatusLine = false
             status = 0
             if let space = line[..<end].firstIndex(of: 0x20) {
-                for byte in line[(space + 1)..<end] {
+                for byte in line[(space + 1)..<end].prefix(3) {
                     guard (0x30...0x39).contains(byte) else { break }
                     status = status * 10 + Int(byte - 0x30)
                 }

@@ -212,3 +212,19 @@ struct HTTPDataLoaderTests {
         }
     }
 }
+
+@Suite("HTTPDataLoader with hostile headers and extreme limits", .timeLimit(.minutes(2)))
+struct HTTPDataLoaderHostileTests {
+    /// Regression: a header line starting with "HTTP/" was parsed as a status line, so a long
+    /// run of digits after it overflowed `status` (a trap on the engine thread: the process
+    /// died), and "HTTP/2 404: x" turned a 200 into a 404.
+    @Test func headerLinesThatLookLikeStatusLinesAreHeaders() async throws {
+        try await withFixtureServer { server in
+            let result = try await HTTPDataLoader().load(DataLoadRequest(url: server.url("/oddheader/a")))
+            guard case .data(let data, let metadata) = result else { Issue.record("not data"); return }
+            #expect(data.count == 2000)
+            #expect(metadata.statusCode == 200)
+        }
+    }
+
+}

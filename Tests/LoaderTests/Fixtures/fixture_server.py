@@ -255,6 +255,12 @@ class Handler(BaseHTTPRequestHandler):
         else:
             self.image(name)
 
+    def route_oddheader(self, name):
+        """An image whose headers include a line that starts like a status line ("HTTP/...")
+        with a code too long for any integer; a header, not a status line."""
+        self.image(name, {"HTTP/1.1 99999999999999999999999999": "not a status line",
+                          "HTTP/2 404": "not a status line either"})
+
     def route_auth(self, name):
         token = self.query.get("token", ["secret"])[0]
         if self.headers.get("Authorization") == "Bearer " + token:
