@@ -172,8 +172,13 @@ final class CurlMultiEngine: @unchecked Sendable {
     /// The poll timeout while transfers run: until the first idle deadline, at most 1 s.
     private func pollTimeout() -> Int32 {
         let now = DispatchTime.now().uptimeNanoseconds
-        let idle = UInt64(configuration.idleTimeout * 1e9)
-        let earliest = confined.running.values.map { $0.lastActivity &+ idle }.min() ?? now &+ 1_000_000_000
+        let idle = configuration.idleTimeoutNanoseconds
+        // Saturating: an idle timeout of "never" must not wrap around into the past.
+        let deadlines = confined.running.values.map { transfer -> UInt64 in
+            let (deadline, overflow) = transfer.lastActivity.addingReportingOverflow(idle)
+            return overflow ? .max : deadline
+        }
+        let earliest = deadlines.min() ?? now &+ 1_000_000_000
         let wait = earliest > now ? (earliest - now) / 1_000_000 + 1 : 0
         return Int32(min(wait, 1000))
     }

@@ -99,11 +99,15 @@ final class CurlTransfer {
 
     /// Whether no byte has arrived for the idle timeout, at uptime `now` (nanoseconds).
     func isIdle(at now: UInt64) -> Bool {
-        now &- lastActivity > UInt64(limits.idleTimeout * 1e9)
+        now &- lastActivity > limits.idleTimeoutNanoseconds
     }
 
+    /// At least 1 ms (0 would mean curl's default), at most `Int32.max` ms (24 days): a longer
+    /// timeout, `.infinity` included, must not trap converting to `Int`.
     private static func milliseconds(_ seconds: TimeInterval) -> Int {
-        Int(max(1, (seconds * 1000).rounded()))
+        let milliseconds = (seconds * 1000).rounded()
+        guard milliseconds < Double(Int32.max) else { return Int(Int32.max) }
+        return Int(max(1, milliseconds))
     }
 
     // MARK: Callbacks (on the engine thread, inside curl_multi_perform)

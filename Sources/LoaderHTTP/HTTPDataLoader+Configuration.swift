@@ -73,5 +73,16 @@ extension HTTPDataLoader {
             self.caBundlePath = caBundlePath
             self.userAgent = userAgent
         }
+
+        /// ``idleTimeout`` in nanoseconds, saturating: a timeout too long for a `UInt64` of
+        /// nanoseconds (1e300, `.infinity`) means none, and must not trap.
+        var idleTimeoutNanoseconds: UInt64 { saturatingNanoseconds(idleTimeout) }
     }
+}
+
+/// `seconds` in nanoseconds, clamped to `0...UInt64.max` (NaN and negatives are 0).
+func saturatingNanoseconds(_ seconds: TimeInterval) -> UInt64 {
+    let nanoseconds = seconds * 1e9
+    guard nanoseconds > 0 else { return 0 }
+    return nanoseconds >= 18_446_744_073_709_551_615.0 ? .max : UInt64(nanoseconds)
 }

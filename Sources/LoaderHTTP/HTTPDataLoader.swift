@@ -59,7 +59,7 @@ public final class HTTPDataLoader: DataLoading {
             case .failed(let error, let metadata):
                 guard attempt < configuration.maxRetries, Self.isTransient(error) else { throw error }
                 attempt += 1
-                try await Task.sleep(nanoseconds: UInt64(retryDelay(attempt: attempt, metadata: metadata) * 1e9))
+                try await Task.sleep(nanoseconds: saturatingNanoseconds(retryDelay(attempt: attempt, metadata: metadata)))
             }
         }
     }

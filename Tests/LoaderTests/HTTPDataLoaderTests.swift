@@ -227,4 +227,17 @@ struct HTTPDataLoaderHostileTests {
         }
     }
 
+    /// Regression: timeouts too large for an `Int` of milliseconds or a `UInt64` of
+    /// nanoseconds (`.infinity`, 1e300: "never") trapped when the transfer started.
+    @Test func hugeOrInfiniteTimeoutsMeanNoTimeout() async throws {
+        try await withFixtureServer { server in
+            for seconds in [TimeInterval.infinity, 1e300, 1e12] {
+                let loader = HTTPDataLoader(configuration: .init(connectTimeout: seconds, idleTimeout: seconds))
+                guard case .data(let data, _) = try await loader.load(DataLoadRequest(url: server.url("/image/t\(Int(min(seconds, 9)))"))) else {
+                    Issue.record("not data for \(seconds)"); continue
+                }
+                #expect(data.count == 2000)
+            }
+        }
+    }
 }
