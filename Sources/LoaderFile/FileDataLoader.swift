@@ -65,7 +65,9 @@ public struct FileDataLoader: DataLoading {
     /// Opens, checks and reads `path` on the calling (pool) thread.
     static func readFile(path: String, limit: Int64, chunkSize: Int, mapThreshold: Int64? = nil,
                          progress: (@Sendable (Int64, Int64?) -> Void)?, cancelled: CancellationFlag) throws -> DataLoadResult {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer, forever.
+        // (It has no effect on the reads of a regular file, the only kind read below.)
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard descriptor >= 0 else { throw unreadable(path, errno) }
         defer { close(descriptor) }
         var status = stat()
@@ -74,6 +76,7 @@ public struct FileDataLoader: DataLoading {
         guard (status.st_mode & S_IFMT) == S_IFREG else {
             throw ImagePipelineError.fileUnreadable(path: path, reason: "not a regular file")
         }
+        _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) & ~O_NONBLOCK)
         let size = Int64(status.st_size)
         guard size <= limit else { throw ImagePipelineError.tooLarge(limit: limit, actual: size) }
         #if canImport(Darwin)

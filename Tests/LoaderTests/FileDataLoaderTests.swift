@@ -70,6 +70,27 @@ struct FileDataLoaderTests {
         }
     }
 
+    /// Regression: `open` on a FIFO blocks until a writer comes, so `imgpipe info some.fifo`
+    /// (or a sheet with one among its sources) hung forever. It must fail at once instead.
+    @Test func fifoIsNotARegularFileAndDoesNotBlock() async throws {
+        try await withTemporaryFolder { folder in
+            let fifo = folder.appendingPathComponent("pipe.timg")
+            #expect(mkfifo(fifo.path, 0o600) == 0)
+            // Should the read block, become its writer after 3 s so that the test ends (and fails).
+            let unblocker = Task.detached { () -> Bool in
+                try? await Task.sleep(for: .seconds(3))
+                if Task.isCancelled { return false }
+                let descriptor = open(fifo.path, O_WRONLY | O_NONBLOCK)
+                if descriptor >= 0 { close(descriptor) }
+                return descriptor >= 0
+            }
+            let error = await pipelineError { _ = try await FileDataLoader().load(DataLoadRequest(url: fifo)) }
+            unblocker.cancel()
+            #expect(await unblocker.value == false, "the read waited for a writer")
+            #expect(error == .fileUnreadable(path: fifo.path, reason: "not a regular file"))
+        }
+    }
+
     @Test func fileOverTheLimitIsTooLarge() async throws {
         try await withTemporaryFolder { folder in
             let file = folder.appendingPathComponent("big.timg")
