@@ -140,7 +140,8 @@ enum Loader {
                     }
                 }
             }
-            for _ in 0..<environment.concurrency { startNext() }
+            // At most one task per request: --concurrency is a bound, and may be huge.
+            for _ in 0..<min(environment.concurrency, requests.count) { startNext() }
             while let (index, result) = await group.next() {
                 results[index] = result
                 onEach(index, result)

@@ -20,8 +20,10 @@ struct Imgpipe {
         return root.appendingPathComponent(".build/debug/imgpipe")
     }()
 
-    /// Runs `imgpipe arguments…` with `stdin` as its input, in `directory`.
-    static func run(_ arguments: [String], stdin: String = "", in directory: URL? = nil) throws -> Result {
+    /// Runs `imgpipe arguments…` with `stdin` as its input, in `directory`; with a `timeout`, a
+    /// run that takes longer is killed (and so ends by a signal).
+    static func run(_ arguments: [String], stdin: String = "", in directory: URL? = nil,
+                    timeout: TimeInterval? = nil) throws -> Result {
         let process = Process()
         process.executableURL = binary
         process.arguments = arguments
@@ -31,6 +33,12 @@ struct Imgpipe {
         process.standardOutput = output
         process.standardError = error
         try process.run()
+        if let timeout {
+            let pid = process.processIdentifier
+            DispatchQueue.global().asyncAfter(deadline: .now() + timeout) { [process] in
+                if process.isRunning && process.processIdentifier == pid { process.terminate() }
+            }
+        }
         input.fileHandleForWriting.write(Data(stdin.utf8))
         try input.fileHandleForWriting.close()
         // Read both pipes to the end before waiting, so a full pipe cannot stall the child.

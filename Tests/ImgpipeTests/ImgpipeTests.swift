@@ -123,4 +123,19 @@ struct ImgpipeTests {
             #expect(missing.status == 1 && missing.stderr.contains("HTTP status 404"))
         }
     }
+
+    /// Regression: `--concurrency` is an upper bound, but the loader looped that many times to
+    /// start tasks, so a huge value (valid as a positive whole number) hung sheet and fetch.
+    @Test(arguments: ["sheet", "fetch"])
+    func hugeConcurrencyDoesNotHang(command: String) async throws {
+        try await Imgpipe.withTemporaryDirectory { (directory: URL) async throws in
+            let source = Imgpipe.samples.appendingPathComponent("rings.png").path
+            let out = command == "sheet" ? ["--out", directory.appendingPathComponent("s.png").path] : []
+            let result = try Imgpipe.run([command, source, "--concurrency", "9223372036854775807", "--no-disk-cache"] + out,
+                                         timeout: 20)
+            #expect(!result.terminatedBySignal)
+            #expect(result.status == 0, "\(result.stderr)")
+        }
+    }
+
 }
