@@ -18,6 +18,15 @@ extension Command {
             let environment = try Environment(invocation, sources: urls)
             guard !urls.isEmpty else { throw UsageError(message: "no sources given") }
             let columns = min(try invocation.positiveInteger("columns", default: min(4, urls.count)), urls.count)
+            // The sheet is one bitmap: held to --max-pixels like any picture, before anything loads.
+            let layout = ContactSheet(tileSize: size, columns: columns)
+            let sheetSize = layout.size(tileCount: urls.count)
+            let maxPixels = try invocation.positiveInteger("max-pixels", default: 100_000_000)
+            guard sheetSize.pixelCount <= maxPixels else {
+                throw UsageError(message: "a sheet of \(urls.count) pictures at --size \(size) would be \(sheetSize)"
+                                 + " (\(sheetSize.pixelCount) pixels), over --max-pixels \(maxPixels);"
+                                 + " use a smaller --size, fewer --columns or fewer sources")
+            }
             let start = Date()
             let progress = ProgressBar(total: urls.count)
             let verbose = environment.verbose
@@ -33,7 +42,7 @@ extension Command {
             let tiles = zip(urls, results).map { url, result in
                 ContactSheet.Tile(name: url.lastPathComponent, result: result.map { $0.0 })
             }
-            let sheet = ContactSheet(tileSize: size, columns: columns).render(tiles)
+            let sheet = layout.render(tiles)
             try OutputFormat.write(sheet, to: output)
             await environment.finish()
             printError(environment.stats.summary(total: urls.count, seconds: Date().timeIntervalSince(start)))
@@ -55,10 +64,17 @@ struct ContactSheet {
     var captionHeight: Int { 2 * (TinyFont.glyphHeight + 5) + 6 }
     var titleHeight: Int { 2 * TinyFont.glyphHeight + gap + 8 }
 
+    var cellWidth: Int { tileSize + gap }
+    var cellHeight: Int { tileSize + captionHeight + gap }
+
+    /// The size of the sheet for `tileCount` tiles.
+    func size(tileCount: Int) -> PixelSize {
+        let rows = (tileCount + columns - 1) / columns
+        return PixelSize(width: columns * cellWidth + gap, height: titleHeight + rows * cellHeight + gap / 2)
+    }
+
     func render(_ tiles: [Tile]) -> Bitmap {
-        let rows = (tiles.count + columns - 1) / columns
-        let cellWidth = tileSize + gap, cellHeight = tileSize + captionHeight + gap
-        let size = PixelSize(width: columns * cellWidth + gap, height: titleHeight + rows * cellHeight + gap / 2)
+        let size = size(tileCount: tiles.count)
         var sheet = Bitmap(zeroed: size)
         fillRect(&sheet, x: 0, y: 0, width: size.width, height: size.height, color: (28, 30, 34, 255))
         TinyFont.draw("IMGPIPE CONTACT SHEET · \(tiles.count) PICTURES", into: &sheet, x: gap, y: gap, scale: 2,

@@ -138,4 +138,22 @@ struct ImgpipeTests {
         }
     }
 
+    /// Regression: the sheet's own bitmap had no size limit: hundreds of sources at a large
+    /// `--size` asked for tens of gigabytes and the process died. It is held to `--max-pixels`
+    /// before anything loads, as a usage error.
+    @Test func sheetLargerThanMaxPixelsIsRefusedBeforeLoading() async throws {
+        try await Imgpipe.withTemporaryDirectory { (directory: URL) async throws in
+            let source = Imgpipe.samples.appendingPathComponent("rings.png").path
+            let out = directory.appendingPathComponent("s.png")
+            let result = try Imgpipe.run(["sheet", source, source, source, "--size", "200", "--max-pixels", "100000",
+                                          "--no-disk-cache", "--out", out.path], timeout: 60)
+            #expect(result.status == 2, "\(result.stderr)")
+            #expect(result.stderr.hasPrefix("imgpipe: ") && result.stderr.contains("--max-pixels"), "\(result.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: out.path))
+            // Within the limit it is drawn as before.
+            let fits = try Imgpipe.run(["sheet", source, source, source, "--size", "64", "--max-pixels", "100000",
+                                        "--no-disk-cache", "--out", out.path], timeout: 60)
+            #expect(fits.status == 0, "\(fits.stderr)")
+        }
+    }
 }
