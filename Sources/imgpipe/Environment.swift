@@ -36,12 +36,15 @@ struct Environment {
                                                         reason: "cannot use it as a disk cache: \(error.localizedDescription)")
             }
         }
+        // Capped: `memoryMB << 20` would wrap to zero or below for a huge (valid) N. 2^62 bytes,
+        // not Int.max, so MemoryCache's Int(Double(costLimit) × fraction) stays representable.
+        let memoryBytes = memoryMB > (1 << 42) ? 1 << 62 : memoryMB << 20
         let stats = Stats()
         self.stats = stats
         var configuration = ImagePipeline.Configuration(
             decoders: DecoderRegistry().registering(JPEGDecoder()).registering(PNGDecoder()),
             loaders: Self.loaders(remote: remote, concurrency: concurrency, timeout: timeout),
-            memoryCache: MemoryCache(costLimit: memoryMB << 20),
+            memoryCache: MemoryCache(costLimit: memoryBytes),
             diskCache: diskCache,
             maxPixelCount: maxPixels,
             negativeCacheLifetime: 0,

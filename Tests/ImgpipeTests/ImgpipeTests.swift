@@ -156,4 +156,15 @@ struct ImgpipeTests {
             #expect(fits.status == 0, "\(fits.stderr)")
         }
     }
+
+    /// Regression: the budget in bytes was `N << 20`, which wraps for N ≥ 2^43: a huge (valid)
+    /// `--memory-cache-mb` gave a zero or negative budget, i.e. no memory cache at all.
+    @Test(arguments: ["256", "8796093022208", "9223372036854775807"])
+    func hugeMemoryCacheBudgetStillCaches(megabytes: String) throws {
+        let source = Imgpipe.samples.appendingPathComponent("rings.png").path
+        let result = try Imgpipe.run(["fetch", source, source, "--concurrency", "1", "--memory-cache-mb", megabytes], timeout: 60)
+        #expect(result.status == 0, "\(result.stderr)")
+        let lines = result.stdout.split(separator: "\n")
+        #expect(lines.count == 2 && lines[1].contains("  memory  "), "\(result.stdout)")
+    }
 }
