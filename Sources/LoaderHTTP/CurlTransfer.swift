@@ -41,6 +41,11 @@ final class CurlTransfer {
     /// The next header line is a response's first: its status line. Only that line is read as
     /// one; a later header whose name happens to start with "HTTP/" is an ordinary header.
     private var expectsStatusLine = true
+    /// The body has started, so the final response's headers have ended: later header lines
+    /// are trailers (after a chunked body), which curl also hands to the header callback. They
+    /// are ignored. (Not set when headers end: a proxy's CONNECT reply, a 200, comes before the
+    /// real response's headers; curl delivers no body of a redirect it follows or of a 1xx.)
+    private var bodyStarted = false
     private var responseHeaders: [(name: String, value: String)] = []
     private(set) var metadata: ResponseMetadata?
     private(set) var body = Data()
@@ -118,6 +123,7 @@ final class CurlTransfer {
     /// response, and Foundation's string trimming would cost more than the transfer.
     func receiveHeaderLine(_ line: UnsafeRawBufferPointer) -> Bool {
         lastActivity = DispatchTime.now().uptimeNanoseconds
+        if bodyStarted { return true }
         func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0D || byte == 0x0A }
         var end = line.count
         while end > 0 && isSpace(line[end - 1]) { end -= 1 }
@@ -177,6 +183,7 @@ final class CurlTransfer {
     /// A piece of the body. Returns `false` to abort (over the size limit).
     func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Bool {
         lastActivity = DispatchTime.now().uptimeNanoseconds
+        bodyStarted = true
         guard Int64(body.count + bytes.count) <= limits.maxBodyBytes else {
             abortReason = .tooLarge(limit: limits.maxBodyBytes, actual: nil)
             return false

@@ -240,4 +240,20 @@ struct HTTPDataLoaderHostileTests {
             }
         }
     }
+
+    /// Regression: curl hands trailers (header lines after a chunked body) to the header
+    /// callback, which took them for a new response: "HTTP/1.1 500: x" replaced the status of a
+    /// complete 200, and a trailing "Content-Type: text/html" failed it after the whole body.
+    @Test func trailersAfterTheBodyDoNotChangeTheResponse() async throws {
+        try await withFixtureServer { server in
+            let loader = HTTPDataLoader(configuration: strictLimits)
+            let path = "/chunked/t?size=3000&trailer=HTTP/1.1%20500:%20x&trailer=Content-Type:%20text/html"
+            let result = try await loader.load(DataLoadRequest(url: server.url(path)))
+            guard case .data(let data, let metadata) = result else { Issue.record("not data"); return }
+            #expect(data.count == 3000)
+            #expect(metadata.statusCode == 200)
+            #expect(metadata.contentType == "image/x-test")
+            #expect(try await server.stats().hits["/chunked/t"] == 1)
+        }
+    }
 }

@@ -232,7 +232,8 @@ class Handler(BaseHTTPRequestHandler):
             for start in range(0, len(body), 1000):
                 piece = body[start:start + 1000]
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
-            self.wfile.write(b"0\r\n\r\n")
+            trailer = b"".join(b"%s\r\n" % line.encode() for line in self.query.get("trailer", []))
+            self.wfile.write(b"0\r\n" + trailer + b"\r\n")
         except OSError:
             self.close_connection = True
 
