@@ -23,8 +23,9 @@ struct FailureCase: Sendable, CustomTestStringConvertible {
     }
 }
 
-/// Small limits so every failure shows within a fraction of a second.
-let strictLimits = HTTPDataLoader.Configuration(maxBodyBytes: 100_000, connectTimeout: 2, idleTimeout: 1,
+/// Small limits so failures come fast; the idle timeout (2 s) stays under the 2.5 s `/delay` case
+/// but leaves room for a fixture server slowed by the other suites running in parallel.
+let strictLimits = HTTPDataLoader.Configuration(maxBodyBytes: 100_000, connectTimeout: 2, idleTimeout: 2,
                                                 maxRetries: 2, retryBaseDelay: 0.01)
 
 @Suite("HTTP failures through the pipeline", .timeLimit(.minutes(2)))

@@ -79,6 +79,13 @@ struct MemoryCacheTests {
         #expect(cache.keysByRecency.count == cache.count)
     }
 
+    @Test func aBudgetNearIntMaxDoesNotTrap() {
+        let cache = MemoryCache<Int, Int>(costLimit: .max, entryCostFraction: 1)
+        cache.insert(1, for: 1, cost: 10)
+        cache.trim(toFraction: 1)
+        #expect(cache.entryCostLimit == .max && cache.value(for: 1) == 1)
+    }
+
     @Test func defaultBudgetIsAFifthOfMemoryCappedAt512MiB() {
         let expected = min(ProcessInfo.processInfo.physicalMemory / 5, 512 << 20)
         #expect(MemoryCache<Int, Int>.defaultCostLimit() == Int(expected))

@@ -26,7 +26,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
                 entryCostFraction: Double = 0.1) {
         self.costLimit = max(0, costLimit)
         self.countLimit = countLimit.map { max(0, $0) }
-        self.entryCostLimit = Int(Double(self.costLimit) * min(1, max(0, entryCostFraction)))
+        self.entryCostLimit = Self.fraction(min(1, max(0, entryCostFraction)), of: self.costLimit)
         self.state = Mutex(LRUList())
     }
 
@@ -76,8 +76,14 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     /// Evicts least recently used entries until the total cost is at most `fraction` of
     /// ``costLimit``: call with 0.5 on a memory warning, 0 to empty. Clamped to 0…1.
     public func trim(toFraction fraction: Double) {
-        let target = Int(Double(costLimit) * min(1, max(0, fraction)))
+        let target = Self.fraction(min(1, max(0, fraction)), of: costLimit)
         state.withLock { $0.evict(toCost: target, count: countLimit ?? Int.max) }
+    }
+
+    /// `fraction` (0…1) of `total`, without trapping: `Double(Int.max)` rounds up past `Int.max`.
+    private static func fraction(_ fraction: Double, of total: Int) -> Int {
+        let value = Double(total) * fraction
+        return value >= Double(Int.max) ? Int.max : Int(value)
     }
 
     /// The total cost of the entries, in bytes.
