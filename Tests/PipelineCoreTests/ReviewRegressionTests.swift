@@ -64,4 +64,26 @@ struct ReviewRegressionTests {
         #expect(try await otherSize.value.bitmap.size == PixelSize(width: 8, height: 8))
         #expect(loader.loadCount(url) == 1)
     }
+
+    /// After a reload succeeds, the URL's remembered permanent failure no longer answers.
+    @Test func aSuccessfulReloadForgetsTheRememberedFailure() async throws {
+        let missing = Mutex(true)
+        let loader = HeldLoader { request in
+            missing.withLock { $0 }
+                ? .failure(ImagePipelineError.badStatus(code: 404))
+                : .success(.data(HeldLoader.fakeData(for: request.url), ResponseMetadata(statusCode: 200)))
+        }
+        let pipeline = makePipeline(loader: loader, negativeCacheLifetime: 60)
+        let url = testURL(32, 32, 2)
+        await #expect(throws: ImagePipelineError.badStatus(code: 404)) {
+            try await pipeline.image(for: ImageRequest(url: url, width: 16, height: 16))
+        }
+        missing.withLock { $0 = false }  // the picture was uploaded
+        var reload = ImageRequest(url: url, width: 16, height: 16)
+        reload.cachePolicy = .reloadIgnoringCaches
+        #expect(firstPixel(try await pipeline.image(for: reload)) == colorBytes(2))
+        // Another size of the same URL: the pipeline has just loaded it, it must not say 404.
+        let other = try await pipeline.image(for: ImageRequest(url: url, width: 8, height: 8))
+        #expect(other.bitmap.size == PixelSize(width: 8, height: 8))
+    }
 }

@@ -30,6 +30,8 @@ extension ImagePipeline {
         liveDownloads[work.id] = work
         work.task = Task(priority: request.priority == .visible ? nil : .low) {
             let result = await capture { try await self.performDownload(request: request, url: url, priority: work.priority) }
+            // Bytes in hand: a failure remembered for this URL (before a reload) no longer holds.
+            if case .success = result { self.failures[url] = nil }
             self.finish(work, in: .download(url), with: result)
         }
         return work
