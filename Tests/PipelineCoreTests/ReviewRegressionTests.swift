@@ -86,4 +86,29 @@ struct ReviewRegressionTests {
         let other = try await pipeline.image(for: ImageRequest(url: url, width: 8, height: 8))
         #expect(other.bitmap.size == PixelSize(width: 8, height: 8))
     }
+
+    /// `.fill` with upscaling at an extreme aspect ratio: the decoder must never be asked for a
+    /// bitmap larger than the source (a 1×3000 strip filled into 3000×1 asked for 3000×9,000,000).
+    @Test func fillWithUpscalingNeverAsksTheDecoderForMoreThanTheSource() async throws {
+        let strip = PixelSize(width: 1, height: 3000)
+        let plan = ResizePlan(source: strip, target: .pixels(PixelSize(width: 3000, height: 1)), contentMode: .fill,
+                              allowsUpscaling: true)
+        #expect(plan.outputSize == PixelSize(width: 3000, height: 1))
+        #expect(plan.scaledSize.width <= strip.width && plan.scaledSize.height <= strip.height)
+        let fit = ResizePlan(source: PixelSize(width: 100, height: 50), target: .pixels(PixelSize(width: 400, height: 400)),
+                             contentMode: .fit, allowsUpscaling: true)
+        #expect(fit.outputSize == PixelSize(width: 400, height: 200))
+        #expect(fit.scaledSize == PixelSize(width: 100, height: 50))
+
+        let loader = HeldLoader.immediate()
+        let decoder = CountingDecoder()
+        let pipeline = makePipeline(loader: loader, decoder: decoder)
+        var request = ImageRequest(url: testURL(4, 64, 3), width: 64, height: 4, contentMode: .fill)
+        request.processing.allowsUpscaling = true
+        let response = try await pipeline.image(for: request)
+        #expect(response.bitmap.size == PixelSize(width: 64, height: 4))
+        #expect(firstPixel(response) == colorBytes(3))
+        let asked = try #require(decoder.targetSizes.first)
+        #expect(asked == nil || (asked!.width <= 4 && asked!.height <= 64), "decoder asked for \(String(describing: asked))")
+    }
 }
