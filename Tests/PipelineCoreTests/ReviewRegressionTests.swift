@@ -112,3 +112,47 @@ struct ReviewRegressionTests {
         #expect(asked == nil || (asked!.width <= 4 && asked!.height <= 64), "decoder asked for \(String(describing: asked))")
     }
 }
+
+/// Decodes ``FakeImage`` data but, like a real codec with corrupt-but-decodable data, refuses
+/// it as corrupt when asked for strict decoding.
+final class StrictRefusingDecoder: ImageDecoding {
+    let inner = CountingDecoder()
+    var formats: Set<ImageFormat> { inner.formats }
+    func canDecode(_ data: Data) -> Bool { inner.canDecode(data) }
+    func readInfo(_ data: Data) throws -> ImageInfo { try inner.readInfo(data) }
+    func decode(_ data: Data, options: DecodeOptions) throws -> DecodedImage {
+        if options.strict { throw ImagePipelineError.corruptData(format: .bmp, message: "a warning, refused when strict") }
+        return try inner.decode(data, options: options)
+    }
+}
+
+@Suite("Review regressions: negative cache per processing", .timeLimit(.minutes(2)))
+struct NegativeCacheKeyTests {
+    /// A decode failure that depends on the request's processing (strict decoding) must not be
+    /// remembered for every request of the URL: a lenient request decodes the same bytes fine.
+    @Test func aStrictDecodingFailureDoesNotFailLenientRequestsForTheURL() async throws {
+        let loader = HeldLoader.immediate()
+        let decoder = StrictRefusingDecoder()
+        let configuration = ImagePipeline.Configuration(decoders: DecoderRegistry([decoder]), loaders: LoaderRegistry([loader]),
+                                                        memoryCache: MemoryCache(costLimit: 1 << 20), negativeCacheLifetime: 60)
+        let pipeline = ImagePipeline(configuration: configuration)
+        let url = testURL(16, 16, 4)
+        var strict = ImageRequest(url: url)
+        strict.processing.strictDecoding = true
+        for _ in 0..<2 {
+            await #expect(throws: ImagePipelineError.self) { try await pipeline.image(for: strict) }
+        }
+        #expect(decoder.inner.decodeCount == 0 && loader.loadCount(url) == 1)  // the strict failure is remembered
+        let lenient = try await pipeline.image(for: ImageRequest(url: url))
+        #expect(firstPixel(lenient) == colorBytes(4))
+        // A 404 is about the URL: remembered for every key.
+        let missing = testURL(16, 16, 5)
+        let failing = HeldLoader(autoReply: { _ in .failure(ImagePipelineError.badStatus(code: 404)) })
+        let other = ImagePipeline(configuration: .init(decoders: DecoderRegistry([decoder]), loaders: LoaderRegistry([failing])))
+        await #expect(throws: ImagePipelineError.badStatus(code: 404)) { try await other.image(for: ImageRequest(url: missing)) }
+        await #expect(throws: ImagePipelineError.badStatus(code: 404)) {
+            try await other.image(for: ImageRequest(url: missing, width: 8, height: 8))
+        }
+        #expect(failing.loadCount(missing) == 1)
+    }
+}

@@ -30,8 +30,14 @@ extension ImagePipeline {
         liveDownloads[work.id] = work
         work.task = Task(priority: request.priority == .visible ? nil : .low) {
             let result = await capture { try await self.performDownload(request: request, url: url, priority: work.priority) }
-            // Bytes in hand: a failure remembered for this URL (before a reload) no longer holds.
-            if case .success = result { self.failures[url] = nil }
+            switch result {
+            case .success:  // bytes in hand: a failure remembered for this URL no longer holds
+                self.failures[url] = nil
+            case .failure(let error as ImagePipelineError):
+                self.rememberFailure(error, for: url)
+            case .failure:
+                break
+            }
             self.finish(work, in: .download(url), with: result)
         }
         return work
