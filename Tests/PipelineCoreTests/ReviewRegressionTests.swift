@@ -156,3 +156,27 @@ struct NegativeCacheKeyTests {
         #expect(failing.loadCount(missing) == 1)
     }
 }
+
+@Suite("Review regressions: target binding", .timeLimit(.minutes(2)))
+struct BindingReloadTests {
+    /// Binding a `reloadIgnoringCaches` request must load again, as `image(for:)` does, not show
+    /// the memory cache's (old) picture and stop.
+    @Test @MainActor func bindingAReloadRequestLoadsAgainInsteadOfShowingTheMemoryHit() async throws {
+        let version = Mutex(1)
+        let loader = HeldLoader { _ in
+            let color = FakeImage.color(for: version.withLock { $0 })
+            return .success(.data(FakeImage.data(width: 16, height: 16, color: color), ResponseMetadata(statusCode: 200)))
+        }
+        let pipeline = makePipeline(loader: loader)
+        let url = testURL(16, 16, 0)
+        #expect(firstPixel(try await pipeline.image(for: ImageRequest(url: url))) == colorBytes(1))
+        version.withLock { $0 = 2 }  // the picture changed on the server
+        var reload = ImageRequest(url: url)
+        reload.cachePolicy = .reloadIgnoringCaches
+        let binding = ImageTargetBinding(pipeline: pipeline) { _ in }
+        binding.bind(reload)
+        #expect(await eventually { binding.displayed != nil && !binding.isLoading })
+        #expect(binding.displayed.map(firstPixel) == colorBytes(2))
+        #expect(loader.loadCount(url) == 2)
+    }
+}
