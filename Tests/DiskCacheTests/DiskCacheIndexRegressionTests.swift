@@ -2,7 +2,7 @@ import Foundation
 import PipelineCore
 import Testing
 
-@Suite("Disk cache index after damaged reads", .timeLimit(.minutes(1)))
+@Suite("Disk cache review regressions: index and replacement", .timeLimit(.minutes(1)))
 struct DiskCacheIndexRegressionTests {
     /// A read that finds a damaged entry removes the file; the index (size cap, entry count)
     /// must forget it too, or the phantom bytes count against the cap until the next rescan.
@@ -32,5 +32,19 @@ struct DiskCacheIndexRegressionTests {
         #expect(await cache.cachedData(for: damagedURL) == nil)
         #expect(await cache.entryCount == 1)
         #expect(await cache.totalSize == keptSize)
+    }
+
+    /// Storing new bytes for a URL replaces its entry, also when the new bytes cannot be stored
+    /// (over the cap): the old picture must not go on being served as the URL's content.
+    @Test func aStoreTooLargeToKeepStillRemovesTheOldEntry() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let cache = try makeCache(directory, sizeLimit: 4096)
+        let url = URL(string: "test://host/grew")!
+        await cache.storeData(Data(repeating: 1, count: 100), info: CacheEntryInfo(etag: "\"v1\""), for: url)
+        #expect(await cache.cachedData(for: url)?.data.count == 100)
+        await cache.storeData(Data(repeating: 2, count: 8192), info: CacheEntryInfo(etag: "\"v2\""), for: url)
+        #expect(await cache.cachedData(for: url) == nil)
+        #expect(await cache.entryCount == 0)
     }
 }

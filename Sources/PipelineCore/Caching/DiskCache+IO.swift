@@ -73,14 +73,16 @@ extension DiskCache {
 
     /// Writes a new entry (new generation) over file `name`. An old sidecar is removed first;
     /// even if it survived (a crash, a racing `updateInfo`), its generation no longer matches.
+    /// When the bytes cannot be stored (over the cap, a URL too long, a failed write), the old
+    /// entry is removed all the same: it no longer holds the URL's current bytes.
     package func write(_ data: Data, info: CacheEntryInfo, url: URL, name: String) {
-        guard data.count <= sizeLimit else { return }
+        guard data.count <= sizeLimit else { return remove(url: url, name: name) }
         let header = DiskEntryHeader(kind: .entry, generation: UInt64.random(in: 1...UInt64.max), url: url.absoluteString,
                                      info: info, bodyLength: UInt64(data.count), bodyCRC: CRC32.checksum(data))
-        guard let headerBytes = header.encoded() else { return }
+        guard let headerBytes = header.encoded() else { return remove(url: url, name: name) }
         unlink(infoPath(name))
         guard let size = DiskFiles.writeAtomically(directory: path, name: name, parts: [Data(headerBytes), data],
-                                                   sync: syncsWrites) else { return }
+                                                   sync: syncsWrites) else { return remove(url: url, name: name) }
         let overCap = index.withLock { index -> Bool in
             index.recordWrite(name, size: size)
             return index.isLoaded && index.totalSize > sizeLimit
