@@ -180,3 +180,27 @@ struct BindingReloadTests {
         #expect(loader.loadCount(url) == 2)
     }
 }
+
+@Suite("Review regressions: reload and the disk cache", .timeLimit(.minutes(2)))
+struct ReloadNoStoreTests {
+    /// A reload answered `no-store` must not leave the old disk entry to answer later requests:
+    /// the server has said the old bytes are not the picture any more.
+    @Test func aNoStoreReloadRemovesTheOldDiskEntry() async throws {
+        let clock = TestClock()
+        let loader = HeldLoader { request in
+            var metadata = ResponseMetadata(statusCode: 200)
+            metadata.noStore = true
+            return .success(.data(FakeImage.data(width: 16, height: 16, color: FakeImage.color(for: 2)), metadata))
+        }
+        let disk = InMemoryDataCache()
+        let pipeline = makePipeline(loader: loader, diskCache: disk, clock: clock)
+        let url = testURL(16, 16, 1)
+        disk.seed(HeldLoader.fakeData(for: url), info: CacheEntryInfo(freshUntil: clock.now.addingTimeInterval(3600)), for: url)
+        var reload = ImageRequest(url: url)
+        reload.cachePolicy = .reloadIgnoringCaches
+        #expect(firstPixel(try await pipeline.image(for: reload)) == colorBytes(2))
+        pipeline.memoryCache.removeAll()  // memory pressure
+        let later = try await pipeline.image(for: ImageRequest(url: url))
+        #expect(firstPixel(later) == colorBytes(2), "the old disk entry answered after a no-store reload")
+    }
+}

@@ -98,6 +98,8 @@ extension ImagePipeline {
             emit(.loaded(url, bytes: data.count))
             if let disk, !metadata.noStore {
                 await disk.storeData(data, info: CacheEntryInfo(metadata, receivedAt: configuration.now()), for: url)
+            } else if let disk, request.cachePolicy == .reloadIgnoringCaches {
+                await disk.removeData(for: url)  // a reload may have skipped an entry these bytes replace
             }
             return LoadedData(data: data, source: .network)
         case .notModified:
