@@ -179,6 +179,20 @@ struct BindingReloadTests {
         #expect(binding.displayed.map(firstPixel) == colorBytes(2))
         #expect(loader.loadCount(url) == 2)
     }
+
+    /// A target that goes away (a cell deallocated) stops wanting its picture: its load is
+    /// cancelled like on a rebind, not left running for nobody.
+    @Test @MainActor func droppingABindingCancelsItsLoad() async throws {
+        let loader = HeldLoader()
+        let pipeline = makePipeline(loader: loader)
+        let url = testURL(16, 16, 7)
+        var binding: ImageTargetBinding? = ImageTargetBinding(pipeline: pipeline) { _ in }
+        binding?.bind(ImageRequest(url: url))
+        #expect(await loader.waitUntil { $0.heldURLs == [url] })
+        binding = nil
+        #expect(await loader.waitUntil(timeout: 2) { $0.cancelCount(url) == 1 })
+        #expect(loader.heldURLs.isEmpty)
+    }
 }
 
 @Suite("Review regressions: reload and the disk cache", .timeLimit(.minutes(2)))

@@ -3,7 +3,7 @@
 ///
 /// - A memory hit is displayed synchronously, inside ``bind(_:)`` (except for a
 ///   `reloadIgnoringCaches` request, which loads again).
-/// - Binding a new request (or `nil`) cancels the load of the old one.
+/// - Binding a new request (or `nil`), or releasing the binding, cancels the load of the old one.
 /// - A result that arrives for an old request is dropped: each bind takes a new token and a
 ///   result is displayed only if its token is still current.
 @MainActor
@@ -28,6 +28,11 @@ public final class ImageTargetBinding {
         self.pipeline = pipeline
         self.display = display
         self.onFailure = onFailure
+    }
+
+    // A target that goes away no longer wants its picture: cancel the load, as a rebind does.
+    deinit {
+        task?.cancel()
     }
 
     /// Binds `request` (or nothing), cancelling whatever was bound before.
