@@ -1,8 +1,9 @@
 /// Binds one display target (a cell, an image slot, a tile) to one request at a time: the
 /// rule UIKit and SwiftUI apps follow, without a UI framework.
 ///
-/// - A memory hit is displayed synchronously, inside ``bind(_:)``.
-/// - Binding a new request (or `nil`) cancels the load of the old one.
+/// - A memory hit is displayed synchronously, inside ``bind(_:)`` (except for a
+///   `reloadIgnoringCaches` request, which loads again).
+/// - Binding a new request (or `nil`), or releasing the binding, cancels the load of the old one.
 /// - A result that arrives for an old request is dropped: each bind takes a new token and a
 ///   result is displayed only if its token is still current.
 @MainActor
@@ -29,6 +30,11 @@ public final class ImageTargetBinding {
         self.onFailure = onFailure
     }
 
+    // A target that goes away no longer wants its picture: cancel the load, as a rebind does.
+    deinit {
+        task?.cancel()
+    }
+
     /// Binds `request` (or nothing), cancelling whatever was bound before.
     public func bind(_ request: ImageRequest?) {
         token &+= 1
@@ -37,7 +43,8 @@ public final class ImageTargetBinding {
         task = nil
         self.request = request
         guard let request else { show(nil); return }
-        if let hit = pipeline.cachedImage(for: request) {
+        // A reload must not be answered from memory, here as in `image(for:)`.
+        if request.cachePolicy != .reloadIgnoringCaches, let hit = pipeline.cachedImage(for: request) {
             show(hit)
             return
         }

@@ -85,10 +85,12 @@ enum DiskFiles {
 
     /// Removes `path` only if it is still the file `status` describes (same device and inode):
     /// a damaged entry is deleted without racing away a good one another writer just renamed in.
-    static func remove(_ path: String, ifStill status: stat) {
+    /// Returns whether it removed it.
+    @discardableResult
+    static func remove(_ path: String, ifStill status: stat) -> Bool {
         var current = stat()
-        guard stat(path, &current) == 0, current.st_ino == status.st_ino, current.st_dev == status.st_dev else { return }
-        unlink(path)
+        guard stat(path, &current) == 0, current.st_ino == status.st_ino, current.st_dev == status.st_dev else { return false }
+        return unlink(path) == 0
     }
 
     /// `st_mtim` in seconds since 1970.

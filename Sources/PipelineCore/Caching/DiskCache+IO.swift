@@ -19,14 +19,14 @@ extension DiskCache {
         let fileSize = Int(status.st_size)
         guard fileSize <= maxEntryFileSize, let header = readHeader(file, kind: .entry, fileSize: fileSize),
               UInt64(fileSize - header.length) == header.value.bodyLength else {
-            DiskFiles.remove(entryPath(name), ifStill: status)
+            removeDamaged(name, status: status)
             return nil
         }
         guard header.value.url == url.absoluteString else { return nil }  // a collision: not ours
         var body = Data(count: fileSize - header.length)
         let ok = body.isEmpty || body.withUnsafeMutableBytes { file.read(into: $0, at: header.length) }
         guard ok, CRC32.checksum(body) == header.value.bodyCRC else {
-            DiskFiles.remove(entryPath(name), ifStill: status)
+            removeDamaged(name, status: status)
             return nil
         }
         var info = header.value.info
@@ -37,6 +37,14 @@ extension DiskCache {
         }
         if persist { futimens(file.fd, nil) }  // the last access, for LRU order after a restart
         return CachedData(data: body, info: info)
+    }
+
+    /// Removes damaged entry file `name` if it is still the file `status` describes, and forgets
+    /// it in the index (else its bytes would count against the cap until the next scan).
+    private func removeDamaged(_ name: String, status: stat) {
+        if DiskFiles.remove(entryPath(name), ifStill: status) {
+            index.withLock { $0.recordRemoval(name) }
+        }
     }
 
     /// The header at the start of `file`, and its length; `nil` when it is damaged.
@@ -65,14 +73,16 @@ extension DiskCache {
 
     /// Writes a new entry (new generation) over file `name`. An old sidecar is removed first;
     /// even if it survived (a crash, a racing `updateInfo`), its generation no longer matches.
+    /// When the bytes cannot be stored (over the cap, a URL too long, a failed write), the old
+    /// entry is removed all the same: it no longer holds the URL's current bytes.
     package func write(_ data: Data, info: CacheEntryInfo, url: URL, name: String) {
-        guard data.count <= sizeLimit else { return }
+        guard data.count <= sizeLimit else { return remove(url: url, name: name) }
         let header = DiskEntryHeader(kind: .entry, generation: UInt64.random(in: 1...UInt64.max), url: url.absoluteString,
                                      info: info, bodyLength: UInt64(data.count), bodyCRC: CRC32.checksum(data))
-        guard let headerBytes = header.encoded() else { return }
+        guard let headerBytes = header.encoded() else { return remove(url: url, name: name) }
         unlink(infoPath(name))
         guard let size = DiskFiles.writeAtomically(directory: path, name: name, parts: [Data(headerBytes), data],
-                                                   sync: syncsWrites) else { return }
+                                                   sync: syncsWrites) else { return remove(url: url, name: name) }
         let overCap = index.withLock { index -> Bool in
             index.recordWrite(name, size: size)
             return index.isLoaded && index.totalSize > sizeLimit

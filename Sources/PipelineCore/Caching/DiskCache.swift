@@ -103,7 +103,7 @@ public final class DiskCache: DataCaching, Sendable {
     }
 
     /// Stores `data` for `url` atomically, replacing any entry. Entries larger than the cap or
-    /// with a URL over 32 KiB are not stored.
+    /// with a URL over 32 KiB are not stored (and any old entry for `url` is removed).
     public func storeData(_ data: Data, info: CacheEntryInfo, for url: URL) async {
         let name = fileName(url)
         _ = try? await pool.run(priority: PriorityHandle(.visible)) { [self] in write(data, info: info, url: url, name: name) }

@@ -8,15 +8,25 @@ final class InFlightWork<Value: Sendable> {
     let priority: PriorityHandle
     /// `false` for work started by a `reloadIgnoringCaches` request: it never reads caches.
     let readsCaches: Bool
+    /// `false` for work started by a `returnCacheDataDontLoad` request: it never starts a load.
+    let mayLoad: Bool
     var waiters: [UInt64: CheckedContinuation<Value, any Error>] = [:]
     var task: Task<Void, Never>?
     /// The priority of the work this work waits on (a decode's download), raised together.
     var upstream: PriorityHandle?
 
-    init(id: UInt64, priority: ImagePriority, readsCaches: Bool) {
+    init(id: UInt64, priority: ImagePriority, cachePolicy: CachePolicy) {
         self.id = id
         self.priority = PriorityHandle(priority)
-        self.readsCaches = readsCaches
+        self.readsCaches = cachePolicy != .reloadIgnoringCaches
+        self.mayLoad = cachePolicy != .returnCacheDataDontLoad
+    }
+
+    /// Whether a request with `cachePolicy` may join this work: a reload joins only work that
+    /// does not read caches, and a request that may load joins only work that may load too
+    /// (a cache-only miss would answer it `notCached`).
+    func canServe(_ cachePolicy: CachePolicy) -> Bool {
+        (!readsCaches || cachePolicy != .reloadIgnoringCaches) && (mayLoad || cachePolicy == .returnCacheDataDontLoad)
     }
 
     func raise(to priority: ImagePriority) {

@@ -3,14 +3,14 @@ import Foundation
 // The two in-flight tables: joining, leaving and finishing shared work.
 extension ImagePipeline {
     /// The decode work for `key`: joined when one is in flight, else created and started.
-    /// A `reloadIgnoringCaches` request does not join work that may read caches; it starts its
-    /// own and takes over the table slot (the old work still finishes for its own waiters).
+    /// A `reloadIgnoringCaches` request does not join work that may read caches, nor a request
+    /// that may load join `returnCacheDataDontLoad` work; each starts its own and takes over the
+    /// table slot (the old work still finishes for its own waiters).
     func decodeWork(for request: ImageRequest, key: ImageKey) -> InFlightWork<ImageResponse> {
-        let readsCaches = request.cachePolicy != .reloadIgnoringCaches
-        if let existing = decodes[key], existing.readsCaches == false || readsCaches {
+        if let existing = decodes[key], existing.canServe(request.cachePolicy) {
             return existing
         }
-        let work = InFlightWork<ImageResponse>(id: nextID(), priority: request.priority, readsCaches: readsCaches)
+        let work = InFlightWork<ImageResponse>(id: nextID(), priority: request.priority, cachePolicy: request.cachePolicy)
         decodes[key] = work
         liveDecodes[work.id] = work
         work.task = Task(priority: request.priority == .visible ? nil : .low) {
@@ -22,15 +22,22 @@ extension ImagePipeline {
 
     /// The download work for `request`'s fetch URL, joined or created like ``decodeWork``.
     func downloadWork(for request: ImageRequest, url: URL) -> InFlightWork<LoadedData> {
-        let readsCaches = request.cachePolicy != .reloadIgnoringCaches
-        if let existing = downloads[url], existing.readsCaches == false || readsCaches {
+        if let existing = downloads[url], existing.canServe(request.cachePolicy) {
             return existing
         }
-        let work = InFlightWork<LoadedData>(id: nextID(), priority: request.priority, readsCaches: readsCaches)
+        let work = InFlightWork<LoadedData>(id: nextID(), priority: request.priority, cachePolicy: request.cachePolicy)
         downloads[url] = work
         liveDownloads[work.id] = work
         work.task = Task(priority: request.priority == .visible ? nil : .low) {
             let result = await capture { try await self.performDownload(request: request, url: url, priority: work.priority) }
+            switch result {
+            case .success:  // bytes in hand: a failure remembered for this URL no longer holds
+                self.failures[url] = nil
+            case .failure(let error as ImagePipelineError):
+                self.rememberFailure(error, for: url)
+            case .failure:
+                break
+            }
             self.finish(work, in: .download(url), with: result)
         }
         return work

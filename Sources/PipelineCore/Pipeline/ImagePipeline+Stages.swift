@@ -4,17 +4,9 @@ import Foundation
 extension ImagePipeline {
     /// Gets the bytes (joining the download for the fetch URL), then decodes and resamples on
     /// the decode pool, stores the result in memory and returns it. Runs as a decode work's task.
-    /// A permanent failure (404, undecodable bytes) is remembered in the negative cache.
+    /// A permanent failure is remembered in the negative cache: a download's (404) for the fetch
+    /// URL (by the download work), a decode's (undecodable bytes) for this key only.
     func performDecode(request: ImageRequest, key: ImageKey, work: InFlightWork<ImageResponse>) async throws -> ImageResponse {
-        do {
-            return try await loadAndDecode(request: request, key: key, work: work)
-        } catch let error as ImagePipelineError {
-            rememberFailure(error, for: key.fetchURL)
-            throw error
-        }
-    }
-
-    private func loadAndDecode(request: ImageRequest, key: ImageKey, work: InFlightWork<ImageResponse>) async throws -> ImageResponse {
         try Task.checkCancellation()
         let download = downloadWork(for: request, url: key.fetchURL)
         download.raise(to: work.priority.current)
@@ -26,11 +18,18 @@ extension ImagePipeline {
         let decoders = configuration.decoders
         let maxPixels = configuration.maxPixelCount
         let clock = configuration.now
-        let (response, seconds) = try await decodePool.run(priority: priority) {
-            let start = clock()
-            let response = try Self.decode(loaded, key: key, decoders: decoders, maxPixelCount: maxPixels)
-            return (response, clock().timeIntervalSince(start))
+        let response: ImageResponse, seconds: TimeInterval
+        do {
+            (response, seconds) = try await decodePool.run(priority: priority) {
+                let start = clock()
+                let response = try Self.decode(loaded, key: key, decoders: decoders, maxPixelCount: maxPixels)
+                return (response, clock().timeIntervalSince(start))
+            }
+        } catch let error as ImagePipelineError {
+            if let until = failureLifetime(error) { decodeFailures[key] = (until, error) }
+            throw error
         }
+        decodeFailures[key] = nil
         emit(.decoded(key, seconds: seconds))
         memoryCache.insert(response, for: key, cost: response.bitmap.cost)
         return response
@@ -56,10 +55,15 @@ extension ImagePipeline {
                              warnings: decoded.warnings)
     }
 
-    /// Remembers a permanent failure for the negative cache's lifetime.
+    /// Remembers a permanent download failure for the negative cache's lifetime.
     func rememberFailure(_ error: ImagePipelineError, for url: URL) {
-        guard error.isPermanent, configuration.negativeCacheLifetime > 0 else { return }
-        failures[url] = (configuration.now().addingTimeInterval(configuration.negativeCacheLifetime), error)
+        if let until = failureLifetime(error) { failures[url] = (until, error) }
+    }
+
+    /// Until when `error` is remembered, or `nil` when it is not (not permanent, or no negative cache).
+    private func failureLifetime(_ error: ImagePipelineError) -> Date? {
+        guard error.isPermanent, configuration.negativeCacheLifetime > 0 else { return nil }
+        return configuration.now().addingTimeInterval(configuration.negativeCacheLifetime)
     }
 
     /// The bytes for `url`: the disk cache when it may be used, else the loader (storing the
@@ -94,6 +98,8 @@ extension ImagePipeline {
             emit(.loaded(url, bytes: data.count))
             if let disk, !metadata.noStore {
                 await disk.storeData(data, info: CacheEntryInfo(metadata, receivedAt: configuration.now()), for: url)
+            } else if let disk, request.cachePolicy == .reloadIgnoringCaches {
+                await disk.removeData(for: url)  // a reload may have skipped an entry these bytes replace
             }
             return LoadedData(data: data, source: .network)
         case .notModified:

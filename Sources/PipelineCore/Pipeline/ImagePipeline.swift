@@ -25,7 +25,11 @@ public actor ImagePipeline {
     /// from its slot while it still has waiters who may cancel).
     var liveDecodes: [UInt64: InFlightWork<ImageResponse>] = [:]
     var liveDownloads: [UInt64: InFlightWork<LoadedData>] = [:]
+    /// Remembered permanent failures of downloads (a 404), for every request of the URL.
     var failures: [URL: (until: Date, error: ImagePipelineError)] = [:]
+    /// Remembered permanent failures of decodes (undecodable bytes), for one key only: whether
+    /// bytes decode can depend on the key's processing (strict decoding).
+    var decodeFailures: [ImageKey: (until: Date, error: ImagePipelineError)] = [:]
     var prefetches: [ImageKey: (id: UInt64, task: Task<Void, Never>)] = [:]
     var background: [UInt64: Task<Void, Never>] = [:]
     var revalidating: Set<URL> = []
@@ -87,6 +91,10 @@ public actor ImagePipeline {
             if failure.until > configuration.now() { throw failure.error }
             failures[key.fetchURL] = nil
         }
+        if request.cachePolicy != .reloadIgnoringCaches, let failure = decodeFailures[key] {
+            if failure.until > configuration.now() { throw failure.error }
+            decodeFailures[key] = nil
+        }
         // Why "straight away": the entry goes into the table before the first `await`, so a
         // second caller arriving while this one is suspended finds it and joins.
         let work = decodeWork(for: request, key: key)
@@ -138,6 +146,7 @@ public actor ImagePipeline {
     /// Forgets remembered permanent failures, so the next request tries again.
     public func removeAllFailures() {
         failures.removeAll()
+        decodeFailures.removeAll()
     }
 
     private func prefetchFinished(_ key: ImageKey, id: UInt64) {

@@ -35,6 +35,7 @@ public struct ResizePlan: Hashable, Sendable {
     /// The upright size of the source picture.
     public var sourceSize: PixelSize
     /// The whole picture at the chosen scale (before the `.fill` crop): the decoder's target.
+    /// Never larger than ``sourceSize``: when the plan upscales, this is the source itself.
     public var scaledSize: PixelSize
     /// The part of the source (in source pixels) that the output shows.
     public var crop: PixelRect
@@ -60,7 +61,7 @@ public struct ResizePlan: Hashable, Sendable {
         case .fit:
             let scale = allowsUpscaling ? min(tw / sw, th / sh) : min(1, tw / sw, th / sh)
             let out = PixelSize(width: max(1, Int((sw * scale).rounded())), height: max(1, Int((sh * scale).rounded())))
-            scaledSize = out
+            scaledSize = scale > 1 ? source : out  // decoders never upscale; the resampler does
             outputSize = out
             crop = PixelRect(source)
         case .fill:
@@ -73,8 +74,13 @@ public struct ResizePlan: Hashable, Sendable {
                 outW = max(1, (tw * shrink).rounded())
                 outH = max(1, (th * shrink).rounded())
             }
-            scaledSize = PixelSize(width: max(1, Int((sw * scale).rounded())), height: max(1, Int((sh * scale).rounded())))
-            outputSize = PixelSize(width: Int(min(outW, Double(scaledSize.width))), height: Int(min(outH, Double(scaledSize.height))))
+            // The whole picture at `scale`, in Doubles: at an extreme aspect ratio with upscaling it
+            // can be far larger than anything that should be allocated (or fit in an Int).
+            let coverW = max(1, (sw * scale).rounded()), coverH = max(1, (sh * scale).rounded())
+            outputSize = PixelSize(width: Int(min(outW, coverW)), height: Int(min(outH, coverH)))
+            // Decoders never upscale: past scale 1 they decode the source and the resampler
+            // enlarges only the crop (a 1×3000 strip filled into 3000×1 is not 3000×9,000,000).
+            scaledSize = scale > 1 ? source : PixelSize(width: Int(coverW), height: Int(coverH))
             let cw = Double(outputSize.width) / scale, ch = Double(outputSize.height) / scale
             crop = PixelRect(x: (sw - cw) / 2, y: (sh - ch) / 2, width: cw, height: ch)
         }
