@@ -22,8 +22,21 @@ struct Imgpipe {
 
     /// Runs `imgpipe arguments…` with `stdin` as its input, in `directory`; with a `timeout`, a
     /// run that takes longer is killed (and so ends by a signal).
+    ///
+    /// The blocking part (pipes, waiting for exit) runs on a thread of its own: on a 2-core
+    /// machine Swift's cooperative pool has 2 threads, and tests that block them starve every
+    /// other test running in parallel.
     static func run(_ arguments: [String], stdin: String = "", in directory: URL? = nil,
-                    timeout: TimeInterval? = nil) throws -> Result {
+                    timeout: TimeInterval? = nil) async throws -> Result {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread {
+                continuation.resume(with: Swift.Result { try runBlocking(arguments, stdin: stdin, in: directory, timeout: timeout) })
+            }.start()
+        }
+    }
+
+    private static func runBlocking(_ arguments: [String], stdin: String, in directory: URL?,
+                                    timeout: TimeInterval?) throws -> Result {
         let process = Process()
         process.executableURL = binary
         process.arguments = arguments

@@ -4,8 +4,8 @@ import Testing
 @Suite("imgpipe command line", .timeLimit(.minutes(2)))
 struct ImgpipeTests {
     @Test(arguments: ["info", "thumb", "decode", "sheet", "fetch"])
-    func everySubcommandHasHelp(command: String) throws {
-        let result = try Imgpipe.run([command, "--help"])
+    func everySubcommandHasHelp(command: String) async throws {
+        let result = try await Imgpipe.run([command, "--help"])
         #expect(result.status == 0)
         #expect(result.stdout.hasPrefix("usage: imgpipe \(command)"))
         #expect(result.stdout.contains("--cache-dir DIR"))
@@ -22,24 +22,24 @@ struct ImgpipeTests {
         (["info"], "'info' needs at least one SOURCE"),
         (["info", "a", "--json=yes"], "'--json' takes no value"),
     ] as [([String], String)])
-    func usageErrorsExitTwoWithOneLine(arguments: [String], message: String) throws {
-        let result = try Imgpipe.run(arguments)
+    func usageErrorsExitTwoWithOneLine(arguments: [String], message: String) async throws {
+        let result = try await Imgpipe.run(arguments)
         #expect(result.status == 2)
         #expect(result.stderr.hasPrefix("imgpipe: "))
         #expect(result.stderr.contains(message), "\(result.stderr)")
         #expect(result.stderr.split(separator: "\n").count == 1)
     }
 
-    @Test func infoReadsHeadersOfEverySample() throws {
+    @Test func infoReadsHeadersOfEverySample() async throws {
         let samples = try FileManager.default.contentsOfDirectory(atPath: Imgpipe.samples.path).sorted()
-        let result = try Imgpipe.run(["info"] + samples.map { Imgpipe.samples.appendingPathComponent($0).path })
+        let result = try await Imgpipe.run(["info"] + samples.map { Imgpipe.samples.appendingPathComponent($0).path })
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout.split(separator: "\n").count == samples.count)
         #expect(result.stdout.contains("balloon-exif6.jpg: JPEG 320×480 (stored 480×320, orientation 6)"))
         #expect(result.stdout.contains("glass-alpha.png: PNG 480×320, alpha"))
         #expect(result.stdout.contains("dunes-progressive.jpg: JPEG 480×320, no alpha, 1 frame, progressive"))
 
-        let json = try Imgpipe.run(["info", "--json", "-"], stdin: Imgpipe.samples.appendingPathComponent("balloon-exif6.jpg").path + "\n")
+        let json = try await Imgpipe.run(["info", "--json", "-"], stdin: Imgpipe.samples.appendingPathComponent("balloon-exif6.jpg").path + "\n")
         let rows = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [[String: Any]])
         #expect(rows.count == 1)
         #expect(rows[0]["width"] as? Int == 320 && rows[0]["height"] as? Int == 480 && rows[0]["orientation"] as? Int == 6)
@@ -49,17 +49,17 @@ struct ImgpipeTests {
         try await Imgpipe.withTemporaryDirectory { (directory: URL) async throws in
             let mandelbrot = Imgpipe.samples.appendingPathComponent("mandelbrot.jpg").path
             let fit = directory.appendingPathComponent("fit.pam")
-            #expect(try Imgpipe.run(["thumb", mandelbrot, "--size", "64", "--out", fit.path]).status == 0)
+            #expect(try await Imgpipe.run(["thumb", mandelbrot, "--size", "64", "--out", fit.path]).status == 0)
             #expect(try pamSize(fit) == [64, 43])
             let fill = directory.appendingPathComponent("fill.pam")
-            #expect(try Imgpipe.run(["thumb", "file://" + mandelbrot, "--fill", "50x70", "--out", fill.path]).status == 0)
+            #expect(try await Imgpipe.run(["thumb", "file://" + mandelbrot, "--fill", "50x70", "--out", fill.path]).status == 0)
             #expect(try pamSize(fill) == [50, 70])
             let full = directory.appendingPathComponent("balloon.pam")
             let balloon = Imgpipe.samples.appendingPathComponent("balloon-exif6.jpg").path
-            #expect(try Imgpipe.run(["decode", balloon, "--out", full.path, "--no-disk-cache"]).status == 0)
+            #expect(try await Imgpipe.run(["decode", balloon, "--out", full.path, "--no-disk-cache"]).status == 0)
             #expect(try pamSize(full) == [320, 480])
             let png = directory.appendingPathComponent("thumb.png")
-            #expect(try Imgpipe.run(["thumb", balloon, "--size", "32", "--out", png.path]).status == 0)
+            #expect(try await Imgpipe.run(["thumb", balloon, "--size", "32", "--out", png.path]).status == 0)
             #expect(try Data(contentsOf: png).starts(with: [0x89, 0x50, 0x4E, 0x47]))
         }
     }
@@ -78,7 +78,7 @@ struct ImgpipeTests {
             for (name, data, message) in cases {
                 let path = directory.appendingPathComponent(name)
                 try data.write(to: path)
-                let result = try Imgpipe.run(["thumb", path.path, "--size", "50", "--out", directory.appendingPathComponent("o.png").path])
+                let result = try await Imgpipe.run(["thumb", path.path, "--size", "50", "--out", directory.appendingPathComponent("o.png").path])
                 #expect(!result.terminatedBySignal, "\(name)")
                 // A truncated JPEG may still decode partially (with a warning); anything else fails.
                 #expect(result.status == 1 || (name.hasPrefix("cut") && result.status == 0), "\(name): \(result.stderr)")
@@ -86,7 +86,7 @@ struct ImgpipeTests {
                     #expect(result.stderr.hasPrefix("imgpipe: ") && result.stderr.contains(message), "\(name): \(result.stderr)")
                 }
             }
-            let missing = try Imgpipe.run(["info", "/no/such/file.png"])
+            let missing = try await Imgpipe.run(["info", "/no/such/file.png"])
             #expect(missing.status == 1 && missing.stderr == "imgpipe: /no/such/file.png: cannot read /no/such/file.png: no such file\n")
         }
     }
@@ -94,12 +94,12 @@ struct ImgpipeTests {
     @Test func sheetRendersTheBundledSamplesByDefault() async throws {
         try await Imgpipe.withTemporaryDirectory { (directory: URL) async throws in
             let out = directory.appendingPathComponent("sheet.png")
-            let result = try Imgpipe.run(["sheet", "--size", "64", "--columns", "3", "--out", out.path, "--no-disk-cache"])
+            let result = try await Imgpipe.run(["sheet", "--size", "64", "--columns", "3", "--out", out.path, "--no-disk-cache"])
             #expect(result.status == 0, "\(result.stderr)")
             #expect(result.stdout.hasPrefix("wrote \(out.path) ("))
             #expect(result.stdout.contains("8 pictures"))
             #expect(result.stderr.contains("8 pictures in"))  // the plain summary (stderr is not a terminal)
-            let info = try Imgpipe.run(["info", out.path])
+            let info = try await Imgpipe.run(["info", out.path])
             #expect(info.stdout.contains("PNG"))
         }
     }
@@ -110,16 +110,16 @@ struct ImgpipeTests {
             defer { server.stop() }
             let cache = directory.appendingPathComponent("cache").path
             let urls = [server.url("mandelbrot.jpg"), server.url("glass-alpha.png")]
-            let first = try Imgpipe.run(["fetch"] + urls + ["--cache-dir", cache])
+            let first = try await Imgpipe.run(["fetch"] + urls + ["--cache-dir", cache])
             #expect(first.status == 0, "\(first.stderr)")
             #expect(first.stdout.split(separator: "\n").allSatisfy { $0.contains("  network  ") })
             #expect(first.stderr.contains("2 loaded"))
             // The server sends no max-age: the copy is stale, served from disk at once and
             // revalidated (a 304 from If-Modified-Since) before imgpipe exits.
-            let second = try Imgpipe.run(["fetch"] + urls + ["--cache-dir", cache])
+            let second = try await Imgpipe.run(["fetch"] + urls + ["--cache-dir", cache])
             #expect(second.status == 0, "\(second.stderr)")
             #expect(second.stdout.split(separator: "\n").allSatisfy { $0.contains("  disk  ") }, "\(second.stdout)")
-            let missing = try Imgpipe.run(["fetch", server.url("nope.jpg"), "--cache-dir", cache])
+            let missing = try await Imgpipe.run(["fetch", server.url("nope.jpg"), "--cache-dir", cache])
             #expect(missing.status == 1 && missing.stderr.contains("HTTP status 404"))
         }
     }
@@ -131,7 +131,7 @@ struct ImgpipeTests {
         try await Imgpipe.withTemporaryDirectory { (directory: URL) async throws in
             let source = Imgpipe.samples.appendingPathComponent("rings.png").path
             let out = command == "sheet" ? ["--out", directory.appendingPathComponent("s.png").path] : []
-            let result = try Imgpipe.run([command, source, "--concurrency", "9223372036854775807", "--no-disk-cache"] + out,
+            let result = try await Imgpipe.run([command, source, "--concurrency", "9223372036854775807", "--no-disk-cache"] + out,
                                          timeout: 20)
             #expect(!result.terminatedBySignal)
             #expect(result.status == 0, "\(result.stderr)")
@@ -145,13 +145,13 @@ struct ImgpipeTests {
         try await Imgpipe.withTemporaryDirectory { (directory: URL) async throws in
             let source = Imgpipe.samples.appendingPathComponent("rings.png").path
             let out = directory.appendingPathComponent("s.png")
-            let result = try Imgpipe.run(["sheet", source, source, source, "--size", "200", "--max-pixels", "100000",
+            let result = try await Imgpipe.run(["sheet", source, source, source, "--size", "200", "--max-pixels", "100000",
                                           "--no-disk-cache", "--out", out.path], timeout: 60)
             #expect(result.status == 2, "\(result.stderr)")
             #expect(result.stderr.hasPrefix("imgpipe: ") && result.stderr.contains("--max-pixels"), "\(result.stderr)")
             #expect(!FileManager.default.fileExists(atPath: out.path))
             // Within the limit it is drawn as before.
-            let fits = try Imgpipe.run(["sheet", source, source, source, "--size", "64", "--max-pixels", "100000",
+            let fits = try await Imgpipe.run(["sheet", source, source, source, "--size", "64", "--max-pixels", "100000",
                                         "--no-disk-cache", "--out", out.path], timeout: 60)
             #expect(fits.status == 0, "\(fits.stderr)")
         }
@@ -160,9 +160,9 @@ struct ImgpipeTests {
     /// Regression: the budget in bytes was `N << 20`, which wraps for N ≥ 2^43: a huge (valid)
     /// `--memory-cache-mb` gave a zero or negative budget, i.e. no memory cache at all.
     @Test(arguments: ["256", "8796093022208", "9223372036854775807"])
-    func hugeMemoryCacheBudgetStillCaches(megabytes: String) throws {
+    func hugeMemoryCacheBudgetStillCaches(megabytes: String) async throws {
         let source = Imgpipe.samples.appendingPathComponent("rings.png").path
-        let result = try Imgpipe.run(["fetch", source, source, "--concurrency", "1", "--memory-cache-mb", megabytes], timeout: 60)
+        let result = try await Imgpipe.run(["fetch", source, source, "--concurrency", "1", "--memory-cache-mb", megabytes], timeout: 60)
         #expect(result.status == 0, "\(result.stderr)")
         let lines = result.stdout.split(separator: "\n")
         #expect(lines.count == 2 && lines[1].contains("  memory  "), "\(result.stdout)")
