@@ -99,6 +99,28 @@ struct CachePolicyTests {
         #expect(disk.info(for: url)?.etag == "\"v1\"")  // kept: the 304 carried no ETag
     }
 
+    @Test func aRevalidationThatBringsNewBytesDropsTheOldPicturesFromMemory() async throws {
+        let clock = TestClock()
+        let loader = HeldLoader()
+        let disk = InMemoryDataCache()
+        let pipeline = makePipeline(loader: loader, diskCache: disk, clock: clock)
+        let url = testURL(32, 32, 8)
+        disk.seed(HeldLoader.fakeData(for: url), info: CacheEntryInfo(etag: "\"v1\"", freshUntil: clock.now.addingTimeInterval(-1)), for: url)
+        let small = ImageRequest(url: url, width: 8, height: 8), large = ImageRequest(url: url, width: 16, height: 16)
+        _ = try await pipeline.image(for: small)  // stale: served, revalidation held
+        _ = try await pipeline.image(for: large)
+        #expect(pipeline.cachedImage(for: small) != nil && pipeline.cachedImage(for: large) != nil)
+        #expect(await loader.waitUntil { $0.heldURLs == [url] })
+        var fresh = ResponseMetadata(statusCode: 200)
+        fresh.maxAge = 100
+        let newBytes = FakeImage.data(width: 32, height: 32, color: (1, 2, 3, 255))
+        loader.release(url, with: .success(.data(newBytes, fresh)))
+        await pipeline.waitForBackgroundWork()
+        #expect(pipeline.cachedImage(for: small) == nil && pipeline.cachedImage(for: large) == nil)
+        let updated = try await pipeline.image(for: small)
+        #expect(updated.source == .disk && firstPixel(updated) == [1, 2, 3, 255])
+    }
+
     @Test func revalidateBeforeAnsweringReportsRevalidatedOrServesStaleWhenOffline() async throws {
         let clock = TestClock()
         let loader = HeldLoader()

@@ -68,6 +68,15 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         state.withLock { _ = $0.remove(key) }
     }
 
+    /// Removes the entries whose key matches `predicate` (e.g. every size of one URL whose
+    /// bytes changed). The predicate runs under the cache's lock: keep it cheap.
+    /// - Complexity: O(n) in the number of entries.
+    public func removeValues(where predicate: (Key) -> Bool) {
+        state.withLock { list in
+            for key in list.keysByRecency() where predicate(key) { list.remove(key) }
+        }
+    }
+
     /// Removes every entry.
     public func removeAll() {
         state.withLock { $0 = LRUList() }

@@ -129,6 +129,8 @@ extension ImagePipeline {
             } else {
                 await configuration.diskCache?.storeData(data, info: CacheEntryInfo(metadata, receivedAt: now), for: url)
             }
+            // The picture changed: decoded copies of the old bytes must not answer again.
+            memoryCache.removeValues { $0.fetchURL == url }
             emit(.revalidated(url, modified: true))
             return LoadedData(data: data, source: .network)
         }

@@ -67,7 +67,8 @@ public struct RowResampler: ~Copyable {
         finishRows(through: r)
     }
 
-    /// The finished output. Rows never pushed (a truncated source) stay transparent.
+    /// The finished output. Output rows no source row reached (a truncated source) stay
+    /// transparent; a row only partly reached keeps the weight it got, so it comes out fainter.
     public consuming func finish() -> Bitmap {
         finishRows(through: Int.max)
         return output
