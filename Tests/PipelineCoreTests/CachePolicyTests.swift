@@ -121,6 +121,22 @@ struct CachePolicyTests {
         #expect(updated.source == .disk && firstPixel(updated) == [1, 2, 3, 255])
     }
 
+    @Test func cancellingAWaitForBackgroundWorkCancelsThatWork() async throws {
+        let clock = TestClock()
+        let loader = HeldLoader()
+        let disk = InMemoryDataCache()
+        let pipeline = makePipeline(loader: loader, diskCache: disk, clock: clock)
+        let url = testURL(32, 32, 9)
+        disk.seed(HeldLoader.fakeData(for: url), info: CacheEntryInfo(etag: "\"v1\"", freshUntil: nil), for: url)
+        _ = try await pipeline.image(for: ImageRequest(url: url))  // stale: revalidation starts, held forever
+        #expect(await loader.waitUntil { $0.heldURLs == [url] })
+        let waiter = Task { await pipeline.waitForBackgroundWork() }
+        try await Task.sleep(nanoseconds: 20_000_000)
+        waiter.cancel()
+        await waiter.value  // would never return if the held revalidation were not cancelled
+        #expect(loader.cancelCount(url) == 1)
+    }
+
     @Test func revalidateBeforeAnsweringReportsRevalidatedOrServesStaleWhenOffline() async throws {
         let clock = TestClock()
         let loader = HeldLoader()

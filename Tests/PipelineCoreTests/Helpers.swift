@@ -53,7 +53,7 @@ func colorBytes(_ n: Int) -> [UInt8] {
 }
 
 /// Polls `condition` every millisecond for at most `timeout` seconds.
-func eventually(isolation: isolated (any Actor)? = #isolation, timeout: TimeInterval = 5,
+func eventually(isolation: isolated (any Actor)? = #isolation, timeout: TimeInterval = 30,
                 _ condition: () async -> Bool) async -> Bool {
     let deadline = Date().addingTimeInterval(timeout)
     while await !condition() {

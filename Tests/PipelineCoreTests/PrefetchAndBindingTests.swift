@@ -99,7 +99,7 @@ struct PrefetchAndBindingTests {
             await Task.yield()
         }
         // Release everything until all cells have settled.
-        let settled = await eventually(timeout: 20) {
+        let settled = await eventually {
             for url in loader.heldURLs { loader.releaseWithFakeData(url) }
             return cells.allSatisfy { !$0.isLoading }
         }

@@ -190,7 +190,7 @@ struct BindingReloadTests {
         binding?.bind(ImageRequest(url: url))
         #expect(await loader.waitUntil { $0.heldURLs == [url] })
         binding = nil
-        #expect(await loader.waitUntil(timeout: 2) { $0.cancelCount(url) == 1 })
+        #expect(await loader.waitUntil { $0.cancelCount(url) == 1 })
         #expect(loader.heldURLs.isEmpty)
     }
 }

@@ -137,10 +137,24 @@ public actor ImagePipeline {
 
     /// Waits until background work (stale-while-revalidate checks, prefetches) has finished:
     /// for command-line tools that must not exit with work cut off.
+    ///
+    /// Cancelling the waiting task cancels that background work (a revalidation whose origin
+    /// never answers would otherwise be waited for forever), and the wait then ends.
     public func waitForBackgroundWork() async {
-        while let task = background.values.first ?? prefetches.values.first?.task {
-            await task.value
+        await withTaskCancellationHandler {
+            while let task = background.values.first ?? prefetches.values.first?.task {
+                if Task.isCancelled { cancelBackgroundWork() }
+                await task.value
+            }
+        } onCancel: {
+            Task { await self.cancelBackgroundWork() }
         }
+    }
+
+    /// Cancels background revalidations and prefetches.
+    private func cancelBackgroundWork() {
+        for task in background.values { task.cancel() }
+        cancelAllPrefetches()
     }
 
     /// Forgets remembered permanent failures, so the next request tries again.
