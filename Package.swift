@@ -28,7 +28,7 @@ var targets: [Target] = [
 
     .target(name: "CodecJPEG", dependencies: ["PipelineCore", "CJPEGShim"]),
     .target(name: "CodecPNG", dependencies: ["PipelineCore", "CPNGShim"]),
-    .target(name: "CodecWebP", dependencies: ["PipelineCore"]),
+    .target(name: "CodecWebP", dependencies: ["PipelineCore", "CWebP"]),
     .target(name: "CodecHEIF", dependencies: ["PipelineCore"]),
     .target(name: "CCurlShim", dependencies: ["CCurl"]),
     .target(name: "LoaderHTTP", dependencies: ["PipelineCore", "CCurl", "CCurlShim"]),
@@ -42,6 +42,7 @@ var targets: [Target] = [
     .target(name: "CMemoryProbe", path: "Tests/CMemoryProbe"),
     .testTarget(name: "CodecJPEGTests", dependencies: ["CodecJPEG", "CJPEGTestEncoder", "PipelineCore", "PipelineTestSupport"]),
     .testTarget(name: "CodecPNGTests", dependencies: ["CodecPNG", "PipelineCore", "PipelineTestSupport"]),
+    .testTarget(name: "CodecWebPTests", dependencies: ["CodecWebP", "PipelineCore", "PipelineTestSupport"]),
     .testTarget(name: "ImgpipeTests", dependencies: ["imgpipe"]),
     .testTarget(name: "LoaderTests", dependencies: ["PipelineCore", "LoaderHTTP", "LoaderFile"],
                 exclude: ["Fixtures"]),

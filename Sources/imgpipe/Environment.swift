@@ -1,5 +1,6 @@
 import CodecJPEG
 import CodecPNG
+import CodecWebP
 import Foundation
 import LoaderFile
 import LoaderHTTP
@@ -42,7 +43,7 @@ struct Environment {
         let stats = Stats()
         self.stats = stats
         var configuration = ImagePipeline.Configuration(
-            decoders: DecoderRegistry().registering(JPEGDecoder()).registering(PNGDecoder()),
+            decoders: DecoderRegistry().registering(JPEGDecoder()).registering(PNGDecoder()).registering(WebPDecoder()),
             loaders: Self.loaders(remote: remote, concurrency: concurrency, timeout: timeout),
             memoryCache: MemoryCache(costLimit: memoryBytes),
             diskCache: diskCache,

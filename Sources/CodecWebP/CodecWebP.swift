@@ -1,2 +1,0 @@
-/// The `CodecWebP` module: filled in by its own issue.
-public enum CodecWebPModule {}

@@ -1,0 +1,74 @@
+import CWebP
+import Foundation
+import PipelineCore
+
+/// Decodes WebP with libwebp: lossy (VP8), lossless (VP8L), alpha (ALPH), and the first frame
+/// of an animation; output RGBA8 premultiplied, written by libwebp straight into the
+/// ``PipelineCore/Bitmap``'s bytes (`MODE_rgbA`, external memory: no intermediate copy).
+///
+/// Register it with ``PipelineCore/DecoderRegistry/registering(_:)``:
+/// `DecoderRegistry().registering(WebPDecoder())`.
+///
+/// A still picture asked for at a smaller size is scaled by libwebp while it decodes
+/// (`use_scaling`), so a thumbnail never holds the full-size bitmap. An animation's first frame
+/// is drawn on a transparent canvas of the animation's size (what `WebPAnimDecoder` shows
+/// first) and then resampled. ICC profiles and EXIF orientation are not applied.
+public struct WebPDecoder: ImageDecoding {
+    /// Creates a WebP decoder. It holds no state; one value serves every thread.
+    public init() {}
+
+    /// `[.webp]`.
+    public var formats: Set<ImageFormat> { [.webp] }
+
+    /// Reads the RIFF header (`WebPGetFeatures`) and, for an animation, counts its frames
+    /// with `WebPDemux`; decodes no pixels.
+    public func readInfo(_ data: Data) throws -> ImageInfo {
+        try data.withUnsafeBytes { raw in
+            let bytes = try WebPInput.bytes(raw)
+            return try WebPInput.info(bytes, features: try WebPInput.features(bytes))
+        }
+    }
+
+    /// Decodes to `options.targetSize` exactly when it is smaller (clamped to the picture's size
+    /// in each dimension; never upscaled), else at full size. WebP has no orientation applied.
+    public func decode(_ data: Data, options: DecodeOptions) throws -> DecodedImage {
+        try data.withUnsafeBytes { raw in
+            let bytes = try WebPInput.bytes(raw)
+            let features = try WebPInput.features(bytes)
+            let info = try WebPInput.info(bytes, features: features)
+            try options.checkPixelLimit(info)
+
+            var output = info.size
+            if let target = options.targetSize, target.isValid,
+               target.width < info.size.width || target.height < info.size.height {
+                output = PixelSize(width: min(target.width, info.size.width), height: min(target.height, info.size.height))
+            }
+            let bitmap: Bitmap
+            if features.has_animation != 0 {
+                let canvas = try Self.firstFrame(bytes, canvas: info.size)
+                bitmap = output == info.size ? canvas : Resampler.resample(canvas, to: output)
+            } else {
+                var still = Bitmap(zeroed: output)
+                try WebPInput.decode(bytes, into: &still, at: (0, 0), size: output, scaled: output != info.size)
+                bitmap = still
+            }
+            return DecodedImage(bitmap: bitmap, info: info)
+        }
+    }
+
+    /// Frame 1 of an animation on a transparent canvas: over transparent black, both blend
+    /// methods give the frame's own pixels, so it is decoded straight into its canvas region.
+    private static func firstFrame(_ bytes: UnsafeBufferPointer<UInt8>, canvas: PixelSize) throws -> Bitmap {
+        let (x, y, frame, fragment) = try WebPInput.Demuxer(bytes).firstFrame()
+        guard frame.isValid, x >= 0, y >= 0, x + frame.width <= canvas.width, y + frame.height <= canvas.height else {
+            throw ImagePipelineError.corruptData(format: .webp, message: "the first frame (\(frame) at \(x),\(y)) is outside the \(canvas) canvas")
+        }
+        let features = try WebPInput.features(fragment)
+        guard Int(features.width) == frame.width, Int(features.height) == frame.height else {
+            throw ImagePipelineError.corruptData(format: .webp, message: "the first frame's bitstream is \(features.width)×\(features.height), its header says \(frame)")
+        }
+        var bitmap = Bitmap(zeroed: canvas)
+        try WebPInput.decode(fragment, into: &bitmap, at: (x, y), size: frame, scaled: false)
+        return bitmap
+    }
+}
