@@ -10,7 +10,9 @@ import PipelineCore
 /// `DecoderRegistry().registering(WebPDecoder())`.
 ///
 /// A still picture asked for at a smaller size is scaled by libwebp while it decodes
-/// (`use_scaling`), so a thumbnail never holds the full-size bitmap. An animation's first frame
+/// (`use_scaling`), so a thumbnail never holds the full-size bitmap; except lossy pictures with
+/// alpha, which libwebp would scale with straight (not premultiplied) colour, fringing the
+/// edges: those are decoded whole and resampled. An animation's first frame
 /// is drawn on a transparent canvas of the animation's size (what `WebPAnimDecoder` shows
 /// first) and then resampled. ICC profiles and EXIF orientation are not applied.
 public struct WebPDecoder: ImageDecoding {
@@ -47,6 +49,13 @@ public struct WebPDecoder: ImageDecoding {
             if features.has_animation != 0 {
                 let canvas = try Self.firstFrame(bytes, canvas: info.size)
                 bitmap = output == info.size ? canvas : Resampler.resample(canvas, to: output)
+            } else if output != info.size, features.has_alpha != 0, features.format != 2 {
+                // Lossy with alpha: libwebp scales colour and alpha apart (straight), so colour
+                // hidden under transparent pixels bleeds into the edges. Decode whole, resample
+                // premultiplied like every other codec.
+                var still = Bitmap(zeroed: info.size)
+                try WebPInput.decode(bytes, into: &still, at: (0, 0), size: info.size, scaled: false)
+                bitmap = Resampler.resample(still, to: output)
             } else {
                 var still = Bitmap(zeroed: output)
                 try WebPInput.decode(bytes, into: &still, at: (0, 0), size: output, scaled: output != info.size)

@@ -1,0 +1,74 @@
+import CodecWebP
+import Foundation
+import PipelineCore
+import PipelineTestSupport
+import Testing
+
+/// Animations: frame count from WebPDemux, the first frame on a transparent canvas.
+@Suite(.enabled(if: Corpus.has("webp"), Corpus.missing("webp")))
+struct WebPAnimationTests {
+    /// A RIFF chunk, padded to an even size.
+    static func chunk(_ fourCC: String, _ payload: [UInt8]) -> [UInt8] {
+        var bytes = Array(fourCC.utf8) + le(payload.count, 4) + payload
+        if payload.count % 2 == 1 { bytes.append(0) }
+        return bytes
+    }
+
+    static func le(_ value: Int, _ count: Int) -> [UInt8] { (0..<count).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) } }
+
+    /// An animated WebP made by hand: `test.webp` (128×128 lossy) at (4, 6), then
+    /// `small_13x1.webp` at (0, 0), on a `canvas` (default 140×150) with an opaque red background.
+    static func animation(canvas: PixelSize = PixelSize(width: 140, height: 150)) throws -> Data {
+        func frame(_ file: String, x: Int, y: Int, size: PixelSize) throws -> [UInt8] {
+            let still = [UInt8](try Corpus.data("webp", file))
+            let header = le(x / 2, 3) + le(y / 2, 3) + le(size.width - 1, 3) + le(size.height - 1, 3) + le(100, 3) + [0]
+            return chunk("ANMF", header + Array(still[12...]))  // the still's VP8/VP8L chunk
+        }
+        let vp8x = chunk("VP8X", [0x02 | 0x10, 0, 0, 0] + le(canvas.width - 1, 3) + le(canvas.height - 1, 3))
+        let anim = chunk("ANIM", [0, 0, 0xFF, 0xFF] + le(0, 2))  // BGRA background: red, ignored as WebPAnimDecoder does
+        let body = Array("WEBP".utf8) + vp8x + anim
+            + (try frame("test.webp", x: 4, y: 6, size: PixelSize(width: 128, height: 128)))
+            + (try frame("small_13x1.webp", x: 0, y: 0, size: PixelSize(width: 13, height: 1)))
+        return Data(Array("RIFF".utf8) + le(body.count, 4) + body)
+    }
+
+    @Test func theInfoCountsFrames() throws {
+        let info = try WebPDecoder().readInfo(try Self.animation())
+        #expect(info.size == PixelSize(width: 140, height: 150))
+        #expect(info.frameCount == 2)
+        #expect(info.hasAlpha)
+    }
+
+    @Test func theFirstFrameIsDrawnOnATransparentCanvas() throws {
+        let decoded = try WebPDecoder().decode(try Self.animation(), options: DecodeOptions())
+        let still = try WebPDecoder().decode(try Corpus.data("webp", "test.webp"), options: DecodeOptions()).bitmap
+        let bitmap = decoded.bitmap
+        #expect(bitmap.size == PixelSize(width: 140, height: 150))
+        var outside = 0, differ = 0
+        for y in 0..<bitmap.height {
+            for x in 0..<bitmap.width {
+                let px = bitmap.pixel(x: x, y: y)
+                if (4..<132).contains(x), (6..<134).contains(y) {
+                    if px != still.pixel(x: x - 4, y: y - 6) { differ += 1 }
+                } else if px != (0, 0, 0, 0) {
+                    outside += 1
+                }
+            }
+        }
+        #expect(differ == 0, "the frame's pixels are test.webp's")
+        #expect(outside == 0, "the rest of the canvas is transparent")
+    }
+
+    @Test func aScaledFirstFrameHasTheTargetSize() throws {
+        let target = PixelSize(width: 35, height: 37)
+        let decoded = try WebPDecoder().decode(try Self.animation(), options: DecodeOptions(targetSize: target))
+        #expect(decoded.bitmap.size == target)
+        let full = try WebPDecoder().decode(try Self.animation(), options: DecodeOptions()).bitmap
+        #expect(decoded.bitmap == Resampler.resample(full, to: target))
+    }
+
+    @Test func aFrameOutsideTheCanvasIsCorrupt() throws {
+        let small = try Self.animation(canvas: PixelSize(width: 100, height: 100))
+        #expect(throws: ImagePipelineError.self) { _ = try WebPDecoder().decode(small, options: DecodeOptions()) }
+    }
+}
