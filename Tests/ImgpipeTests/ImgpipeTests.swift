@@ -97,8 +97,8 @@ struct ImgpipeTests {
             let result = try await Imgpipe.run(["sheet", "--size", "64", "--columns", "3", "--out", out.path, "--no-disk-cache"])
             #expect(result.status == 0, "\(result.stderr)")
             #expect(result.stdout.hasPrefix("wrote \(out.path) ("))
-            #expect(result.stdout.contains("8 pictures"))
-            #expect(result.stderr.contains("8 pictures in"))  // the plain summary (stderr is not a terminal)
+            #expect(result.stdout.contains("9 pictures"))
+            #expect(result.stderr.contains("9 pictures in"))  // the plain summary (stderr is not a terminal)
             let info = try await Imgpipe.run(["info", out.path])
             #expect(info.stdout.contains("PNG"))
         }
