@@ -10,9 +10,10 @@ import PipelineCore
 /// `DecoderRegistry().registering(WebPDecoder())`.
 ///
 /// A still picture asked for at a smaller size is scaled by libwebp while it decodes
-/// (`use_scaling`), so a thumbnail never holds the full-size bitmap; except lossy pictures with
-/// alpha, which libwebp would scale with straight (not premultiplied) colour, fringing the
-/// edges: those are decoded whole and resampled. An animation's first frame
+/// (`use_scaling`), so a lossy thumbnail never holds the full-size bitmap (lossless decoding
+/// keeps libwebp's own full-size ARGB buffer regardless). Lossy pictures with alpha, which
+/// libwebp would scale with straight (not premultiplied) colour, fringing the edges, are
+/// decoded whole and resampled. An animation's first frame
 /// is drawn on a transparent canvas of the animation's size (what `WebPAnimDecoder` shows
 /// first) and then resampled. ICC profiles and EXIF orientation are not applied.
 public struct WebPDecoder: ImageDecoding {
