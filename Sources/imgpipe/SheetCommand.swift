@@ -8,7 +8,7 @@ extension Command {
         summary: "render a contact sheet of the sources (default: the bundled samples)",
         positionals: nil,
         options: [.value("size", "N", "thumbnail size in pixels (default 200)"),
-                  .value("columns", "C", "thumbnails per row (default: up to 4)"),
+                  .value("columns", "C", "thumbnails per row (default: 3 to 5, whichever fills the last row best)"),
                   .value("out", "FILE", "where to write the sheet (.png)")],
         run: { invocation in
             let output = try invocation.output(allowed: ["png"])
@@ -17,7 +17,8 @@ extension Command {
             let urls = invocation.positionals.isEmpty ? try Sources.bundledSamples() : try Sources.urls(invocation.positionals)
             let environment = try Environment(invocation, sources: urls)
             guard !urls.isEmpty else { throw UsageError(message: "no sources given") }
-            let columns = min(try invocation.positiveInteger("columns", default: min(4, urls.count)), urls.count)
+            let columns = min(try invocation.positiveInteger("columns", default: ContactSheet.defaultColumns(for: urls.count)),
+                              urls.count)
             // The sheet is one bitmap: held to --max-pixels like any picture, before anything loads.
             let layout = ContactSheet(tileSize: size, columns: columns)
             let sheetSize = layout.size(tileCount: urls.count)
@@ -60,6 +61,14 @@ struct ContactSheet {
 
     let tileSize: Int
     let columns: Int
+
+    /// Up to 4 columns, or 3 or 5 when that leaves fewer empty cells in the last row
+    /// (9 pictures make a 3×3 sheet, not 4 + 4 + 1).
+    static func defaultColumns(for count: Int) -> Int {
+        guard count > 4 else { return max(1, count) }
+        func empty(_ columns: Int) -> Int { (columns - count % columns) % columns }
+        return [4, 3, 5].min { empty($0) < empty($1) } ?? 4
+    }
     var gap: Int { max(12, tileSize / 12) }
     var captionHeight: Int { 2 * (TinyFont.glyphHeight + 5) + 6 }
     var titleHeight: Int { 2 * TinyFont.glyphHeight + gap + 8 }
