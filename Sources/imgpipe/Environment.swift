@@ -59,8 +59,10 @@ struct Environment {
     private static func loaders(remote: Bool, concurrency: Int, timeout: Double) -> LoaderRegistry {
         var registry = LoaderRegistry().registering(FileDataLoader(maxBodyBytes: 1 << 30, memoryMapThreshold: 1 << 20))
         if remote {
+            // imgpipe decodes WebP too, so it may say so to a negotiating server.
             registry.register(HTTPDataLoader(configuration: HTTPDataLoader.Configuration(
-                maxConnectionsPerHost: min(concurrency, 6), connectTimeout: timeout, idleTimeout: timeout)))
+                maxConnectionsPerHost: min(concurrency, 6), connectTimeout: timeout, idleTimeout: timeout,
+                headers: ["Accept": "image/webp,image/jpeg,image/png,image/*;q=0.8,*/*;q=0.5"])))
         }
         return registry
     }
