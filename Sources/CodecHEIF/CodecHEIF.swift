@@ -1,2 +1,0 @@
-/// The `CodecHEIF` module: filled in by its own issue.
-public enum CodecHEIFModule {}

@@ -1,0 +1,145 @@
+import CHEIF
+import PipelineCore
+
+/// The libheif objects the decoder uses, each freed by its owner's `deinit` on every path, and
+/// `heif_error` turned into typed errors. `~Copyable`: one owner each.
+enum HEIFLibrary {
+    /// `heif_init` once per process (it registers the built-in decoder plugins; doing it
+    /// up front avoids libheif's lazy registration racing between decode threads).
+    static let initialized: Bool = heif_init(nil).code == heif_error_Ok
+
+    /// Whether libheif has an AV1 decoder (libaom or dav1d) compiled in.
+    static let decodesAV1: Bool = initialized && heif_have_decoder_for_format(heif_compression_AV1) != 0
+
+    /// `.unsupported` for libheif's "unsupported" codes, `.corruptData` with libheif's own
+    /// message for everything else.
+    static func check(_ error: heif_error, _ format: ImageFormat, _ step: String) throws(ImagePipelineError) {
+        guard error.code != heif_error_Ok else { return }
+        let message = "libheif failed \(step): " + (error.message.map { String(cString: $0) } ?? "error \(error.code.rawValue)")
+        if error.code == heif_error_Unsupported_feature || error.code == heif_error_Unsupported_filetype {
+            throw .unsupported(format: format, message: message)
+        }
+        throw .corruptData(format: format, message: message)
+    }
+
+    /// A `heif_context` that has read the file. It borrows the bytes (`…without_copy`): they
+    /// must outlive it, so it is only ever used inside `Data.withUnsafeBytes`.
+    struct Context: ~Copyable {
+        let pointer: OpaquePointer
+        let format: ImageFormat
+
+        init(_ bytes: UnsafeRawBufferPointer, format: ImageFormat) throws(ImagePipelineError) {
+            guard initialized else { throw .unsupported(format: format, message: "libheif failed to initialise") }
+            guard let base = bytes.baseAddress, !bytes.isEmpty else { throw .corruptData(format: format, message: "the data is empty") }
+            if format == .avif, !decodesAV1 {
+                throw .unsupported(format: .avif, message: "libheif \(String(cString: heif_get_version())) has no AV1 decoder")
+            }
+            guard let pointer = heif_context_alloc() else { throw .corruptData(format: format, message: "heif_context_alloc failed") }
+            let error = heif_context_read_from_memory_without_copy(pointer, base, bytes.count, nil)
+            if error.code != heif_error_Ok { heif_context_free(pointer) }
+            try check(error, format, "reading the file")
+            self.pointer = pointer
+            self.format = format
+        }
+
+        deinit { heif_context_free(pointer) }
+
+        /// `heif_context_get_number_of_top_level_images`.
+        var topLevelImageCount: Int { Int(heif_context_get_number_of_top_level_images(pointer)) }
+
+        /// The primary image.
+        func primary() throws(ImagePipelineError) -> Handle {
+            var handle: OpaquePointer?
+            try check(heif_context_get_primary_image_handle(pointer, &handle), format, "finding the primary image")
+            guard let handle else { throw .corruptData(format: format, message: "the file has no primary image") }
+            return Handle(handle, format: format)
+        }
+    }
+
+    /// A `heif_image_handle`: an image item (primary or thumbnail) before decoding.
+    struct Handle: ~Copyable {
+        let pointer: OpaquePointer
+        let format: ImageFormat
+
+        init(_ pointer: OpaquePointer, format: ImageFormat) {
+            self.pointer = pointer
+            self.format = format
+        }
+
+        deinit { heif_image_handle_release(pointer) }
+
+        /// The displayed size: libheif's width and height, with rotation and cropping applied.
+        var size: PixelSize {
+            PixelSize(width: Int(heif_image_handle_get_width(pointer)), height: Int(heif_image_handle_get_height(pointer)))
+        }
+
+        var hasAlpha: Bool { heif_image_handle_has_alpha_channel(pointer) != 0 }
+        var isPremultiplied: Bool { heif_image_handle_is_premultiplied_alpha(pointer) != 0 }
+        var bitDepth: Int? {
+            let bits = Int(heif_image_handle_get_luma_bits_per_pixel(pointer))
+            return bits > 0 ? bits : nil
+        }
+
+        /// The thumbnails' item IDs (`heif_image_handle_get_list_of_thumbnail_IDs`).
+        var thumbnailIDs: [heif_item_id] {
+            let count = Int(heif_image_handle_get_number_of_thumbnails(pointer))
+            guard count > 0 else { return [] }
+            var ids = [heif_item_id](repeating: 0, count: count)
+            let filled = Int(heif_image_handle_get_list_of_thumbnail_IDs(pointer, &ids, Int32(count)))
+            return Array(ids.prefix(max(0, min(filled, count))))
+        }
+
+        func thumbnail(_ id: heif_item_id) throws(ImagePipelineError) -> Handle {
+            var handle: OpaquePointer?
+            try check(heif_image_handle_get_thumbnail(pointer, id, &handle), format, "opening thumbnail \(id)")
+            guard let handle else { throw .corruptData(format: format, message: "thumbnail \(id) is missing") }
+            return Handle(handle, format: format)
+        }
+
+        /// Decodes to 8-bit interleaved RGBA with the file's transformations applied and copies
+        /// it into a premultiplied ``PipelineCore/Bitmap``, refusing more than `maxPixelCount` pixels.
+        func decode(strict: Bool, maxPixelCount: Int) throws(ImagePipelineError) -> (Bitmap, [String]) {
+            guard let options = heif_decoding_options_alloc() else {
+                throw .corruptData(format: format, message: "heif_decoding_options_alloc failed")
+            }
+            defer { heif_decoding_options_free(options) }
+            options.pointee.ignore_transformations = 0
+            options.pointee.convert_hdr_to_8bit = 1
+            options.pointee.strict_decoding = strict ? 1 : 0
+            var decoded: OpaquePointer?
+            let error = heif_decode_image(pointer, &decoded, heif_colorspace_RGB, heif_chroma_interleaved_RGBA, options)
+            defer { if let decoded { heif_image_release(decoded) } }
+            try check(error, format, "decoding")
+            guard let image = decoded else { throw .corruptData(format: format, message: "libheif returned no image") }
+            let width = Int(heif_image_get_width(image, heif_channel_interleaved))
+            let height = Int(heif_image_get_height(image, heif_channel_interleaved))
+            var stride: Int32 = 0
+            guard width > 0, height > 0, heif_image_get_bits_per_pixel(image, heif_channel_interleaved) == 32,
+                  let plane = heif_image_get_plane_readonly(image, heif_channel_interleaved, &stride),
+                  Int(stride) >= width * 4 else {
+                throw .unsupported(format: format, message: "libheif did not produce an 8-bit RGBA plane")
+            }
+            let size = PixelSize(width: width, height: height)
+            guard size.pixelCount <= maxPixelCount else { throw .tooManyPixels(size, limit: maxPixelCount) }
+            var bitmap = Bitmap(zeroed: size)
+            let premultiply = hasAlpha && !isPremultiplied
+            bitmap.withUnsafeMutableBytes { pixels in
+                guard let target = pixels.baseAddress else { return }
+                for row in 0..<height {
+                    (target + row * width * 4).update(from: plane + row * Int(stride), count: width * 4)
+                }
+                if premultiply { Bitmap.premultiply(pixels) }
+            }
+            return (bitmap, Self.warnings(image))
+        }
+
+        /// `heif_image_get_decoding_warnings`, as messages.
+        private static func warnings(_ image: OpaquePointer) -> [String] {
+            let count = Int(heif_image_get_decoding_warnings(image, 0, nil, 0))
+            guard count > 0 else { return [] }
+            var errors = [heif_error](repeating: heif_error(), count: count)
+            let filled = Int(heif_image_get_decoding_warnings(image, 0, &errors, Int32(count)))
+            return errors.prefix(max(0, min(filled, count))).map { $0.message.map { String(cString: $0) } ?? "warning \($0.code.rawValue)" }
+        }
+    }
+}
