@@ -43,7 +43,7 @@ var targets: [Target] = [
     .testTarget(name: "CodecJPEGTests", dependencies: ["CodecJPEG", "CJPEGTestEncoder", "PipelineCore", "PipelineTestSupport"]),
     .testTarget(name: "CodecPNGTests", dependencies: ["CodecPNG", "PipelineCore", "PipelineTestSupport"]),
     .testTarget(name: "CodecWebPTests", dependencies: ["CodecWebP", "PipelineCore", "PipelineTestSupport"]),
-    .testTarget(name: "CodecHEIFTests", dependencies: ["CodecHEIF", "PipelineCore", "PipelineTestSupport"]),
+    .testTarget(name: "CodecHEIFTests", dependencies: ["CodecHEIF", "CodecPNG", "PipelineCore", "PipelineTestSupport"]),
     .testTarget(name: "ImgpipeTests", dependencies: ["imgpipe"]),
     .testTarget(name: "LoaderTests", dependencies: ["PipelineCore", "LoaderHTTP", "LoaderFile"],
                 exclude: ["Fixtures"]),

@@ -1,1 +1,148 @@
+import CodecHEIF
+import CodecPNG
+import Foundation
+import PipelineCore
+import PipelineTestSupport
 import Testing
+
+/// The libheif corpus: header info, full decodes against `heif-convert`, thumbnails, AVIF.
+@Suite(.enabled(if: Corpus.has("heif"), Corpus.missing("heif")))
+struct HEIFDecoderTests {
+    static let heifConvert: URL? = FileManager.default.isExecutableFile(atPath: "/usr/bin/heif-convert")
+        ? URL(fileURLWithPath: "/usr/bin/heif-convert") : nil
+
+    /// `heif-convert NAME TMP.png`, decoded with ``PNGDecoder``.
+    static func reference(_ name: String) throws -> Bitmap {
+        let out = FileManager.default.temporaryDirectory.appendingPathComponent("heif-ref-\(UUID().uuidString).png")
+        defer { try? FileManager.default.removeItem(at: out) }
+        let process = Process()
+        let convert: URL = try #require(Self.heifConvert)
+        process.executableURL = convert
+        process.arguments = [Corpus.folder("heif").appendingPathComponent(name).path, out.path]
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        try #require(process.terminationStatus == 0, "heif-convert failed on \(name)")
+        return try PNGDecoder().decode(try Data(contentsOf: out), options: DecodeOptions()).bitmap
+    }
+
+    /// The mean absolute difference per channel value (RGBA) of two same-sized bitmaps.
+    static func meanDifference(_ a: Bitmap, _ b: Bitmap) -> Double {
+        var total = 0
+        for y in 0..<a.height {
+            for x in 0..<a.width {
+                let p = a.pixel(x: x, y: y), q = b.pixel(x: x, y: y)
+                total += abs(Int(p.r) - Int(q.r)) + abs(Int(p.g) - Int(q.g)) + abs(Int(p.b) - Int(q.b)) + abs(Int(p.a) - Int(q.a))
+            }
+        }
+        return Double(total) / Double(a.width * a.height * 4)
+    }
+
+    @Test func formatsFollowTheAV1Decoder() throws {
+        #expect(HEIFDecoder().formats == (HEIFDecoder.decodesAVIF ? [.heif, .avif] : [.heif]))
+        #expect(HEIFDecoder().canDecode(try Corpus.data("heif", "example.heic")))
+        #expect(HEIFDecoder().canDecode(try Corpus.data("heif", "example.avif")) == HEIFDecoder.decodesAVIF)
+    }
+
+    @Test func exampleInfo() throws {
+        let info = try HEIFDecoder().readInfo(try Corpus.data("heif", "example.heic"))
+        #expect(info.format == .heif)
+        #expect(info.size == PixelSize(width: 1280, height: 854))
+        #expect(info.orientation == .up)
+        #expect(info.frameCount == 2)
+        #expect(!info.hasAlpha)
+        #expect(info.bitDepth == 8)
+    }
+
+    @Test func exampleDecodesAtFullSize() throws {
+        let decoded = try HEIFDecoder().decode(try Corpus.data("heif", "example.heic"), options: DecodeOptions())
+        #expect(decoded.bitmap.size == PixelSize(width: 1280, height: 854))
+        #expect(decoded.info.size == decoded.bitmap.size)
+        #expect(decoded.bitmap.pixel(x: 640, y: 427).a == 255)
+    }
+
+    /// example.heic embeds 320×212 thumbnails: a target they cover decodes the thumbnail
+    /// (the bitmap is the thumbnail's size, not 1280×854), and it looks like the picture.
+    @Test func aSmallTargetDecodesTheEmbeddedThumbnail() throws {
+        let data = try Corpus.data("heif", "example.heic")
+        let target = PixelSize(width: 200, height: 133)
+        let small = try HEIFDecoder().decode(data, options: DecodeOptions(targetSize: target))
+        #expect(small.bitmap.size == PixelSize(width: 320, height: 212))
+        #expect(small.bitmap.size.width >= target.width && small.bitmap.size.height >= target.height)
+        #expect(small.info.size == PixelSize(width: 1280, height: 854))
+        let full = try HEIFDecoder().decode(data, options: DecodeOptions())
+        let scaled = Resampler.resample(full.bitmap, to: small.bitmap.size)
+        #expect(Self.meanDifference(scaled, small.bitmap) < 12)
+        // Exactly the thumbnail's size still uses it; one pixel more needs the primary image.
+        #expect(try HEIFDecoder().decode(data, options: DecodeOptions(targetSize: PixelSize(width: 320, height: 212))).bitmap.size
+                == PixelSize(width: 320, height: 212))
+        #expect(try HEIFDecoder().decode(data, options: DecodeOptions(targetSize: PixelSize(width: 321, height: 214))).bitmap.size
+                == PixelSize(width: 1280, height: 854))
+    }
+
+    @Test func rainbowMatchesHeifConvert() throws {
+        let decoded = try HEIFDecoder().decode(try Corpus.data("heif", "rainbow-451x461.heic"), options: DecodeOptions())
+        #expect(decoded.bitmap.size == PixelSize(width: 451, height: 461))
+        let corner = decoded.bitmap.pixel(x: 5, y: 5), opposite = decoded.bitmap.pixel(x: 445, y: 455)
+        #expect(corner.a == 255 && opposite.a == 255)
+        let spread = abs(Int(corner.r) - Int(opposite.r)) + abs(Int(corner.g) - Int(opposite.g)) + abs(Int(corner.b) - Int(opposite.b))
+        #expect(spread > 100, "a rainbow's corners differ in hue: \(corner) vs \(opposite)")
+        if Self.heifConvert != nil {
+            let reference = try Self.reference("rainbow-451x461.heic")
+            #expect(reference.size == decoded.bitmap.size)
+            if reference.size == decoded.bitmap.size { #expect(Self.meanDifference(reference, decoded.bitmap) < 1.5) }
+        }
+    }
+
+    /// Decodes when libheif has an AV1 decoder (and matches `heif-convert`), else `.unsupported`.
+    @Test func avifFollowsTheAV1Decoder() throws {
+        let data = try Corpus.data("heif", "example.avif")
+        if HEIFDecoder.decodesAVIF {
+            let decoded = try HEIFDecoder().decode(data, options: DecodeOptions())
+            #expect(decoded.info.format == .avif)
+            #expect(decoded.bitmap.size == PixelSize(width: 800, height: 533))
+            if Self.heifConvert != nil {
+                let reference = try Self.reference("example.avif")
+                #expect(reference.size == decoded.bitmap.size)
+                if reference.size == decoded.bitmap.size { #expect(Self.meanDifference(reference, decoded.bitmap) < 1.5) }
+            }
+        } else {
+            #expect {
+                _ = try HEIFDecoder().decode(data, options: DecodeOptions())
+            } throws: { error in
+                if case ImagePipelineError.unsupported(format: .avif, _) = error { return true }
+                return false
+            }
+        }
+    }
+
+    /// A HEIF "mini" (low-overhead) file, which libheif 1.15 predates: a typed error or a picture.
+    @Test func lightningMiniFailsTypedOrDecodes() throws {
+        let data = try Corpus.data("heif", "lightning_mini.heif")
+        do {
+            let decoded = try HEIFDecoder().decode(data, options: DecodeOptions())
+            #expect(decoded.bitmap.size == decoded.info.size)
+        } catch let error as ImagePipelineError {
+            switch error {
+            case .corruptData(format: .heif?, _), .unsupported(format: .heif, _): break
+            default: Issue.record("unexpected error \(error)")
+            }
+        }
+    }
+
+    @Test func aPipelineWithTheHEIFDecoderReturnsTheRequestedSize() async throws {
+        let data = try Corpus.data("heif", "example.heic")
+        let loader = HeldLoader(schemes: ["test"]) { _ in .success(.data(data, ResponseMetadata(statusCode: 200))) }
+        let pipeline = ImagePipeline(configuration: ImagePipeline.Configuration(
+            decoders: DecoderRegistry().registering(HEIFDecoder()), loaders: LoaderRegistry([loader])))
+        let url = try #require(URL(string: "test:///example.heic"))
+        let full = try await pipeline.image(for: ImageRequest(url: url))
+        #expect(full.format == .heif)
+        #expect(full.bitmap.size == PixelSize(width: 1280, height: 854))
+        #expect(full.originalSize == PixelSize(width: 1280, height: 854))
+        let thumb = try await pipeline.image(for: ImageRequest(url: url, width: 100, height: 100))
+        #expect(thumb.bitmap.size.width == 100 || thumb.bitmap.size.height == 100)
+        #expect(thumb.bitmap.size.width <= 100 && thumb.bitmap.size.height <= 100)
+        #expect(thumb.originalSize == PixelSize(width: 1280, height: 854))
+    }
+}
