@@ -36,8 +36,10 @@ enum HEIFLibrary {
             }
             guard let pointer = heif_context_alloc() else { throw .corruptData(format: format, message: "heif_context_alloc failed") }
             let error = heif_context_read_from_memory_without_copy(pointer, base, bytes.count, nil)
-            if error.code != heif_error_Ok { heif_context_free(pointer) }
-            try check(error, format, "reading the file")
+            if error.code != heif_error_Ok {
+                defer { heif_context_free(pointer) }  // after `check` has copied the message, which the context owns
+                try check(error, format, "reading the file")
+            }
             self.pointer = pointer
             self.format = format
         }

@@ -37,6 +37,8 @@ struct HEIFRobustnessTests {
         } catch let ImagePipelineError.corruptData(format, message) {
             #expect(format == .heif)
             #expect(message.hasPrefix("libheif failed reading the file: "), "\(message)")
+            // The context owns the message: it must be copied before the context is freed.
+            #expect(!message.contains("\u{FFFD}") && message.count > "libheif failed reading the file: ".count + 8, "\(message)")
         }
     }
 
