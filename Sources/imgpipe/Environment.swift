@@ -1,3 +1,4 @@
+import CodecHEIF
 import CodecJPEG
 import CodecPNG
 import CodecWebP
@@ -43,7 +44,8 @@ struct Environment {
         let stats = Stats()
         self.stats = stats
         var configuration = ImagePipeline.Configuration(
-            decoders: DecoderRegistry().registering(JPEGDecoder()).registering(PNGDecoder()).registering(WebPDecoder()),
+            decoders: DecoderRegistry().registering(JPEGDecoder()).registering(PNGDecoder()).registering(WebPDecoder())
+                .registering(HEIFDecoder()),
             loaders: Self.loaders(remote: remote, concurrency: concurrency, timeout: timeout),
             memoryCache: MemoryCache(costLimit: memoryBytes),
             diskCache: diskCache,
@@ -59,10 +61,12 @@ struct Environment {
     private static func loaders(remote: Bool, concurrency: Int, timeout: Double) -> LoaderRegistry {
         var registry = LoaderRegistry().registering(FileDataLoader(maxBodyBytes: 1 << 30, memoryMapThreshold: 1 << 20))
         if remote {
-            // imgpipe decodes WebP too, so it may say so to a negotiating server.
+            // imgpipe decodes WebP and HEIC too (AVIF when libheif has an AV1 decoder), so it
+            // may say so to a negotiating server.
+            let heif = HEIFDecoder.decodesAVIF ? "image/heic,image/avif," : "image/heic,"
             registry.register(HTTPDataLoader(configuration: HTTPDataLoader.Configuration(
                 maxConnectionsPerHost: min(concurrency, 6), connectTimeout: timeout, idleTimeout: timeout,
-                headers: ["Accept": "image/webp,image/jpeg,image/png,image/*;q=0.8,*/*;q=0.5"])))
+                headers: ["Accept": heif + "image/webp,image/jpeg,image/png,image/*;q=0.8,*/*;q=0.5"])))
         }
         return registry
     }
