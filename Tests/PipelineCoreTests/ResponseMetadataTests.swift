@@ -13,6 +13,14 @@ struct ResponseMetadataTests {
         #expect(HTTPDate.parse("not a date") == nil)
         #expect(HTTPDate.parse("Sun, 06 Nov 1994 25:49:37 GMT") == nil)
         #expect(HTTPDate.format(received) == "Sun, 06 Nov 1994 08:49:37 GMT")
+        #expect(HTTPDate.format(Date(timeIntervalSince1970: 0)) == "Thu, 01 Jan 1970 00:00:00 GMT")
+        #expect(HTTPDate.format(Date(timeIntervalSince1970: 951_782_400)) == "Tue, 29 Feb 2000 00:00:00 GMT")
+        #expect(HTTPDate.format(Date(timeIntervalSince1970: -1)) == "Wed, 31 Dec 1969 23:59:59 GMT")
+        // Every day for 130 years round-trips through parse.
+        for day in stride(from: -3_650, to: 43_800, by: 1) {
+            let date = Date(timeIntervalSince1970: TimeInterval(day * 86_400 + 45_296))
+            #expect(HTTPDate.parse(HTTPDate.format(date)) == date)
+        }
     }
 
     @Test func maxAgeWinsOverExpiresAndAgeIsSubtracted() {

@@ -169,19 +169,30 @@ public enum HTTPDate {
         return Date(timeIntervalSince1970: TimeInterval(days * 86_400 + time[0] * 3600 + time[1] * 60 + time[2]))
     }
 
-    private static let gmtCalendar: Calendar = {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(secondsFromGMT: 0) ?? calendar.timeZone
-        return calendar
-    }()
-
     /// `date` as an IMF-fixdate: `"Sun, 06 Nov 1994 08:49:37 GMT"`.
+    ///
+    /// Plain arithmetic (Hinnant's civil_from_days), not a `Calendar`: a Calendar loads ICU's
+    /// calendar and time-zone data, several MiB of resident memory for a process that only
+    /// needs one file's modification date (every `FileDataLoader` load formats one).
     public static func format(_ date: Date) -> String {
-        let c = gmtCalendar.dateComponents([.year, .month, .day, .hour, .minute, .second, .weekday], from: date)
+        let seconds = Int(date.timeIntervalSince1970.rounded(.down))
+        let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
+        let secondOfDay = seconds - days * 86_400
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let mp = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * mp + 2) / 5 + 1
+        let month = mp < 10 ? mp + 3 : mp - 9
+        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+        let weekday = ((days % 7) + 11) % 7  // 1970-01-01 was a Thursday (index 4, Sunday 0)
         let weekdays = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
-        func two(_ n: Int?) -> String { let n = n ?? 0; return n < 10 ? "0\(n)" : "\(n)" }
-        let month = months[(c.month ?? 1) - 1].capitalized
-        return "\(weekdays[(c.weekday ?? 1) - 1]), \(two(c.day)) \(month) \(c.year ?? 1970) \(two(c.hour)):\(two(c.minute)):\(two(c.second)) GMT"
+        func two(_ n: Int) -> String { n < 10 ? "0\(n)" : "\(n)" }
+        let monthName = months[month - 1].prefix(1).uppercased() + months[month - 1].dropFirst()
+        return "\(weekdays[weekday]), \(two(day)) \(monthName) \(year) "
+            + "\(two(secondOfDay / 3600)):\(two(secondOfDay % 3600 / 60)):\(two(secondOfDay % 60)) GMT"
     }
 }
 
