@@ -37,7 +37,7 @@ var targets: [Target] = [
     .target(name: "PipelineTestSupport", dependencies: ["PipelineCore", "CMemoryProbe"], path: "Tests/PipelineTestSupport"),
     .testTarget(name: "PipelineCoreTests", dependencies: ["PipelineCore", "PipelineTestSupport"]),
     .executableTarget(name: "DiskCacheCrashWriter", dependencies: ["PipelineCore", "PipelineTestSupport"], path: "Tests/DiskCacheCrashWriter"),
-    .testTarget(name: "DiskCacheTests", dependencies: ["PipelineCore", "PipelineTestSupport", "DiskCacheCrashWriter"]),
+    .testTarget(name: "DiskCacheTests", dependencies: ["PipelineCore", "LoaderHTTP", "PipelineTestSupport", "DiskCacheCrashWriter"]),
     .target(name: "CJPEGTestEncoder", dependencies: ["CJPEG"], path: "Tests/CJPEGTestEncoder"),
     .target(name: "CMemoryProbe", path: "Tests/CMemoryProbe"),
     .testTarget(name: "CodecJPEGTests", dependencies: ["CodecJPEG", "CJPEGTestEncoder", "PipelineCore", "PipelineTestSupport"]),

@@ -23,14 +23,14 @@ struct URLSessionDataLoader: DataLoading {
         return try await withCheckedThrowingContinuation { continuation in
             session.dataTask(with: request.url) { data, response, error in
                 guard let data, let http = response as? HTTPURLResponse, error == nil else {
-                    continuation.resume(throwing: ImagePipelineError.network(.other, message: "\(String(describing: error))"))
+                    continuation.resume(throwing: error ?? URLError(.badServerResponse))
                     return
                 }
                 guard http.statusCode == 200 else {
-                    continuation.resume(throwing: ImagePipelineError.badStatus(code: http.statusCode))
+                    continuation.resume(throwing: URLError(.badServerResponse))
                     return
                 }
-                continuation.resume(returning: .data(data, ResponseMetadata(statusCode: http.statusCode)))
+                continuation.resume(returning: .data(data, ResponseMetadata()))
             }.resume()
         }
     }

@@ -31,38 +31,52 @@ public struct HEIFDecoder: ImageDecoding {
     /// `heif_have_decoder_for_format(heif_compression_AV1)`.
     public static var decodesAVIF: Bool { HEIFLibrary.decodesAV1 }
 
-    /// `[.heif, .avif]`, or `[.heif]` when libheif has no AV1 decoder (AVIF data handed to
-    /// ``decode(_:options:)`` then fails with ``PipelineCore/ImagePipelineError/unsupported(format:message:)``).
-    public var formats: Set<ImageFormat> { Self.decodesAVIF ? [.heif, .avif] : [.heif] }
+    /// HEIF by its `ftyp` brands, and AVIF too when libheif has an AV1 decoder (AVIF data then
+    /// goes to another registered decoder, or fails as "AVIF data, but no AVIF decoder").
+    public var signatures: [ImageSignature] {
+        Self.decodesAVIF ? [Self.heifSignature, Self.avifSignature] : [Self.heifSignature]
+    }
 
-    /// Parses the container (no pixels decoded): the primary image's displayed size, alpha,
-    /// luma bit depth, and the number of top-level images as `frameCount`.
-    public func readInfo(_ data: Data) throws -> ImageInfo {
+    static let heifSignature = ImageSignature.isoBaseMedia(
+        majorBrands: ["heic", "heix", "heim", "heis", "hevc", "hevx"],
+        compatibleBrands: ["heic", "heix", "heim", "heis", "hevc", "hevx", "mif1", "msf1"], format: .heif)
+    static let avifSignature = ImageSignature.isoBaseMedia(majorBrands: ["avif", "avis"], compatibleBrands: ["avif", "avis"],
+                                                           format: .avif)
+
+    /// Parses the container once (no pixels decoded): the primary image's displayed size,
+    /// alpha, luma bit depth, and the number of top-level images as `frameCount`. The session
+    /// decodes the primary image, or an embedded thumbnail that covers the target; the bitmap
+    /// is at least the target size (never resampled here) and upright.
+    public func withSession<R>(for data: Data, _ body: (any ImageDecodingSession) throws -> R) throws -> R {
         let format = Self.format(of: data)
         return try data.withUnsafeBytes { raw in
-            let context = try HEIFLibrary.Context(raw, format: format)
-            let primary = try context.primary()
-            return Self.info(primary, context: context)
+            let session = try Session(raw, format: format)
+            return try body(session)
         }
     }
 
-    /// Decodes the primary image, or an embedded thumbnail that covers `options.targetSize`.
-    /// The bitmap is at least the target size (never resampled here) and upright.
-    public func decode(_ data: Data, options: DecodeOptions) throws -> DecodedImage {
-        let format = Self.format(of: data)
-        return try data.withUnsafeBytes { raw in
-            let context = try HEIFLibrary.Context(raw, format: format)
-            let primary = try context.primary()
-            let info = Self.info(primary, context: context)
-            try options.checkPixelLimit(info)
+    /// One HEIF file read by libheif, its primary image found.
+    final class Session: ImageDecodingSession {
+        private let context: HEIFLibrary.Context
+        private let primary: HEIFLibrary.Handle
+        let info: ImageInfo
+
+        init(_ raw: UnsafeRawBufferPointer, format: ImageFormat) throws {
+            context = try HEIFLibrary.Context(raw, format: format)
+            primary = try context.primary()
+            info = HEIFDecoder.info(primary, context: context)
+        }
+
+        func decode(_ options: DecodeOptions) throws -> DecodedImage {
             if let target = options.targetSize, target.isValid,
                target.width < info.size.width || target.height < info.size.height,
-               let thumbnail = Self.thumbnail(of: primary, covering: target, info: info, options: options) {
+               let thumbnail = HEIFDecoder.thumbnail(of: primary, covering: target, info: info, options: options) {
                 return DecodedImage(bitmap: thumbnail.0, info: info, warnings: thumbnail.1)
             }
             let (bitmap, warnings) = try primary.decode(strict: options.strict, maxPixelCount: options.maxPixelCount)
             guard bitmap.size == info.size else {
-                throw ImagePipelineError.corruptData(format: format, message: "libheif decoded \(bitmap.size), the header says \(info.size)")
+                throw ImagePipelineError.corruptData(format: info.format,
+                                                     message: "libheif decoded \(bitmap.size), the header says \(info.size)")
             }
             return DecodedImage(bitmap: bitmap, info: info, warnings: warnings)
         }
@@ -70,7 +84,7 @@ public struct HEIFDecoder: ImageDecoding {
 
     /// The smallest thumbnail that covers `target` with the picture's aspect ratio, decoded;
     /// `nil` (decode the primary image) when there is none or it fails to decode.
-    private static func thumbnail(of primary: borrowing HEIFLibrary.Handle, covering target: PixelSize, info: ImageInfo,
+    static func thumbnail(of primary: borrowing HEIFLibrary.Handle, covering target: PixelSize, info: ImageInfo,
                                   options: DecodeOptions) -> (Bitmap, [String])? {
         var best: (id: heif_item_id, size: PixelSize)?
         for id in primary.thumbnailIDs {
@@ -89,7 +103,7 @@ public struct HEIFDecoder: ImageDecoding {
         return decoded
     }
 
-    private static func info(_ primary: borrowing HEIFLibrary.Handle, context: borrowing HEIFLibrary.Context) -> ImageInfo {
+    static func info(_ primary: borrowing HEIFLibrary.Handle, context: borrowing HEIFLibrary.Context) -> ImageInfo {
         ImageInfo(format: context.format, size: primary.size, orientation: .up, hasAlpha: primary.hasAlpha,
                   frameCount: max(1, context.topLevelImageCount), componentCount: primary.hasAlpha ? 4 : 3,
                   bitDepth: primary.bitDepth)
@@ -97,6 +111,6 @@ public struct HEIFDecoder: ImageDecoding {
 
     /// `.avif` when the `ftyp` brands say so, else `.heif` (the format named in errors).
     private static func format(of data: Data) -> ImageFormat {
-        ImageFormat.sniff(data) == .avif ? .avif : .heif
+        avifSignature.matches(data) ? .avif : .heif
     }
 }

@@ -17,38 +17,42 @@ public struct JPEGDecoder: ImageDecoding {
     /// Creates a JPEG decoder. It holds no state; one value serves every thread.
     public init() {}
 
-    /// `[.jpeg]`.
-    public var formats: Set<ImageFormat> { [.jpeg] }
+    /// JPEG: `FF D8 FF`.
+    public var signatures: [ImageSignature] { [.magic([0xFF, 0xD8, 0xFF], format: .jpeg)] }
 
-    /// Reads the header (size, components, progressive, EXIF orientation); decodes no pixels.
-    public func readInfo(_ data: Data) throws -> ImageInfo {
+    /// Opens libjpeg over `data` and reads the header (size, components, progressive, EXIF
+    /// orientation) once; the session decodes at the smallest DCT scale (M/8) whose output
+    /// covers the target, upright.
+    public func withSession<R>(for data: Data, _ body: (any ImageDecodingSession) throws -> R) throws -> R {
         try data.withUnsafeBytes { bytes in
-            let session = try JPEGSession(bytes: bytes)
-            return Self.info(try session.readHeader(), bytes: bytes)
+            let session = try Session(bytes: bytes)
+            return try body(session)
         }
     }
 
-    /// Decodes at the smallest DCT scale (M/8) whose output covers `options.targetSize`, upright.
-    public func decode(_ data: Data, options: DecodeOptions) throws -> DecodedImage {
-        try data.withUnsafeBytes { bytes in
-            let session = try JPEGSession(bytes: bytes)
-            let info = Self.info(try session.readHeader(), bytes: bytes)
-            try options.checkPixelLimit(info)
+    /// One JPEG opened by libjpeg, its header read.
+    final class Session: ImageDecodingSession {
+        private let decoder: JPEGSession
+        let info: ImageInfo
+
+        init(bytes: UnsafeRawBufferPointer) throws {
+            decoder = try JPEGSession(bytes: bytes)
+            info = JPEGDecoder.info(try decoder.readHeader(), bytes: bytes)
+        }
+
+        func decode(_ options: DecodeOptions) throws -> DecodedImage {
             let orientation = options.appliesOrientation ? info.orientation : .up
             // The target is upright; the decoder works on stored pixels.
             let storedTarget = options.targetSize.map { orientation.swapsDimensions ? $0.transposed : $0 }
-            let scale = Self.scaleNumerator(for: info.size, covering: storedTarget)
-            let outputSize = try session.start(scaleNumerator: scale)
+            let scale = JPEGDecoder.scaleNumerator(for: info.size, covering: storedTarget)
+            let outputSize = try decoder.start(scaleNumerator: scale)
             guard outputSize.isValid else {
                 throw ImagePipelineError.corruptData(format: .jpeg, message: "the decoder produced an empty \(outputSize) picture")
             }
             var bitmap = Bitmap(zeroed: outputSize)
-            try session.readRGBA(into: &bitmap)
-            var warnings = session.warnings
-            if let trailing = session.finish() { warnings.append(trailing) }
-            if options.strict, let first = warnings.first {
-                throw ImagePipelineError.corruptData(format: .jpeg, message: first)
-            }
+            try decoder.readRGBA(into: &bitmap)
+            var warnings = decoder.warnings
+            if let trailing = decoder.finish() { warnings.append(trailing) }
             return DecodedImage(bitmap: bitmap.oriented(orientation), info: info, warnings: warnings)
         }
     }
@@ -64,7 +68,7 @@ public struct JPEGDecoder: ImageDecoding {
         return 8
     }
 
-    private static func info(_ header: jpegshim_info, bytes: UnsafeRawBufferPointer) -> ImageInfo {
+    static func info(_ header: jpegshim_info, bytes: UnsafeRawBufferPointer) -> ImageInfo {
         ImageInfo(format: .jpeg, size: PixelSize(width: Int(header.width), height: Int(header.height)),
                   orientation: EXIFOrientation.read(fromJPEG: bytes) ?? .up, hasAlpha: false,
                   isProgressive: header.progressive != 0, componentCount: Int(header.components),

@@ -21,50 +21,53 @@ public struct PNGDecoder: ImageDecoding {
     /// Creates a PNG decoder. It holds no state; one value serves every thread.
     public init() {}
 
-    /// `[.png]`.
-    public var formats: Set<ImageFormat> { [.png] }
+    /// PNG: the 8-byte signature `89 50 4E 47 0D 0A 1A 0A`.
+    public var signatures: [ImageSignature] { [.magic([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A], format: .png)] }
 
-    /// Reads IHDR (and the chunks before the image data); decodes no pixels.
-    public func readInfo(_ data: Data) throws -> ImageInfo {
+    /// Opens libpng over `data` and reads IHDR (and the chunks before the image data) once. The
+    /// session decodes to the target exactly when it is smaller (shrinking row by row), else at
+    /// full size. PNG has no orientation to apply.
+    public func withSession<R>(for data: Data, _ body: (any ImageDecodingSession) throws -> R) throws -> R {
         try data.withUnsafeBytes { bytes in
-            let session = try PNGSession(bytes: bytes)
-            return Self.info(try session.readInfo())
+            let session = try Session(bytes: bytes)
+            return try body(session)
         }
     }
 
-    /// Decodes to `options.targetSize` exactly when it is smaller (shrinking row by row),
-    /// else at full size. PNG has no orientation to apply.
-    public func decode(_ data: Data, options: DecodeOptions) throws -> DecodedImage {
-        try data.withUnsafeBytes { bytes in
-            let session = try PNGSession(bytes: bytes)
-            var header = try session.readInfo()
-            let info = Self.info(header)
-            try options.checkPixelLimit(info)
-            try session.setRGBA8(&header)
+    /// One PNG opened by libpng, its header read.
+    final class Session: ImageDecodingSession {
+        private let decoder: PNGSession
+        private var header: pngshim_info
+        let info: ImageInfo
 
+        init(bytes: UnsafeRawBufferPointer) throws {
+            decoder = try PNGSession(bytes: bytes)
+            header = try decoder.readInfo()
+            info = PNGDecoder.info(header)
+        }
+
+        func decode(_ options: DecodeOptions) throws -> DecodedImage {
+            try decoder.setRGBA8(&header)
             let bitmap: Bitmap
             if let target = options.targetSize, target.isValid,
                target.width < info.size.width || target.height < info.size.height {
                 let output = PixelSize(width: min(target.width, info.size.width), height: min(target.height, info.size.height))
                 if header.interlaced != 0 {
-                    bitmap = Resampler.resample(try Self.readWhole(session, size: info.size), to: output)
+                    bitmap = Resampler.resample(try PNGDecoder.readWhole(decoder, size: info.size), to: output)
                 } else {
-                    bitmap = try Self.readShrinking(session, size: info.size, to: output, alpha: info.hasAlpha)
+                    bitmap = try PNGDecoder.readShrinking(decoder, size: info.size, to: output, alpha: info.hasAlpha)
                 }
             } else {
-                bitmap = try Self.readWhole(session, size: info.size)
+                bitmap = try PNGDecoder.readWhole(decoder, size: info.size)
             }
-            var warnings = session.warnings
-            if let trailing = session.readEnd() { warnings.append(trailing) }
-            if options.strict, let first = warnings.first {
-                throw ImagePipelineError.corruptData(format: .png, message: first)
-            }
+            var warnings = decoder.warnings
+            if let trailing = decoder.readEnd() { warnings.append(trailing) }
             return DecodedImage(bitmap: bitmap, info: info, warnings: warnings)
         }
     }
 
     /// Decodes every row into a full-size bitmap and premultiplies it.
-    private static func readWhole(_ session: borrowing PNGSession, size: PixelSize) throws -> Bitmap {
+    static func readWhole(_ session: borrowing PNGSession, size: PixelSize) throws -> Bitmap {
         var bitmap = Bitmap(zeroed: size)
         try session.readImage(into: &bitmap)
         bitmap.withUnsafeMutableBytes { Bitmap.premultiply($0) }
@@ -73,7 +76,7 @@ public struct PNGDecoder: ImageDecoding {
 
     /// Reads rows in small batches and pushes each into a resampler: memory is the output plus
     /// one batch of rows.
-    private static func readShrinking(_ session: borrowing PNGSession, size: PixelSize, to output: PixelSize,
+    static func readShrinking(_ session: borrowing PNGSession, size: PixelSize, to output: PixelSize,
                                       alpha: Bool) throws -> Bitmap {
         var resampler = RowResampler(sourceSize: size, outputSize: output)
         let stride = size.width * 4
@@ -96,7 +99,7 @@ public struct PNGDecoder: ImageDecoding {
         return resampler.finish()
     }
 
-    private static func info(_ header: pngshim_info) -> ImageInfo {
+    static func info(_ header: pngshim_info) -> ImageInfo {
         ImageInfo(format: .png, size: PixelSize(width: Int(header.width), height: Int(header.height)),
                   hasAlpha: header.has_alpha != 0, isProgressive: header.interlaced != 0,
                   componentCount: Int(header.channels), bitDepth: Int(header.bit_depth))

@@ -20,27 +20,34 @@ public struct WebPDecoder: ImageDecoding {
     /// Creates a WebP decoder. It holds no state; one value serves every thread.
     public init() {}
 
-    /// `[.webp]`.
-    public var formats: Set<ImageFormat> { [.webp] }
+    /// WebP: `RIFF....WEBP`.
+    public var signatures: [ImageSignature] { [.riff(form: "WEBP", format: .webp)] }
 
-    /// Reads the RIFF header (`WebPGetFeatures`) and, for an animation, counts its frames
-    /// with `WebPDemux`; decodes no pixels.
-    public func readInfo(_ data: Data) throws -> ImageInfo {
+    /// Reads the RIFF header (`WebPGetFeatures`) and, for an animation, counts its frames with
+    /// `WebPDemux`, once. The session decodes to the target exactly when it is smaller (clamped
+    /// to the picture's size in each dimension; never upscaled), else at full size. WebP has no
+    /// orientation applied.
+    public func withSession<R>(for data: Data, _ body: (any ImageDecodingSession) throws -> R) throws -> R {
         try data.withUnsafeBytes { raw in
-            let bytes = try WebPInput.bytes(raw)
-            return try WebPInput.info(bytes, features: try WebPInput.features(bytes))
+            let session = try Session(bytes: try WebPInput.bytes(raw))
+            return try body(session)
         }
     }
 
-    /// Decodes to `options.targetSize` exactly when it is smaller (clamped to the picture's size
-    /// in each dimension; never upscaled), else at full size. WebP has no orientation applied.
-    public func decode(_ data: Data, options: DecodeOptions) throws -> DecodedImage {
-        try data.withUnsafeBytes { raw in
-            let bytes = try WebPInput.bytes(raw)
-            let features = try WebPInput.features(bytes)
-            let info = try WebPInput.info(bytes, features: features)
-            try options.checkPixelLimit(info)
+    /// One WebP file, its features read.
+    final class Session: ImageDecodingSession {
+        private let bytes: UnsafeBufferPointer<UInt8>
+        private let features: WebPBitstreamFeatures
+        let info: ImageInfo
 
+        init(bytes: UnsafeBufferPointer<UInt8>) throws {
+            self.bytes = bytes
+            features = try WebPInput.features(bytes)
+            info = try WebPInput.info(bytes, features: features)
+        }
+
+        func decode(_ options: DecodeOptions) throws -> DecodedImage {
+            let bytes = bytes, features = features, info = info
             var output = info.size
             if let target = options.targetSize, target.isValid,
                target.width < info.size.width || target.height < info.size.height {
@@ -48,7 +55,7 @@ public struct WebPDecoder: ImageDecoding {
             }
             let bitmap: Bitmap
             if features.has_animation != 0 {
-                let canvas = try Self.firstFrame(bytes, canvas: info.size)
+                let canvas = try WebPDecoder.firstFrame(bytes, canvas: info.size)
                 bitmap = output == info.size ? canvas : Resampler.resample(canvas, to: output)
             } else if output != info.size, features.has_alpha != 0, features.format != 2 {
                 // Lossy with alpha: libwebp scales colour and alpha apart (straight), so colour
@@ -68,7 +75,7 @@ public struct WebPDecoder: ImageDecoding {
 
     /// Frame 1 of an animation on a transparent canvas: over transparent black, both blend
     /// methods give the frame's own pixels, so it is decoded straight into its canvas region.
-    private static func firstFrame(_ bytes: UnsafeBufferPointer<UInt8>, canvas: PixelSize) throws -> Bitmap {
+    static func firstFrame(_ bytes: UnsafeBufferPointer<UInt8>, canvas: PixelSize) throws -> Bitmap {
         let (x, y, frame, fragment) = try WebPInput.Demuxer(bytes).firstFrame()
         guard frame.isValid, x >= 0, y >= 0, x + frame.width <= canvas.width, y + frame.height <= canvas.height else {
             throw ImagePipelineError.corruptData(format: .webp, message: "the first frame (\(frame) at \(x),\(y)) is outside the \(canvas) canvas")

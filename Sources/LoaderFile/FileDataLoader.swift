@@ -10,10 +10,10 @@ import Darwin
 /// Loads `file` URLs from the local file system.
 ///
 /// Reads run on a ``WorkerPool`` of dedicated threads, never on the cooperative pool, in
-/// chunks; cancellation is checked between chunks. The file's modification date is reported
-/// as ``ResponseMetadata/lastModified`` (an HTTP date), which a disk cache can use as its
-/// validator. Missing files, directories and permission errors are
-/// ``ImagePipelineError/fileUnreadable(path:reason:)``.
+/// chunks; cancellation is checked between chunks. The file's modification time and size are
+/// reported as an opaque validator, ``ResponseMetadata/etag`` (`"<mtime>-<size>"`, as web servers
+/// make theirs). A missing file is ``ImagePipelineError/notFound(_:)``; directories, other
+/// non-regular files and permission errors are ``ImagePipelineError/fileUnreadable(path:reason:)``.
 public struct FileDataLoader: DataLoading {
     /// The largest file accepted, in bytes. Default 50 MB.
     public let maxBodyBytes: Int64
@@ -40,7 +40,7 @@ public struct FileDataLoader: DataLoading {
     }
 
     /// Reads the whole file at `request.url`, reporting progress after each chunk.
-    /// - Throws: ``ImagePipelineError/fileUnreadable(path:reason:)``,
+    /// - Throws: ``ImagePipelineError/notFound(_:)``, ``ImagePipelineError/fileUnreadable(path:reason:)``,
     ///   ``ImagePipelineError/tooLarge(limit:actual:)``, or `CancellationError`.
     public func load(_ request: DataLoadRequest) async throws -> DataLoadResult {
         guard request.url.isFileURL else {
@@ -80,12 +80,12 @@ public struct FileDataLoader: DataLoading {
         let size = Int64(status.st_size)
         guard size <= limit else { throw ImagePipelineError.tooLarge(limit: limit, actual: size) }
         #if canImport(Darwin)
-        let seconds = status.st_mtimespec.tv_sec
+        let modified = status.st_mtimespec
         #else
-        let seconds = status.st_mtim.tv_sec
+        let modified = status.st_mtim
         #endif
-        let metadata = ResponseMetadata(statusCode: nil, etag: nil,
-                                        lastModified: HTTPDate.format(Date(timeIntervalSince1970: TimeInterval(seconds))))
+        let etag = "\"\(String(modified.tv_sec, radix: 16)).\(String(modified.tv_nsec, radix: 16))-\(String(size, radix: 16))\""
+        let metadata = ResponseMetadata(etag: etag, contentLength: size)
         if let mapThreshold, size >= mapThreshold, size > 0 {
             do {
                 let data = try Data(contentsOf: URL(fileURLWithPath: path), options: .alwaysMapped)
@@ -121,7 +121,7 @@ public struct FileDataLoader: DataLoading {
     private static func unreadable(_ path: String, _ code: Int32) -> ImagePipelineError {
         let reason: String
         switch code {
-        case ENOENT, ENOTDIR: reason = "no such file"
+        case ENOENT, ENOTDIR: return .notFound(URL(fileURLWithPath: path))
         case EISDIR: reason = "is a directory"
         case EACCES, EPERM: reason = "permission denied"
         default: reason = String(cString: strerror(code))

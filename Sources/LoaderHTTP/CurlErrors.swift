@@ -6,30 +6,30 @@ import PipelineCore
 /// Maps curl's result codes to the pipeline's typed errors.
 enum CurlErrors {
     /// The typed error for a transfer that curl ended with `code`.
-    static func map(_ code: CURLcode, transfer: CurlTransfer) -> ImagePipelineError {
+    static func map(_ code: CURLcode, transfer: CurlTransfer) -> any Error {
         let message = String(cString: curl_easy_strerror(code))
         switch code {
         case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY:
-            return .network(.dns, message: message)
+            return HTTPError.network(.dns, message: message)
         case CURLE_COULDNT_CONNECT, CURLE_RECV_ERROR, CURLE_SEND_ERROR, CURLE_GOT_NOTHING,
              CURLE_HTTP2, CURLE_HTTP2_STREAM, CURLE_WEIRD_SERVER_REPLY:
-            return .network(.connection, message: message)
+            return HTTPError.network(.connection, message: message)
         case CURLE_PARTIAL_FILE:
-            return .truncated(expected: transfer.metadata?.contentLength, received: Int64(transfer.body.count))
+            return ImagePipelineError.truncated(expected: transfer.metadata?.contentLength, received: Int64(transfer.body.count))
         case CURLE_OPERATION_TIMEDOUT:
-            return .timeout("connecting took longer than the connect timeout (\(message))")
+            return ImagePipelineError.timeout("connecting took longer than the connect timeout (\(message))")
         case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CERTPROBLEM,
              CURLE_SSL_CIPHER, CURLE_SSL_CACERT_BADFILE, CURLE_SSL_ISSUER_ERROR, CURLE_SSL_PINNEDPUBKEYNOTMATCH,
              CURLE_SSL_INVALIDCERTSTATUS, CURLE_SSL_SHUTDOWN_FAILED, CURLE_USE_SSL_FAILED, CURLE_SSL_ENGINE_INITFAILED:
-            return .network(.tls, message: message)
+            return HTTPError.network(.tls, message: message)
         case CURLE_TOO_MANY_REDIRECTS:
-            return .network(.tooManyRedirects, message: message)
+            return HTTPError.network(.tooManyRedirects, message: message)
         case CURLE_UNSUPPORTED_PROTOCOL:
             // The first URL's scheme was checked before the transfer, so this is a redirect to a
             // scheme the transfer may not follow: https → http unless allowed.
-            return .network(.insecureRedirect, message: "a redirect left https (\(message))")
+            return HTTPError.network(.insecureRedirect, message: "a redirect left https (\(message))")
         default:
-            return .network(.other, message: "curl error \(code.rawValue): \(message)")
+            return HTTPError.network(.other, message: "curl error \(code.rawValue): \(message)")
         }
     }
 

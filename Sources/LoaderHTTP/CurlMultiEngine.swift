@@ -130,7 +130,7 @@ final class CurlMultiEngine: @unchecked Sendable {
             }
             let now = DispatchTime.now().uptimeNanoseconds
             for transfer in confined.running.values where transfer.isIdle(at: now) {
-                transfer.abort(.timeout("no data for \(configuration.idleTimeout) s (idle timeout)"))
+                transfer.abort(ImagePipelineError.timeout("no data for \(configuration.idleTimeout) s (idle timeout)"))
                 finish(transfer, with: transfer.outcome(for: CURLE_OK))
                 finished = true
             }
@@ -187,7 +187,7 @@ final class CurlMultiEngine: @unchecked Sendable {
         // A fresh easy handle per transfer, as the curl tool does: a reset handle that last ran
         // an HTTP/2 stream refuses some options (CURLOPT_BUFFERSIZE) in libcurl 7.88.
         guard let easy = curl_easy_init() else {
-            job.continuation.resume(returning: .failed(.network(.other, message: "curl_easy_init failed"), metadata: nil))
+            job.continuation.resume(returning: .failed(HTTPError.network(.other, message: "curl_easy_init failed"), metadata: nil))
             return
         }
         let transfer = CurlTransfer(job: job, easy: easy, limits: configuration)
@@ -196,7 +196,7 @@ final class CurlMultiEngine: @unchecked Sendable {
             transfer.releaseResources()
             curl_easy_cleanup(easy)
             let message = String(cString: curl_easy_strerror(code))
-            job.continuation.resume(returning: .failed(.network(.other, message: "cannot start: \(message)"), metadata: nil))
+            job.continuation.resume(returning: .failed(HTTPError.network(.other, message: "cannot start: \(message)"), metadata: nil))
             return
         }
         confined.running[easy] = transfer

@@ -8,9 +8,9 @@ import Synchronization
 enum TransferOutcome: Sendable {
     /// A final response arrived in full (any status the callbacks let through: 2xx, 304, a
     /// 3xx curl did not follow).
-    case completed(status: Int, metadata: ResponseMetadata, body: Data)
+    case completed(status: Int, metadata: HTTPResponseHeaders, body: Data)
     /// The transfer failed; `metadata` is the final response's, when one arrived (for `Retry-After`).
-    case failed(ImagePipelineError, metadata: ResponseMetadata?)
+    case failed(any Error, metadata: HTTPResponseHeaders?)
     /// The task was cancelled and the transfer removed.
     case cancelled
 }
@@ -47,10 +47,10 @@ final class CurlTransfer {
     /// real response's headers; curl delivers no body of a redirect it follows or of a 1xx.)
     private var bodyStarted = false
     private var responseHeaders: [(name: String, value: String)] = []
-    private(set) var metadata: ResponseMetadata?
+    private(set) var metadata: HTTPResponseHeaders?
     private(set) var body = Data()
     /// Set by a callback that aborts the transfer (bad status, HTML, too large).
-    private(set) var abortReason: ImagePipelineError?
+    private(set) var abortReason: (any Error)?
     /// Uptime in nanoseconds of the last byte received, for the idle timeout.
     private(set) var lastActivity: UInt64
 
@@ -157,22 +157,22 @@ final class CurlTransfer {
 
     private func headersEnded() -> Bool {
         if (100..<200).contains(status) { return true }
-        let metadata = ResponseMetadata(statusCode: status, headers: responseHeaders)
+        let metadata = HTTPResponseHeaders(statusCode: status, headers: responseHeaders)
         self.metadata = metadata
         let isRedirect = (status == 301 || status == 302 || status == 303 || status == 307 || status == 308)
             && responseHeaders.contains { $0.name.utf8.count == 8 && $0.name.lowercased() == "location" }
         if isRedirect || status == 304 { return true }  // curl follows it, or it has no body
         if status >= 400 || status < 200 {
-            abortReason = .badStatus(code: status)
+            abortReason = status == 404 || status == 410 ? ImagePipelineError.notFound(job.url) : HTTPError.badStatus(code: status)
             return false
         }
         if metadata.contentType == "text/html" {
-            abortReason = .network(.unexpectedContentType, message: "the server sent text/html with status \(status)")
+            abortReason = HTTPError.network(.unexpectedContentType, message: "the server sent text/html with status \(status)")
             return false
         }
         if let length = metadata.contentLength {
             if length > limits.maxBodyBytes {
-                abortReason = .tooLarge(limit: limits.maxBodyBytes, actual: length)
+                abortReason = ImagePipelineError.tooLarge(limit: limits.maxBodyBytes, actual: length)
                 return false
             }
             body.reserveCapacity(Int(length))
@@ -185,7 +185,7 @@ final class CurlTransfer {
         lastActivity = DispatchTime.now().uptimeNanoseconds
         bodyStarted = true
         guard Int64(body.count + bytes.count) <= limits.maxBodyBytes else {
-            abortReason = .tooLarge(limit: limits.maxBodyBytes, actual: nil)
+            abortReason = ImagePipelineError.tooLarge(limit: limits.maxBodyBytes, actual: nil)
             return false
         }
         body.append(contentsOf: bytes)
@@ -194,7 +194,7 @@ final class CurlTransfer {
     }
 
     /// Marks the transfer as failed by the loader (the idle timeout), for ``outcome(for:)``.
-    func abort(_ reason: ImagePipelineError) {
+    func abort(_ reason: any Error) {
         abortReason = reason
     }
 
@@ -204,7 +204,7 @@ final class CurlTransfer {
         guard code == CURLE_OK else {
             return .failed(CurlErrors.map(code, transfer: self), metadata: metadata)
         }
-        return .completed(status: status, metadata: metadata ?? ResponseMetadata(statusCode: status), body: body)
+        return .completed(status: status, metadata: metadata ?? HTTPResponseHeaders(statusCode: status), body: body)
     }
 }
 

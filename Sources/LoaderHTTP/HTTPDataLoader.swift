@@ -12,7 +12,9 @@ import Synchronization
 ///
 /// Cancelling the calling task removes the transfer from the multi handle at once, which
 /// closes its connection. Transient failures (connection errors, 5xx, 429) are retried with
-/// exponential backoff and jitter; everything else fails with an ``ImagePipelineError``.
+/// exponential backoff and jitter. Failures are ``HTTPError`` (status, transport),
+/// ``PipelineCore/ImagePipelineError/notFound(_:)`` for 404 and 410, and the core's
+/// `truncated`, `tooLarge` and `timeout`.
 public final class HTTPDataLoader: DataLoading {
     /// What the loader was created with.
     public let configuration: Configuration
@@ -32,12 +34,12 @@ public final class HTTPDataLoader: DataLoading {
     public var queuedCount: Int { engine.queuedCount }
 
     /// Loads `request.url`, conditionally when it carries a validator.
-    /// - Throws: ``ImagePipelineError`` (bad status, truncated, too large, timeout, network),
+    /// - Throws: ``HTTPError`` or ``PipelineCore/ImagePipelineError`` (not found, truncated, too large, timeout),
     ///   or `CancellationError` when the task is cancelled.
     public func load(_ request: DataLoadRequest) async throws -> DataLoadResult {
         let scheme = request.url.scheme?.lowercased() ?? ""
         guard scheme == "https" || (scheme == "http" && !configuration.requiresHTTPS) else {
-            throw ImagePipelineError.network(.insecureScheme, message: "'\(scheme)' URLs are not allowed: \(request.url)")
+            throw HTTPError.network(.insecureScheme, message: "'\(scheme)' URLs are not allowed: \(request.url)")
         }
         var attempt = 0
         while true {
@@ -48,14 +50,17 @@ public final class HTTPDataLoader: DataLoading {
                 throw CancellationError()
             case .completed(let status, let metadata, let body):
                 if status == 304 {
-                    guard request.validator != nil else { throw ImagePipelineError.badStatus(code: 304) }
-                    return .notModified(metadata)
+                    guard request.validator != nil else { throw HTTPError.badStatus(code: 304) }
+                    return .notModified(metadata.metadata())
                 }
-                guard (200..<300).contains(status) else { throw ImagePipelineError.badStatus(code: status) }
+                guard (200..<300).contains(status) else {
+                    if status == 404 || status == 410 { throw ImagePipelineError.notFound(request.url) }
+                    throw HTTPError.badStatus(code: status)
+                }
                 if let expected = metadata.contentLength, expected != Int64(body.count) {
                     throw ImagePipelineError.truncated(expected: expected, received: Int64(body.count))
                 }
-                return .data(body, metadata)
+                return .data(body, metadata.metadata())
             case .failed(let error, let metadata):
                 guard attempt < configuration.maxRetries, Self.isTransient(error) else { throw error }
                 attempt += 1
@@ -91,8 +96,8 @@ public final class HTTPDataLoader: DataLoading {
     }
 
     /// Connection failures, 5xx and 429 may go away by asking again; nothing else will.
-    static func isTransient(_ error: ImagePipelineError) -> Bool {
-        switch error {
+    static func isTransient(_ error: any Error) -> Bool {
+        switch error as? HTTPError {
         case .network(.connection, _): return true
         case .badStatus(let code): return code >= 500 || code == 429
         default: return false
@@ -101,7 +106,7 @@ public final class HTTPDataLoader: DataLoading {
 
     /// The wait before retry `attempt` (1-based), in seconds: `Retry-After` when the server
     /// sent one, else base × 2^(attempt−1) with ±50 % jitter; capped by the configuration.
-    func retryDelay(attempt: Int, metadata: ResponseMetadata?) -> TimeInterval {
+    func retryDelay(attempt: Int, metadata: HTTPResponseHeaders?) -> TimeInterval {
         if let retryAfter = metadata?.retryAfter {
             return min(max(0, retryAfter), configuration.maxRetryDelay)
         }

@@ -35,7 +35,7 @@ extension Command {
                     }
                 } catch {
                     failed += 1
-                    printError("imgpipe: \(Sources.label(url)): \(error)")
+                    printError("imgpipe: \(Sources.failure(error, for: url))")
                 }
             }
             if invocation.flag("json") {
@@ -108,7 +108,7 @@ extension Command {
                                  seconds * 1000, "\(response.format)" as NSString, "\(response.originalSize)" as NSString))
                 case .failure(let error):
                     failed += 1
-                    printError("imgpipe: \(Sources.label(url)): \(error)")
+                    printError("imgpipe: \(Sources.failure(error, for: url))")
                 }
             }
             await environment.finish()

@@ -128,6 +128,15 @@ enum Sources {
     }
 }
 
+extension Sources {
+    /// The message for `error` loading `url`: the error alone when it names its URL already,
+    /// else prefixed with the source's label.
+    static func failure(_ error: any Error, for url: URL) -> String {
+        if let own = error as? ImagePipelineError, own.url != nil { return "\(own)" }
+        return "\(label(url)): \(error)"
+    }
+}
+
 /// Writes a message on stderr.
 func printError(_ message: String) {
     FileHandle.standardError.write(Data((message + "\n").utf8))

@@ -132,7 +132,7 @@ struct HEIFDecoderTests {
 
     @Test func aPipelineWithTheHEIFDecoderReturnsTheRequestedSize() async throws {
         let data = try Corpus.data("heif", "example.heic")
-        let loader = HeldLoader(schemes: ["test"]) { _ in .success(.data(data, ResponseMetadata(statusCode: 200))) }
+        let loader = HeldLoader(schemes: ["test"]) { _ in .success(.data(data, ResponseMetadata())) }
         let pipeline = ImagePipeline(configuration: ImagePipeline.Configuration(
             decoders: DecoderRegistry().registering(HEIFDecoder()), loaders: LoaderRegistry([loader])))
         let url = try #require(URL(string: "test:///example.heic"))

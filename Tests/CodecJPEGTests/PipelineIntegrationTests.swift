@@ -11,7 +11,7 @@ struct MemoryLoader: DataLoading {
 
     func load(_ request: DataLoadRequest) async throws -> DataLoadResult {
         guard let name = request.url.host, let data = files[name] else {
-            throw ImagePipelineError.badStatus(code: 404)
+            throw ImagePipelineError.notFound(request.url)
         }
         return .data(data, ResponseMetadata())
     }

@@ -80,7 +80,7 @@ struct WebPScalingTests {
 
     @Test func aPipelineWithTheWebPDecoderReturnsTheRequestedSize() async throws {
         let data = try Corpus.data("webp", "lossy_alpha1.webp")
-        let loader = HeldLoader(schemes: ["test"]) { _ in .success(.data(data, ResponseMetadata(statusCode: 200))) }
+        let loader = HeldLoader(schemes: ["test"]) { _ in .success(.data(data, ResponseMetadata())) }
         let pipeline = ImagePipeline(configuration: ImagePipeline.Configuration(
             decoders: DecoderRegistry().registering(WebPDecoder()), loaders: LoaderRegistry([loader])))
         let info = try WebPDecoder().readInfo(data)

@@ -1,4 +1,5 @@
 import Foundation
+import LoaderHTTP
 import PipelineCore
 import PipelineTestSupport
 import Testing
@@ -13,7 +14,7 @@ struct DiskCachePipelineTests {
         let loader = HeldLoader { request in
             request.validator == nil
                 ? .success(.data(HeldLoader.fakeData(for: request.url), metadata(maxAge: 10, etag: "\"v1\"")))
-                : .success(.notModified(metadata(maxAge: 100, status: 304)))
+                : .success(.notModified(metadata(maxAge: 100)))
         }
         let pipeline = makePipeline(loader: loader, diskCache: disk, clock: clock)
         let url = testURL(32, 32, 1)
@@ -67,7 +68,7 @@ struct DiskCachePipelineTests {
         let identity = try #require(FileIdentity(directory.entryPath(url)))
         #expect(try await pipeline.image(for: ImageRequest(url: url)).source == .disk)
         #expect(await loader.waitUntil { $0.heldURLs == [url] })
-        loader.release(url, with: .success(.notModified(metadata(maxAge: 60, status: 304))))
+        loader.release(url, with: .success(.notModified(metadata(maxAge: 60))))
         await pipeline.waitForBackgroundWork()
         #expect(await disk.cachedData(for: url)?.info.isFresh(at: clock.now) == true)
         #expect(FileIdentity(directory.entryPath(url)) == identity)
@@ -78,7 +79,7 @@ struct DiskCachePipelineTests {
         defer { directory.remove() }
         let clock = TestClock()
         let disk = try makeCache(directory)
-        let loader = HeldLoader { _ in .failure(ImagePipelineError.network(.connection, message: "offline")) }
+        let loader = HeldLoader { _ in .failure(FakeLoadError.offline) }
         let pipeline = makePipeline(loader: loader, diskCache: disk, clock: clock)
         let url = testURL(8, 8, 3)
         await disk.storeData(HeldLoader.fakeData(for: url), info: CacheEntryInfo(lastModified: "Sun, 06 Nov 1994 08:49:37 GMT"), for: url)
@@ -96,7 +97,7 @@ struct DiskCachePipelineTests {
         pipeline.memoryCache.removeAll()
         let cachedOnly = try await pipeline.image(for: ImageRequest(url: url, cachePolicy: .returnCacheDataDontLoad))
         #expect(cachedOnly.source == .disk && loader.loadCount(url) == 2)
-        await #expect(throws: ImagePipelineError.notCached) {
+        await #expect(throws: ImagePipelineError.loadingFailed(testURL(8, 8, 4), underlying: ImagePipelineError.notCached)) {
             try await pipeline.image(for: ImageRequest(url: testURL(8, 8, 4), cachePolicy: .returnCacheDataDontLoad))
         }
     }
@@ -108,9 +109,9 @@ struct DiskCachePipelineTests {
         let disk = try makeCache(directory)
         let loader = HeldLoader { request in
             let header = request.url.path.hasSuffix("/5") ? "no-store" : "no-cache, max-age=3600"
-            if request.validator != nil { return .success(.notModified(ResponseMetadata(statusCode: 304))) }
+            if request.validator != nil { return .success(.notModified(ResponseMetadata())) }
             return .success(.data(HeldLoader.fakeData(for: request.url),
-                                  ResponseMetadata(statusCode: 200, headers: [("Cache-Control", header), ("ETag", "\"n\"")])))
+                                  HTTPResponseHeaders(statusCode: 200, headers: [("Cache-Control", header), ("ETag", "\"n\"")]).metadata()))
         }
         let pipeline = makePipeline(loader: loader, diskCache: disk, clock: clock)
         let noStore = testURL(8, 8, 5), noCache = testURL(8, 8, 6)
@@ -132,7 +133,8 @@ struct DiskCacheFreshnessTests {
     func storedFreshUntil(_ headers: [(String, String)]) async throws -> Date? {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let metadata = ResponseMetadata(statusCode: 200, headers: headers.map { (name: $0.0, value: $0.1) })
+        let metadata = HTTPResponseHeaders(statusCode: 200, headers: headers.map { (name: $0.0, value: $0.1) })
+            .metadata(receivedAt: received)
         let url = URL(string: "test://host/headers")!
         await (try makeCache(directory)).storeData(Data("x".utf8), info: CacheEntryInfo(metadata, receivedAt: received), for: url)
         return try #require(await (try makeCache(directory)).cachedData(for: url)).info.freshUntil
@@ -160,7 +162,7 @@ struct DiskCacheFreshnessTests {
         let noCache = try await storedFreshUntil([("Cache-Control", "no-cache"), ("Cache-Control", "max-age=3600")])
         #expect(noCache == received)
         #expect(!CacheEntryInfo(freshUntil: noCache).isFresh(at: received))
-        #expect(ResponseMetadata(statusCode: 200, headers: [("Cache-Control", "private, NO-STORE")]).noStore)
+        #expect(HTTPResponseHeaders(statusCode: 200, headers: [("Cache-Control", "private, NO-STORE")]).metadata().noStore)
         #expect(try await storedFreshUntil([]) == nil)
     }
 }

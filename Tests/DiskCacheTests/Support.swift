@@ -69,11 +69,9 @@ struct FileIdentity: Equatable {
     }
 }
 
-/// Metadata for a 200 with `Cache-Control: max-age` and an ETag.
-func metadata(maxAge: TimeInterval?, etag: String? = nil, status: Int = 200) -> ResponseMetadata {
-    var metadata = ResponseMetadata(statusCode: status, etag: etag)
-    metadata.maxAge = maxAge
-    return metadata
+/// Metadata for a response fresh for `maxAge` seconds, with an ETag.
+func metadata(maxAge: TimeInterval?, etag: String? = nil) -> ResponseMetadata {
+    ResponseMetadata(etag: etag, freshFor: maxAge)
 }
 
 /// The helper executable built beside the test bundle.

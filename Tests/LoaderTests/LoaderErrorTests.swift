@@ -12,10 +12,10 @@ struct FailureCase: Sendable, CustomTestStringConvertible {
     let path: String
     let counted: String
     let hits: Int
-    let matches: @Sendable (ImagePipelineError) -> Bool
+    let matches: @Sendable (LoadFailure) -> Bool
     var testDescription: String { path }
 
-    init(_ path: String, hits: Int = 1, counted: String? = nil, _ matches: @escaping @Sendable (ImagePipelineError) -> Bool) {
+    init(_ path: String, hits: Int = 1, counted: String? = nil, _ matches: @escaping @Sendable (LoadFailure) -> Bool) {
         self.path = path
         self.hits = hits
         self.counted = counted ?? String(path.prefix { $0 != "?" })
@@ -31,18 +31,18 @@ let strictLimits = HTTPDataLoader.Configuration(maxBodyBytes: 100_000, connectTi
 @Suite("HTTP failures through the pipeline", .timeLimit(.minutes(2)))
 struct LoaderErrorTests {
     static let cases: [FailureCase] = [
-        FailureCase("/status/404") { $0 == .badStatus(code: 404) },
-        FailureCase("/status/403") { $0 == .badStatus(code: 403) },
-        FailureCase("/status/503", hits: 3) { $0 == .badStatus(code: 503) },
-        FailureCase("/status/429?retry_after=0", hits: 3) { $0 == .badStatus(code: 429) },
-        FailureCase("/reset/r", hits: 3) { if case .network(.connection, _) = $0 { true } else { false } },
-        FailureCase("/truncated/t") { $0 == .truncated(expected: 2000, received: 500) },
-        FailureCase("/huge/h") { $0 == .tooLarge(limit: 100_000, actual: 10 * 1024 * 1024 * 1024) },
-        FailureCase("/chunked/c?size=300000") { $0 == .tooLarge(limit: 100_000, actual: nil) },
-        FailureCase("/html/h") { if case .network(.unexpectedContentType, _) = $0 { true } else { false } },
-        FailureCase("/loop/l", hits: 6) { if case .network(.tooManyRedirects, _) = $0 { true } else { false } },
-        FailureCase("/redirect/6") { if case .network(.tooManyRedirects, _) = $0 { true } else { false } },
-        FailureCase("/delay/d?ms=2500") { if case .timeout = $0 { true } else { false } },
+        FailureCase("/status/404") { if case .core(.notFound(let url)) = $0 { url.path == "/status/404" } else { false } },
+        FailureCase("/status/403") { $0 == .http(.badStatus(code: 403)) },
+        FailureCase("/status/503", hits: 3) { $0 == .http(.badStatus(code: 503)) },
+        FailureCase("/status/429?retry_after=0", hits: 3) { $0 == .http(.badStatus(code: 429)) },
+        FailureCase("/reset/r", hits: 3) { if case .http(.network(.connection, _)) = $0 { true } else { false } },
+        FailureCase("/truncated/t") { $0 == .core(.truncated(expected: 2000, received: 500)) },
+        FailureCase("/huge/h") { $0 == .core(.tooLarge(limit: 100_000, actual: 10 * 1024 * 1024 * 1024)) },
+        FailureCase("/chunked/c?size=300000") { $0 == .core(.tooLarge(limit: 100_000, actual: nil)) },
+        FailureCase("/html/h") { if case .http(.network(.unexpectedContentType, _)) = $0 { true } else { false } },
+        FailureCase("/loop/l", hits: 6) { if case .http(.network(.tooManyRedirects, _)) = $0 { true } else { false } },
+        FailureCase("/redirect/6") { if case .http(.network(.tooManyRedirects, _)) = $0 { true } else { false } },
+        FailureCase("/delay/d?ms=2500") { if case .core(.timeout) = $0 { true } else { false } },
     ]
 
     @Test("each server failure becomes its typed error, retried only when transient", arguments: cases)
@@ -71,7 +71,7 @@ struct LoaderErrorTests {
         let error = await pipelineError {
             _ = try await makePipeline(loader).image(for: ImageRequest(url: URL(string: "http://127.0.0.1:\(port)/x")!))
         }
-        guard case .network(.connection, _)? = error else { Issue.record("got \(String(describing: error))"); return }
+        guard case .http(.network(.connection, _))? = error else { Issue.record("got \(String(describing: error))"); return }
     }
 
     /// A listening socket whose accept queue is full drops new SYNs, so connecting hangs:
@@ -104,7 +104,7 @@ struct LoaderErrorTests {
         let loader = HTTPDataLoader(configuration: .init(connectTimeout: 0.3, maxRetries: 0))
         let start = Date()
         let error = await pipelineError { _ = try await makePipeline(loader).image(for: ImageRequest(url: url)) }
-        guard case .timeout? = error else { Issue.record("got \(String(describing: error))"); return }
+        guard case .core(.timeout)? = error else { Issue.record("got \(String(describing: error))"); return }
         #expect(Date().timeIntervalSince(start) < 2)
     }
 
@@ -112,7 +112,7 @@ struct LoaderErrorTests {
         try await withFixtureServer { server in
             let url = URL(string: "https://127.0.0.1:\(server.port)/image/a")!
             let error = await pipelineError { _ = try await makePipeline(HTTPDataLoader()).image(for: ImageRequest(url: url)) }
-            guard case .network(.tls, _)? = error else { Issue.record("got \(String(describing: error))"); return }
+            guard case .http(.network(.tls, _))? = error else { Issue.record("got \(String(describing: error))"); return }
         }
     }
 
@@ -121,7 +121,7 @@ struct LoaderErrorTests {
     @Test func unresolvableHostIsADNSFailure() async throws {
         let url = URL(string: "http://\(String(repeating: "a", count: 70)).invalid/x")!
         let error = await pipelineError { _ = try await makePipeline(HTTPDataLoader()).image(for: ImageRequest(url: url)) }
-        guard case .network(.dns, _)? = error else { Issue.record("got \(String(describing: error))"); return }
+        guard case .http(.network(.dns, _))? = error else { Issue.record("got \(String(describing: error))"); return }
     }
 
     @Test func httpsOnlyLoaderRefusesHTTPWithoutSendingAnything() async throws {
@@ -129,7 +129,7 @@ struct LoaderErrorTests {
             let loader = HTTPDataLoader(configuration: .init(requiresHTTPS: true))
             #expect(loader.schemes == ["https"])
             let error = await pipelineError { _ = try await loader.load(DataLoadRequest(url: server.url("/image/a"))) }
-            guard case .network(.insecureScheme, _)? = error else { Issue.record("got \(String(describing: error))"); return }
+            guard case .http(.network(.insecureScheme, _))? = error else { Issue.record("got \(String(describing: error))"); return }
             let hits = try await server.hits("/image/a")
             #expect(hits == 0)
         }

@@ -40,7 +40,7 @@ struct TLSTests {
                 #expect(response.bitmap.size == PixelSize(width: 4, height: 3))
 
                 let error = await pipelineError { _ = try await HTTPDataLoader().load(DataLoadRequest(url: server.url("/image/b"))) }
-                guard case .network(.tls, _)? = error else { Issue.record("got \(String(describing: error))"); return }
+                guard case .http(.network(.tls, _))? = error else { Issue.record("got \(String(describing: error))"); return }
             }
         }
     }
@@ -53,7 +53,7 @@ struct TLSTests {
                     let url = secure.url("/goto/x?url=\(target)")
                     let strict = HTTPDataLoader(configuration: .init(caBundlePath: certificate))
                     let error = await pipelineError { _ = try await strict.load(DataLoadRequest(url: url)) }
-                    guard case .network(.insecureRedirect, _)? = error else {
+                    guard case .http(.network(.insecureRedirect, _))? = error else {
                         Issue.record("got \(String(describing: error))"); return
                     }
                     #expect(try await plain.hits("/image/downgraded") == 0)

@@ -1,33 +1,40 @@
 import Foundation
+import LoaderHTTP
 import PipelineCore
 import Synchronization
 
 /// Decodes the fixture server's test format: `TIMG`, width and height (UInt16, big-endian),
 /// one RGBA colour, padding. The loaders are real; this stands in for a codec, which this
-/// branch does not have, and reports itself as BMP since `ImageFormat` is a closed set.
+/// branch does not have, under a format of its own (`timg`), which the core has never heard of.
 struct TestImageDecoder: ImageDecoding {
-    var formats: Set<ImageFormat> { [.bmp] }
+    static let format = ImageFormat("timg", mimeType: "image/x-test", fileExtension: "timg")
 
-    func canDecode(_ data: Data) -> Bool {
-        data.count >= 12 && data.prefix(4) == Data("TIMG".utf8)
+    var signatures: [ImageSignature] {
+        [ImageSignature(format: Self.format) { $0.count >= 12 && ImageSignature.bytes($0, start: Array("TIMG".utf8)) }]
     }
 
-    func readInfo(_ data: Data) throws -> ImageInfo {
-        guard canDecode(data) else { throw ImagePipelineError.corruptData(format: .bmp, message: "not TIMG") }
+    func withSession<R>(for data: Data, _ body: (any ImageDecodingSession) throws -> R) throws -> R {
+        guard canDecode(data) else { throw ImagePipelineError.corruptData(format: Self.format, message: "not TIMG") }
         let bytes = [UInt8](data.prefix(12))
         let width = Int(bytes[4]) << 8 | Int(bytes[5]), height = Int(bytes[6]) << 8 | Int(bytes[7])
-        return ImageInfo(format: .bmp, size: PixelSize(width: width, height: height))
+        return try body(Session(data: data, info: ImageInfo(format: Self.format, size: PixelSize(width: width, height: height))))
     }
 
-    func decode(_ data: Data, options: DecodeOptions) throws -> DecodedImage {
-        let info = try readInfo(data)
-        let colour = [UInt8](data[data.startIndex + 8..<data.startIndex + 12])
-        let bytes = (0..<info.size.pixelCount).flatMap { _ in colour }
-        guard let bitmap = Bitmap(width: info.size.width, height: info.size.height,
-                                  bytesPerRow: info.size.width * 4, bytes: bytes) else {
-            throw ImagePipelineError.corruptData(format: .bmp, message: "bad size")
+    private struct Session: ImageDecodingSession {
+        let data: Data
+        let info: ImageInfo
+
+        func decode(_ options: DecodeOptions) throws -> DecodedImage {
+            let colour = [UInt8](data[data.startIndex + 8..<data.startIndex + 12])
+            let bytes = (0..<info.size.pixelCount).flatMap { _ in colour }
+            guard let bitmap = Bitmap(width: info.size.width, height: info.size.height,
+                                      bytesPerRow: info.size.width * 4, bytes: bytes) else {
+                throw ImagePipelineError.corruptData(format: Self.formatName, message: "bad size")
+            }
+            return DecodedImage(bitmap: bitmap, info: info)
         }
-        return DecodedImage(bitmap: bitmap, info: info)
+
+        static let formatName = TestImageDecoder.format
     }
 }
 
@@ -67,12 +74,38 @@ func makePipeline(_ loader: any DataLoading, diskCache: (any DataCaching)? = nil
 }
 
 /// The `ImagePipelineError` `body` throws, or `nil` when it succeeds or throws something else.
-func pipelineError(_ body: () async throws -> Void) async -> ImagePipelineError? {
+func pipelineError(_ body: () async throws -> Void) async -> LoadFailure? {
     do {
         try await body()
         return nil
+    } catch let error as ImagePipelineError {
+        switch error.underlyingError {
+        case let http as HTTPError: return .http(http)
+        case let core as ImagePipelineError: return .core(core)
+        case let other: return .other(String(describing: other))
+        }
+    } catch let error as HTTPError {
+        return .http(error)
     } catch {
-        return error as? ImagePipelineError
+        return .other(String(describing: error))
+    }
+}
+
+/// What a load failed with, as the loader threw it (the pipeline's URL wrapper taken off).
+enum LoadFailure: Equatable, Sendable, CustomStringConvertible {
+    /// One of the core's shared errors (not found, truncated, too large, timeout).
+    case core(ImagePipelineError)
+    /// The HTTP loader's own.
+    case http(HTTPError)
+    /// Anything else.
+    case other(String)
+
+    var description: String {
+        switch self {
+        case .core(let error): return "core: \(error)"
+        case .http(let error): return "http: \(error)"
+        case .other(let text): return "other: \(text)"
+        }
     }
 }
 

@@ -22,7 +22,7 @@ struct CachePolicyTests {
         let disk = InMemoryDataCache()
         let pipeline = makePipeline(loader: loader, diskCache: disk)
         let url = testURL(32, 32, 2)
-        await #expect(throws: ImagePipelineError.notCached) {
+        await #expect(throws: ImagePipelineError.loadingFailed(url, underlying: ImagePipelineError.notCached)) {
             try await pipeline.image(for: ImageRequest(url: url, cachePolicy: .returnCacheDataDontLoad))
         }
         // A stale disk entry is good enough for this policy and is not revalidated.
@@ -35,15 +35,15 @@ struct CachePolicyTests {
 
     @Test func aPermanentFailureIsRememberedUntilItsLifetimeEnds() async throws {
         let clock = TestClock()
-        let loader = HeldLoader(autoReply: { _ in .failure(ImagePipelineError.badStatus(code: 404)) })
+        let loader = HeldLoader(autoReply: { _ in .failure(FakeLoadError.status(404)) })
         let pipeline = makePipeline(loader: loader, negativeCacheLifetime: 10, clock: clock)
         let url = testURL(32, 32, 3)
         for _ in 0..<3 {
-            await #expect(throws: ImagePipelineError.badStatus(code: 404)) { try await pipeline.image(for: ImageRequest(url: url)) }
+            await #expect(throws: ImagePipelineError.loadingFailed(url, underlying: FakeLoadError.status(404))) { try await pipeline.image(for: ImageRequest(url: url)) }
         }
         #expect(loader.loadCount(url) == 1)
         clock.advance(11)
-        await #expect(throws: ImagePipelineError.badStatus(code: 404)) { try await pipeline.image(for: ImageRequest(url: url)) }
+        await #expect(throws: ImagePipelineError.loadingFailed(url, underlying: FakeLoadError.status(404))) { try await pipeline.image(for: ImageRequest(url: url)) }
         #expect(loader.loadCount(url) == 2)
     }
 
@@ -59,7 +59,9 @@ struct CachePolicyTests {
         let bad = URL(string: "test://host/bad")!, slow = URL(string: "test://host/slow")!
         for _ in 0..<2 {
             await #expect(throws: ImagePipelineError.self) { try await pipeline.image(for: ImageRequest(url: bad)) }
-            await #expect(throws: ImagePipelineError.timeout("connect")) { try await pipeline.image(for: ImageRequest(url: slow)) }
+            await #expect(throws: ImagePipelineError.loadingFailed(slow, underlying: ImagePipelineError.timeout("connect"))) {
+                try await pipeline.image(for: ImageRequest(url: slow))
+            }
         }
         #expect(loader.loadCount(bad) == 1 && decoder.decodeCount == 1)
         #expect(loader.loadCount(slow) == 2)
@@ -90,8 +92,8 @@ struct CachePolicyTests {
         #expect(response.source == .disk)
         #expect(await loader.waitUntil { $0.heldURLs == [url] })
         #expect(loader.requests.first?.validator?.etag == "\"v1\"")
-        var fresh = ResponseMetadata(statusCode: 304)
-        fresh.maxAge = 100
+        var fresh = ResponseMetadata()
+        fresh.freshFor = 100
         loader.release(url, with: .success(.notModified(fresh)))
         await pipeline.waitForBackgroundWork()
         #expect(disk.infoUpdateCount == 1 && disk.storeCount == 0)
@@ -111,8 +113,8 @@ struct CachePolicyTests {
         _ = try await pipeline.image(for: large)
         #expect(pipeline.cachedImage(for: small) != nil && pipeline.cachedImage(for: large) != nil)
         #expect(await loader.waitUntil { $0.heldURLs == [url] })
-        var fresh = ResponseMetadata(statusCode: 200)
-        fresh.maxAge = 100
+        var fresh = ResponseMetadata()
+        fresh.freshFor = 100
         let newBytes = FakeImage.data(width: 32, height: 32, color: (1, 2, 3, 255))
         loader.release(url, with: .success(.data(newBytes, fresh)))
         await pipeline.waitForBackgroundWork()
@@ -148,13 +150,13 @@ struct CachePolicyTests {
         let first = Task { try await pipeline.image(for: request) }
         #expect(await loader.waitUntil { $0.heldURLs == [url] })
         #expect(loader.requests.last?.validator?.lastModified == "Sun, 06 Nov 1994 08:49:37 GMT")
-        loader.release(url, with: .success(.notModified(ResponseMetadata(statusCode: 304))))
+        loader.release(url, with: .success(.notModified(ResponseMetadata())))
         #expect(try await first.value.source == .revalidated)
 
         pipeline.memoryCache.removeAll()
         let offline = Task { try await pipeline.image(for: request) }
         #expect(await loader.waitUntil { $0.heldURLs == [url] })
-        loader.release(url, with: .failure(ImagePipelineError.network(.connection, message: "offline")))
+        loader.release(url, with: .failure(FakeLoadError.offline))
         let stale = try await offline.value
         #expect(stale.source == .disk && firstPixel(stale) == colorBytes(6))
     }
@@ -171,7 +173,7 @@ struct CachePolicyTests {
 
     @Test func noStoreResponsesAreNotWrittenToDisk() async throws {
         let loader = HeldLoader { request in
-            var metadata = ResponseMetadata(statusCode: 200)
+            var metadata = ResponseMetadata()
             metadata.noStore = true
             return .success(.data(HeldLoader.fakeData(for: request.url), metadata))
         }
@@ -185,15 +187,19 @@ struct CachePolicyTests {
         let gif = Data("GIF89a".utf8) + Data(count: 20)
         let loader = HeldLoader { _ in .success(.data(gif, ResponseMetadata())) }
         let pipeline = makePipeline(loader: loader)
-        await #expect(throws: ImagePipelineError.noLoader(scheme: "ftp")) {
-            try await pipeline.image(for: ImageRequest(url: URL(string: "ftp://x/y")!))
+        let ftp = URL(string: "ftp://x/y")!
+        await #expect(throws: ImagePipelineError.loadingFailed(ftp, underlying: ImagePipelineError.noLoader(scheme: "ftp"))) {
+            try await pipeline.image(for: ImageRequest(url: ftp))
         }
         do {
             _ = try await pipeline.image(for: ImageRequest(url: testURL()))
             Issue.record("expected an error")
         } catch let error as ImagePipelineError {
-            #expect(error == .noDecoder(format: .gif))
-            #expect(error.description == "GIF data, but no GIF decoder is registered")
+            #expect(error == .decodingFailed(testURL(), underlying: ImagePipelineError.noDecoder(format: .gif)))
+            #expect(error.underlyingError as? ImagePipelineError == .noDecoder(format: .gif))
+            #expect(error.description == "cannot decode \(testURL().absoluteString): GIF data, but no GIF decoder is registered: "
+                    + "link CodecGIF and register `GIFDecoder()`")
+            #expect(error.localizedDescription == error.description)
         }
     }
 
@@ -203,7 +209,8 @@ struct CachePolicyTests {
         var configuration = ImagePipeline.Configuration(decoders: DecoderRegistry([decoder]), loaders: LoaderRegistry([loader]))
         configuration.maxPixelCount = 1_000_000
         let pipeline = ImagePipeline(configuration: configuration)
-        await #expect(throws: ImagePipelineError.tooManyPixels(PixelSize(width: 60_000, height: 60_000), limit: 1_000_000)) {
+        let limit = ImagePipelineError.tooManyPixels(PixelSize(width: 60_000, height: 60_000), limit: 1_000_000)
+        await #expect(throws: ImagePipelineError.decodingFailed(testURL(), underlying: limit)) {
             try await pipeline.image(for: ImageRequest(url: testURL(), width: 10, height: 10))
         }
         #expect(decoder.decodeCount == 0)

@@ -76,9 +76,9 @@ struct CoalescingTests {
         let tasks = (0..<5).map { _ in Task { try await pipeline.image(for: ImageRequest(url: url)) } }
         #expect(await loader.waitUntil { $0.heldURLs.count == 1 })
         try await Task.sleep(nanoseconds: 10_000_000)
-        loader.release(url, with: .failure(ImagePipelineError.badStatus(code: 500)))
+        loader.release(url, with: .failure(FakeLoadError.status(500)))
         for task in tasks {
-            await #expect(throws: ImagePipelineError.badStatus(code: 500)) { try await task.value }
+            await #expect(throws: ImagePipelineError.loadingFailed(url, underlying: FakeLoadError.status(500))) { try await task.value }
         }
         #expect(loader.loadCount(url) == 1)
     }
@@ -90,7 +90,9 @@ struct CoalescingTests {
         let failing = Task { try await pipeline.image(for: ImageRequest(url: url)) }
         #expect(await loader.waitUntil { $0.heldURLs.count == 1 })
         loader.release(url, with: .failure(ImagePipelineError.timeout("idle")))
-        await #expect(throws: ImagePipelineError.timeout("idle")) { try await failing.value }
+        await #expect(throws: ImagePipelineError.loadingFailed(url, underlying: ImagePipelineError.timeout("idle"))) {
+            try await failing.value
+        }
         let retry = Task { try await pipeline.image(for: ImageRequest(url: url)) }
         #expect(await loader.waitUntil { $0.heldURLs.count == 1 })
         loader.releaseWithFakeData(url)

@@ -58,7 +58,9 @@ struct ReviewRegressionTests {
         let otherSize = Task { try await pipeline.image(for: ImageRequest(url: url, width: 8, height: 8)) }
         try await Task.sleep(nanoseconds: 20_000_000)
         disk.open()
-        await #expect(throws: ImagePipelineError.notCached) { try await cacheOnly.value }
+        await #expect(throws: ImagePipelineError.loadingFailed(url, underlying: ImagePipelineError.notCached)) {
+            try await cacheOnly.value
+        }
         let response = try await normal.value
         #expect(response.source == .network && firstPixel(response) == colorBytes(1))
         #expect(try await otherSize.value.bitmap.size == PixelSize(width: 8, height: 8))
@@ -70,12 +72,12 @@ struct ReviewRegressionTests {
         let missing = Mutex(true)
         let loader = HeldLoader { request in
             missing.withLock { $0 }
-                ? .failure(ImagePipelineError.badStatus(code: 404))
-                : .success(.data(HeldLoader.fakeData(for: request.url), ResponseMetadata(statusCode: 200)))
+                ? .failure(FakeLoadError.status(404))
+                : .success(.data(HeldLoader.fakeData(for: request.url), ResponseMetadata()))
         }
         let pipeline = makePipeline(loader: loader, negativeCacheLifetime: 60)
         let url = testURL(32, 32, 2)
-        await #expect(throws: ImagePipelineError.badStatus(code: 404)) {
+        await #expect(throws: ImagePipelineError.loadingFailed(url, underlying: FakeLoadError.status(404))) {
             try await pipeline.image(for: ImageRequest(url: url, width: 16, height: 16))
         }
         missing.withLock { $0 = false }  // the picture was uploaded
@@ -117,12 +119,17 @@ struct ReviewRegressionTests {
 /// it as corrupt when asked for strict decoding.
 final class StrictRefusingDecoder: ImageDecoding {
     let inner = CountingDecoder()
-    var formats: Set<ImageFormat> { inner.formats }
-    func canDecode(_ data: Data) -> Bool { inner.canDecode(data) }
-    func readInfo(_ data: Data) throws -> ImageInfo { try inner.readInfo(data) }
-    func decode(_ data: Data, options: DecodeOptions) throws -> DecodedImage {
-        if options.strict { throw ImagePipelineError.corruptData(format: .bmp, message: "a warning, refused when strict") }
-        return try inner.decode(data, options: options)
+    var signatures: [ImageSignature] { inner.signatures }
+    func withSession<R>(for data: Data, _ body: (any ImageDecodingSession) throws -> R) throws -> R {
+        try inner.withSession(for: data) { try body(Session(inner: $0)) }
+    }
+    private struct Session: ImageDecodingSession {
+        let inner: any ImageDecodingSession
+        var info: ImageInfo { inner.info }
+        func decode(_ options: DecodeOptions) throws -> DecodedImage {
+            if options.strict { throw ImagePipelineError.corruptData(format: info.format, message: "a warning, refused when strict") }
+            return try inner.decode(options)
+        }
     }
 }
 
@@ -147,10 +154,12 @@ struct NegativeCacheKeyTests {
         #expect(firstPixel(lenient) == colorBytes(4))
         // A 404 is about the URL: remembered for every key.
         let missing = testURL(16, 16, 5)
-        let failing = HeldLoader(autoReply: { _ in .failure(ImagePipelineError.badStatus(code: 404)) })
+        let failing = HeldLoader(autoReply: { _ in .failure(FakeLoadError.status(404)) })
         let other = ImagePipeline(configuration: .init(decoders: DecoderRegistry([decoder]), loaders: LoaderRegistry([failing])))
-        await #expect(throws: ImagePipelineError.badStatus(code: 404)) { try await other.image(for: ImageRequest(url: missing)) }
-        await #expect(throws: ImagePipelineError.badStatus(code: 404)) {
+        await #expect(throws: ImagePipelineError.loadingFailed(missing, underlying: FakeLoadError.status(404))) {
+            try await other.image(for: ImageRequest(url: missing))
+        }
+        await #expect(throws: ImagePipelineError.loadingFailed(missing, underlying: FakeLoadError.status(404))) {
             try await other.image(for: ImageRequest(url: missing, width: 8, height: 8))
         }
         #expect(failing.loadCount(missing) == 1)
@@ -165,7 +174,7 @@ struct BindingReloadTests {
         let version = Mutex(1)
         let loader = HeldLoader { _ in
             let color = FakeImage.color(for: version.withLock { $0 })
-            return .success(.data(FakeImage.data(width: 16, height: 16, color: color), ResponseMetadata(statusCode: 200)))
+            return .success(.data(FakeImage.data(width: 16, height: 16, color: color), ResponseMetadata()))
         }
         let pipeline = makePipeline(loader: loader)
         let url = testURL(16, 16, 0)
@@ -202,7 +211,7 @@ struct ReloadNoStoreTests {
     @Test func aNoStoreReloadRemovesTheOldDiskEntry() async throws {
         let clock = TestClock()
         let loader = HeldLoader { request in
-            var metadata = ResponseMetadata(statusCode: 200)
+            var metadata = ResponseMetadata()
             metadata.noStore = true
             return .success(.data(FakeImage.data(width: 16, height: 16, color: FakeImage.color(for: 2)), metadata))
         }

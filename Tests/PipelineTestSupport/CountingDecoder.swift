@@ -15,29 +15,41 @@ public final class CountingDecoder: ImageDecoding {
     private let state = Mutex(State())
     private let delay: TimeInterval
     /// The format this decoder claims (so registry tests can register several).
-    public let formats: Set<ImageFormat>
+    public let format: ImageFormat
 
     /// Creates a decoder; each decode sleeps `delay` seconds (on the decode pool's thread).
-    public init(delay: TimeInterval = 0, formats: Set<ImageFormat> = [.bmp]) {
+    public init(delay: TimeInterval = 0, format: ImageFormat = "fake") {
         self.delay = delay
-        self.formats = formats
+        self.format = format
     }
 
-    /// Accepts data that starts with ``FakeImage/magic``.
-    public func canDecode(_ data: Data) -> Bool { data.starts(with: FakeImage.magic) }
+    /// ``FakeImage/magic`` at the start.
+    public var signatures: [ImageSignature] { [.magic(Array(FakeImage.magic), format: format)] }
 
     /// Reads the fake header.
-    public func readInfo(_ data: Data) throws -> ImageInfo {
+    public func readFakeInfo(_ data: Data) throws -> ImageInfo {
         guard data.count >= 12, canDecode(data) else {
             throw ImagePipelineError.corruptData(format: nil, message: "not FAKE data")
         }
         let b = [UInt8](data.prefix(12))
         let size = PixelSize(width: Int(b[4]) << 8 | Int(b[5]), height: Int(b[6]) << 8 | Int(b[7]))
-        return ImageInfo(format: formats.first ?? .bmp, size: size)
+        return ImageInfo(format: format, size: size)
+    }
+
+    /// Opens a session over the fake header.
+    public func withSession<R>(for data: Data, _ body: (any ImageDecodingSession) throws -> R) throws -> R {
+        try body(Session(decoder: self, data: data, info: try readFakeInfo(data)))
+    }
+
+    private struct Session: ImageDecodingSession {
+        let decoder: CountingDecoder
+        let data: Data
+        let info: ImageInfo
+        func decode(_ options: DecodeOptions) throws -> DecodedImage { try decoder.decodeFake(data, info: info, options: options) }
     }
 
     /// "Decodes" to a bitmap of the target size (or full size) filled with the colour.
-    public func decode(_ data: Data, options: DecodeOptions) throws -> DecodedImage {
+    private func decodeFake(_ data: Data, info: ImageInfo, options: DecodeOptions) throws -> DecodedImage {
         state.withLock {
             $0.decodeCount += 1
             $0.running += 1
@@ -46,8 +58,6 @@ public final class CountingDecoder: ImageDecoding {
         }
         defer { state.withLock { $0.running -= 1 } }
         if delay > 0 { Thread.sleep(forTimeInterval: delay) }
-        let info = try readInfo(data)
-        try options.checkPixelLimit(info)
         if data.count >= 16, data.suffix(4) == Data("BAD!".utf8) {
             throw ImagePipelineError.corruptData(format: info.format, message: "the fake data says it is bad")
         }
@@ -62,7 +72,7 @@ public final class CountingDecoder: ImageDecoding {
         return DecodedImage(bitmap: bitmap, info: info)
     }
 
-    /// How many times ``decode(_:options:)`` was called.
+    /// How many times a session decoded.
     public var decodeCount: Int { state.withLock { $0.decodeCount } }
     /// The most decodes that ran at the same time.
     public var peakConcurrentDecodes: Int { state.withLock { $0.peakRunning } }

@@ -39,7 +39,7 @@ public final class HeldLoader: DataLoading {
     /// A loader that answers every URL at once with `FakeImage` data whose size and colour come
     /// from the URL's path (`test:///640x480/7` → 640×480, colour 7).
     public static func immediate(schemes: Set<String> = ["test", "http", "https"]) -> HeldLoader {
-        HeldLoader(schemes: schemes) { .success(.data(fakeData(for: $0.url), ResponseMetadata(statusCode: 200))) }
+        HeldLoader(schemes: schemes) { .success(.data(fakeData(for: $0.url), ResponseMetadata())) }
     }
 
     /// FakeImage bytes described by a URL path `/WxH/N` (default 64×64, colour 0).
@@ -99,7 +99,7 @@ public final class HeldLoader: DataLoading {
     /// Answers every held load for `url` with ``fakeData(for:)``.
     @discardableResult
     public func releaseWithFakeData(_ url: URL) -> Int {
-        release(url, with: .success(.data(Self.fakeData(for: url), ResponseMetadata(statusCode: 200))))
+        release(url, with: .success(.data(Self.fakeData(for: url), ResponseMetadata())))
     }
 
     /// Loads started for `url`.
@@ -123,5 +123,29 @@ public final class HeldLoader: DataLoading {
             try? await Task.sleep(nanoseconds: 1_000_000)
         }
         return true
+    }
+}
+
+/// A loader's own error type, as a third-party loader would throw: the pipeline must hand it
+/// to callers unchanged inside `loadingFailed`, and negatively cache it when it says it is
+/// permanent (a status of 404 or 410).
+public enum FakeLoadError: PipelineFailure, Equatable, CustomStringConvertible {
+    /// The fake server's status.
+    case status(Int)
+    /// The fake network is down.
+    case offline
+
+    /// 404 and 410 are permanent.
+    public var isPermanent: Bool {
+        if case .status(let code) = self { return code == 404 || code == 410 }
+        return false
+    }
+
+    /// A line for messages.
+    public var description: String {
+        switch self {
+        case .status(let code): return "fake status \(code)"
+        case .offline: return "fake network offline"
+        }
     }
 }

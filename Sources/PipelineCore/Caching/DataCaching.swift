@@ -17,7 +17,7 @@ public struct CacheEntryInfo: Hashable, Sendable {
         self.freshUntil = freshUntil
     }
 
-    /// The info for a response received at `receivedAt`.
+    /// The info for a response received at `receivedAt` (its freshness counted from then).
     public init(_ metadata: ResponseMetadata, receivedAt: Date) {
         self.init(etag: metadata.etag, lastModified: metadata.lastModified,
                   freshUntil: metadata.freshUntil(receivedAt: receivedAt))

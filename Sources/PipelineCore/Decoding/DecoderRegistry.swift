@@ -3,6 +3,11 @@ import Foundation
 /// The decoders an app links, in the order they are asked. Built by the app and handed to
 /// ``ImagePipeline/Configuration``; a value, so tests build their own and nothing leaks.
 ///
+/// The registry chooses by magic bytes: each decoder declares its ``ImageDecoding/signatures``
+/// (a third party's format as much as the shipped ones), and the sniffer is built from what is
+/// registered. The core names formats it knows only in messages ("GIF data, but no GIF
+/// decoder is registered: link CodecGIF and register `GIFDecoder()`").
+///
 /// Rule for duplicates: **the last registration wins.** Decoders are asked newest first, so
 /// registering a second decoder for a format that already has one overrides it (the first
 /// stays as a fallback for data the newer one declines in ``ImageDecoding/canDecode(_:)``).
@@ -34,6 +39,17 @@ public struct DecoderRegistry: Sendable {
 
     /// The formats some registered decoder handles.
     public var formats: Set<ImageFormat> { decoders.reduce(into: []) { $0.formUnion($1.formats) } }
+
+    /// The format of `data` by the signatures of the registered decoders (newest first), or `nil`.
+    public func format(of data: Data) -> ImageFormat? {
+        data.withUnsafeBytes { raw in
+            let head = UnsafeRawBufferPointer(rebasing: raw.prefix(ImageFormat.sniffLength))
+            for decoder in decoders {
+                if let signature = decoder.signatures.first(where: { $0.matches(head) }) { return signature.format }
+            }
+            return nil
+        }
+    }
 
     /// The decoder for `data`: the newest one whose `canDecode` accepts it.
     public func decoder(for data: Data) -> (any ImageDecoding)? {

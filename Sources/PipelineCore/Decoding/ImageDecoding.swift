@@ -90,28 +90,86 @@ public struct DecodedImage: Sendable {
     }
 }
 
-/// A codec's decoding side. Registered in a ``DecoderRegistry``; chosen by magic bytes.
+/// A codec's decoding side. Registered in a ``DecoderRegistry``, which chooses it by the magic
+/// bytes in ``signatures``.
+///
+/// A decoder opens one ``ImageDecodingSession`` per picture: the header is parsed once, the
+/// caller reads ``ImageDecodingSession/info`` (size, orientation) and then asks for pixels at
+/// the size it needs. The pixel limit, the target clamp and strictness are applied in one
+/// place, ``ImageDecodingSession/decodeChecked(_:)``, not in every codec.
 ///
 /// Implementations are called on the pipeline's decode pool (never on the pipeline actor) and
-/// may block. They must throw ``ImagePipelineError`` values for bad input, never crash.
+/// may block. For bad input they throw (``ImagePipelineError/corruptData(format:message:)`` and
+/// ``ImagePipelineError/unsupported(format:message:)``, or an error type of their own; the
+/// pipeline wraps it in ``ImagePipelineError/decodingFailed(_:underlying:)`` with the URL),
+/// never crash.
 public protocol ImageDecoding: Sendable {
-    /// The formats this decoder handles.
-    var formats: Set<ImageFormat> { get }
+    /// The formats this decoder handles, as the leading bytes that identify them.
+    var signatures: [ImageSignature] { get }
 
-    /// Whether `data` looks like one of ``formats``. Peeks at the magic bytes only.
+    /// Whether this decoder takes `data`. Default: one of ``signatures`` matches. Override to
+    /// decline data of your format you cannot handle (an older decoder then gets a chance).
     func canDecode(_ data: Data) -> Bool
 
-    /// Reads the header alone: format, stored size, orientation. No pixel buffer is allocated.
-    func readInfo(_ data: Data) throws -> ImageInfo
+    /// Opens a session over `data` (parsing the header once) and runs `body` with it. The
+    /// session is valid only inside `body`; every resource it holds is freed when this returns
+    /// or throws.
+    func withSession<R>(for data: Data, _ body: (any ImageDecodingSession) throws -> R) throws -> R
+}
 
-    /// Decodes the first frame, at least as large as `options.targetSize`.
-    func decode(_ data: Data, options: DecodeOptions) throws -> DecodedImage
+/// One picture opened by a decoder: the header already parsed.
+public protocol ImageDecodingSession {
+    /// What the header says: format, stored size, orientation.
+    var info: ImageInfo { get }
+
+    /// Decodes the first frame, at least as large as `options.targetSize` (which is never larger
+    /// than the upright size). Called at most once per session, after the caller checked the
+    /// pixel limit: prefer ``decodeChecked(_:)``, which does.
+    func decode(_ options: DecodeOptions) throws -> DecodedImage
 }
 
 extension ImageDecoding {
-    /// Sniffs with ``ImageFormat/sniff(_:)`` and checks the result against ``formats``.
+    /// The formats of ``signatures``.
+    public var formats: Set<ImageFormat> { Set(signatures.map(\.format)) }
+
+    /// Whether one of ``signatures`` matches the leading bytes of `data`.
     public func canDecode(_ data: Data) -> Bool {
-        guard let format = ImageFormat.sniff(data) else { return false }
-        return formats.contains(format)
+        data.withUnsafeBytes { raw in
+            let head = UnsafeRawBufferPointer(rebasing: raw.prefix(ImageFormat.sniffLength))
+            return signatures.contains { $0.matches(head) }
+        }
+    }
+
+    /// Reads the header alone: format, stored size, orientation. No pixel buffer is allocated.
+    public func readInfo(_ data: Data) throws -> ImageInfo {
+        try withSession(for: data) { $0.info }
+    }
+
+    /// Opens a session and decodes with ``ImageDecodingSession/decodeChecked(_:)``.
+    public func decode(_ data: Data, options: DecodeOptions) throws -> DecodedImage {
+        try withSession(for: data) { try $0.decodeChecked(options) }
+    }
+}
+
+extension ImageDecodingSession {
+    /// Decodes with the checks every codec shares, in one place: refuses a picture over
+    /// `options.maxPixelCount` (or with an empty size) before any pixel buffer exists, clamps
+    /// the target to the upright size (`nil` when it asks for full size, so no codec is asked
+    /// to upscale), and with `options.strict` turns the first warning into
+    /// ``ImagePipelineError/corruptData(format:message:)``.
+    public func decodeChecked(_ options: DecodeOptions) throws -> DecodedImage {
+        let info = self.info
+        var options = options
+        try options.checkPixelLimit(info)
+        if let target = options.targetSize {
+            let upright = options.appliesOrientation ? info.uprightSize : info.size
+            let clamped = PixelSize(width: min(target.width, upright.width), height: min(target.height, upright.height))
+            options.targetSize = !clamped.isValid || clamped == upright ? nil : clamped
+        }
+        let decoded = try decode(options)
+        if options.strict, let first = decoded.warnings.first {
+            throw ImagePipelineError.corruptData(format: info.format, message: first)
+        }
+        return decoded
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// One piece of shared work (a download or a decode) and the callers waiting for it.
 ///
@@ -51,4 +52,37 @@ struct WaiterToken: Sendable {
 struct LoadedData: Sendable {
     let data: Data
     let source: ImageSource
+    /// Bytes from a loader still to be written to the disk cache, by the first decode that succeeds.
+    var pendingStore: PendingStore?
+    /// The stored copy a revalidation's new bytes replace: decoded instead when those do not decode.
+    var staleFallback: Data?
+
+    init(data: Data, source: ImageSource) {
+        self.data = data
+        self.source = source
+    }
+}
+
+/// Loaded bytes waiting to prove they decode before the disk cache keeps them. Several decodes
+/// (keys) may share one download; the first that succeeds claims the store.
+final class PendingStore: Sendable {
+    let disk: any DataCaching
+    let data: Data
+    let info: CacheEntryInfo
+    /// `true` after a revalidation: the bytes replace a stored copy whose decoded results in
+    /// memory must go.
+    let replacesStoredBytes: Bool
+    private let claimed = Atomic<Bool>(false)
+
+    init(disk: any DataCaching, data: Data, info: CacheEntryInfo, replacesStoredBytes: Bool) {
+        self.disk = disk
+        self.data = data
+        self.info = info
+        self.replacesStoredBytes = replacesStoredBytes
+    }
+
+    /// `true` exactly once: for the caller that stores the bytes.
+    func claim() -> Bool {
+        !claimed.exchange(true, ordering: .acquiringAndReleasing)
+    }
 }

@@ -29,12 +29,14 @@ extension ImagePipeline {
         downloads[url] = work
         liveDownloads[work.id] = work
         work.task = Task(priority: request.priority == .visible ? nil : .low) {
-            let result = await capture { try await self.performDownload(request: request, url: url, priority: work.priority) }
+            var result = await capture { try await self.performDownload(request: request, url: url, priority: work.priority) }
             switch result {
             case .success:  // bytes in hand: a failure remembered for this URL no longer holds
                 self.failures[url] = nil
-            case .failure(let error as ImagePipelineError):
-                self.rememberFailure(error, for: url)
+            case .failure(let error) where !(error is CancellationError):
+                let wrapped = Self.wrap(error, loading: url)
+                self.rememberFailure(wrapped, for: url)
+                result = .failure(wrapped)
             case .failure:
                 break
             }

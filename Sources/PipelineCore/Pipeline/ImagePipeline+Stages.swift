@@ -6,6 +6,10 @@ extension ImagePipeline {
     /// the decode pool, stores the result in memory and returns it. Runs as a decode work's task.
     /// A permanent failure is remembered in the negative cache: a download's (404) for the fetch
     /// URL (by the download work), a decode's (undecodable bytes) for this key only.
+    ///
+    /// Bytes a loader returned reach the disk cache only here, once they decoded: a broken body
+    /// (a truncated or mislabelled answer from a CDN edge) is never stored. When new bytes from a
+    /// revalidation do not decode, the stale copy they were to replace answers instead.
     func performDecode(request: ImageRequest, key: ImageKey, work: InFlightWork<ImageResponse>) async throws -> ImageResponse {
         try Task.checkCancellation()
         let download = downloadWork(for: request, url: key.fetchURL)
@@ -13,21 +17,28 @@ extension ImagePipeline {
         work.upstream = download.priority
         let loaded = try await wait(on: download, table: .download(key.fetchURL))
         try Task.checkCancellation()
-        let priority = work.priority
 
-        let decoders = configuration.decoders
-        let maxPixels = configuration.maxPixelCount
-        let clock = configuration.now
-        let response: ImageResponse, seconds: TimeInterval
+        var response: ImageResponse, seconds: TimeInterval
         do {
-            (response, seconds) = try await decodePool.run(priority: priority) {
-                let start = clock()
-                let response = try Self.decode(loaded, key: key, decoders: decoders, maxPixelCount: maxPixels)
-                return (response, clock().timeIntervalSince(start))
+            (response, seconds) = try await decodeOnPool(loaded.data, source: loaded.source, key: key, priority: work.priority)
+            if let store = loaded.pendingStore, store.claim() {
+                // Decoded: these bytes are a complete answer and may be kept.
+                if store.replacesStoredBytes { memoryCache.removeValues { $0.fetchURL == key.fetchURL } }
+                await store.disk.storeData(store.data, info: store.info, for: key.fetchURL)
             }
-        } catch let error as ImagePipelineError {
-            if let until = failureLifetime(error) { decodeFailures[key] = (until, error) }
-            throw error
+        } catch let error where !(error is CancellationError) {
+            let wrapped = Self.wrap(error, decoding: key.fetchURL)
+            guard let stale = loaded.staleFallback else {
+                if wrapped.isPermanent, let until = failureLifetime() { decodeFailures[key] = (until, wrapped) }
+                throw wrapped
+            }
+            // New bytes from a revalidation that do not decode: keep serving the stored copy.
+            do {
+                (response, seconds) = try await decodeOnPool(stale, source: .disk, key: key, priority: work.priority)
+            } catch let error where !(error is CancellationError) {
+                throw Self.wrap(error, decoding: key.fetchURL)
+            }
+            response.warnings.append("the revalidated bytes did not decode (\(wrapped)); the stored copy was used")
         }
         decodeFailures[key] = nil
         emit(.decoded(key, seconds: seconds))
@@ -35,34 +46,63 @@ extension ImagePipeline {
         return response
     }
 
-    /// Decodes `loaded` to the size `key` asks for. Runs on the decode pool.
-    static func decode(_ loaded: LoadedData, key: ImageKey, decoders: DecoderRegistry,
+    /// Decodes `data` on the decode pool at `priority`; returns the response and the seconds it took.
+    private func decodeOnPool(_ data: Data, source: ImageSource, key: ImageKey,
+                              priority: PriorityHandle) async throws -> (ImageResponse, TimeInterval) {
+        let decoders = configuration.decoders
+        let maxPixels = configuration.maxPixelCount
+        let clock = configuration.now
+        return try await decodePool.run(priority: priority) {
+            let start = clock()
+            let response = try Self.decode(data, source: source, key: key, decoders: decoders, maxPixelCount: maxPixels)
+            return (response, clock().timeIntervalSince(start))
+        }
+    }
+
+    /// Decodes `data` to the size `key` asks for: one decoding session, whose header gives the
+    /// plan (pixel limit, fit/fill, the decoder's target), then pixels. Runs on the decode pool.
+    static func decode(_ data: Data, source: ImageSource, key: ImageKey, decoders: DecoderRegistry,
                        maxPixelCount: Int) throws -> ImageResponse {
-        let decoder = try decoders.requireDecoder(for: loaded.data)
-        let info = try decoder.readInfo(loaded.data)
-        var options = DecodeOptions(appliesOrientation: key.processing.appliesOrientation,
-                                    strict: key.processing.strictDecoding, maxPixelCount: maxPixelCount)
-        try options.checkPixelLimit(info)
-        let upright = options.appliesOrientation ? info.uprightSize : info.size
-        let plan = ResizePlan(source: upright, target: key.targetSize, contentMode: key.contentMode,
-                              allowsUpscaling: key.processing.allowsUpscaling)
-        options.targetSize = plan.scaledSize == upright ? nil : plan.scaledSize
-        let decoded = try decoder.decode(loaded.data, options: options)
-        let bitmap = decoded.bitmap.size == plan.outputSize && plan.crop == PixelRect(upright)
-            ? decoded.bitmap
-            : Resampler.resample(decoded.bitmap, plan: plan)
-        return ImageResponse(bitmap: bitmap, source: loaded.source, originalSize: upright, format: info.format,
-                             warnings: decoded.warnings)
+        let decoder = try decoders.requireDecoder(for: data)
+        return try decoder.withSession(for: data) { session in
+            let info = session.info
+            var options = DecodeOptions(appliesOrientation: key.processing.appliesOrientation,
+                                        strict: key.processing.strictDecoding, maxPixelCount: maxPixelCount)
+            try options.checkPixelLimit(info)
+            let upright = options.appliesOrientation ? info.uprightSize : info.size
+            let plan = ResizePlan(source: upright, target: key.targetSize, contentMode: key.contentMode,
+                                  allowsUpscaling: key.processing.allowsUpscaling)
+            options.targetSize = plan.scaledSize == upright ? nil : plan.scaledSize
+            let decoded = try session.decodeChecked(options)
+            let bitmap = decoded.bitmap.size == plan.outputSize && plan.crop == PixelRect(upright)
+                ? decoded.bitmap
+                : Resampler.resample(decoded.bitmap, plan: plan)
+            return ImageResponse(bitmap: bitmap, source: source, originalSize: upright, format: info.format,
+                                 warnings: decoded.warnings)
+        }
+    }
+
+    /// A loader's or decoder's error as callers see it: wrapped with the URL
+    /// (``ImagePipelineError/loadingFailed(_:underlying:)``), unless it already is.
+    static func wrap(_ error: any Error, loading url: URL) -> ImagePipelineError {
+        if let own = error as? ImagePipelineError, own.isWrapped { return own }
+        return .loadingFailed(url, underlying: error)
+    }
+
+    /// As ``wrap(_:loading:)``, for decoding.
+    static func wrap(_ error: any Error, decoding url: URL) -> ImagePipelineError {
+        if let own = error as? ImagePipelineError, own.isWrapped { return own }
+        return .decodingFailed(url, underlying: error)
     }
 
     /// Remembers a permanent download failure for the negative cache's lifetime.
     func rememberFailure(_ error: ImagePipelineError, for url: URL) {
-        if let until = failureLifetime(error) { failures[url] = (until, error) }
+        if error.isPermanent, let until = failureLifetime() { failures[url] = (until, error) }
     }
 
-    /// Until when `error` is remembered, or `nil` when it is not (not permanent, or no negative cache).
-    private func failureLifetime(_ error: ImagePipelineError) -> Date? {
-        guard error.isPermanent, configuration.negativeCacheLifetime > 0 else { return nil }
+    /// Until when a permanent failure is remembered from now, or `nil` with no negative cache.
+    private func failureLifetime() -> Date? {
+        guard configuration.negativeCacheLifetime > 0 else { return nil }
         return configuration.now().addingTimeInterval(configuration.negativeCacheLifetime)
     }
 
@@ -96,12 +136,16 @@ extension ImagePipeline {
         switch try await loader.load(load) {
         case .data(let data, let metadata):
             emit(.loaded(url, bytes: data.count))
+            var loaded = LoadedData(data: data, source: .network)
             if let disk, !metadata.noStore {
-                await disk.storeData(data, info: CacheEntryInfo(metadata, receivedAt: configuration.now()), for: url)
+                // Stored by the first decode that succeeds (``performDecode``), never before.
+                loaded.pendingStore = PendingStore(disk: disk, data: data,
+                                                   info: CacheEntryInfo(metadata, receivedAt: configuration.now()),
+                                                   replacesStoredBytes: false)
             } else if let disk, request.cachePolicy == .reloadIgnoringCaches {
                 await disk.removeData(for: url)  // a reload may have skipped an entry these bytes replace
             }
-            return LoadedData(data: data, source: .network)
+            return loaded
         case .notModified:
             throw ImagePipelineError.unexpectedNotModified
         }
@@ -124,15 +168,18 @@ extension ImagePipeline {
             return LoadedData(data: cached.data, source: .revalidated)
         case .data(let data, let metadata):
             emit(.loaded(url, bytes: data.count))
+            emit(.revalidated(url, modified: true))
+            var loaded = LoadedData(data: data, source: .network)
+            loaded.staleFallback = cached.data
             if metadata.noStore {
                 await configuration.diskCache?.removeData(for: url)
-            } else {
-                await configuration.diskCache?.storeData(data, info: CacheEntryInfo(metadata, receivedAt: now), for: url)
+                memoryCache.removeValues { $0.fetchURL == url }
+            } else if let disk = configuration.diskCache {
+                // Replaces the stored bytes (and drops decoded copies of them) once it decodes.
+                loaded.pendingStore = PendingStore(disk: disk, data: data, info: CacheEntryInfo(metadata, receivedAt: now),
+                                                   replacesStoredBytes: true)
             }
-            // The picture changed: decoded copies of the old bytes must not answer again.
-            memoryCache.removeValues { $0.fetchURL == url }
-            emit(.revalidated(url, modified: true))
-            return LoadedData(data: data, source: .network)
+            return loaded
         }
     }
 
@@ -143,12 +190,30 @@ extension ImagePipeline {
         revalidating.insert(url)
         let id = nextID()
         background[id] = Task {
-            if let cached = await self.configuration.diskCache?.cachedData(for: url) {
-                _ = try? await self.revalidate(url: url, cached: cached, headers: headers,
-                                               priority: PriorityHandle(.prefetch))
+            if let cached = await self.configuration.diskCache?.cachedData(for: url),
+               let loaded = try? await self.revalidate(url: url, cached: cached, headers: headers,
+                                                       priority: PriorityHandle(.prefetch)),
+               let store = loaded.pendingStore {
+                // Nobody decodes these bytes now: they replace the stored copy only once they decode.
+                if await self.decodes(loaded.data), store.claim() {
+                    self.memoryCache.removeValues { $0.fetchURL == url }
+                    await store.disk.storeData(store.data, info: store.info, for: url)
+                }
             }
             self.revalidating.remove(url)
             self.background[id] = nil
         }
+    }
+
+    /// Whether `data` decodes (a small decode on the decode pool, at prefetch priority): the
+    /// check new bytes pass before they replace a stored copy nobody is waiting for.
+    private func decodes(_ data: Data) async -> Bool {
+        let decoders = configuration.decoders
+        let options = DecodeOptions(targetSize: PixelSize(width: 64, height: 64), maxPixelCount: configuration.maxPixelCount)
+        let decoded: Bool? = try? await decodePool.run(priority: PriorityHandle(.prefetch)) {
+            _ = try decoders.requireDecoder(for: data).decode(data, options: options)
+            return true
+        }
+        return decoded == true
     }
 }

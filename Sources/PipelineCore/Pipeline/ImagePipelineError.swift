@@ -1,33 +1,28 @@
 import Foundation
 
-/// Why a network transfer failed, for ``ImagePipelineError/network(_:message:)``.
-public enum NetworkFailure: String, Hashable, Sendable {
-    /// The host name did not resolve.
-    case dns
-    /// The connection could not be made or was reset.
-    case connection
-    /// The TLS handshake or certificate check failed.
-    case tls
-    /// More redirects than allowed, or a redirect loop.
-    case tooManyRedirects
-    /// A redirect from `https` to `http`, refused by default.
-    case insecureRedirect
-    /// An `http` URL while the loader allows `https` only.
-    case insecureScheme
-    /// A `text/html` body served where a picture was expected (an error page sent with 200).
-    case unexpectedContentType
-    /// Anything else the transport reported.
-    case other
+/// An error that tells the pipeline whether asking again soon can help. Loaders and decoders
+/// may throw error types of their own; those that conform are negatively cached like a 404
+/// when ``isPermanent`` is `true` (for ``ImagePipeline/Configuration/negativeCacheLifetime``).
+/// An error that does not conform is taken as temporary.
+public protocol PipelineFailure: Error {
+    /// `true` when the same request would fail the same way for a while (not found,
+    /// undecodable bytes); `false` for a timeout or a dropped connection.
+    var isPermanent: Bool { get }
 }
 
-/// Every failure the pipeline, its codecs and its loaders report.
-public enum ImagePipelineError: Error, Hashable, Sendable, CustomStringConvertible {
+/// The pipeline's failures, and the error vocabulary that loaders and codecs share.
+///
+/// What reaches a caller of ``ImagePipeline/image(for:)`` names its URL: a loader's error
+/// arrives wrapped in ``loadingFailed(_:underlying:)``, a decoder's in
+/// ``decodingFailed(_:underlying:)``, the loader's or decoder's own error (of any type)
+/// unchanged inside. ``underlyingError`` unwraps.
+public enum ImagePipelineError: Error, Sendable, CustomStringConvertible, LocalizedError, PipelineFailure, Equatable {
     /// No loader is registered for the URL's scheme.
     case noLoader(scheme: String)
     /// No registered decoder accepts the data; `format` is what the bytes look like, if known.
     case noDecoder(format: ImageFormat?)
-    /// The server answered with a status that is not a success.
-    case badStatus(code: Int)
+    /// The source has no such resource (HTTP 404 or 410, a missing file, an unknown asset).
+    case notFound(URL)
     /// The body ended before its announced length.
     case truncated(expected: Int64?, received: Int64)
     /// The body is larger than the configured maximum, in bytes.
@@ -40,21 +35,52 @@ public enum ImagePipelineError: Error, Hashable, Sendable, CustomStringConvertib
     case tooManyPixels(PixelSize, limit: Int)
     /// A connect, idle or total timeout, with what timed out.
     case timeout(String)
-    /// The transport failed.
-    case network(NetworkFailure, message: String)
-    /// A local file could not be read: missing, a directory, or not permitted.
+    /// A local file could not be read: a directory, not permitted, not a regular file.
     case fileUnreadable(path: String, reason: String)
     /// The request asked for cached data only and there was none.
     case notCached
     /// The loader reported "not modified" for a request that had no cached copy to keep.
     case unexpectedNotModified
+    /// Loading `URL` failed; `underlying` is what the loader threw, unchanged.
+    case loadingFailed(URL, underlying: any Error & Sendable)
+    /// Decoding the bytes of `URL` failed; `underlying` is what the decoder threw, unchanged.
+    case decodingFailed(URL, underlying: any Error & Sendable)
 
-    /// `true` for failures that will not go away by asking again soon (a 404, undecodable
-    /// bytes): the pipeline keeps these in its short negative cache.
+    /// The loader's or decoder's own error inside ``loadingFailed(_:underlying:)`` and
+    /// ``decodingFailed(_:underlying:)`` (unwrapped all the way); `self` otherwise.
+    public var underlyingError: any Error & Sendable {
+        switch self {
+        case .loadingFailed(_, let error), .decodingFailed(_, let error):
+            return (error as? ImagePipelineError)?.underlyingError ?? error
+        default:
+            return self
+        }
+    }
+
+    /// `true` for ``loadingFailed(_:underlying:)`` and ``decodingFailed(_:underlying:)``.
+    public var isWrapped: Bool {
+        switch self {
+        case .loadingFailed, .decodingFailed: return true
+        default: return false
+        }
+    }
+
+    /// The URL a wrapped failure names, if any.
+    public var url: URL? {
+        switch self {
+        case .loadingFailed(let url, _), .decodingFailed(let url, _), .notFound(let url): return url
+        default: return nil
+        }
+    }
+
+    /// `true` for failures that will not go away by asking again soon (not found, undecodable
+    /// bytes): the pipeline keeps these in its short negative cache. A wrapped error answers
+    /// for itself through ``PipelineFailure`` (temporary when it does not conform).
     public var isPermanent: Bool {
         switch self {
-        case .badStatus(let code): return code == 404 || code == 410
-        case .noDecoder, .unsupported, .corruptData, .tooManyPixels: return true
+        case .notFound, .noDecoder, .unsupported, .corruptData, .tooManyPixels: return true
+        case .loadingFailed(_, let error), .decodingFailed(_, let error):
+            return (error as? any PipelineFailure)?.isPermanent ?? false
         default: return false
         }
     }
@@ -63,9 +89,11 @@ public enum ImagePipelineError: Error, Hashable, Sendable, CustomStringConvertib
     public var description: String {
         switch self {
         case .noLoader(let scheme): return "no data loader is registered for the URL scheme '\(scheme)'"
-        case .noDecoder(let format?): return "\(format) data, but no \(format) decoder is registered"
+        case .noDecoder(let format?):
+            let hint = format.registrationHint.map { ": \($0)" } ?? ""
+            return "\(format) data, but no \(format) decoder is registered\(hint)"
         case .noDecoder(nil): return "the data is not in any image format known to the pipeline"
-        case .badStatus(let code): return "the server answered with HTTP status \(code)"
+        case .notFound(let url): return "\(Self.name(url)) was not found"
         case .truncated(let expected?, let received): return "the body ended after \(received) of \(expected) bytes"
         case .truncated(nil, let received): return "the body ended early, after \(received) bytes"
         case .tooLarge(let limit, let actual?): return "the body is \(actual) bytes, over the limit of \(limit)"
@@ -75,10 +103,63 @@ public enum ImagePipelineError: Error, Hashable, Sendable, CustomStringConvertib
         case .corruptData(nil, let message): return "corrupt data: \(message)"
         case .tooManyPixels(let size, let limit): return "the picture is \(size) pixels, over the limit of \(limit) pixels"
         case .timeout(let what): return "timed out: \(what)"
-        case .network(let failure, let message): return "network failure (\(failure.rawValue)): \(message)"
         case .fileUnreadable(let path, let reason): return "cannot read \(path): \(reason)"
         case .notCached: return "the picture is not cached and the request does not allow loading"
         case .unexpectedNotModified: return "the loader answered 'not modified' but nothing was cached"
+        case .loadingFailed(let url, let error):
+            return Self.nested(error, url: url) ?? "cannot load \(Self.name(url)): \(Self.text(of: error))"
+        case .decodingFailed(let url, let error):
+            return Self.nested(error, url: url) ?? "cannot decode \(Self.name(url)): \(Self.text(of: error))"
         }
+    }
+
+    /// ``description``, for `localizedDescription`.
+    public var errorDescription: String? { description }
+
+    /// Wrapped errors compare by case and URL, and their underlying errors by value when
+    /// those are `Equatable` (else by description); every other case by its values.
+    public static func == (lhs: ImagePipelineError, rhs: ImagePipelineError) -> Bool {
+        switch (lhs, rhs) {
+        case (.noLoader(let a), .noLoader(let b)): return a == b
+        case (.noDecoder(let a), .noDecoder(let b)): return a == b
+        case (.notFound(let a), .notFound(let b)): return a == b
+        case (.truncated(let a1, let a2), .truncated(let b1, let b2)): return a1 == b1 && a2 == b2
+        case (.tooLarge(let a1, let a2), .tooLarge(let b1, let b2)): return a1 == b1 && a2 == b2
+        case (.unsupported(let a1, let a2), .unsupported(let b1, let b2)): return a1 == b1 && a2 == b2
+        case (.corruptData(let a1, let a2), .corruptData(let b1, let b2)): return a1 == b1 && a2 == b2
+        case (.tooManyPixels(let a1, let a2), .tooManyPixels(let b1, let b2)): return a1 == b1 && a2 == b2
+        case (.timeout(let a), .timeout(let b)): return a == b
+        case (.fileUnreadable(let a1, let a2), .fileUnreadable(let b1, let b2)): return a1 == b1 && a2 == b2
+        case (.notCached, .notCached), (.unexpectedNotModified, .unexpectedNotModified): return true
+        case (.loadingFailed(let a1, let a2), .loadingFailed(let b1, let b2)),
+             (.decodingFailed(let a1, let a2), .decodingFailed(let b1, let b2)):
+            return a1 == b1 && equalErrors(a2, b2)
+        default: return false
+        }
+    }
+
+    /// The URL as a person reads it: a file's path, else the absolute string.
+    static func name(_ url: URL) -> String { url.isFileURL ? url.path : url.absoluteString }
+
+    /// An error's one-line text: `LocalizedError`'s description, else `String(describing:)`.
+    static func text(of error: any Error) -> String {
+        if let localized = error as? any LocalizedError, let text = localized.errorDescription { return text }
+        return String(describing: error)
+    }
+
+    /// The description of an ``ImagePipelineError`` wrapped inside another for the same URL,
+    /// so a URL is named once.
+    private static func nested(_ error: any Error, url: URL) -> String? {
+        guard let inner = error as? ImagePipelineError, inner.url == url else { return nil }
+        return inner.description
+    }
+
+    /// Whether two underlying errors are the same: by `==` when the first is `Equatable`, else
+    /// by type and description.
+    private static func equalErrors(_ a: any Error, _ b: any Error) -> Bool {
+        func open<T: Equatable>(_ a: T, _ b: any Error) -> Bool { ((b as Any) as? T) == a }
+        let boxed: Any = a
+        if let equatable = boxed as? any Equatable { return open(equatable, b) }
+        return type(of: a) == type(of: b) && String(describing: a) == String(describing: b)
     }
 }

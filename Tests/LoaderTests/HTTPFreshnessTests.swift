@@ -1,9 +1,10 @@
 import Foundation
+import LoaderHTTP
 import PipelineCore
 import Testing
 
 @Suite("HTTP freshness metadata")
-struct ResponseMetadataTests {
+struct HTTPFreshnessTests {
     let received = Date(timeIntervalSince1970: 784_111_777)  // Sun, 06 Nov 1994 08:49:37 GMT
 
     @Test func parsesTheThreeHTTPDateForms() {
@@ -24,7 +25,7 @@ struct ResponseMetadataTests {
     }
 
     @Test func maxAgeWinsOverExpiresAndAgeIsSubtracted() {
-        let metadata = ResponseMetadata(statusCode: 200, headers: [
+        let metadata = HTTPResponseHeaders(statusCode: 200, headers: [
             ("Cache-Control", "public, max-age=600, s-maxage=5"), ("Expires", "Sun, 06 Nov 1994 09:49:37 GMT"),
             ("Date", "Sun, 06 Nov 1994 08:49:37 GMT"), ("age", "100"), ("ETag", "\"abc\""),
             ("Last-Modified", "Sat, 05 Nov 1994 08:49:37 GMT"), ("Content-Type", "image/jpeg; charset=binary"),
@@ -34,33 +35,35 @@ struct ResponseMetadataTests {
         #expect(metadata.freshUntil(receivedAt: received) == received.addingTimeInterval(500))
         #expect(metadata.etag == "\"abc\"" && metadata.lastModified == "Sat, 05 Nov 1994 08:49:37 GMT")
         #expect(metadata.contentType == "image/jpeg" && metadata.contentLength == 1234)
-        #expect(metadata.validator == CacheValidator(etag: "\"abc\"", lastModified: "Sat, 05 Nov 1994 08:49:37 GMT"))
+        #expect(metadata.metadata(receivedAt: received).validator
+                == CacheValidator(etag: "\"abc\"", lastModified: "Sat, 05 Nov 1994 08:49:37 GMT"))
+        #expect(metadata.metadata(receivedAt: received).freshFor == 500)
     }
 
     @Test func expiresCountsFromDateAndAnInvalidExpiresIsAlreadyStale() {
-        let expires = ResponseMetadata(statusCode: 200, headers: [
+        let expires = HTTPResponseHeaders(statusCode: 200, headers: [
             ("Expires", "Sun, 06 Nov 1994 09:49:37 GMT"), ("Date", "Sun, 06 Nov 1994 08:49:37 GMT"),
         ])
         // The server's clock is an hour behind ours: the lifetime (1 h) still counts from receipt.
         let later = received.addingTimeInterval(30)
         #expect(expires.freshUntil(receivedAt: later) == later.addingTimeInterval(3600 - 30))
-        let invalid = ResponseMetadata(statusCode: 200, headers: [("Expires", "0")])
+        let invalid = HTTPResponseHeaders(statusCode: 200, headers: [("Expires", "0")])
         #expect(invalid.freshUntil(receivedAt: received)! < received)
-        #expect(ResponseMetadata(statusCode: 200, headers: []).freshUntil(receivedAt: received) == nil)
+        #expect(HTTPResponseHeaders(statusCode: 200, headers: []).freshUntil(receivedAt: received) == nil)
     }
 
     @Test func noCacheMeansRevalidateAndNoStoreIsFlagged() {
-        let noCache = ResponseMetadata(statusCode: 200, headers: [("cache-control", "no-cache, max-age=3600")])
+        let noCache = HTTPResponseHeaders(statusCode: 200, headers: [("cache-control", "no-cache, max-age=3600")])
         #expect(noCache.noCache && noCache.freshUntil(receivedAt: received) == received)
-        #expect(!CacheEntryInfo(noCache, receivedAt: received).isFresh(at: received))
-        let noStore = ResponseMetadata(statusCode: 200, headers: [("Cache-Control", "no-store")])
+        #expect(!CacheEntryInfo(noCache.metadata(receivedAt: received), receivedAt: received).isFresh(at: received))
+        let noStore = HTTPResponseHeaders(statusCode: 200, headers: [("Cache-Control", "no-store")])
         #expect(noStore.noStore)
     }
 
     @Test func retryAfterAcceptsSecondsOrADate() {
-        #expect(ResponseMetadata(statusCode: 429, headers: [("Retry-After", "7")]).retryAfter == 7)
+        #expect(HTTPResponseHeaders(statusCode: 429, headers: [("Retry-After", "7")]).retryAfter == 7)
         let inAMinute = HTTPDate.format(Date().addingTimeInterval(60))
-        let fromDate = ResponseMetadata(statusCode: 503, headers: [("Retry-After", inAMinute)]).retryAfter ?? 0
+        let fromDate = HTTPResponseHeaders(statusCode: 503, headers: [("Retry-After", inAMinute)]).retryAfter ?? 0
         #expect(fromDate > 50 && fromDate <= 60)
     }
 }

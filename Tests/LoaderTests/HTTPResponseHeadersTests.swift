@@ -1,10 +1,11 @@
 import Foundation
+import LoaderHTTP
 import PipelineCore
 import Testing
 
 /// The header parsing every HTTP response goes through (and the date fast path the loader
 /// relies on for speed).
-@Suite("ResponseMetadata and HTTPDate")
+@Suite("HTTPResponseHeaders and HTTPDate")
 struct ResponseMetadataTests {
     @Test(arguments: ["Sun, 06 Nov 1994 08:49:37 GMT", "Sunday, 06-Nov-94 08:49:37 GMT", "Sun Nov  6 08:49:37 1994"])
     func allThreeDateFormsParseToTheSameInstant(_ text: String) {
@@ -25,7 +26,7 @@ struct ResponseMetadataTests {
     }
 
     @Test func headersAreReadCaseInsensitivelyWithOptionalWhitespace() {
-        let metadata = ResponseMetadata(statusCode: 200, headers: [
+        let metadata = HTTPResponseHeaders(statusCode: 200, headers: [
             ("content-TYPE", " Image/JPEG ; charset=binary"), ("ETag", "\t\"abc\" "), ("Content-Length", "1234"),
             ("Cache-Control", "public, max-age=\"600\""), ("cache-control", " no-cache"), ("Age", "30"),
             ("Last-Modified", "Sun, 06 Nov 1994 08:49:37 GMT"), ("Retry-After", "120"),
@@ -43,11 +44,11 @@ struct ResponseMetadataTests {
 
     @Test func freshnessUsesExpiresMinusDateWithoutMaxAge() {
         let date = Date(timeIntervalSince1970: 784_111_777)
-        let metadata = ResponseMetadata(statusCode: 200, headers: [
+        let metadata = HTTPResponseHeaders(statusCode: 200, headers: [
             ("Date", HTTPDate.format(date)), ("Expires", HTTPDate.format(date.addingTimeInterval(3600))),
         ])
         #expect(metadata.freshUntil(receivedAt: date) == date.addingTimeInterval(3600))
-        let invalid = ResponseMetadata(statusCode: 200, headers: [("Expires", "0")])
+        let invalid = HTTPResponseHeaders(statusCode: 200, headers: [("Expires", "0")])
         #expect(invalid.freshUntil(receivedAt: date).map { $0 <= date } == true)
     }
 }
