@@ -3,8 +3,9 @@ import PipelineCore
 /// Requests waiting for a connection slot, by host, visible ones first.
 ///
 /// Each host has a visible and a prefetch queue, both in arrival order, so picking the next
-/// job is O(1) however many wait. A prefetch whose ``PriorityHandle`` was raised while it
-/// waited is moved to the visible queue (in arrival order) when the next jobs are picked.
+/// job is O(1) however many wait. A job whose ``PriorityHandle`` changed while it waited (a
+/// prefetch raised to visible, or back down when its visible caller left) is moved to the
+/// queue of its new priority (in arrival order) when the next jobs are picked.
 struct PendingQueue {
     private struct HostQueue {
         var visible = FIFO()
@@ -81,7 +82,7 @@ struct PendingQueue {
         var taken: [TransferJob] = []
         var total = totalRunning
         guard total < maxTotal else { return [] }
-        promoteRaisedPrefetches()
+        requeueChangedPriorities()
         for visiblePass in [true, false] {
             for host in Array(hosts.keys) where total < maxTotal {
                 // Taken out of the dictionary while it changes, so popping never copies the array.
@@ -100,17 +101,23 @@ struct PendingQueue {
         return taken
     }
 
-    /// Moves prefetches raised to visible into their host's visible queue, by arrival (job id).
-    private mutating func promoteRaisedPrefetches() {
+    /// Moves jobs whose priority changed while they waited into the queue of their current
+    /// priority, keeping arrival order (job id): a prefetch a visible caller joined moves up, and
+    /// a job whose visible caller left (only prefetches still wait for it) moves back down.
+    private mutating func requeueChangedPriorities() {
         for host in Array(hosts.keys) {
-            guard let waiting = hosts[host]?.prefetch.waiting,
-                  waiting.contains(where: { $0.priority.current == .visible }),
-                  var queue = hosts.removeValue(forKey: host) else { continue }
-            let raised = queue.prefetch.removeAll { $0.priority.current == .visible }
-            var merged = Array(queue.visible.waiting) + raised
-            merged.sort { $0.id < $1.id }
-            queue.visible = FIFO(jobs: merged, head: 0)
-            hosts[host] = queue
+            guard let queue = hosts[host],
+                  queue.visible.waiting.contains(where: { $0.priority.current != .visible })
+                    || queue.prefetch.waiting.contains(where: { $0.priority.current == .visible }) else { continue }
+            hosts[host] = nil
+            // One pass that reads each job's priority once: a job must land in exactly one queue.
+            var visible: [TransferJob] = [], prefetch: [TransferJob] = []
+            for job in Array(queue.visible.waiting) + Array(queue.prefetch.waiting) {
+                if job.priority.current == .visible { visible.append(job) } else { prefetch.append(job) }
+            }
+            visible.sort { $0.id < $1.id }
+            prefetch.sort { $0.id < $1.id }
+            hosts[host] = HostQueue(visible: FIFO(jobs: visible, head: 0), prefetch: FIFO(jobs: prefetch, head: 0))
         }
     }
 }

@@ -5,16 +5,25 @@ import Synchronization
 ///
 /// Only ever touched on the ``ImagePipeline`` actor, which owns the tables that hold it.
 final class InFlightWork<Value: Sendable> {
+    /// One caller waiting, at the priority it asked for.
+    struct Waiter {
+        let continuation: CheckedContinuation<Value, any Error>
+        var priority: ImagePriority
+    }
+
     let id: UInt64
+    /// The highest priority among the current waiters (the creator's until the first joins):
+    /// shared with the loader's queue or the decode pool, which read it when they pick work.
     let priority: PriorityHandle
     /// `false` for work started by a `reloadIgnoringCaches` request: it never reads caches.
     let readsCaches: Bool
     /// `false` for work started by a `returnCacheDataDontLoad` request: it never starts a load.
     let mayLoad: Bool
-    var waiters: [UInt64: CheckedContinuation<Value, any Error>] = [:]
+    var waiters: [UInt64: Waiter] = [:]
     var task: Task<Void, Never>?
-    /// The priority of the work this work waits on (a decode's download), raised together.
-    var upstream: PriorityHandle?
+    /// This work's own place among the waiters of the work it waits on (a decode's, in its
+    /// download): moved when this work's priority moves.
+    var upstream: WaiterToken?
 
     init(id: UInt64, priority: ImagePriority, cachePolicy: CachePolicy) {
         self.id = id
@@ -30,10 +39,53 @@ final class InFlightWork<Value: Sendable> {
         (!readsCaches || cachePolicy != .reloadIgnoringCaches) && (mayLoad || cachePolicy == .returnCacheDataDontLoad)
     }
 
-    func raise(to priority: ImagePriority) {
-        self.priority.raise(to: priority)
-        upstream?.raise(to: priority)
+    /// Sets the priority to the highest of the current waiters' (unchanged with none left);
+    /// `true` when it changed.
+    func updatePriority() -> Bool {
+        guard let highest = waiters.values.lazy.map(\.priority).max() else { return false }
+        return priority.set(highest)
     }
+}
+
+/// The in-flight works of one stage, by key: a slot per key that new callers join, and every
+/// running work by id (a reload can displace a work from its slot while it still has waiters
+/// who may cancel). One type for downloads (by fetch URL) and decodes (by ``ImageKey``).
+final class InFlightTable<Key: Hashable & Sendable, Value: Sendable> {
+    private var joinable: [Key: InFlightWork<Value>] = [:]
+    private var live: [UInt64: InFlightWork<Value>] = [:]
+    /// Wraps a key into the token that finds this table again.
+    let tokenTable: @Sendable (Key) -> WaiterToken.Table
+
+    init(_ tokenTable: @escaping @Sendable (Key) -> WaiterToken.Table) {
+        self.tokenTable = tokenTable
+    }
+
+    /// The work in the slot for `key`, if a request with `cachePolicy` may join it.
+    func joinable(for key: Key, cachePolicy: CachePolicy) -> InFlightWork<Value>? {
+        guard let existing = joinable[key], existing.canServe(cachePolicy) else { return nil }
+        return existing
+    }
+
+    /// Puts `work` in the slot for `key` (displacing any other) and among the live works.
+    func insert(_ work: InFlightWork<Value>, for key: Key) {
+        joinable[key] = work
+        live[work.id] = work
+    }
+
+    /// The live work with `id`.
+    func work(id: UInt64) -> InFlightWork<Value>? { live[id] }
+
+    /// Forgets `work`; its slot is cleared only if it still holds this same work.
+    func remove(_ work: InFlightWork<Value>, for key: Key) {
+        live[work.id] = nil
+        if joinable[key] === work { joinable[key] = nil }
+    }
+
+    /// The number of callers waiting for the work in the slot for `key`.
+    func waiterCount(for key: Key) -> Int { joinable[key]?.waiters.count ?? 0 }
+
+    /// How many works are running.
+    var count: Int { live.count }
 }
 
 /// Names one waiter of one piece of work, so a cancellation handler (which runs off the actor)

@@ -24,6 +24,9 @@ extension ImagePipeline {
         /// How long a permanent failure (404, undecodable bytes) is remembered and answered
         /// without trying again, in seconds. Default 10; 0 turns the negative cache off.
         public var negativeCacheLifetime: TimeInterval
+        /// The most failures the negative cache remembers, per kind (fetch URLs, keys); the
+        /// least recently used goes first. Default 1,000.
+        public var negativeCacheLimit: Int = 1000
         /// Receives ``ImagePipelineEvent``s. Default `nil`.
         public var eventHandler: (@Sendable (ImagePipelineEvent) -> Void)?
         /// The clock for freshness and the negative cache. Default `Date.init`; tests move it.

@@ -1,38 +1,27 @@
 import Foundation
 
-// The two in-flight tables: joining, leaving and finishing shared work.
+// The two in-flight tables (one type, ``InFlightTable``): joining, leaving, finishing shared
+// work, and its priority, which is the highest of its current waiters'.
 extension ImagePipeline {
     /// The decode work for `key`: joined when one is in flight, else created and started.
     /// A `reloadIgnoringCaches` request does not join work that may read caches, nor a request
     /// that may load join `returnCacheDataDontLoad` work; each starts its own and takes over the
     /// table slot (the old work still finishes for its own waiters).
     func decodeWork(for request: ImageRequest, key: ImageKey) -> InFlightWork<ImageResponse> {
-        if let existing = decodes[key], existing.canServe(request.cachePolicy) {
-            return existing
-        }
-        let work = InFlightWork<ImageResponse>(id: nextID(), priority: request.priority, cachePolicy: request.cachePolicy)
-        decodes[key] = work
-        liveDecodes[work.id] = work
-        work.task = Task(priority: request.priority == .visible ? nil : .low) {
-            let result = await capture { try await self.performDecode(request: request, key: key, work: work) }
-            self.finish(work, in: .decode(key), with: result)
-        }
-        return work
+        work(in: decodes, key: key, request: request) { work in
+            try await self.performDecode(request: request, key: key, work: work)
+        } completion: { _ in }
     }
 
     /// The download work for `request`'s fetch URL, joined or created like ``decodeWork``.
+    /// A download's failure is wrapped with its URL and, when permanent, remembered for it.
     func downloadWork(for request: ImageRequest, url: URL) -> InFlightWork<LoadedData> {
-        if let existing = downloads[url], existing.canServe(request.cachePolicy) {
-            return existing
-        }
-        let work = InFlightWork<LoadedData>(id: nextID(), priority: request.priority, cachePolicy: request.cachePolicy)
-        downloads[url] = work
-        liveDownloads[work.id] = work
-        work.task = Task(priority: request.priority == .visible ? nil : .low) {
-            var result = await capture { try await self.performDownload(request: request, url: url, priority: work.priority) }
+        work(in: downloads, key: url, request: request) { work in
+            try await self.performDownload(request: request, url: url, priority: work.priority)
+        } completion: { result in
             switch result {
             case .success:  // bytes in hand: a failure remembered for this URL no longer holds
-                self.failures[url] = nil
+                self.failures.removeValue(for: url)
             case .failure(let error) where !(error is CancellationError):
                 let wrapped = Self.wrap(error, loading: url)
                 self.rememberFailure(wrapped, for: url)
@@ -40,18 +29,39 @@ extension ImagePipeline {
             case .failure:
                 break
             }
-            self.finish(work, in: .download(url), with: result)
+        }
+    }
+
+    /// The one path both stages take: join the slot's work, or create one, put it in the
+    /// table and start `perform` as its task; `completion` may adjust the result before every
+    /// waiter gets it.
+    private func work<Key, Value>(in table: InFlightTable<Key, Value>, key: Key, request: ImageRequest,
+                                  perform: @escaping @Sendable (InFlightWork<Value>) async throws -> Value,
+                                  completion: @escaping (inout Result<Value, any Error>) -> Void) -> InFlightWork<Value> {
+        if let existing = table.joinable(for: key, cachePolicy: request.cachePolicy) { return existing }
+        let work = InFlightWork<Value>(id: nextID(), priority: request.priority, cachePolicy: request.cachePolicy)
+        table.insert(work, for: key)
+        work.task = Task(priority: request.priority == .visible ? nil : .low) {
+            var result = await capture { try await perform(work) }
+            completion(&result)
+            self.finish(work, in: table, key: key, with: result)
         }
         return work
     }
 
-    /// Waits for `work` as one more waiter. The waiter is registered before this suspends; if
-    /// the calling task is cancelled it leaves at once with `CancellationError`.
-    func wait<Value: Sendable>(on work: InFlightWork<Value>, table: WaiterToken.Table) async throws -> Value {
-        let token = WaiterToken(table: table, workID: work.id, waiterID: nextID())
+    /// Waits for `work` as one more waiter at `priority`, which counts toward the work's
+    /// priority while this waiter stays. The waiter is registered before this suspends; if the
+    /// calling task is cancelled it leaves at once with `CancellationError`. `upstreamOf`, when
+    /// given, is the work on whose behalf this waits (a decode waiting for its download): its
+    /// priority changes move this waiter's.
+    func wait<Key, Value>(on work: InFlightWork<Value>, in table: InFlightTable<Key, Value>, key: Key,
+                          priority: ImagePriority, upstreamOf dependent: (any UpstreamLinked)? = nil) async throws -> Value {
+        let token = WaiterToken(table: table.tokenTable(key), workID: work.id, waiterID: nextID())
+        dependent?.link(upstream: token)
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                work.waiters[token.waiterID] = continuation
+                work.waiters[token.waiterID] = .init(continuation: continuation, priority: priority)
+                if work.updatePriority() { propagatePriority(of: work) }
                 if Task.isCancelled { leave(token) }
             }
         } onCancel: {
@@ -59,46 +69,85 @@ extension ImagePipeline {
         }
     }
 
-    /// A waiter leaves: it gets `CancellationError` now, and the work is cancelled (and taken
-    /// out of its table) if nobody else waits.
+    /// A waiter leaves: it gets `CancellationError` now; the work is cancelled (and taken out
+    /// of its table) if nobody else waits, else its priority falls to the highest left.
     func leave(_ token: WaiterToken) {
         switch token.table {
-        case .decode(let key):
-            guard let work = liveDecodes[token.workID], leave(token, from: work) else { return }
-            liveDecodes[work.id] = nil
-            if decodes[key] === work { decodes[key] = nil }
-        case .download(let url):
-            guard let work = liveDownloads[token.workID], leave(token, from: work) else { return }
-            liveDownloads[work.id] = nil
-            if downloads[url] === work { downloads[url] = nil }
+        case .decode(let key): leave(token, table: decodes, key: key)
+        case .download(let url): leave(token, table: downloads, key: url)
         }
     }
 
-    /// Returns `true` when `work` has no waiters left and was cancelled.
-    private func leave<Value>(_ token: WaiterToken, from work: InFlightWork<Value>) -> Bool {
-        work.waiters.removeValue(forKey: token.waiterID)?.resume(throwing: CancellationError())
-        guard work.waiters.isEmpty else { return false }
+    private func leave<Key, Value>(_ token: WaiterToken, table: InFlightTable<Key, Value>, key: Key) {
+        guard let work = table.work(id: token.workID) else { return }
+        work.waiters.removeValue(forKey: token.waiterID)?.continuation.resume(throwing: CancellationError())
+        guard work.waiters.isEmpty else {
+            if work.updatePriority() { propagatePriority(of: work) }
+            return
+        }
         work.task?.cancel()
-        return true
+        table.remove(work, for: key)
+    }
+
+    /// Moves the waiter a work holds in its upstream work (a decode's in its download) to the
+    /// work's new priority, and so on up.
+    private func propagatePriority<Value>(of work: InFlightWork<Value>) {
+        guard let token = work.upstream else { return }
+        let priority = work.priority.current
+        switch token.table {
+        case .decode(let key): setWaiterPriority(token, to: priority, table: decodes, key: key)
+        case .download(let url): setWaiterPriority(token, to: priority, table: downloads, key: url)
+        }
+    }
+
+    private func setWaiterPriority<Key, Value>(_ token: WaiterToken, to priority: ImagePriority,
+                                               table: InFlightTable<Key, Value>, key: Key) {
+        guard let work = table.work(id: token.workID), work.waiters[token.waiterID] != nil else { return }
+        work.waiters[token.waiterID]?.priority = priority
+        if work.updatePriority() { propagatePriority(of: work) }
     }
 
     /// Hands `result` to every waiter of `work` and forgets it; the joinable slot is cleared only
     /// if it still holds this same work (a reload may have taken it over).
-    func finish<Value: Sendable>(_ work: InFlightWork<Value>, in table: WaiterToken.Table,
-                                 with result: Result<Value, any Error>) {
-        switch table {
-        case .decode(let key):
-            liveDecodes[work.id] = nil
-            if decodes[key] === work { decodes[key] = nil }
-        case .download(let url):
-            liveDownloads[work.id] = nil
-            if downloads[url] === work { downloads[url] = nil }
-        }
+    private func finish<Key, Value>(_ work: InFlightWork<Value>, in table: InFlightTable<Key, Value>, key: Key,
+                                    with result: Result<Value, any Error>) {
+        table.remove(work, for: key)
         let waiters = work.waiters
         work.waiters = [:]
         work.task = nil
-        for continuation in waiters.values { continuation.resume(with: result) }
+        for waiter in waiters.values { waiter.continuation.resume(with: result) }
     }
+
+    /// The number of callers waiting for the decode `request` would join (0 when none is in
+    /// flight): for diagnostics, and for tests that must know a caller has joined before they
+    /// go on, instead of sleeping.
+    public func waiterCount(for request: ImageRequest) -> Int {
+        decodes.waiterCount(for: key(for: request))
+    }
+
+    /// The number of callers (decodes) waiting for the download of `url`.
+    public func downloadWaiterCount(for url: URL) -> Int {
+        downloads.waiterCount(for: url)
+    }
+
+    /// How many permanent failures the negative cache remembers (fetch URLs and keys); bounded
+    /// by ``Configuration/negativeCacheLimit`` per kind.
+    public var rememberedFailureCount: Int { failures.count + decodeFailures.count }
+
+    /// The current priority of the decode `request` would join, if one is in flight.
+    public func inFlightPriority(for request: ImageRequest) -> ImagePriority? {
+        decodes.joinable(for: key(for: request), cachePolicy: .useCaches)?.priority.current
+    }
+}
+
+/// Work that waits on other work and must know its place there (a decode in its download).
+protocol UpstreamLinked: AnyObject {
+    /// Records this work's waiter token in the work it waits on.
+    func link(upstream: WaiterToken)
+}
+
+extension InFlightWork: UpstreamLinked {
+    func link(upstream token: WaiterToken) { upstream = token }
 }
 
 /// The outcome of an async throwing body as a `Result`.

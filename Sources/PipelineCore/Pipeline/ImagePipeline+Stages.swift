@@ -13,9 +13,8 @@ extension ImagePipeline {
     func performDecode(request: ImageRequest, key: ImageKey, work: InFlightWork<ImageResponse>) async throws -> ImageResponse {
         try Task.checkCancellation()
         let download = downloadWork(for: request, url: key.fetchURL)
-        download.raise(to: work.priority.current)
-        work.upstream = download.priority
-        let loaded = try await wait(on: download, table: .download(key.fetchURL))
+        let loaded = try await wait(on: download, in: downloads, key: key.fetchURL, priority: work.priority.current,
+                                    upstreamOf: work)
         try Task.checkCancellation()
 
         var response: ImageResponse, seconds: TimeInterval
@@ -29,7 +28,7 @@ extension ImagePipeline {
         } catch let error where !(error is CancellationError) {
             let wrapped = Self.wrap(error, decoding: key.fetchURL)
             guard let stale = loaded.staleFallback else {
-                if wrapped.isPermanent, let until = failureLifetime() { decodeFailures[key] = (until, wrapped) }
+                if wrapped.isPermanent, let until = failureLifetime() { decodeFailures.insert(wrapped, until: until, for: key) }
                 throw wrapped
             }
             // New bytes from a revalidation that do not decode: keep serving the stored copy.
@@ -40,7 +39,7 @@ extension ImagePipeline {
             }
             response.warnings.append("the revalidated bytes did not decode (\(wrapped)); the stored copy was used")
         }
-        decodeFailures[key] = nil
+        decodeFailures.removeValue(for: key)
         emit(.decoded(key, seconds: seconds))
         memoryCache.insert(response, for: key, cost: response.bitmap.cost)
         return response
@@ -97,7 +96,7 @@ extension ImagePipeline {
 
     /// Remembers a permanent download failure for the negative cache's lifetime.
     func rememberFailure(_ error: ImagePipelineError, for url: URL) {
-        if error.isPermanent, let until = failureLifetime() { failures[url] = (until, error) }
+        if error.isPermanent, let until = failureLifetime() { failures.insert(error, until: until, for: url) }
     }
 
     /// Until when a permanent failure is remembered from now, or `nil` with no negative cache.

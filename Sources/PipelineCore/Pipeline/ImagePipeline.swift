@@ -3,7 +3,8 @@ import Foundation
 /// The image pipeline: request in, decoded bitmap of the requested size out.
 ///
 /// This actor only coordinates. Its state is the two in-flight tables (downloads by fetch URL,
-/// decodes by ``ImageKey``), the negative cache and the prefetch tasks; every slow step runs
+/// decodes by ``ImageKey``; shared work runs at the highest priority of its current waiters),
+/// the bounded negative cache and the prefetch tasks; every slow step runs
 /// elsewhere — decoding and resampling on a bounded ``WorkerPool``, loading in the loaders,
 /// file work in the disk cache — and comes back through continuations. Nothing here blocks.
 ///
@@ -17,19 +18,15 @@ public actor ImagePipeline {
     public nonisolated let memoryCache: MemoryCache<ImageKey, ImageResponse>
 
     let decodePool: WorkerPool
-    /// Decodes a new caller may join, by key.
-    var decodes: [ImageKey: InFlightWork<ImageResponse>] = [:]
-    /// Downloads a new caller may join, by fetch URL.
-    var downloads: [URL: InFlightWork<LoadedData>] = [:]
-    /// Every running decode and download by id, joinable or not (a reload can displace one
-    /// from its slot while it still has waiters who may cancel).
-    var liveDecodes: [UInt64: InFlightWork<ImageResponse>] = [:]
-    var liveDownloads: [UInt64: InFlightWork<LoadedData>] = [:]
+    /// Decodes in flight, by key.
+    let decodes = InFlightTable<ImageKey, ImageResponse> { .decode($0) }
+    /// Downloads in flight, by fetch URL.
+    let downloads = InFlightTable<URL, LoadedData> { .download($0) }
     /// Remembered permanent failures of downloads (a 404), for every request of the URL.
-    var failures: [URL: (until: Date, error: ImagePipelineError)] = [:]
+    let failures: NegativeCache<URL>
     /// Remembered permanent failures of decodes (undecodable bytes), for one key only: whether
     /// bytes decode can depend on the key's processing (strict decoding).
-    var decodeFailures: [ImageKey: (until: Date, error: ImagePipelineError)] = [:]
+    let decodeFailures: NegativeCache<ImageKey>
     var prefetches: [ImageKey: (id: UInt64, task: Task<Void, Never>)] = [:]
     var background: [UInt64: Task<Void, Never>] = [:]
     var revalidating: Set<URL> = []
@@ -40,6 +37,8 @@ public actor ImagePipeline {
         self.configuration = configuration
         self.memoryCache = configuration.memoryCache
         self.decodePool = WorkerPool(maxConcurrent: configuration.maxConcurrentDecodes, name: "ImagePipeline.decode")
+        self.failures = NegativeCache(limit: configuration.negativeCacheLimit)
+        self.decodeFailures = NegativeCache(limit: configuration.negativeCacheLimit)
     }
 
     /// The fetch URL for `request`, by the configured URL builder.
@@ -87,19 +86,16 @@ public actor ImagePipeline {
             emit(.memoryHit(request))
             return hit
         }
-        if request.cachePolicy != .reloadIgnoringCaches, let failure = failures[key.fetchURL] {
-            if failure.until > configuration.now() { throw failure.error }
-            failures[key.fetchURL] = nil
-        }
-        if request.cachePolicy != .reloadIgnoringCaches, let failure = decodeFailures[key] {
-            if failure.until > configuration.now() { throw failure.error }
-            decodeFailures[key] = nil
+        if request.cachePolicy != .reloadIgnoringCaches {
+            let now = configuration.now()
+            if let error = failures.error(for: key.fetchURL, now: now) ?? decodeFailures.error(for: key, now: now) {
+                throw error
+            }
         }
         // Why "straight away": the entry goes into the table before the first `await`, so a
         // second caller arriving while this one is suspended finds it and joins.
         let work = decodeWork(for: request, key: key)
-        work.raise(to: request.priority)
-        return try await wait(on: work, table: .decode(key))
+        return try await wait(on: work, in: decodes, key: key, priority: request.priority)
     }
 
     /// Starts loading and decoding `requests` at prefetch priority, so a later `image(for:)`
