@@ -43,3 +43,33 @@ struct PendingQueueTests {
         for waiter in waiters { await waiter.value }
     }
 }
+
+@Suite("Pending queue: priorities that change while waiting")
+struct PendingQueuePriorityTests {
+    /// A job queued as visible whose visible caller left (its handle fell to prefetch) goes
+    /// behind an earlier prefetch; a prefetch raised to visible goes ahead.
+    @Test func aJobWhosePriorityFellWaitsBehindEarlierPrefetches() async {
+        let box = PendingQueueTests.Continuations()
+        let waiters = (0..<3).map { _ in
+            Task { _ = await withCheckedContinuation { continuation in box.list.withLock { $0.append(continuation) } } }
+        }
+        while box.count < 3 { await Task.yield() }
+        let continuations = box.list.withLock { $0 }
+        let handles = [PriorityHandle(.prefetch), PriorityHandle(.visible), PriorityHandle(.prefetch)]
+        var queue = PendingQueue()
+        for (id, continuation) in continuations.enumerated() {
+            queue.append(TransferJob(id: UInt64(id), url: URL(string: "http://h/\(id)")!, hostKey: "h",
+                                     priority: handles[id], headers: [], progress: nil, continuation: continuation))
+        }
+        handles[1].set(.prefetch)  // job 1's visible caller left
+        handles[2].set(.visible)   // job 2 was joined by a visible caller
+        var order: [UInt64] = []
+        for _ in 0..<3 {
+            let taken = queue.take(running: [:], totalRunning: 0, maxPerHost: 1, maxTotal: 1)
+            order += taken.map(\.id)
+        }
+        #expect(order == [2, 0, 1])
+        for continuation in continuations { continuation.resume(returning: .cancelled) }
+        for waiter in waiters { await waiter.value }
+    }
+}

@@ -14,7 +14,8 @@ struct CoalescingTests {
         async let a = pipeline.image(for: request)
         async let b = pipeline.image(for: request)
         #expect(await loader.waitUntil { $0.heldURLs.count == 1 })
-        try await Task.sleep(nanoseconds: 20_000_000)  // give a second (wrong) load time to appear
+        // Both callers wait in the one decode: a second load or decode could not start now.
+        #expect(await eventually { await pipeline.waiterCount(for: request) == 2 })
         #expect(loader.releaseWithFakeData(url) == 1)
         let (ra, rb) = try await (a, b)
         #expect(loader.loadCount(url) == 1)
@@ -75,7 +76,7 @@ struct CoalescingTests {
         let url = testURL(64, 64, 4)
         let tasks = (0..<5).map { _ in Task { try await pipeline.image(for: ImageRequest(url: url)) } }
         #expect(await loader.waitUntil { $0.heldURLs.count == 1 })
-        try await Task.sleep(nanoseconds: 10_000_000)
+        #expect(await eventually { await pipeline.waiterCount(for: ImageRequest(url: url)) == 5 })
         loader.release(url, with: .failure(FakeLoadError.status(500)))
         for task in tasks {
             await #expect(throws: ImagePipelineError.loadingFailed(url, underlying: FakeLoadError.status(500))) { try await task.value }

@@ -43,8 +43,8 @@ final class GatedDataCache: DataCaching {
     }
 }
 
-@Suite("Review regressions", .timeLimit(.minutes(2)))
-struct ReviewRegressionTests {
+@Suite("Joining rules, reloads and fill limits", .timeLimit(.minutes(2)))
+struct JoiningAndReloadTests {
     /// A cache-only request in flight must not answer a caller that may load with `notCached`.
     @Test func aLoadingRequestDoesNotJoinACacheOnlyRequest() async throws {
         let loader = HeldLoader.immediate()
@@ -56,7 +56,8 @@ struct ReviewRegressionTests {
         let normal = Task { try await pipeline.image(for: ImageRequest(url: url)) }
         // Same download (fetch URL), another decode key.
         let otherSize = Task { try await pipeline.image(for: ImageRequest(url: url, width: 8, height: 8)) }
-        try await Task.sleep(nanoseconds: 20_000_000)
+        // Both decodes have joined the (loading) download before the cache-only one answers.
+        #expect(await eventually { await pipeline.downloadWaiterCount(for: url) == 2 })
         disk.open()
         await #expect(throws: ImagePipelineError.loadingFailed(url, underlying: ImagePipelineError.notCached)) {
             try await cacheOnly.value
@@ -133,7 +134,7 @@ final class StrictRefusingDecoder: ImageDecoding {
     }
 }
 
-@Suite("Review regressions: negative cache per processing", .timeLimit(.minutes(2)))
+@Suite("Negative cache per processing", .timeLimit(.minutes(2)))
 struct NegativeCacheKeyTests {
     /// A decode failure that depends on the request's processing (strict decoding) must not be
     /// remembered for every request of the URL: a lenient request decodes the same bytes fine.
@@ -166,7 +167,7 @@ struct NegativeCacheKeyTests {
     }
 }
 
-@Suite("Review regressions: target binding", .timeLimit(.minutes(2)))
+@Suite("Target binding: reloads and release", .timeLimit(.minutes(2)))
 struct BindingReloadTests {
     /// Binding a `reloadIgnoringCaches` request must load again, as `image(for:)` does, not show
     /// the memory cache's (old) picture and stop.
@@ -204,7 +205,7 @@ struct BindingReloadTests {
     }
 }
 
-@Suite("Review regressions: reload and the disk cache", .timeLimit(.minutes(2)))
+@Suite("Reloads and the disk cache", .timeLimit(.minutes(2)))
 struct ReloadNoStoreTests {
     /// A reload answered `no-store` must not leave the old disk entry to answer later requests:
     /// the server has said the old bytes are not the picture any more.
