@@ -108,6 +108,9 @@ struct LoadedData: Sendable {
     var pendingStore: PendingStore?
     /// The stored copy a revalidation's new bytes replace: decoded instead when those do not decode.
     var staleFallback: Data?
+    /// The pipeline's count of replaced stored bytes when these were read: a decode of stored
+    /// bytes that were replaced meanwhile is returned but not kept in memory.
+    var generation: UInt64 = 0
 
     init(data: Data, source: ImageSource) {
         self.data = data

@@ -22,7 +22,7 @@ extension ImagePipeline {
             (response, seconds) = try await decodeOnPool(loaded.data, source: loaded.source, key: key, priority: work.priority)
             if let store = loaded.pendingStore, store.claim() {
                 // Decoded: these bytes are a complete answer and may be kept.
-                if store.replacesStoredBytes { memoryCache.removeValues { $0.fetchURL == key.fetchURL } }
+                if store.replacesStoredBytes { dropDecodedCopies(of: key.fetchURL) }
                 await store.disk.storeData(store.data, info: store.info, for: key.fetchURL)
             }
         } catch let error where !(error is CancellationError) {
@@ -41,8 +41,17 @@ extension ImagePipeline {
         }
         decodeFailures.removeValue(for: key)
         emit(.decoded(key, seconds: seconds))
-        memoryCache.insert(response, for: key, cost: response.bitmap.cost)
+        let replaced = loaded.pendingStore == nil && (replacedAt.value(for: key.fetchURL) ?? 0) > loaded.generation
+        if !replaced { memoryCache.insert(response, for: key, cost: response.bitmap.cost) }
         return response
+    }
+
+    /// New bytes replace the stored ones for `url`: decoded copies of the old bytes must not
+    /// answer again, nor be put in memory by a decode of them still running.
+    func dropDecodedCopies(of url: URL) {
+        replacements += 1
+        replacedAt.insert(replacements, for: url, cost: 1)
+        memoryCache.removeValues { $0.fetchURL == url }
     }
 
     /// Decodes `data` on the decode pool at `priority`; returns the response and the seconds it took.
@@ -113,19 +122,21 @@ extension ImagePipeline {
         if request.cachePolicy != .reloadIgnoringCaches, let disk, let cached = await disk.cachedData(for: url) {
             let fresh = cached.info.isFresh(at: configuration.now())
             emit(.diskHit(url, fresh: fresh))
+            var stored = LoadedData(data: cached.data, source: .disk)
+            stored.generation = replacements
             if fresh || request.cachePolicy == .returnCacheDataDontLoad {
-                return LoadedData(data: cached.data, source: .disk)
+                return stored
             }
             if request.revalidation == .staleWhileRevalidate {
                 revalidateInBackground(url: url, cached: cached.info, headers: request.headers)
-                return LoadedData(data: cached.data, source: .disk)
+                return stored
             }
             do {
                 return try await revalidate(url: url, cached: cached, headers: request.headers, priority: priority)
             } catch is CancellationError {
                 throw CancellationError()
             } catch {
-                return LoadedData(data: cached.data, source: .disk)  // offline: the stale copy still serves
+                return stored  // offline: the stale copy still serves
             }
         }
         if request.cachePolicy == .returnCacheDataDontLoad { throw ImagePipelineError.notCached }
@@ -172,7 +183,7 @@ extension ImagePipeline {
             loaded.staleFallback = cached.data
             if metadata.noStore {
                 await configuration.diskCache?.removeData(for: url)
-                memoryCache.removeValues { $0.fetchURL == url }
+                dropDecodedCopies(of: url)
             } else if let disk = configuration.diskCache {
                 // Replaces the stored bytes (and drops decoded copies of them) once it decodes.
                 loaded.pendingStore = PendingStore(disk: disk, data: data, info: CacheEntryInfo(metadata, receivedAt: now),
@@ -195,7 +206,7 @@ extension ImagePipeline {
                let store = loaded.pendingStore {
                 // Nobody decodes these bytes now: they replace the stored copy only once they decode.
                 if await self.decodes(loaded.data), store.claim() {
-                    self.memoryCache.removeValues { $0.fetchURL == url }
+                    self.dropDecodedCopies(of: url)
                     await store.disk.storeData(store.data, info: store.info, for: url)
                 }
             }

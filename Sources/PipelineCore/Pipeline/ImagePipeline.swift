@@ -27,6 +27,10 @@ public actor ImagePipeline {
     /// Remembered permanent failures of decodes (undecodable bytes), for one key only: whether
     /// bytes decode can depend on the key's processing (strict decoding).
     let decodeFailures: NegativeCache<ImageKey>
+    /// How many times stored bytes were replaced by new ones (a revalidation), and when each URL
+    /// last was (bounded): a decode of bytes read before their replacement is not kept in memory.
+    var replacements: UInt64 = 0
+    let replacedAt = MemoryCache<URL, UInt64>(costLimit: Int.max, countLimit: 1000, entryCostFraction: 1)
     var prefetches: [ImageKey: (id: UInt64, task: Task<Void, Never>)] = [:]
     var background: [UInt64: Task<Void, Never>] = [:]
     var revalidating: Set<URL> = []
