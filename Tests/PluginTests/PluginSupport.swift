@@ -143,3 +143,15 @@ func makePipeline(loader: any DataLoading, qoi: any ImageDecoding = QOIDecoder()
         decoders: DecoderRegistry().registering(qoi).registering(JPEGDecoder()),
         loaders: LoaderRegistry().registering(loader), eventHandler: events))
 }
+
+/// `nil` when `a` and `b` are the same bitmap, else where they first differ (a short message,
+/// not two printed pixel arrays).
+func difference(_ a: Bitmap, _ b: Bitmap) -> String? {
+    guard a.size == b.size else { return "sizes \(a.size) and \(b.size)" }
+    for y in 0..<a.height {
+        for x in 0..<a.width where a.pixel(x: x, y: y) != b.pixel(x: x, y: y) {
+            return "pixel (\(x), \(y)): \(a.pixel(x: x, y: y)) and \(b.pixel(x: x, y: y))"
+        }
+    }
+    return nil
+}
