@@ -1,5 +1,6 @@
 import Foundation
 import PipelineCore
+import PipelineTestSupport
 import QOIExample
 import Testing
 
@@ -103,6 +104,31 @@ struct QOIConformanceTests {
         #expect(difference(again.bitmap, fixture.premultiplied) == nil)
         #expect(throws: QOIEncoder.InvalidInput.self) {
             try QOIEncoder().encode(rgba: [1, 2, 3], size: PixelSize(width: 1, height: 1), channels: 4)
+        }
+    }
+
+    @Test func aThumbnailNeverHoldsTheFullSizeBitmap() throws {
+        // 2000×1500 (a 12 MB bitmap at full size) with every op in play: a gradient with noise.
+        let size = PixelSize(width: 2000, height: 1500)
+        var rgba = [UInt8](repeating: 0, count: size.pixelCount * 4)
+        var generator = SeededGenerator(seed: 7)
+        for i in stride(from: 0, to: rgba.count, by: 4) {
+            let x = (i / 4) % size.width, y = (i / 4) / size.width
+            let noise = UInt8.random(in: 0...3, using: &generator)
+            rgba[i] = UInt8(x * 255 / size.width) &+ noise
+            rgba[i + 1] = UInt8(y * 255 / size.height)
+            rgba[i + 2] = UInt8((x + y) % 256)
+            rgba[i + 3] = x < 1000 ? 255 : UInt8(128 + (y % 128))
+        }
+        let data = try QOIEncoder().encode(rgba: rgba, size: size, channels: 4)
+        rgba = []
+        let target = PixelSize(width: 200, height: 150)
+        try ResidentMemory.exclusively {
+            let growth = try #require(try ResidentMemory.peakGrowth {
+                let decoded = try QOIDecoder().decode(data, options: DecodeOptions(targetSize: target))
+                #expect(decoded.bitmap.size == target)
+            }, "no /proc/self/status")
+            #expect(growth < 4 << 20, "peak grew \(growth) bytes; the full bitmap is \(size.pixelCount * 4)")
         }
     }
 }
