@@ -1,24 +1,13 @@
 // CustomLoader: a custom `asset://` loader backed by an in-memory dictionary, plus CodecPNG.
-// A loader is one property and one method; register it and the whole pipeline (coalescing,
-// memory cache, resizing) works for the new scheme.
+// A loader is one property and one method (AssetLoader.swift); register it and the whole
+// pipeline (coalescing, memory cache, resizing) works for the new scheme. A missing asset is
+// the core's `.notFound(url)`; the loader's own `AssetError` reaches the caller unchanged, and
+// the pipeline remembers a failure for a while when the error says it is permanent.
 //
 //   swift run CustomLoader
 import CodecPNG
 import Foundation
 import PipelineCore
-
-/// Serves `asset://NAME` from a dictionary of PNG bytes.
-struct AssetLoader: DataLoading {
-    let assets: [String: Data]
-    var schemes: Set<String> { ["asset"] }
-
-    func load(_ request: DataLoadRequest) async throws -> DataLoadResult {
-        guard let name = request.url.host, let data = assets[name] else {
-            throw ImagePipelineError.fileUnreadable(path: request.url.absoluteString, reason: "no such asset")
-        }
-        return .data(data, ResponseMetadata())
-    }
-}
 
 /// A 256×256 radial gradient, encoded as PNG: the "asset catalogue".
 func makeLogo() throws -> Data {
@@ -37,14 +26,18 @@ func makeLogo() throws -> Data {
 
 let pipeline = ImagePipeline(configuration: .init(
     decoders: DecoderRegistry().registering(PNGDecoder()),
-    loaders: LoaderRegistry().registering(AssetLoader(assets: ["logo": try makeLogo()]))))
+    loaders: LoaderRegistry().registering(AssetLoader(catalogue: ["logo": try makeLogo()],
+                                                      withdrawn: ["old-logo"], unpacking: ["banner"]))))
 
 let logo = try await pipeline.image(for: ImageRequest(url: URL(string: "asset://logo")!, width: 64, height: 64))
 print("asset://logo: \(logo.originalSize) → \(logo.bitmap.size) from \(logo.source)")
 let again = try await pipeline.image(for: ImageRequest(url: URL(string: "asset://logo")!, width: 64, height: 64))
 print("asked again: from \(again.source)")
-do {
-    _ = try await pipeline.image(for: ImageRequest(url: URL(string: "asset://missing")!))
-} catch {
-    print("asset://missing: \(error)")
+for name in ["missing", "old-logo", "banner"] {
+    do {
+        _ = try await pipeline.image(for: ImageRequest(url: URL(string: "asset://\(name)")!))
+    } catch let error as ImagePipelineError {
+        let own = error.underlyingError as? AssetError
+        print("asset://\(name): \(error)\(own.map { " (AssetError, permanent: \($0.isPermanent))" } ?? "")")
+    }
 }
