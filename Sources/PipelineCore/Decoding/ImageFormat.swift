@@ -1,13 +1,13 @@
 import Foundation
 
 /// An image container format: an open value, so a plugin can name a format the core has never
-/// heard of (`ImageFormat("qoi", mimeType: "image/qoi", fileExtension: "qoi")`).
+/// heard of (`ImageFormat("farbfeld", mimeType: "image/x-farbfeld", fileExtension: "ff")`).
 ///
 /// Two formats are equal when their identifiers are (compared lower-case); the MIME type and file
 /// extension travel along for messages, writers and `Content-Type` checks. The formats that
 /// ship with codec modules are static constants.
 public struct ImageFormat: RawRepresentable, Hashable, Sendable, ExpressibleByStringLiteral, CustomStringConvertible {
-    /// The identifier, lower-case: `"jpeg"`, `"png"`, `"qoi"`.
+    /// The identifier, lower-case: `"jpeg"`, `"png"`, `"farbfeld"`.
     public let rawValue: String
     /// The MIME type (`"image/jpeg"`), if known.
     public let mimeType: String?
@@ -32,7 +32,7 @@ public struct ImageFormat: RawRepresentable, Hashable, Sendable, ExpressibleBySt
         self.fileExtension = fileExtension
     }
 
-    /// A format by identifier: `let qoi: ImageFormat = "qoi"`.
+    /// A format by identifier: `let farbfeld: ImageFormat = "farbfeld"`.
     public init(stringLiteral value: String) { self.init(rawValue: value) }
 
     /// Equal identifiers make equal formats.
@@ -126,7 +126,7 @@ public struct ImageSignature: Sendable {
         self.predicate = predicate
     }
 
-    /// `magic` at `offset`: `.magic(Array("qoif".utf8), format: qoi)`.
+    /// `magic` at `offset`: `.magic(Array("farbfeld".utf8), format: farbfeld)`.
     public static func magic(_ magic: [UInt8], at offset: Int = 0, format: ImageFormat) -> ImageSignature {
         ImageSignature(format: format) { bytes($0, start: magic, at: offset) }
     }

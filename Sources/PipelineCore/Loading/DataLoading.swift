@@ -50,8 +50,12 @@ public enum DataLoadResult: Sendable {
 
 /// Loads compressed bytes for the URL schemes it serves. Registered in a ``LoaderRegistry``.
 ///
-/// Implementations honour task cancellation (throwing `CancellationError` promptly), throw
-/// ``ImagePipelineError`` values for failures, and never block the cooperative thread pool.
+/// Implementations honour task cancellation (throwing `CancellationError` promptly) and never
+/// block the cooperative thread pool. For failures they throw the core's shared errors
+/// (``ImagePipelineError/notFound(_:)``, `truncated`, `tooLarge`, `timeout`) or an error type of
+/// their own; the pipeline hands it to callers inside
+/// ``ImagePipelineError/loadingFailed(_:underlying:)``, and remembers it for a while when it
+/// conforms to ``PipelineFailure`` and says it is permanent.
 public protocol DataLoading: Sendable {
     /// The URL schemes served, lower-case (`["http", "https"]`).
     var schemes: Set<String> { get }
