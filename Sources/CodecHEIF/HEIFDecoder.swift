@@ -23,9 +23,34 @@ import PipelineCore
 /// The result is the thumbnail's size (≥ the target); the pipeline's resampler finishes.
 ///
 /// ICC profiles are not applied; images with more than 8 bits are converted to 8 bits by libheif.
+///
+/// **Codec logging.** dav1d's log lines never reach stderr: AV1 goes through a dav1d plugin of
+/// this module that gives dav1d a logger, and what dav1d logged while a decode failed becomes
+/// the error's message. libde265 (HEVC), though, prints a few diagnostics of corrupt headers
+/// straight to stderr ("SPS error: CB alignment") and nothing in libde265 1.0.11 or libheif
+/// 1.15 turns them off; a tool that owns its process's stderr can discard them with
+/// ``init(standardError:)`` and ``StandardError/discardedWhileDecoding``.
 public struct HEIFDecoder: ImageDecoding {
-    /// Creates a HEIF decoder. It holds no state; one value serves every thread.
-    public init() {}
+    /// What happens to what the codecs libheif calls write to the process's stderr (fd 2).
+    public enum StandardError: Sendable, Hashable {
+        /// Left alone: libde265's rare diagnostics of corrupt HEVC headers reach fd 2. The default
+        /// for a library: fd 2 belongs to the host process.
+        case inherited
+        /// While any HEIF decode runs, fd 2 points at `/dev/null` (shared by overlapping decodes,
+        /// restored when the last one ends). Everything any thread of the process writes to fd
+        /// 2 meanwhile is lost, so use it only in a program that writes its own messages to a
+        /// duplicate of fd 2 made beforehand (as `imgpipe` does).
+        case discardedWhileDecoding
+    }
+
+    /// What happens to the codecs' writes to stderr while this decoder decodes.
+    public let standardError: StandardError
+
+    /// Creates a HEIF decoder that leaves stderr alone. It holds no state; one value serves every thread.
+    public init() { standardError = .inherited }
+
+    /// Creates a HEIF decoder that treats the codecs' writes to stderr as `standardError` says.
+    public init(standardError: StandardError) { self.standardError = standardError }
 
     /// Whether this libheif can decode AVIF (it was built with libaom or dav1d):
     /// `heif_have_decoder_for_format(heif_compression_AV1)`.
@@ -57,10 +82,10 @@ public struct HEIFDecoder: ImageDecoding {
             try options.checkPixelLimit(info)
             if let target = options.targetSize, target.isValid,
                target.width < info.size.width || target.height < info.size.height,
-               let thumbnail = Self.thumbnail(of: primary, covering: target, info: info, options: options) {
+               let thumbnail = Self.thumbnail(of: primary, covering: target, info: info, options: options, quiet: quiet) {
                 return DecodedImage(bitmap: thumbnail.0, info: info, warnings: thumbnail.1)
             }
-            let (bitmap, warnings) = try primary.decode(strict: options.strict, maxPixelCount: options.maxPixelCount)
+            let (bitmap, warnings) = try primary.decode(strict: options.strict, maxPixelCount: options.maxPixelCount, quiet: quiet)
             guard bitmap.size == info.size else {
                 throw ImagePipelineError.corruptData(format: format, message: "libheif decoded \(bitmap.size), the header says \(info.size)")
             }
@@ -71,7 +96,7 @@ public struct HEIFDecoder: ImageDecoding {
     /// The smallest thumbnail that covers `target` with the picture's aspect ratio, decoded;
     /// `nil` (decode the primary image) when there is none or it fails to decode.
     private static func thumbnail(of primary: borrowing HEIFLibrary.Handle, covering target: PixelSize, info: ImageInfo,
-                                  options: DecodeOptions) -> (Bitmap, [String])? {
+                                  options: DecodeOptions, quiet: Bool) -> (Bitmap, [String])? {
         var best: (id: heif_item_id, size: PixelSize)?
         for id in primary.thumbnailIDs {
             guard let handle = try? primary.thumbnail(id) else { continue }
@@ -84,10 +109,12 @@ public struct HEIFDecoder: ImageDecoding {
             best = (id, size)
         }
         guard let best, let handle = try? primary.thumbnail(best.id),
-              let decoded = try? handle.decode(strict: options.strict, maxPixelCount: options.maxPixelCount),
+              let decoded = try? handle.decode(strict: options.strict, maxPixelCount: options.maxPixelCount, quiet: quiet),
               decoded.0.size.width >= target.width, decoded.0.size.height >= target.height else { return nil }
         return decoded
     }
+
+    private var quiet: Bool { standardError == .discardedWhileDecoding }
 
     private static func info(_ primary: borrowing HEIFLibrary.Handle, context: borrowing HEIFLibrary.Context) -> ImageInfo {
         ImageInfo(format: context.format, size: primary.size, orientation: .up, hasAlpha: primary.hasAlpha,

@@ -1,12 +1,22 @@
 import CHEIF
+import Foundation
 import PipelineCore
 
 /// The libheif objects the decoder uses, each freed by its owner's `deinit` on every path, and
 /// `heif_error` turned into typed errors. `~Copyable`: one owner each.
 enum HEIFLibrary {
     /// `heif_init` once per process (it registers the built-in decoder plugins; doing it
-    /// up front avoids libheif's lazy registration racing between decode threads).
-    static let initialized: Bool = heif_init(nil).code == heif_error_Ok
+    /// up front avoids libheif's lazy registration racing between decode threads), then our
+    /// dav1d plugin (``Dav1dPlugin``), which keeps dav1d's log lines off stderr.
+    static var initialized: Bool { setUp.initialized }
+
+    /// Whether ``Dav1dPlugin`` is registered (libheif refuses a plugin API newer than its own).
+    static var dav1dPluginRegistered: Bool { setUp.dav1dPlugin }
+
+    private static let setUp: (initialized: Bool, dav1dPlugin: Bool) = {
+        guard heif_init(nil).code == heif_error_Ok else { return (false, false) }
+        return (true, Dav1dPlugin.register())
+    }()
 
     /// Whether libheif has an AV1 decoder (libaom or dav1d) compiled in.
     static let decodesAV1: Bool = initialized && heif_have_decoder_for_format(heif_compression_AV1) != 0
@@ -15,11 +25,18 @@ enum HEIFLibrary {
     /// message for everything else.
     static func check(_ error: heif_error, _ format: ImageFormat, _ step: String) throws(ImagePipelineError) {
         guard error.code != heif_error_Ok else { return }
-        let message = "libheif failed \(step): " + (error.message.map { String(cString: $0) } ?? "error \(error.code.rawValue)")
+        let message = "libheif failed \(step): " + (error.message.map { text($0) } ?? "error \(error.code.rawValue)")
         if error.code == heif_error_Unsupported_feature || error.code == heif_error_Unsupported_filetype {
             throw .unsupported(format: format, message: message)
         }
         throw .corruptData(format: format, message: message)
+    }
+
+    /// A C library's message as one line: trailing newlines and spaces trimmed (libheif ends
+    /// some messages with "\n"), inner line breaks turned into spaces.
+    static func text(_ message: UnsafePointer<CChar>) -> String {
+        String(cString: message).split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { !$0.isEmpty }.joined(separator: " ")
     }
 
     /// A `heif_context` that has read the file. It borrows the bytes (`…without_copy`): they
@@ -100,7 +117,8 @@ enum HEIFLibrary {
 
         /// Decodes to 8-bit interleaved RGBA with the file's transformations applied and copies
         /// it into a premultiplied ``PipelineCore/Bitmap``, refusing more than `maxPixelCount` pixels.
-        func decode(strict: Bool, maxPixelCount: Int) throws(ImagePipelineError) -> (Bitmap, [String]) {
+        /// With `quiet`, fd 2 points at `/dev/null` during `heif_decode_image` (``StandardErrorSilencer``).
+        func decode(strict: Bool, maxPixelCount: Int, quiet: Bool) throws(ImagePipelineError) -> (Bitmap, [String]) {
             guard let options = heif_decoding_options_alloc() else {
                 throw .corruptData(format: format, message: "heif_decoding_options_alloc failed")
             }
@@ -109,7 +127,9 @@ enum HEIFLibrary {
             options.pointee.convert_hdr_to_8bit = 1
             options.pointee.strict_decoding = strict ? 1 : 0
             var decoded: OpaquePointer?
-            let error = heif_decode_image(pointer, &decoded, heif_colorspace_RGB, heif_chroma_interleaved_RGBA, options)
+            let error = quiet
+                ? StandardErrorSilencer.silenced { heif_decode_image(pointer, &decoded, heif_colorspace_RGB, heif_chroma_interleaved_RGBA, options) }
+                : heif_decode_image(pointer, &decoded, heif_colorspace_RGB, heif_chroma_interleaved_RGBA, options)
             defer { if let decoded { heif_image_release(decoded) } }
             try check(error, format, "decoding")
             guard let image = decoded else { throw .corruptData(format: format, message: "libheif returned no image") }
@@ -141,7 +161,7 @@ enum HEIFLibrary {
             guard count > 0 else { return [] }
             var errors = [heif_error](repeating: heif_error(), count: count)
             let filled = Int(heif_image_get_decoding_warnings(image, 0, &errors, Int32(count)))
-            return errors.prefix(max(0, min(filled, count))).map { $0.message.map { String(cString: $0) } ?? "warning \($0.code.rawValue)" }
+            return errors.prefix(max(0, min(filled, count))).map { $0.message.map { text($0) } ?? "warning \($0.code.rawValue)" }
         }
     }
 }

@@ -168,3 +168,54 @@ struct ImgpipeTests {
         #expect(lines.count == 2 && lines[1].contains("  memory  "), "\(result.stdout)")
     }
 }
+
+/// The stderr contract on damaged files of every format: exactly one line, `imgpipe: FILE: …`,
+/// and nothing a C library printed (dav1d's "Unknown OBU type", libde265's "SPS error", a
+/// blank line after libheif's messages that end in "\n").
+@Suite("imgpipe stderr contract", .timeLimit(.minutes(2)))
+struct ImgpipeStandardErrorTests {
+    static let corpus = Imgpipe.root.appendingPathComponent("../shared/corpus").standardizedFileURL
+
+    static func corpusData(_ folder: String, _ file: String) throws -> Data {
+        try Data(contentsOf: corpus.appendingPathComponent(folder).appendingPathComponent(file))
+    }
+
+    /// (file name, damaged bytes, text the message must contain).
+    static func damagedFiles() throws -> [(String, Data, String)] {
+        var avif = try corpusData("heif", "example.avif")
+        let mdat = try #require(avif.firstRange(of: Data("mdat".utf8)))
+        avif.replaceSubrange(mdat.upperBound..<mdat.upperBound + 16, with: Data(count: 16))  // an OBU of type 0
+        var sps = try corpusData("heif", "rainbow-451x461.heic")
+        sps[313] ^= 0x10  // libde265: "SPS error: CB alignment"
+        let heic = try corpusData("heif", "rainbow-451x461.heic")
+        var jpeg = try corpusData("jpeg", "testorig.jpg")
+        let sof = try #require(jpeg.firstRange(of: Data([0xFF, 0xC0])))
+        jpeg[sof.lowerBound + 4] = 13  // sample precision 13
+        let webp = try corpusData("webp", "lossy_alpha1.webp")
+        return [
+            ("zero-obu.avif", avif, "dav1d: Unknown OBU type 0"),
+            ("bad-sps.heic", sps, "libheif failed decoding"),
+            ("cut-iloc.heic", heic.prefix(heic.count / 2), "libheif failed reading the file"),
+            ("precision.jpg", jpeg, "JPEG"),
+            ("crc.png", try corpusData("png-suite/png", "xcsn0g01.png"), "PNG"),
+            ("cut.webp", webp.prefix(webp.count / 2), "libwebp"),
+        ]
+    }
+
+    @Test(.enabled(if: FileManager.default.fileExists(atPath: corpus.appendingPathComponent("heif").path),
+                   "../shared/corpus is absent: skipped"))
+    func damagedFilesGiveExactlyOneLineNamingTheFile() async throws {
+        try await Imgpipe.withTemporaryDirectory { (directory: URL) async throws in
+            for (name, data, message) in try Self.damagedFiles() {
+                let path = directory.appendingPathComponent(name)
+                try data.write(to: path)
+                let result = try await Imgpipe.run(["decode", path.path, "--out", directory.appendingPathComponent("o.pam").path])
+                #expect(result.status == 1, "\(name): \(result.stderr)")
+                #expect(result.stderr.hasPrefix("imgpipe: \(path.path): ") && result.stderr.contains(message), "\(name): \(result.stderr)")
+                #expect(result.stderr.hasSuffix("\n") && result.stderr.filter { $0 == "\n" }.count == 1,
+                        "\(name): not exactly one line: \(result.stderr.debugDescription)")
+                #expect(result.stdout.isEmpty, "\(name): \(result.stdout)")
+            }
+        }
+    }
+}
