@@ -219,3 +219,44 @@ struct ImgpipeStandardErrorTests {
         }
     }
 }
+
+/// Writing a full-size decode costs about one bitmap, not several copies of it.
+@Suite("imgpipe output memory", .timeLimit(.minutes(2)))
+struct ImgpipeOutputMemoryTests {
+    /// An animated WebP made by hand: a 2×2 lossless frame on a transparent `canvas`, which a
+    /// full decode turns into a canvas-sized bitmap (and a `.pam` of the same size).
+    static func animation(canvas: Int) -> Data {
+        func le(_ value: Int, _ count: Int) -> [UInt8] { (0..<count).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) } }
+        func chunk(_ fourCC: String, _ payload: [UInt8]) -> [UInt8] {
+            Array(fourCC.utf8) + le(payload.count, 4) + payload + (payload.count % 2 == 1 ? [0] : [])
+        }
+        // A 2×2 VP8L bitstream (`cwebp -lossless` of a 2×2 opaque red PNG).
+        let vp8l: [UInt8] = [0x2F, 0x01, 0x40, 0x00, 0x00, 0x07, 0x10, 0xFD, 0x8F, 0xFE, 0x07, 0x22, 0xA2, 0xFF, 0x01]
+        let frame = le(0, 3) + le(0, 3) + le(1, 3) + le(1, 3) + le(100, 3) + [0] + chunk("VP8L", vp8l)
+        let body = Array("WEBP".utf8) + chunk("VP8X", [0x02 | 0x10, 0, 0, 0] + le(canvas - 1, 3) + le(canvas - 1, 3))
+            + chunk("ANIM", [0, 0, 0, 0, 0, 0]) + chunk("ANMF", frame)
+        return Data(Array("RIFF".utf8) + le(body.count, 4) + body)
+    }
+
+    /// A 4000×4000 decode (a 64 MB bitmap) written as PAM raised the peak by about four
+    /// bitmaps (straight copy, `Data`, header + body); streamed, it is about one.
+    @Test func aFullDecodeWrittenAsPAMCostsAboutOneBitmap() async throws {
+        try await Imgpipe.withTemporaryDirectory { (directory: URL) async throws in
+            let small = directory.appendingPathComponent("small.webp"), large = directory.appendingPathComponent("large.webp")
+            try Self.animation(canvas: 16).write(to: small)
+            try Self.animation(canvas: 4000).write(to: large)
+            let out = directory.appendingPathComponent("out.pam")
+            let base = try await Imgpipe.peakMemory(["decode", small.path, "--out", out.path])
+            #expect(base.status == 0)
+            let full = try await Imgpipe.peakMemory(["decode", large.path, "--out", out.path])
+            #expect(full.status == 0)
+            let bitmap = 4000 * 4000 * 4
+            #expect(try FileManager.default.attributesOfItem(atPath: out.path)[.size] as? Int
+                    == "P7\nWIDTH 4000\nHEIGHT 4000\nDEPTH 4\nMAXVAL 255\nTUPLTYPE RGB_ALPHA\nENDHDR\n".utf8.count + bitmap)
+            #expect(full.peak - base.peak < bitmap * 3 / 2,
+                    "writing a \(bitmap)-byte bitmap as PAM raised the peak by \(full.peak - base.peak) bytes")
+            let header = String(decoding: try Data(contentsOf: out).prefix(80), as: UTF8.self)
+            #expect(header.hasPrefix("P7\nWIDTH 4000\nHEIGHT 4000\n"))
+        }
+    }
+}
