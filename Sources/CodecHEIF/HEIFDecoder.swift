@@ -72,7 +72,10 @@ public struct HEIFDecoder: ImageDecoding {
     }
 
     /// Decodes the primary image, or an embedded thumbnail that covers `options.targetSize`.
-    /// The bitmap is at least the target size (never resampled here) and upright.
+    /// The bitmap is upright and at least the target size: a thumbnail at its own size; the
+    /// primary image, when a smaller size is asked for, resampled to exactly `targetSize`
+    /// (clamped to the picture) while its rows are read from libheif's decoded plane, so the
+    /// full-size bitmap never exists beside libheif's own.
     public func decode(_ data: Data, options: DecodeOptions) throws -> DecodedImage {
         let format = Self.format(of: data)
         return try data.withUnsafeBytes { raw in
@@ -85,11 +88,12 @@ public struct HEIFDecoder: ImageDecoding {
                let thumbnail = Self.thumbnail(of: primary, covering: target, info: info, options: options, quiet: quiet) {
                 return DecodedImage(bitmap: thumbnail.0, info: info, warnings: thumbnail.1)
             }
-            let (bitmap, warnings) = try primary.decode(strict: options.strict, maxPixelCount: options.maxPixelCount, quiet: quiet)
-            guard bitmap.size == info.size else {
-                throw ImagePipelineError.corruptData(format: format, message: "libheif decoded \(bitmap.size), the header says \(info.size)")
+            let decoded = try primary.decode(strict: options.strict, maxPixelCount: options.maxPixelCount, quiet: quiet,
+                                             output: Self.output(for: options.targetSize, size: info.size))
+            guard decoded.decodedSize == info.size else {
+                throw ImagePipelineError.corruptData(format: format, message: "libheif decoded \(decoded.decodedSize), the header says \(info.size)")
             }
-            return DecodedImage(bitmap: bitmap, info: info, warnings: warnings)
+            return DecodedImage(bitmap: decoded.bitmap, info: info, warnings: decoded.warnings)
         }
     }
 
@@ -110,8 +114,15 @@ public struct HEIFDecoder: ImageDecoding {
         }
         guard let best, let handle = try? primary.thumbnail(best.id),
               let decoded = try? handle.decode(strict: options.strict, maxPixelCount: options.maxPixelCount, quiet: quiet),
-              decoded.0.size.width >= target.width, decoded.0.size.height >= target.height else { return nil }
-        return decoded
+              decoded.bitmap.size.width >= target.width, decoded.bitmap.size.height >= target.height else { return nil }
+        return (decoded.bitmap, decoded.warnings)
+    }
+
+    /// The size the primary image is resampled to while it is read from libheif's plane:
+    /// `target` clamped to `size` in each dimension (never upscaled), or nil for full size.
+    private static func output(for target: PixelSize?, size: PixelSize) -> PixelSize? {
+        guard let target, target.isValid, target.width < size.width || target.height < size.height else { return nil }
+        return PixelSize(width: min(target.width, size.width), height: min(target.height, size.height))
     }
 
     private var quiet: Bool { standardError == .discardedWhileDecoding }
