@@ -1,1 +1,3 @@
 #include <libheif/heif.h>
+#include <libheif/heif_plugin.h>
+#include <dav1d/dav1d.h>

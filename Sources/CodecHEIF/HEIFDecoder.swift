@@ -10,7 +10,7 @@ import PipelineCore
 ///
 /// **Orientation.** HEIF stores rotation, mirroring and cropping as item properties
 /// (`irot`, `imir`, `clap`) that are part of the picture's geometry; libheif applies them while
-/// decoding and reports the displayed size. The decoder always lets it: ``readInfo(_:)``
+/// decoding and reports the displayed size. The decoder always lets it: the session's `info`
 /// reports the displayed size with orientation ``PipelineCore/ImageOrientation/up``, so
 /// `appliesOrientation: false` changes nothing for HEIF (decoding with libheif's
 /// `ignore_transformations` would return a bitmap whose size the header does not announce,
@@ -23,9 +23,34 @@ import PipelineCore
 /// The result is the thumbnail's size (≥ the target); the pipeline's resampler finishes.
 ///
 /// ICC profiles are not applied; images with more than 8 bits are converted to 8 bits by libheif.
+///
+/// **Codec logging.** dav1d's log lines never reach stderr: AV1 goes through a dav1d plugin of
+/// this module that gives dav1d a logger, and what dav1d logged while a decode failed becomes
+/// the error's message. libde265 (HEVC), though, prints a few diagnostics of corrupt headers
+/// straight to stderr ("SPS error: CB alignment") and nothing in libde265 1.0.11 or libheif
+/// 1.15 turns them off; a tool that owns its process's stderr can discard them with
+/// ``init(standardError:)`` and ``StandardError/discardedWhileDecoding``.
 public struct HEIFDecoder: ImageDecoding {
-    /// Creates a HEIF decoder. It holds no state; one value serves every thread.
-    public init() {}
+    /// What happens to what the codecs libheif calls write to the process's stderr (fd 2).
+    public enum StandardError: Sendable, Hashable {
+        /// Left alone: libde265's rare diagnostics of corrupt HEVC headers reach fd 2. The default
+        /// for a library: fd 2 belongs to the host process.
+        case inherited
+        /// While any HEIF decode runs, fd 2 points at `/dev/null` (shared by overlapping decodes,
+        /// restored when the last one ends). Everything any thread of the process writes to fd
+        /// 2 meanwhile is lost, so use it only in a program that writes its own messages to a
+        /// duplicate of fd 2 made beforehand (as `imgpipe` does).
+        case discardedWhileDecoding
+    }
+
+    /// What happens to the codecs' writes to stderr while this decoder decodes.
+    public let standardError: StandardError
+
+    /// Creates a HEIF decoder that leaves stderr alone. It holds no state; one value serves every thread.
+    public init() { standardError = .inherited }
+
+    /// Creates a HEIF decoder that treats the codecs' writes to stderr as `standardError` says.
+    public init(standardError: StandardError) { self.standardError = standardError }
 
     /// Whether this libheif can decode AVIF (it was built with libaom or dav1d):
     /// `heif_have_decoder_for_format(heif_compression_AV1)`.
@@ -45,12 +70,15 @@ public struct HEIFDecoder: ImageDecoding {
 
     /// Parses the container once (no pixels decoded): the primary image's displayed size,
     /// alpha, luma bit depth, and the number of top-level images as `frameCount`. The session
-    /// decodes the primary image, or an embedded thumbnail that covers the target; the bitmap
-    /// is at least the target size (never resampled here) and upright.
+    /// decodes the primary image, or an embedded thumbnail that covers the target. The bitmap
+    /// is upright and at least the target size: a thumbnail at its own size; the primary
+    /// image, when a smaller size is asked for, resampled to exactly the target (clamped to the
+    /// picture) while its rows are read from libheif's decoded plane, so the full-size bitmap
+    /// never exists beside libheif's own.
     public func withSession<R>(for data: Data, _ body: (any ImageDecodingSession) throws -> R) throws -> R {
         let format = Self.format(of: data)
         return try data.withUnsafeBytes { raw in
-            let session = try Session(raw, format: format)
+            let session = try Session(raw, format: format, quiet: quiet)
             return try body(session)
         }
     }
@@ -59,33 +87,36 @@ public struct HEIFDecoder: ImageDecoding {
     final class Session: ImageDecodingSession {
         private let context: HEIFLibrary.Context
         private let primary: HEIFLibrary.Handle
+        private let quiet: Bool
         let info: ImageInfo
 
-        init(_ raw: UnsafeRawBufferPointer, format: ImageFormat) throws {
+        init(_ raw: UnsafeRawBufferPointer, format: ImageFormat, quiet: Bool) throws {
             context = try HEIFLibrary.Context(raw, format: format)
             primary = try context.primary()
             info = HEIFDecoder.info(primary, context: context)
+            self.quiet = quiet
         }
 
         func decode(_ options: DecodeOptions) throws -> DecodedImage {
             if let target = options.targetSize, target.isValid,
                target.width < info.size.width || target.height < info.size.height,
-               let thumbnail = HEIFDecoder.thumbnail(of: primary, covering: target, info: info, options: options) {
+               let thumbnail = HEIFDecoder.thumbnail(of: primary, covering: target, info: info, options: options, quiet: quiet) {
                 return DecodedImage(bitmap: thumbnail.0, info: info, warnings: thumbnail.1)
             }
-            let (bitmap, warnings) = try primary.decode(strict: options.strict, maxPixelCount: options.maxPixelCount)
-            guard bitmap.size == info.size else {
+            let decoded = try primary.decode(strict: options.strict, maxPixelCount: options.maxPixelCount, quiet: quiet,
+                                             output: HEIFDecoder.output(for: options.targetSize, size: info.size))
+            guard decoded.decodedSize == info.size else {
                 throw ImagePipelineError.corruptData(format: info.format,
-                                                     message: "libheif decoded \(bitmap.size), the header says \(info.size)")
+                                                     message: "libheif decoded \(decoded.decodedSize), the header says \(info.size)")
             }
-            return DecodedImage(bitmap: bitmap, info: info, warnings: warnings)
+            return DecodedImage(bitmap: decoded.bitmap, info: info, warnings: decoded.warnings)
         }
     }
 
     /// The smallest thumbnail that covers `target` with the picture's aspect ratio, decoded;
     /// `nil` (decode the primary image) when there is none or it fails to decode.
     static func thumbnail(of primary: borrowing HEIFLibrary.Handle, covering target: PixelSize, info: ImageInfo,
-                                  options: DecodeOptions) -> (Bitmap, [String])? {
+                                  options: DecodeOptions, quiet: Bool) -> (Bitmap, [String])? {
         var best: (id: heif_item_id, size: PixelSize)?
         for id in primary.thumbnailIDs {
             guard let handle = try? primary.thumbnail(id) else { continue }
@@ -98,10 +129,19 @@ public struct HEIFDecoder: ImageDecoding {
             best = (id, size)
         }
         guard let best, let handle = try? primary.thumbnail(best.id),
-              let decoded = try? handle.decode(strict: options.strict, maxPixelCount: options.maxPixelCount),
-              decoded.0.size.width >= target.width, decoded.0.size.height >= target.height else { return nil }
-        return decoded
+              let decoded = try? handle.decode(strict: options.strict, maxPixelCount: options.maxPixelCount, quiet: quiet),
+              decoded.bitmap.size.width >= target.width, decoded.bitmap.size.height >= target.height else { return nil }
+        return (decoded.bitmap, decoded.warnings)
     }
+
+    /// The size the primary image is resampled to while it is read from libheif's plane:
+    /// `target` clamped to `size` in each dimension (never upscaled), or nil for full size.
+    static func output(for target: PixelSize?, size: PixelSize) -> PixelSize? {
+        guard let target, target.isValid, target.width < size.width || target.height < size.height else { return nil }
+        return PixelSize(width: min(target.width, size.width), height: min(target.height, size.height))
+    }
+
+    private var quiet: Bool { standardError == .discardedWhileDecoding }
 
     static func info(_ primary: borrowing HEIFLibrary.Handle, context: borrowing HEIFLibrary.Context) -> ImageInfo {
         ImageInfo(format: context.format, size: primary.size, orientation: .up, hasAlpha: primary.hasAlpha,

@@ -1,12 +1,22 @@
 import CHEIF
+import Foundation
 import PipelineCore
 
 /// The libheif objects the decoder uses, each freed by its owner's `deinit` on every path, and
 /// `heif_error` turned into typed errors. `~Copyable`: one owner each.
 enum HEIFLibrary {
     /// `heif_init` once per process (it registers the built-in decoder plugins; doing it
-    /// up front avoids libheif's lazy registration racing between decode threads).
-    static let initialized: Bool = heif_init(nil).code == heif_error_Ok
+    /// up front avoids libheif's lazy registration racing between decode threads), then our
+    /// dav1d plugin (``Dav1dPlugin``), which keeps dav1d's log lines off stderr.
+    static var initialized: Bool { setUp.initialized }
+
+    /// Whether ``Dav1dPlugin`` is registered (libheif refuses a plugin API newer than its own).
+    static var dav1dPluginRegistered: Bool { setUp.dav1dPlugin }
+
+    private static let setUp: (initialized: Bool, dav1dPlugin: Bool) = {
+        guard heif_init(nil).code == heif_error_Ok else { return (false, false) }
+        return (true, Dav1dPlugin.register())
+    }()
 
     /// Whether libheif has an AV1 decoder (libaom or dav1d) compiled in.
     static let decodesAV1: Bool = initialized && heif_have_decoder_for_format(heif_compression_AV1) != 0
@@ -15,11 +25,18 @@ enum HEIFLibrary {
     /// message for everything else.
     static func check(_ error: heif_error, _ format: ImageFormat, _ step: String) throws(ImagePipelineError) {
         guard error.code != heif_error_Ok else { return }
-        let message = "libheif failed \(step): " + (error.message.map { String(cString: $0) } ?? "error \(error.code.rawValue)")
+        let message = "libheif failed \(step): " + (error.message.map { text($0) } ?? "error \(error.code.rawValue)")
         if error.code == heif_error_Unsupported_feature || error.code == heif_error_Unsupported_filetype {
             throw .unsupported(format: format, message: message)
         }
         throw .corruptData(format: format, message: message)
+    }
+
+    /// A C library's message as one line: trailing newlines and spaces trimmed (libheif ends
+    /// some messages with "\n"), inner line breaks turned into spaces.
+    static func text(_ message: UnsafePointer<CChar>) -> String {
+        String(cString: message).split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { !$0.isEmpty }.joined(separator: " ")
     }
 
     /// A `heif_context` that has read the file. It borrows the bytes (`…without_copy`): they
@@ -98,9 +115,15 @@ enum HEIFLibrary {
             return Handle(handle, format: format)
         }
 
-        /// Decodes to 8-bit interleaved RGBA with the file's transformations applied and copies
-        /// it into a premultiplied ``PipelineCore/Bitmap``, refusing more than `maxPixelCount` pixels.
-        func decode(strict: Bool, maxPixelCount: Int) throws(ImagePipelineError) -> (Bitmap, [String]) {
+        /// Decodes to 8-bit interleaved RGB (RGBA when the image has alpha) with the file's
+        /// transformations applied, refusing more than `maxPixelCount` pixels, and turns it into
+        /// a premultiplied ``PipelineCore/Bitmap``: copied row by row at full size, or, when
+        /// `output` is smaller, pushed row by row (premultiplied one row at a time) through a
+        /// ``PipelineCore/RowResampler`` straight from libheif's plane, so no full-size bitmap of
+        /// ours exists beside libheif's. `decodedSize` is libheif's size (checked by the caller).
+        /// With `quiet`, fd 2 points at `/dev/null` during `heif_decode_image` (``StandardErrorSilencer``).
+        func decode(strict: Bool, maxPixelCount: Int, quiet: Bool,
+                    output: PixelSize? = nil) throws(ImagePipelineError) -> (bitmap: Bitmap, warnings: [String], decodedSize: PixelSize) {
             guard let options = heif_decoding_options_alloc() else {
                 throw .corruptData(format: format, message: "heif_decoding_options_alloc failed")
             }
@@ -108,31 +131,36 @@ enum HEIFLibrary {
             options.pointee.ignore_transformations = 0
             options.pointee.convert_hdr_to_8bit = 1
             options.pointee.strict_decoding = strict ? 1 : 0
+            // RGB when there is no alpha: libheif's plane is 3 bytes a pixel instead of 4.
+            let alpha = hasAlpha
+            let chroma = alpha ? heif_chroma_interleaved_RGBA : heif_chroma_interleaved_RGB
             var decoded: OpaquePointer?
-            let error = heif_decode_image(pointer, &decoded, heif_colorspace_RGB, heif_chroma_interleaved_RGBA, options)
+            let error = quiet
+                ? StandardErrorSilencer.silenced { heif_decode_image(pointer, &decoded, heif_colorspace_RGB, chroma, options) }
+                : heif_decode_image(pointer, &decoded, heif_colorspace_RGB, chroma, options)
             defer { if let decoded { heif_image_release(decoded) } }
             try check(error, format, "decoding")
             guard let image = decoded else { throw .corruptData(format: format, message: "libheif returned no image") }
             let width = Int(heif_image_get_width(image, heif_channel_interleaved))
             let height = Int(heif_image_get_height(image, heif_channel_interleaved))
+            let channels = alpha ? 4 : 3
             var stride: Int32 = 0
-            guard width > 0, height > 0, heif_image_get_bits_per_pixel(image, heif_channel_interleaved) == 32,
+            guard width > 0, height > 0, heif_image_get_bits_per_pixel(image, heif_channel_interleaved) == Int32(channels * 8),
                   let plane = heif_image_get_plane_readonly(image, heif_channel_interleaved, &stride),
-                  Int(stride) >= width * 4 else {
-                throw .unsupported(format: format, message: "libheif did not produce an 8-bit RGBA plane")
+                  Int(stride) >= width * channels else {
+                throw .unsupported(format: format, message: "libheif did not produce an 8-bit \(alpha ? "RGBA" : "RGB") plane")
             }
             let size = PixelSize(width: width, height: height)
             guard size.pixelCount <= maxPixelCount else { throw .tooManyPixels(size, limit: maxPixelCount) }
-            var bitmap = Bitmap(zeroed: size)
-            let premultiply = hasAlpha && !isPremultiplied
-            bitmap.withUnsafeMutableBytes { pixels in
-                guard let target = pixels.baseAddress else { return }
-                for row in 0..<height {
-                    (target + row * width * 4).update(from: plane + row * Int(stride), count: width * 4)
-                }
-                if premultiply { Bitmap.premultiply(pixels) }
+            let rows = PlaneRows(plane: plane, stride: Int(stride), size: size, channels: channels,
+                                 premultiply: alpha && !isPremultiplied)
+            let bitmap: Bitmap
+            if let output, output.isValid, output.width <= width, output.height <= height, output != size {
+                bitmap = rows.resampled(to: output)
+            } else {
+                bitmap = rows.bitmap()
             }
-            return (bitmap, Self.warnings(image))
+            return (bitmap, Self.warnings(image), size)
         }
 
         /// `heif_image_get_decoding_warnings`, as messages.
@@ -141,7 +169,61 @@ enum HEIFLibrary {
             guard count > 0 else { return [] }
             var errors = [heif_error](repeating: heif_error(), count: count)
             let filled = Int(heif_image_get_decoding_warnings(image, 0, &errors, Int32(count)))
-            return errors.prefix(max(0, min(filled, count))).map { $0.message.map { String(cString: $0) } ?? "warning \($0.code.rawValue)" }
+            return errors.prefix(max(0, min(filled, count))).map { $0.message.map { text($0) } ?? "warning \($0.code.rawValue)" }
+        }
+    }
+
+    /// libheif's interleaved 8-bit RGB or RGBA plane, read one row at a time as premultiplied RGBA8.
+    struct PlaneRows {
+        let plane: UnsafePointer<UInt8>
+        let stride: Int
+        let size: PixelSize
+        /// 3 (RGB, opaque) or 4 (RGBA).
+        let channels: Int
+        /// Whether the plane's alpha is straight and must be multiplied in.
+        let premultiply: Bool
+
+        /// Row `y` as premultiplied RGBA8 into `out` (`size.width × 4` bytes).
+        func row(_ y: Int, into out: UnsafeMutableBufferPointer<UInt8>) {
+            guard let target = out.baseAddress else { return }
+            let source = plane + y * stride
+            if channels == 4 {
+                target.update(from: source, count: size.width * 4)
+                if premultiply { Bitmap.premultiply(UnsafeMutableBufferPointer(start: target, count: size.width * 4)) }
+            } else {
+                for x in 0..<size.width {
+                    target[x * 4] = source[x * 3]
+                    target[x * 4 + 1] = source[x * 3 + 1]
+                    target[x * 4 + 2] = source[x * 3 + 2]
+                    target[x * 4 + 3] = 255
+                }
+            }
+        }
+
+        /// The whole plane as a bitmap of its size.
+        func bitmap() -> Bitmap {
+            var bitmap = Bitmap(zeroed: size)
+            let bytesPerRow = bitmap.bytesPerRow
+            bitmap.withUnsafeMutableBytes { pixels in
+                for y in 0..<size.height {
+                    row(y, into: UnsafeMutableBufferPointer(rebasing: pixels[(y * bytesPerRow)..<(y * bytesPerRow + size.width * 4)]))
+                }
+            }
+            return bitmap
+        }
+
+        /// The plane resampled to `output`, one row at a time (rows the resampler does not
+        /// need are not converted).
+        func resampled(to output: PixelSize) -> Bitmap {
+            var resampler = RowResampler(sourceSize: size, outputSize: output)
+            var scratch = [UInt8](repeating: 0, count: size.width * 4)
+            scratch.withUnsafeMutableBufferPointer { buffer in
+                for y in 0..<size.height {
+                    if resampler.nextRowIsNeeded { row(y, into: buffer) }
+                    resampler.push(row: UnsafeBufferPointer(buffer))
+                }
+            }
+            return resampler.finish()
         }
     }
 }

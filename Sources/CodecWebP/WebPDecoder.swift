@@ -13,9 +13,11 @@ import PipelineCore
 /// (`use_scaling`), so a lossy thumbnail never holds the full-size bitmap (lossless decoding
 /// keeps libwebp's own full-size ARGB buffer regardless). Lossy pictures with alpha, which
 /// libwebp would scale with straight (not premultiplied) colour, fringing the edges, are
-/// decoded whole and resampled. An animation's first frame
-/// is drawn on a transparent canvas of the animation's size (what `WebPAnimDecoder` shows
-/// first) and then resampled. ICC profiles and EXIF orientation are not applied.
+/// decoded whole and resampled. An animation's first frame is shown on a transparent canvas
+/// of the animation's size (what `WebPAnimDecoder` shows first): a frame that covers the canvas
+/// is scaled like a still; a smaller one is decoded alone and the canvas rows stream through
+/// the resampler, so a thumbnail never holds the canvas (a 64×64 frame on a 9999×9999 canvas
+/// costs the frame and one row, not 400 MB). ICC profiles and EXIF orientation are not applied.
 public struct WebPDecoder: ImageDecoding {
     /// Creates a WebP decoder. It holds no state; one value serves every thread.
     public init() {}
@@ -53,29 +55,39 @@ public struct WebPDecoder: ImageDecoding {
                target.width < info.size.width || target.height < info.size.height {
                 output = PixelSize(width: min(target.width, info.size.width), height: min(target.height, info.size.height))
             }
-            let bitmap: Bitmap
-            if features.has_animation != 0 {
-                let canvas = try WebPDecoder.firstFrame(bytes, canvas: info.size)
-                bitmap = output == info.size ? canvas : Resampler.resample(canvas, to: output)
-            } else if output != info.size, features.has_alpha != 0, features.format != 2 {
-                // Lossy with alpha: libwebp scales colour and alpha apart (straight), so colour
-                // hidden under transparent pixels bleeds into the edges. Decode whole, resample
-                // premultiplied like every other codec.
-                var still = Bitmap(zeroed: info.size)
-                try WebPInput.decode(bytes, into: &still, at: (0, 0), size: info.size, scaled: false)
-                bitmap = Resampler.resample(still, to: output)
-            } else {
-                var still = Bitmap(zeroed: output)
-                try WebPInput.decode(bytes, into: &still, at: (0, 0), size: output, scaled: output != info.size)
-                bitmap = still
-            }
+            let bitmap = features.has_animation != 0
+                ? try WebPDecoder.firstFrame(bytes, canvas: info.size, output: output)
+                : try WebPDecoder.still(bytes, features: features, size: info.size, output: output)
             return DecodedImage(bitmap: bitmap, info: info)
         }
     }
 
-    /// Frame 1 of an animation on a transparent canvas: over transparent black, both blend
-    /// methods give the frame's own pixels, so it is decoded straight into its canvas region.
-    static func firstFrame(_ bytes: UnsafeBufferPointer<UInt8>, canvas: PixelSize) throws -> Bitmap {
+    /// A still bitstream at `output` (≤ `size`): scaled by libwebp while decoding, except lossy
+    /// with alpha, which libwebp scales with straight colour (colour hidden under transparent
+    /// pixels bleeds into the edges): that is decoded whole and resampled premultiplied, like
+    /// every other codec.
+    static func still(_ bytes: UnsafeBufferPointer<UInt8>, features: WebPBitstreamFeatures, size: PixelSize,
+                              output: PixelSize) throws -> Bitmap {
+        if output != size, features.has_alpha != 0, features.format != 2 {
+            var whole = Bitmap(zeroed: size)
+            try WebPInput.decode(bytes, into: &whole, at: (0, 0), size: size, scaled: false)
+            return Resampler.resample(whole, to: output)
+        }
+        var bitmap = Bitmap(zeroed: output)
+        try WebPInput.decode(bytes, into: &bitmap, at: (0, 0), size: output, scaled: output != size)
+        return bitmap
+    }
+
+    /// Frame 1 of an animation on a transparent canvas, at `output` (≤ `canvas`): over
+    /// transparent black, both blend methods give the frame's own pixels.
+    ///
+    /// The canvas bitmap exists only when it is the output. A frame that covers the canvas is
+    /// the picture, decoded like a still (scaled by libwebp while decoding). A smaller frame is
+    /// decoded alone and the canvas's rows — transparent but where the frame lies — stream
+    /// through a ``PipelineCore/RowResampler``: memory is the frame, one canvas row and the
+    /// output (a 64×64 frame on a 9999×9999 canvas no longer costs a 400 MB bitmap), and the
+    /// result is exactly the canvas's resampling.
+    static func firstFrame(_ bytes: UnsafeBufferPointer<UInt8>, canvas: PixelSize, output: PixelSize) throws -> Bitmap {
         let (x, y, frame, fragment) = try WebPInput.Demuxer(bytes).firstFrame()
         guard frame.isValid, x >= 0, y >= 0, x + frame.width <= canvas.width, y + frame.height <= canvas.height else {
             throw ImagePipelineError.corruptData(format: .webp, message: "the first frame (\(frame) at \(x),\(y)) is outside the \(canvas) canvas")
@@ -84,8 +96,39 @@ public struct WebPDecoder: ImageDecoding {
         guard Int(features.width) == frame.width, Int(features.height) == frame.height else {
             throw ImagePipelineError.corruptData(format: .webp, message: "the first frame's bitstream is \(features.width)×\(features.height), its header says \(frame)")
         }
-        var bitmap = Bitmap(zeroed: canvas)
-        try WebPInput.decode(fragment, into: &bitmap, at: (x, y), size: frame, scaled: false)
-        return bitmap
+        if output == canvas {
+            var bitmap = Bitmap(zeroed: canvas)
+            try WebPInput.decode(fragment, into: &bitmap, at: (x, y), size: frame, scaled: false)
+            return bitmap
+        }
+        if frame == canvas {
+            return try still(fragment, features: features, size: frame, output: output)
+        }
+        var pixels = Bitmap(zeroed: frame)
+        try WebPInput.decode(fragment, into: &pixels, at: (0, 0), size: frame, scaled: false)
+        return placed(pixels, at: (x, y), on: canvas, resampledTo: output)
+    }
+
+    /// `frame` at `origin` on a transparent `canvas`, resampled to `output` one canvas row at a time.
+    private static func placed(_ frame: Bitmap, at origin: (x: Int, y: Int), on canvas: PixelSize, resampledTo output: PixelSize) -> Bitmap {
+        var resampler = RowResampler(sourceSize: canvas, outputSize: output)
+        let rowBytes = canvas.width * 4
+        let transparent = [UInt8](repeating: 0, count: rowBytes)
+        var row = transparent  // zero outside the frame's columns, always
+        frame.withUnsafeBytes { source in
+            for canvasY in 0..<canvas.height {
+                let frameY = canvasY - origin.y
+                guard frameY >= 0, frameY < frame.height, resampler.nextRowIsNeeded else {
+                    transparent.withUnsafeBufferPointer { resampler.push(row: $0) }
+                    continue
+                }
+                row.withUnsafeMutableBufferPointer { target in
+                    guard let to = target.baseAddress, let from = source.baseAddress else { return }
+                    (to + origin.x * 4).update(from: from + frameY * frame.bytesPerRow, count: frame.width * 4)
+                }
+                row.withUnsafeBufferPointer { resampler.push(row: $0) }
+            }
+        }
+        return resampler.finish()
     }
 }

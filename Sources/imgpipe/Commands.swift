@@ -80,8 +80,15 @@ extension Command {
 
     private static func render(_ request: ImageRequest, to output: String, _ invocation: Invocation) async throws -> Int32 {
         let environment = try Environment(invocation, sources: [request.url])
-        let response = try await environment.pipeline.image(for: request)
-        for warning in response.warnings { printError("imgpipe: warning: \(warning)") }
+        let response: ImageResponse
+        do {
+            response = try await environment.pipeline.image(for: request)
+        } catch {
+            printError("imgpipe: \(Sources.failure(error, for: request.url))")
+            await environment.finish()
+            return 1
+        }
+        for warning in response.warnings { printError("imgpipe: warning: \(Console.oneLine(warning))") }
         try OutputFormat.write(response.bitmap, to: output)
         if environment.verbose {
             print("\(Sources.label(request.url)): \(response.format) \(response.originalSize) → \(response.bitmap.size) from \(response.source); wrote \(output)")

@@ -45,7 +45,7 @@ struct Environment {
         self.stats = stats
         var configuration = ImagePipeline.Configuration(
             decoders: DecoderRegistry().registering(JPEGDecoder()).registering(PNGDecoder()).registering(WebPDecoder())
-                .registering(HEIFDecoder()),
+                .registering(HEIFDecoder(standardError: .discardedWhileDecoding)),
             loaders: Self.loaders(remote: remote, concurrency: concurrency, timeout: timeout),
             memoryCache: MemoryCache(costLimit: memoryBytes),
             diskCache: diskCache,
@@ -132,12 +132,37 @@ extension Sources {
     /// The message for `error` loading `url`: the error alone when it names its URL already,
     /// else prefixed with the source's label.
     static func failure(_ error: any Error, for url: URL) -> String {
-        if let own = error as? ImagePipelineError, own.url != nil { return "\(own)" }
-        return "\(label(url)): \(error)"
+        if let own = error as? ImagePipelineError, own.url != nil { return Console.oneLine("\(own)") }
+        return "\(label(url)): \(Console.oneLine("\(error)"))"
     }
 }
 
-/// Writes a message on stderr.
+/// Writes a message on stderr (``Console/standardError``).
 func printError(_ message: String) {
-    FileHandle.standardError.write(Data((message + "\n").utf8))
+    Console.standardError.write(Data((message + "\n").utf8))
+}
+
+/// imgpipe's own stderr.
+///
+/// The contract is one `imgpipe: <message>` line per failure, and no C library's own output.
+/// libde265 prints some diagnostics with `fprintf(stderr, …)` and has no switch for them, so
+/// the HEIF decoder is registered with ``CodecHEIF/HEIFDecoder/StandardError/discardedWhileDecoding``:
+/// fd 2 points at `/dev/null` while a HEIF decode runs. imgpipe's own messages (and the
+/// progress bar) go to this duplicate of fd 2, made in `main` before anything decodes, so they
+/// are never lost to that window.
+enum Console {
+    /// A duplicate of fd 2 made at first use (`main` uses it first), or fd 2 itself if `dup` fails.
+    static let standardError: FileHandle = {
+        let duplicate = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 0)
+        return duplicate >= 0 ? FileHandle(fileDescriptor: duplicate, closeOnDealloc: true) : .standardError
+    }()
+
+    /// Whether stderr is a terminal (asked of the duplicate: fd 2 may point at `/dev/null` mid-decode).
+    static var standardErrorIsTerminal: Bool { isatty(standardError.fileDescriptor) != 0 }
+
+    /// `message` on one line: line breaks inside a library's message become spaces.
+    static func oneLine(_ message: String) -> String {
+        message.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { !$0.isEmpty }.joined(separator: " ")
+    }
 }

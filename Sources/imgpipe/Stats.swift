@@ -60,7 +60,7 @@ final class ProgressBar: Sendable {
     private let total: Int
     private let start = Date()
     private let state = Mutex(State())
-    let isTerminal = isatty(STDERR_FILENO) != 0
+    let isTerminal = Console.standardErrorIsTerminal
 
     init(total: Int) { self.total = total }
 
@@ -77,11 +77,11 @@ final class ProgressBar: Sendable {
             let filled = total == 0 ? width : width * state.done / total
             let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
             let line = String(format: "\r[%@] %d/%d  %.1f/s  ETA %.0fs ", bar as NSString, state.done, total, rate, eta)
-            FileHandle.standardError.write(Data(line.utf8))
+            Console.standardError.write(Data(line.utf8))
         }
     }
 
     func end() {
-        if isTerminal { FileHandle.standardError.write(Data("\n".utf8)) }
+        if isTerminal { Console.standardError.write(Data("\n".utf8)) }
     }
 }

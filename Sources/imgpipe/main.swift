@@ -11,6 +11,7 @@
 import Foundation
 
 signal(SIGPIPE, SIG_IGN)  // a closed pipe is a write error, not a death by signal
+_ = Console.standardError  // imgpipe's own stderr, duplicated before any decode can point fd 2 elsewhere
 let arguments = Array(CommandLine.arguments.dropFirst())
 if arguments.isEmpty || arguments == ["--help"] || arguments == ["-h"] || arguments == ["help"] {
     print(Command.overview)
@@ -27,6 +28,6 @@ do {
     printError("imgpipe: \(error.message)")
     exit(2)
 } catch {
-    printError("imgpipe: \(error)")
+    printError("imgpipe: \(Console.oneLine("\(error)"))")
     exit(1)
 }

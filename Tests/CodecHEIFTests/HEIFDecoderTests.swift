@@ -73,11 +73,54 @@ struct HEIFDecoderTests {
         let full = try HEIFDecoder().decode(data, options: DecodeOptions())
         let scaled = Resampler.resample(full.bitmap, to: small.bitmap.size)
         #expect(Self.meanDifference(scaled, small.bitmap) < 12)
-        // Exactly the thumbnail's size still uses it; one pixel more needs the primary image.
+        // Exactly the thumbnail's size still uses it; one pixel more needs the primary image,
+        // which is resampled to the target while it is read from libheif's plane.
         #expect(try HEIFDecoder().decode(data, options: DecodeOptions(targetSize: PixelSize(width: 320, height: 212))).bitmap.size
                 == PixelSize(width: 320, height: 212))
         #expect(try HEIFDecoder().decode(data, options: DecodeOptions(targetSize: PixelSize(width: 321, height: 214))).bitmap.size
-                == PixelSize(width: 1280, height: 854))
+                == PixelSize(width: 321, height: 214))
+    }
+
+    /// A smaller target without a usable thumbnail: the primary image's rows go from libheif's
+    /// plane through the resampler, with exactly the pixels of resampling the full decode
+    /// (opaque HEIC through libheif's RGB plane; AVIF with alpha through RGBA, premultiplied row by row).
+    @Test(arguments: ["rainbow-451x461.heic", "example.avif"])
+    func aSmallerPrimaryImageIsResampledFromTheDecodedPlane(name: String) throws {
+        guard name.hasSuffix(".heic") || HEIFDecoder.decodesAVIF else { return }
+        let data = try Corpus.data("heif", name)
+        let full = try HEIFDecoder().decode(data, options: DecodeOptions()).bitmap
+        for target in [PixelSize(width: 100, height: 80), PixelSize(width: full.width, height: full.height / 3)] {
+            let small = try HEIFDecoder().decode(data, options: DecodeOptions(targetSize: target))
+            #expect(small.bitmap.size == target)
+            #expect(small.bitmap == Resampler.resample(full, to: target), "\(name) at \(target)")
+        }
+    }
+
+    /// With alpha (HEIC and AVIF made by `heif-enc` from `Samples/glass-alpha.png`): the rows
+    /// of libheif's straight RGBA plane are premultiplied one at a time on their way into the
+    /// resampler, with the same pixels as resampling the full (premultiplied) decode.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/heif-enc"), "heif-enc is not installed"),
+          arguments: [[], ["-A"]])
+    func anAlphaPrimaryImageIsPremultipliedRowByRow(encoderArguments: [String]) throws {
+        guard encoderArguments.isEmpty || HEIFDecoder.decodesAVIF else { return }
+        let png = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Samples/glass-alpha.png")
+        let out = FileManager.default.temporaryDirectory.appendingPathComponent("alpha-\(UUID().uuidString).heif")
+        defer { try? FileManager.default.removeItem(at: out) }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/heif-enc")
+        process.arguments = encoderArguments + ["-q", "80", png.standardizedFileURL.path, "-o", out.path]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        try #require(process.terminationStatus == 0, "heif-enc failed")
+        let data = try Data(contentsOf: out)
+        #expect(try HEIFDecoder().readInfo(data).hasAlpha)
+        let full = try HEIFDecoder().decode(data, options: DecodeOptions()).bitmap
+        let target = PixelSize(width: 120, height: 80)
+        let small = try HEIFDecoder().decode(data, options: DecodeOptions(targetSize: target)).bitmap
+        #expect(small == Resampler.resample(full, to: target))
+        #expect((0..<full.height).contains { y in (0..<full.width).contains { full.pixel(x: $0, y: y).a < 255 } }, "the picture has transparent parts")
     }
 
     @Test func rainbowMatchesHeifConvert() throws {

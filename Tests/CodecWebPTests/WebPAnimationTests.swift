@@ -67,6 +67,50 @@ struct WebPAnimationTests {
         #expect(decoded.bitmap == Resampler.resample(full, to: target))
     }
 
+    /// `Fixtures/huge-canvas.webp` (104 bytes, made by hand: see Fixtures/README.md): a 64×64
+    /// lossless frame (green, with a transparent 16×16 hole) at (4000, 6000) on a 9999×9999
+    /// canvas, just under the 100 MP limit. The canvas as a bitmap is 400 MB; a thumbnail
+    /// streams the canvas rows (transparent but for the frame's) through the resampler instead.
+    @Test func aHugeCanvasWithASmallFirstFrameIsShrunkWithoutTheCanvasBitmap() throws {
+        let data = try Data(contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("Fixtures/huge-canvas.webp"))
+        #expect(try WebPDecoder().readInfo(data).size == PixelSize(width: 9999, height: 9999))
+        try ResidentMemory.exclusively {
+            let target = PixelSize(width: 256, height: 256)
+            var thumbnail: DecodedImage?
+            let growth = try #require(try ResidentMemory.peakGrowth(attempts: 1) {
+                thumbnail = try WebPDecoder().decode(data, options: DecodeOptions(targetSize: target))
+            }, "cannot measure the peak RSS on this system")
+            let bitmap = try #require(thumbnail?.bitmap)
+            #expect(bitmap.size == target)
+            #expect(growth < 20_000_000, "a 256×256 thumbnail grew the peak by \(growth) bytes")
+            // The frame covers output pixels 102.4..<104.0 × 153.6..<155.2: (103, 154) is inside.
+            let inside = bitmap.pixel(x: 103, y: 154)
+            #expect(inside.a > 0 && inside.g > inside.r && inside.g > inside.b, "\(inside)")
+            var lit = 0
+            for y in 0..<bitmap.height { for x in 0..<bitmap.width where bitmap.pixel(x: x, y: y).a > 0 { lit += 1 } }
+            #expect(lit > 0 && lit <= 9, "only the frame's few output pixels are drawn: \(lit)")
+        }
+    }
+
+    /// A first frame that covers the whole canvas is the picture: it is scaled as a still
+    /// (by libwebp while decoding when it can), with the same result as the still file.
+    @Test func aFrameCoveringTheCanvasIsScaledLikeAStill() throws {
+        func animation(_ file: String, size: PixelSize) throws -> Data {
+            let still = [UInt8](try Corpus.data("webp", file))
+            let header = Self.le(0, 3) + Self.le(0, 3) + Self.le(size.width - 1, 3) + Self.le(size.height - 1, 3) + Self.le(100, 3) + [0]
+            let body = Array("WEBP".utf8) + Self.chunk("VP8X", [0x02 | 0x10, 0, 0, 0] + Self.le(size.width - 1, 3) + Self.le(size.height - 1, 3))
+                + Self.chunk("ANIM", [0, 0, 0, 0] + Self.le(0, 2)) + Self.chunk("ANMF", header + Array(still[12...]))
+            return Data(Array("RIFF".utf8) + Self.le(body.count, 4) + body)
+        }
+        for (file, size) in [("test.webp", PixelSize(width: 128, height: 128)), ("lossless1.webp", PixelSize(width: 1000, height: 307))] {
+            let target = PixelSize(width: size.width / 5, height: size.height / 5)
+            let still = try WebPDecoder().decode(try Corpus.data("webp", file), options: DecodeOptions(targetSize: target)).bitmap
+            let animated = try WebPDecoder().decode(try animation(file, size: size), options: DecodeOptions(targetSize: target)).bitmap
+            #expect(animated == still, "\(file)")
+        }
+    }
+
     @Test func aFrameOutsideTheCanvasIsCorrupt() throws {
         let small = try Self.animation(canvas: PixelSize(width: 100, height: 100))
         #expect(throws: ImagePipelineError.self) { _ = try WebPDecoder().decode(small, options: DecodeOptions()) }

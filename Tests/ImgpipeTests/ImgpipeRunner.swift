@@ -119,3 +119,36 @@ final class StaticServer {
         process.waitUntilExit()
     }
 }
+
+extension Imgpipe {
+    /// Runs `imgpipe arguments…` (output discarded) and returns its exit status and peak resident
+    /// memory in bytes, from `wait4`'s `ru_maxrss` for that one child.
+    static func peakMemory(_ arguments: [String]) async throws -> (status: Int32, peak: Int) {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread {
+                continuation.resume(with: Swift.Result { try peakMemoryBlocking(arguments) })
+            }.start()
+        }
+    }
+
+    private static func peakMemoryBlocking(_ arguments: [String]) throws -> (status: Int32, peak: Int) {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        for fd in [STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO] {
+            posix_spawn_file_actions_addopen(&actions, fd, "/dev/null", fd == STDIN_FILENO ? O_RDONLY : O_WRONLY, 0)
+        }
+        let argv = ([binary.path] + arguments).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, binary.path, &actions, nil, argv, environ)
+        guard spawned == 0 else { throw POSIXError(POSIXErrorCode(rawValue: spawned) ?? .EIO) }
+        var status: Int32 = 0
+        var usage = rusage()
+        while wait4(pid, &status, 0, &usage) < 0 {
+            guard errno == EINTR else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        }
+        let exited = (status & 0x7F) == 0
+        return (exited ? (status >> 8) & 0xFF : -1, usage.ru_maxrss * 1024)
+    }
+}

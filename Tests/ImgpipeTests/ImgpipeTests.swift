@@ -168,3 +168,96 @@ struct ImgpipeTests {
         #expect(lines.count == 2 && lines[1].contains("  memory  "), "\(result.stdout)")
     }
 }
+
+/// The stderr contract on damaged files of every format: exactly one line, `imgpipe: FILE: …`,
+/// and nothing a C library printed (dav1d's "Unknown OBU type", libde265's "SPS error", a
+/// blank line after libheif's messages that end in "\n").
+@Suite("imgpipe stderr contract", .timeLimit(.minutes(2)))
+struct ImgpipeStandardErrorTests {
+    static let corpus = Imgpipe.root.appendingPathComponent("../shared/corpus").standardizedFileURL
+
+    static func corpusData(_ folder: String, _ file: String) throws -> Data {
+        try Data(contentsOf: corpus.appendingPathComponent(folder).appendingPathComponent(file))
+    }
+
+    /// (file name, damaged bytes, text the message must contain).
+    static func damagedFiles() throws -> [(String, Data, String)] {
+        var avif = try corpusData("heif", "example.avif")
+        let mdat = try #require(avif.firstRange(of: Data("mdat".utf8)))
+        avif.replaceSubrange(mdat.upperBound..<mdat.upperBound + 16, with: Data(count: 16))  // an OBU of type 0
+        var sps = try corpusData("heif", "rainbow-451x461.heic")
+        sps[313] ^= 0x10  // libde265: "SPS error: CB alignment"
+        let heic = try corpusData("heif", "rainbow-451x461.heic")
+        var jpeg = try corpusData("jpeg", "testorig.jpg")
+        let sof = try #require(jpeg.firstRange(of: Data([0xFF, 0xC0])))
+        jpeg[sof.lowerBound + 4] = 13  // sample precision 13
+        let webp = try corpusData("webp", "lossy_alpha1.webp")
+        return [
+            ("zero-obu.avif", avif, "dav1d: Unknown OBU type 0"),
+            ("bad-sps.heic", sps, "libheif failed decoding"),
+            ("cut-iloc.heic", heic.prefix(heic.count / 2), "libheif failed reading the file"),
+            ("precision.jpg", jpeg, "JPEG"),
+            ("crc.png", try corpusData("png-suite/png", "xcsn0g01.png"), "PNG"),
+            ("cut.webp", webp.prefix(webp.count / 2), "libwebp"),
+        ]
+    }
+
+    @Test(.enabled(if: FileManager.default.fileExists(atPath: corpus.appendingPathComponent("heif").path),
+                   "../shared/corpus is absent: skipped"))
+    func damagedFilesGiveExactlyOneLineNamingTheFile() async throws {
+        try await Imgpipe.withTemporaryDirectory { (directory: URL) async throws in
+            for (name, data, message) in try Self.damagedFiles() {
+                let path = directory.appendingPathComponent(name)
+                try data.write(to: path)
+                let result = try await Imgpipe.run(["decode", path.path, "--out", directory.appendingPathComponent("o.pam").path])
+                #expect(result.status == 1, "\(name): \(result.stderr)")
+                #expect(result.stderr.hasPrefix("imgpipe: cannot decode \(path.path): ") && result.stderr.contains(message),
+                        "\(name): \(result.stderr)")
+                #expect(result.stderr.hasSuffix("\n") && result.stderr.filter { $0 == "\n" }.count == 1,
+                        "\(name): not exactly one line: \(result.stderr.debugDescription)")
+                #expect(result.stdout.isEmpty, "\(name): \(result.stdout)")
+            }
+        }
+    }
+}
+
+/// Writing a full-size decode costs about one bitmap, not several copies of it.
+@Suite("imgpipe output memory", .timeLimit(.minutes(2)))
+struct ImgpipeOutputMemoryTests {
+    /// An animated WebP made by hand: a 2×2 lossless frame on a transparent `canvas`, which a
+    /// full decode turns into a canvas-sized bitmap (and a `.pam` of the same size).
+    static func animation(canvas: Int) -> Data {
+        func le(_ value: Int, _ count: Int) -> [UInt8] { (0..<count).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) } }
+        func chunk(_ fourCC: String, _ payload: [UInt8]) -> [UInt8] {
+            Array(fourCC.utf8) + le(payload.count, 4) + payload + (payload.count % 2 == 1 ? [0] : [])
+        }
+        // A 2×2 VP8L bitstream (`cwebp -lossless` of a 2×2 opaque red PNG).
+        let vp8l: [UInt8] = [0x2F, 0x01, 0x40, 0x00, 0x00, 0x07, 0x10, 0xFD, 0x8F, 0xFE, 0x07, 0x22, 0xA2, 0xFF, 0x01]
+        let frame = le(0, 3) + le(0, 3) + le(1, 3) + le(1, 3) + le(100, 3) + [0] + chunk("VP8L", vp8l)
+        let body = Array("WEBP".utf8) + chunk("VP8X", [0x02 | 0x10, 0, 0, 0] + le(canvas - 1, 3) + le(canvas - 1, 3))
+            + chunk("ANIM", [0, 0, 0, 0, 0, 0]) + chunk("ANMF", frame)
+        return Data(Array("RIFF".utf8) + le(body.count, 4) + body)
+    }
+
+    /// A 4000×4000 decode (a 64 MB bitmap) written as PAM raised the peak by about four
+    /// bitmaps (straight copy, `Data`, header + body); streamed, it is about one.
+    @Test func aFullDecodeWrittenAsPAMCostsAboutOneBitmap() async throws {
+        try await Imgpipe.withTemporaryDirectory { (directory: URL) async throws in
+            let small = directory.appendingPathComponent("small.webp"), large = directory.appendingPathComponent("large.webp")
+            try Self.animation(canvas: 16).write(to: small)
+            try Self.animation(canvas: 4000).write(to: large)
+            let out = directory.appendingPathComponent("out.pam")
+            let base = try await Imgpipe.peakMemory(["decode", small.path, "--out", out.path])
+            #expect(base.status == 0)
+            let full = try await Imgpipe.peakMemory(["decode", large.path, "--out", out.path])
+            #expect(full.status == 0)
+            let bitmap = 4000 * 4000 * 4
+            #expect(try FileManager.default.attributesOfItem(atPath: out.path)[.size] as? Int
+                    == "P7\nWIDTH 4000\nHEIGHT 4000\nDEPTH 4\nMAXVAL 255\nTUPLTYPE RGB_ALPHA\nENDHDR\n".utf8.count + bitmap)
+            #expect(full.peak - base.peak < bitmap * 3 / 2,
+                    "writing a \(bitmap)-byte bitmap as PAM raised the peak by \(full.peak - base.peak) bytes")
+            let header = String(decoding: try Data(contentsOf: out).prefix(80), as: UTF8.self)
+            #expect(header.hasPrefix("P7\nWIDTH 4000\nHEIGHT 4000\n"))
+        }
+    }
+}
