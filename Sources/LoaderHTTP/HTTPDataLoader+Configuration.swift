@@ -44,7 +44,7 @@ extension HTTPDataLoader {
         public var allowsInsecureRedirects: Bool
         /// Refuse `http` URLs (``NetworkFailure/insecureScheme``). Default `false`.
         public var requiresHTTPS: Bool
-        /// Extra attempts after a transient failure (connection error, 5xx, 429). Default 2.
+        /// Extra attempts after a transient failure (connection error, headers cut off, 5xx, 429). Default 2.
         public var maxRetries: Int
         /// The first retry's delay in seconds; each further one doubles it, with ±50 % jitter.
         /// A `Retry-After` on a 429 or 503 replaces it (capped by ``maxRetryDelay``). Default 0.5.

@@ -11,8 +11,8 @@ import Synchronization
 /// while waiting (a visible caller joined a prefetch) takes effect.
 ///
 /// Cancelling the calling task removes the transfer from the multi handle at once, which
-/// closes its connection. Transient failures (connection errors, 5xx, 429) are retried with
-/// exponential backoff and jitter.
+/// closes its connection. Transient failures (connection errors, headers cut off, 5xx, 429)
+/// are retried with exponential backoff and jitter.
 ///
 /// Only a complete answer is a success: a 200 or 203 with a non-empty body (or a 304 to a
 /// conditional request). A 206, a 204 or any other status, an empty body, headers cut off, a
@@ -109,10 +109,11 @@ public final class HTTPDataLoader: DataLoading {
         }
     }
 
-    /// Connection failures, 5xx and 429 may go away by asking again; nothing else will.
+    /// Connection failures (a connection that closed inside the headers is one), 5xx and 429
+    /// may go away by asking again; nothing else will.
     static func isTransient(_ error: any Error) -> Bool {
         switch error as? HTTPError {
-        case .network(.connection, _): return true
+        case .network(.connection, _), .incompleteHeaders: return true
         case .badStatus(let code): return code >= 500 || code == 429
         default: return false
         }

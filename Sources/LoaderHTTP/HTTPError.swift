@@ -27,7 +27,9 @@ public enum NetworkFailure: String, Hashable, Sendable {
 /// ``PipelineCore/ImagePipelineError/loadingFailed(_:underlying:)``; a 404 or 410 is not one of
 /// these but ``PipelineCore/ImagePipelineError/notFound(_:)``, which every loader shares.
 public enum HTTPError: Error, Hashable, Sendable, CustomStringConvertible, LocalizedError, PipelineFailure {
-    /// The server answered with a status that is neither a success nor "not found".
+    /// The server answered with a status that is neither a complete answer (200, 203, a 304 to
+    /// a conditional request) nor "not found": a 206 (the loader never asks for a range, and a
+    /// part must not be stored as the picture), a 204 or other 2xx, a 3xx not followed, 4xx, 5xx.
     case badStatus(code: Int)
     /// The transport failed.
     case network(NetworkFailure, message: String)
@@ -36,8 +38,8 @@ public enum HTTPError: Error, Hashable, Sendable, CustomStringConvertible, Local
     case incompleteHeaders
     /// A 200 or 203 without a single byte of body (`Content-Length: 0`, or none and nothing sent).
     case emptyBody
-    /// A `Content-Encoding` this libcurl cannot decode (the first such coding, lower-case), e.g. `compress`.
-    /// The loader asks only for encodings it can decode (`Accept-Encoding`).
+    /// A `Content-Encoding` this libcurl cannot decode (the first such coding, lower-case), e.g.
+    /// `compress`. The loader asks only for encodings it can decode (`Accept-Encoding`).
     case unsupportedEncoding(String)
     /// The body did not decode from its `Content-Encoding` (corrupt gzip, deflate, br or zstd
     /// data), with curl's message.
@@ -50,7 +52,8 @@ public enum HTTPError: Error, Hashable, Sendable, CustomStringConvertible, Local
     case engineFailure(message: String)
 
     /// No HTTP error here is permanent: 404 and 410 are reported as `notFound`, and any other
-    /// status or transport failure may go away by asking again.
+    /// status, body or transport failure may go away by asking again (a CDN edge may answer
+    /// better next time), so none is kept in the pipeline's negative cache.
     public var isPermanent: Bool { false }
 
     /// One line a person can act on.
