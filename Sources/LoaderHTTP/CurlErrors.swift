@@ -25,19 +25,19 @@ enum CurlErrors {
         case CURLE_TOO_MANY_REDIRECTS:
             return HTTPError.network(.tooManyRedirects, message: message)
         case CURLE_UNSUPPORTED_PROTOCOL:
-            // The first URL's scheme was checked before the transfer, so this is a redirect to a
-            // scheme the transfer may not follow: https → http unless allowed.
-            return HTTPError.network(.insecureRedirect, message: "a redirect left https (\(message))")
+            return transfer.refusedRedirectError(curlMessage: transfer.curlDetail ?? message)
+        case CURLE_BAD_CONTENT_ENCODING:
+            return HTTPError.corruptEncoding(message: transfer.curlDetail ?? message)
         default:
             return HTTPError.network(.other, message: "curl error \(code.rawValue): \(message)")
         }
     }
 
-    /// Fails loudly when a multi-interface call does not succeed: those fail only on misuse
-    /// (a bad handle) or out of memory, which the loader cannot recover from.
-    static func check(_ code: CURLMcode, _ what: StaticString) {
-        if code != CURLM_OK {
-            fatalError("\(what) failed: \(String(cString: curl_multi_strerror(code)))")
-        }
+    /// The typed error for a multi-interface call that did not succeed, or `nil` when it did.
+    /// These fail only on misuse (a bad handle) or when memory runs out; the engine fails the
+    /// transfers concerned with this error and goes on.
+    static func multiFailure(_ code: CURLMcode, _ call: String) -> HTTPError? {
+        guard code != CURLM_OK else { return nil }
+        return .engineFailure(message: "\(call) failed: \(String(cString: curl_multi_strerror(code)))")
     }
 }

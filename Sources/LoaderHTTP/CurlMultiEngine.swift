@@ -18,10 +18,20 @@ private let curlGlobalInit: CURLcode = curl_global_init(ccurl_global_default())
 /// The thread starts with the first request and ends after ``lingerSeconds`` without work; the
 /// multi handle (and with it the pool of open connections) lives as long as the engine.
 ///
+/// A multi-interface call that fails (out of memory, an internal error) never stops the process:
+/// the transfers it concerns end with ``HTTPError/engineFailure(message:)`` and the engine goes
+/// on with the next ones. Without a multi handle at all (`curl_multi_init` out of memory) every
+/// request fails that way.
+///
 /// `@unchecked Sendable`: `multi` and `confined` are touched only by the engine thread (of which
 /// at most one runs, see `Shared.threadRunning`) and by `deinit`, which cannot overlap it because
 /// the thread holds a strong reference; everything else shared is in the `Mutex`.
 final class CurlMultiEngine: @unchecked Sendable {
+    /// The multi-interface calls the engine checks, for ``injectFault(_:into:)``.
+    enum MultiCall: Sendable {
+        case add, perform, poll
+    }
+
     /// State shared with the tasks that submit and cancel.
     struct Shared {
         var pending = PendingQueue()
@@ -41,8 +51,11 @@ final class CurlMultiEngine: @unchecked Sendable {
         var perHost: [String: Int] = [:]
     }
 
-    private let multi: UnsafeMutableRawPointer
+    /// `nil` when `curl_multi_init` failed: then every request fails at once.
+    private let multi: UnsafeMutableRawPointer?
     private let confined = Confined()
+    /// A failure a test asked the next call of a kind to report instead of running.
+    private let injectedFault = Mutex<(call: MultiCall, code: CURLMcode)?>(nil)
     private let shared = Mutex(Shared())
     private let configuration: HTTPDataLoader.Configuration
     /// How long the thread waits for new work before it ends, in seconds.
@@ -50,9 +63,9 @@ final class CurlMultiEngine: @unchecked Sendable {
 
     init(configuration: HTTPDataLoader.Configuration) {
         _ = curlGlobalInit
-        guard let multi = curl_multi_init() else { fatalError("curl_multi_init failed: out of memory") }
-        self.multi = multi
         self.configuration = configuration
+        self.multi = curl_multi_init()
+        guard let multi else { return }
         _ = ccurl_multi_set_long(multi, CURLMOPT_PIPELINING, ccurl_pipe_multiplex())
         _ = ccurl_multi_set_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, configuration.maxConnectionsPerHost)
         _ = ccurl_multi_set_long(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, configuration.maxTotalConnections)
@@ -60,7 +73,22 @@ final class CurlMultiEngine: @unchecked Sendable {
     }
 
     deinit {
-        curl_multi_cleanup(multi)
+        if let multi { curl_multi_cleanup(multi) }
+    }
+
+    /// For tests: the next `call` reports `code` instead of running, once.
+    func injectFault(_ code: CURLMcode, into call: MultiCall) {
+        injectedFault.withLock { $0 = (call, code) }
+    }
+
+    /// Runs `body` (a multi-interface call), unless a fault was injected for `call`.
+    private func multiCall(_ call: MultiCall, _ body: () -> CURLMcode) -> CURLMcode {
+        let fault = injectedFault.withLock { fault -> CURLMcode? in
+            guard let injected = fault, injected.call == call else { return nil }
+            fault = nil
+            return injected.code
+        }
+        return fault ?? body()
     }
 
     /// Requests waiting for a connection slot.
@@ -68,6 +96,10 @@ final class CurlMultiEngine: @unchecked Sendable {
 
     /// Queues `job`; the engine thread starts it when a slot is free.
     func submit(_ job: TransferJob) {
+        guard let multi else {
+            job.continuation.resume(returning: .failed(HTTPError.engineFailure(message: "curl_multi_init failed"), metadata: nil))
+            return
+        }
         let (startThread, wake) = shared.withLock { state -> (Bool, Bool) in
             state.pending.append(job)
             state.arrived = true
@@ -98,7 +130,7 @@ final class CurlMultiEngine: @unchecked Sendable {
         }
         if let waiting {
             waiting.continuation.resume(returning: .cancelled)
-        } else {
+        } else if let multi {
             curl_multi_wakeup(multi)
         }
     }
@@ -106,6 +138,7 @@ final class CurlMultiEngine: @unchecked Sendable {
     // MARK: The engine thread
 
     private func runLoop() {
+        guard let multi else { return }  // not started without one (see `submit`)
         var idleSince = DispatchTime.now().uptimeNanoseconds
         while true {
             let cancelled = shared.withLock { state -> [UInt64] in
@@ -113,25 +146,29 @@ final class CurlMultiEngine: @unchecked Sendable {
                 return state.cancelled
             }
             for id in cancelled {
-                if let transfer = confined.runningByID[id] { finish(transfer, with: .cancelled) }
+                if let transfer = confined.runningByID[id] { finish(transfer, with: .cancelled, multi: multi) }
             }
             guard let jobs = takeStartableJobs(idleSince: idleSince) else { return }
-            for job in jobs { start(job) }
+            for job in jobs { start(job, multi: multi) }
 
             var stillRunning: Int32 = 0
-            CurlErrors.check(curl_multi_perform(multi, &stillRunning), "curl_multi_perform")
-            var left: Int32 = 0
             var finished = !cancelled.isEmpty
+            if let failure = CurlErrors.multiFailure(multiCall(.perform) { curl_multi_perform(multi, &stillRunning) },
+                                                    "curl_multi_perform") {
+                finished = failAll(failure, multi: multi) || finished
+            }
+            var left: Int32 = 0
             while let message = curl_multi_info_read(multi, &left) {
                 guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle,
                       let transfer = confined.running[easy] else { continue }
-                finish(transfer, with: transfer.outcome(for: ccurl_message_result(message)))
+                finish(transfer, with: transfer.outcome(for: ccurl_message_result(message)), multi: multi)
                 finished = true
             }
             let now = DispatchTime.now().uptimeNanoseconds
-            for transfer in confined.running.values where transfer.isIdle(at: now) {
-                transfer.abort(ImagePipelineError.timeout("no data for \(configuration.idleTimeout) s (idle timeout)"))
-                finish(transfer, with: transfer.outcome(for: CURLE_OK))
+            for transfer in confined.running.values {
+                guard let expired = transfer.expiredLimit(at: now) else { continue }
+                transfer.abort(expired)
+                finish(transfer, with: transfer.outcome(for: CURLE_OK), multi: multi)
                 finished = true
             }
             if !confined.running.isEmpty || finished { idleSince = now }
@@ -144,8 +181,13 @@ final class CurlMultiEngine: @unchecked Sendable {
                 return state.polling
             }
             if !mayPoll { continue }
-            CurlErrors.check(curl_multi_poll(multi, nil, 0, timeout, nil), "curl_multi_poll")
+            let polled = multiCall(.poll) { curl_multi_poll(multi, nil, 0, timeout, nil) }
             shared.withLock { $0.polling = false }
+            if let failure = CurlErrors.multiFailure(polled, "curl_multi_poll") {
+                _ = failAll(failure, multi: multi)
+                // The poll did not wait: pause briefly so a poll that keeps failing cannot spin.
+                Thread.sleep(forTimeInterval: 0.01)
+            }
         }
     }
 
@@ -169,21 +211,16 @@ final class CurlMultiEngine: @unchecked Sendable {
         }
     }
 
-    /// The poll timeout while transfers run: until the first idle deadline, at most 1 s.
+    /// The poll timeout while transfers run: until the first time limit may pass (idle,
+    /// low-speed window, total), at most 1 s.
     private func pollTimeout() -> Int32 {
         let now = DispatchTime.now().uptimeNanoseconds
-        let idle = configuration.idleTimeoutNanoseconds
-        // Saturating: an idle timeout of "never" must not wrap around into the past.
-        let deadlines = confined.running.values.map { transfer -> UInt64 in
-            let (deadline, overflow) = transfer.lastActivity.addingReportingOverflow(idle)
-            return overflow ? .max : deadline
-        }
-        let earliest = deadlines.min() ?? now &+ 1_000_000_000
+        let earliest = confined.running.values.map(\.nextLimitCheck).min() ?? now &+ 1_000_000_000
         let wait = earliest > now ? (earliest - now) / 1_000_000 + 1 : 0
         return Int32(min(wait, 1000))
     }
 
-    private func start(_ job: TransferJob) {
+    private func start(_ job: TransferJob, multi: UnsafeMutableRawPointer) {
         // A fresh easy handle per transfer, as the curl tool does: a reset handle that last ran
         // an HTTP/2 stream refuses some options (CURLOPT_BUFFERSIZE) in libcurl 7.88.
         guard let easy = curl_easy_init() else {
@@ -192,11 +229,13 @@ final class CurlMultiEngine: @unchecked Sendable {
         }
         let transfer = CurlTransfer(job: job, easy: easy, limits: configuration)
         let code = transfer.configure()
-        guard code == CURLE_OK, curl_multi_add_handle(multi, easy) == CURLM_OK else {
+        let failure: HTTPError? = code != CURLE_OK
+            ? .network(.other, message: "cannot start: \(String(cString: curl_easy_strerror(code)))")
+            : CurlErrors.multiFailure(multiCall(.add) { curl_multi_add_handle(multi, easy) }, "curl_multi_add_handle")
+        if let failure {
             transfer.releaseResources()
             curl_easy_cleanup(easy)
-            let message = String(cString: curl_easy_strerror(code))
-            job.continuation.resume(returning: .failed(HTTPError.network(.other, message: "cannot start: \(message)"), metadata: nil))
+            job.continuation.resume(returning: .failed(failure, metadata: nil))
             return
         }
         confined.running[easy] = transfer
@@ -206,7 +245,7 @@ final class CurlMultiEngine: @unchecked Sendable {
 
     /// Takes `transfer` off the multi handle, frees what it holds and answers its task: the
     /// one place a started job's continuation is resumed.
-    private func finish(_ transfer: CurlTransfer, with outcome: TransferOutcome) {
+    private func finish(_ transfer: CurlTransfer, with outcome: TransferOutcome, multi: UnsafeMutableRawPointer) {
         curl_multi_remove_handle(multi, transfer.easy)
         confined.running[transfer.easy] = nil
         confined.runningByID[transfer.job.id] = nil
@@ -215,5 +254,16 @@ final class CurlMultiEngine: @unchecked Sendable {
         transfer.releaseResources()
         curl_easy_cleanup(transfer.easy)
         transfer.job.continuation.resume(returning: outcome)
+    }
+
+    /// Ends every running transfer with `failure` (a multi call failed, so none can be trusted
+    /// to progress). Returns whether there were any.
+    private func failAll(_ failure: HTTPError, multi: UnsafeMutableRawPointer) -> Bool {
+        let running = Array(confined.running.values)
+        for transfer in running {
+            transfer.abort(failure)
+            finish(transfer, with: transfer.outcome(for: CURLE_OK), multi: multi)
+        }
+        return !running.isEmpty
     }
 }

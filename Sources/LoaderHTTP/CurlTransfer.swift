@@ -6,8 +6,8 @@ import Synchronization
 
 /// What one attempt at a transfer came to, handed from the engine thread to the waiting task.
 enum TransferOutcome: Sendable {
-    /// A final response arrived in full (any status the callbacks let through: 2xx, 304, a
-    /// 3xx curl did not follow).
+    /// A final response arrived in full, its headers ended (a status the callbacks let
+    /// through: 200, 203 or 304).
     case completed(status: Int, metadata: HTTPResponseHeaders, body: Data)
     /// The transfer failed; `metadata` is the final response's, when one arrived (for `Retry-After`).
     case failed(any Error, metadata: HTTPResponseHeaders?)
@@ -46,6 +46,11 @@ final class CurlTransfer {
     /// are ignored. (Not set when headers end: a proxy's CONNECT reply, a 200, comes before the
     /// real response's headers; curl delivers no body of a redirect it follows or of a 1xx.)
     private var bodyStarted = false
+    /// The current response's headers ended (its blank line arrived). `false` at completion
+    /// means the connection closed inside them.
+    private var headersComplete = false
+    /// The `Location` of the last redirect, to say which redirect curl refused.
+    private var redirectLocation: String?
     private var responseHeaders: [(name: String, value: String)] = []
     private(set) var metadata: HTTPResponseHeaders?
     private(set) var body = Data()
@@ -53,12 +58,22 @@ final class CurlTransfer {
     private(set) var abortReason: (any Error)?
     /// Uptime in nanoseconds of the last byte received, for the idle timeout.
     private(set) var lastActivity: UInt64
+    /// Uptime in nanoseconds past which the transfer is over its total timeout (`.max`: none).
+    private let deadline: UInt64
+    /// Start (uptime, ns) of the current low-speed window, from the first byte on, and the
+    /// bytes (headers and body) received in it.
+    private var windowStart: UInt64?
+    private var windowBytes = 0
+    /// curl's own message for the last failure (CURLOPT_ERRORBUFFER), CURL_ERROR_SIZE bytes.
+    private var errorBuffer: UnsafeMutablePointer<CChar>?
 
     init(job: TransferJob, easy: UnsafeMutableRawPointer, limits: HTTPDataLoader.Configuration) {
         self.job = job
         self.easy = easy
         self.limits = limits
-        self.lastActivity = DispatchTime.now().uptimeNanoseconds
+        let now = DispatchTime.now().uptimeNanoseconds
+        self.lastActivity = now
+        self.deadline = limits.totalTimeout.map { now.saturatingAdd(saturatingNanoseconds($0)) } ?? .max
     }
 
     /// Sets every option on the easy handle. Returns the first error curl reports.
@@ -71,7 +86,11 @@ final class CurlTransfer {
         let https = job.url.scheme?.lowercased() == "https"
         let redirectProtocols = https && !limits.allowsInsecureRedirects ? "https" : "http,https"
         let context = Unmanaged.passUnretained(self).toOpaque()
+        let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
+        errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
+        self.errorBuffer = errorBuffer
         let steps: [() -> CURLcode] = [
+            { ccurl_easy_set_pointer(self.easy, CURLOPT_ERRORBUFFER, errorBuffer) },
             { ccurl_easy_set_string(self.easy, CURLOPT_URL, self.job.url.absoluteString) },
             { ccurl_easy_set_long(self.easy, CURLOPT_NOSIGNAL, 1) },
             // 100 KB, as the curl tool uses: most pictures arrive in one read instead of several.
@@ -84,6 +103,9 @@ final class CurlTransfer {
             { ccurl_easy_set_long(self.easy, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS) },
             { ccurl_easy_set_long(self.easy, CURLOPT_PIPEWAIT, https ? 1 : 0) },
             { ccurl_easy_set_string(self.easy, CURLOPT_USERAGENT, self.limits.userAgent) },
+            // "": every encoding this libcurl decodes (gzip, deflate, br, zstd on Debian 12), named
+            // in Accept-Encoding and decoded on arrival; the body handed on is the picture's bytes.
+            { ccurl_easy_set_string(self.easy, CURLOPT_ACCEPT_ENCODING, "") },
             { ccurl_easy_set_slist(self.easy, CURLOPT_HTTPHEADER, self.headerList) },
             { ccurl_easy_set_write(self.easy, curlWriteCallback, context) },
             { ccurl_easy_set_header(self.easy, curlHeaderCallback, context) },
@@ -100,11 +122,54 @@ final class CurlTransfer {
     func releaseResources() {
         curl_slist_free_all(headerList)
         headerList = nil
+        errorBuffer?.deallocate()
+        errorBuffer = nil
     }
 
-    /// Whether no byte has arrived for the idle timeout, at uptime `now` (nanoseconds).
-    func isIdle(at now: UInt64) -> Bool {
-        now &- lastActivity > limits.idleTimeoutNanoseconds
+    /// curl's detailed message for the failure, when it wrote one.
+    var curlDetail: String? {
+        guard let errorBuffer, errorBuffer.pointee != 0 else { return nil }
+        errorBuffer[Int(CURL_ERROR_SIZE) - 1] = 0
+        return String(cString: errorBuffer)
+    }
+
+    // MARK: Time limits (checked by the engine thread between curl calls)
+
+    /// The error that ends the transfer at uptime `now` (nanoseconds), if a time limit passed:
+    /// no byte for the idle timeout, the total timeout, or a low-speed window with too few bytes
+    /// (a window that passes opens the next).
+    func expiredLimit(at now: UInt64) -> (any Error)? {
+        if now &- lastActivity > limits.idleTimeoutNanoseconds {
+            return ImagePipelineError.timeout("no data for \(limits.idleTimeout) s (idle timeout)")
+        }
+        if now >= deadline, let total = limits.totalTimeout {
+            return ImagePipelineError.timeout("the transfer took longer than its total timeout of \(HTTPError.seconds(total)) s")
+        }
+        if limits.lowSpeedLimit > 0, let windowStart, now &- windowStart >= limits.lowSpeedTimeNanoseconds {
+            if Double(windowBytes) < Double(limits.lowSpeedLimit) * limits.lowSpeedTime {
+                return HTTPError.tooSlow(bytesPerSecond: limits.lowSpeedLimit, seconds: limits.lowSpeedTime)
+            }
+            self.windowStart = now
+            windowBytes = 0
+        }
+        return nil
+    }
+
+    /// The earliest uptime (nanoseconds) at which ``expiredLimit(at:)`` may find a limit passed.
+    var nextLimitCheck: UInt64 {
+        var next = min(lastActivity.saturatingAdd(limits.idleTimeoutNanoseconds), deadline)
+        if limits.lowSpeedLimit > 0, let windowStart {
+            next = min(next, windowStart.saturatingAdd(limits.lowSpeedTimeNanoseconds))
+        }
+        return next
+    }
+
+    /// Notes `count` bytes (a header line or a piece of body) for the idle and low-speed checks.
+    private func received(_ count: Int) {
+        let now = DispatchTime.now().uptimeNanoseconds
+        lastActivity = now
+        if windowStart == nil { windowStart = now }
+        windowBytes += count
     }
 
     /// At least 1 ms (0 would mean curl's default), at most `Int32.max` ms (24 days): a longer
@@ -122,7 +187,7 @@ final class CurlTransfer {
     /// read. Returns `false` to abort. Works on bytes: this runs for every header of every
     /// response, and Foundation's string trimming would cost more than the transfer.
     func receiveHeaderLine(_ line: UnsafeRawBufferPointer) -> Bool {
-        lastActivity = DispatchTime.now().uptimeNanoseconds
+        received(line.count)
         if bodyStarted { return true }
         func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0D || byte == 0x0A }
         var end = line.count
@@ -136,6 +201,7 @@ final class CurlTransfer {
             // "HTTP/1.1 200 OK", "HTTP/2 304": the code is the three digits after the first space
             // (at most three are read: a longer run of digits must not overflow).
             expectsStatusLine = false
+            headersComplete = false
             status = 0
             if let space = line[..<end].firstIndex(of: 0x20) {
                 for byte in line[(space + 1)..<end].prefix(3) {
@@ -155,19 +221,33 @@ final class CurlTransfer {
         return true
     }
 
+    /// Checks a response whose headers just ended. Only a complete answer goes on to its body:
+    /// 200 or 203 (a 304 and a redirect curl follows have none); any other status, a 206 and a
+    /// 204 included, ends the transfer with ``HTTPError/badStatus(code:)`` (404 and 410 with
+    /// `notFound`), as do an HTML page, a `Content-Encoding` curl cannot decode and a length
+    /// over the limit.
     private func headersEnded() -> Bool {
+        headersComplete = true
         if (100..<200).contains(status) { return true }
         let metadata = HTTPResponseHeaders(statusCode: status, headers: responseHeaders)
         self.metadata = metadata
-        let isRedirect = (status == 301 || status == 302 || status == 303 || status == 307 || status == 308)
-            && responseHeaders.contains { $0.name.utf8.count == 8 && $0.name.lowercased() == "location" }
-        if isRedirect || status == 304 { return true }  // curl follows it, or it has no body
-        if status >= 400 || status < 200 {
+        let location = responseHeaders.last { $0.name.utf8.count == 8 && $0.name.lowercased() == "location" }
+        let isRedirect = (status == 301 || status == 302 || status == 303 || status == 307 || status == 308) && location != nil
+        if isRedirect {
+            redirectLocation = location?.value
+            return true  // curl follows it
+        }
+        if status == 304 { return true }  // no body; the loader checks a validator was sent
+        guard status == 200 || status == 203 else {
             abortReason = status == 404 || status == 410 ? ImagePipelineError.notFound(job.url) : HTTPError.badStatus(code: status)
             return false
         }
         if metadata.contentType == "text/html" {
             abortReason = HTTPError.network(.unexpectedContentType, message: "the server sent text/html with status \(status)")
+            return false
+        }
+        if let unsupported = Self.contentCodings(metadata.contentEncoding).first(where: { !curlDecodableCodings.contains($0) }) {
+            abortReason = HTTPError.unsupportedEncoding(unsupported)
             return false
         }
         if let length = metadata.contentLength {
@@ -182,7 +262,7 @@ final class CurlTransfer {
 
     /// A piece of the body. Returns `false` to abort (over the size limit).
     func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        lastActivity = DispatchTime.now().uptimeNanoseconds
+        received(bytes.count)
         bodyStarted = true
         guard Int64(body.count + bytes.count) <= limits.maxBodyBytes else {
             abortReason = ImagePipelineError.tooLarge(limit: limits.maxBodyBytes, actual: nil)
@@ -193,7 +273,7 @@ final class CurlTransfer {
         return true
     }
 
-    /// Marks the transfer as failed by the loader (the idle timeout), for ``outcome(for:)``.
+    /// Marks the transfer as failed by the loader (a time limit, the engine), for ``outcome(for:)``.
     func abort(_ reason: any Error) {
         abortReason = reason
     }
@@ -204,7 +284,54 @@ final class CurlTransfer {
         guard code == CURLE_OK else {
             return .failed(CurlErrors.map(code, transfer: self), metadata: metadata)
         }
-        return .completed(status: status, metadata: metadata ?? HTTPResponseHeaders(statusCode: status), body: body)
+        // curl ends a response cut inside its headers without an error (it saw a status line).
+        guard headersComplete, let metadata else { return .failed(HTTPError.incompleteHeaders, metadata: nil) }
+        return .completed(status: status, metadata: metadata, body: body)
+    }
+
+    /// The error for a redirect curl refused to follow (CURLE_UNSUPPORTED_PROTOCOL: the first
+    /// URL's scheme was checked before the transfer): to `http` from an `https` request, or to
+    /// a scheme that is never followed (`file`, `ftp`).
+    func refusedRedirectError(curlMessage: String) -> HTTPError {
+        guard let location = redirectLocation,
+              let target = URL(string: location, relativeTo: job.url)?.absoluteURL,
+              let scheme = target.scheme?.lowercased() else {
+            return .network(.forbiddenRedirect, message: "a redirect was refused (\(curlMessage))")
+        }
+        if scheme == "http" {
+            return .network(.insecureRedirect, message: "a redirect from https to http was refused: \(target.absoluteString)")
+        }
+        return .network(.forbiddenRedirect,
+                        message: "a redirect to a \(scheme) URL was refused (only http and https are followed): \(target.absoluteString)")
+    }
+
+    /// The content codings of a `Content-Encoding` value, lower-case, in order, `identity` left
+    /// out: empty for a body sent as is.
+    static func contentCodings(_ value: String?) -> [String] {
+        guard let value else { return [] }
+        return value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+            .filter { !$0.isEmpty && $0 != "identity" }
+    }
+}
+
+/// The content codings this libcurl decodes (with CURLOPT_ACCEPT_ENCODING set), by the
+/// features it was built with: gzip and deflate with zlib, br with brotli, zstd with zstd.
+let curlDecodableCodings: Set<String> = {
+    // `features` is part of the first version of the struct, so the oldest age will do.
+    guard let info = curl_version_info(CURLVERSION_FIRST) else { return [] }
+    let features = info.pointee.features
+    var codings: Set<String> = []
+    if features & CURL_VERSION_LIBZ != 0 { codings.formUnion(["gzip", "x-gzip", "deflate"]) }
+    if features & CURL_VERSION_BROTLI != 0 { codings.insert("br") }
+    if features & CURL_VERSION_ZSTD != 0 { codings.insert("zstd") }
+    return codings
+}()
+
+extension UInt64 {
+    /// `self + other`, `.max` instead of wrapping around.
+    func saturatingAdd(_ other: UInt64) -> UInt64 {
+        let (sum, overflow) = addingReportingOverflow(other)
+        return overflow ? .max : sum
     }
 }
 

@@ -20,8 +20,23 @@ extension HTTPDataLoader {
         /// How long connecting (TCP and TLS) may take, in seconds. Default 10.
         public var connectTimeout: TimeInterval
         /// How long a transfer may go without receiving a byte (headers or body), in seconds,
-        /// counted from its start. A slow but moving download never times out. Default 30.
+        /// counted from its start. Default 30. A transfer that keeps moving, however slowly, is
+        /// ended by ``lowSpeedLimit`` and ``totalTimeout`` instead.
         public var idleTimeout: TimeInterval
+        /// The slowest a transfer may go once its first byte arrived, in bytes per second (headers
+        /// and body), on average over each window of ``lowSpeedTime`` seconds; slower is
+        /// ``HTTPError/tooSlow(bytesPerSecond:seconds:)``. 0 turns the check off. Default 256: a
+        /// trickle of a byte or a header line a second ends after one window, while 24 transfers
+        /// at this speed need only 50 kbit/s.
+        public var lowSpeedLimit: Int
+        /// The window of ``lowSpeedLimit``, in seconds. Default 10.
+        public var lowSpeedTime: TimeInterval
+        /// The longest one attempt may take, in seconds, from when it leaves the loader's queue
+        /// to its last byte (waiting for a connection slot does not count; a retry starts a new
+        /// one); over it is ``PipelineCore/ImagePipelineError/timeout(_:)``. `nil` for none.
+        /// Default 60: a 5 MB picture needs 700 kbit/s to make it; raise it for large downloads
+        /// over slow links.
+        public var totalTimeout: TimeInterval?
         /// Redirects followed at most; one more is a ``NetworkFailure/tooManyRedirects``. Default 5.
         public var maxRedirects: Int
         /// Follow a redirect from `https` to `http`. Default `false`
@@ -29,7 +44,7 @@ extension HTTPDataLoader {
         public var allowsInsecureRedirects: Bool
         /// Refuse `http` URLs (``NetworkFailure/insecureScheme``). Default `false`.
         public var requiresHTTPS: Bool
-        /// Extra attempts after a transient failure (connection error, 5xx, 429). Default 2.
+        /// Extra attempts after a transient failure (connection error, headers cut off, 5xx, 429). Default 2.
         public var maxRetries: Int
         /// The first retry's delay in seconds; each further one doubles it, with ±50 % jitter.
         /// A `Retry-After` on a 429 or 503 replaces it (capped by ``maxRetryDelay``). Default 0.5.
@@ -51,7 +66,8 @@ extension HTTPDataLoader {
         /// Creates a configuration; every parameter has the default documented on its property.
         public init(maxConnectionsPerHost: Int = 6, maxTotalConnections: Int = 24,
                     maxBodyBytes: Int64 = 50_000_000, connectTimeout: TimeInterval = 10,
-                    idleTimeout: TimeInterval = 30, maxRedirects: Int = 5,
+                    idleTimeout: TimeInterval = 30, lowSpeedLimit: Int = 256, lowSpeedTime: TimeInterval = 10,
+                    totalTimeout: TimeInterval? = 60, maxRedirects: Int = 5,
                     allowsInsecureRedirects: Bool = false, requiresHTTPS: Bool = false,
                     maxRetries: Int = 2, retryBaseDelay: TimeInterval = 0.5, maxRetryDelay: TimeInterval = 10,
                     headers: [String: String] = ["Accept": "image/jpeg,image/png,image/*;q=0.8,*/*;q=0.5"],
@@ -62,6 +78,9 @@ extension HTTPDataLoader {
             self.maxBodyBytes = maxBodyBytes
             self.connectTimeout = connectTimeout
             self.idleTimeout = idleTimeout
+            self.lowSpeedLimit = max(0, lowSpeedLimit)
+            self.lowSpeedTime = lowSpeedTime
+            self.totalTimeout = totalTimeout
             self.maxRedirects = max(0, maxRedirects)
             self.allowsInsecureRedirects = allowsInsecureRedirects
             self.requiresHTTPS = requiresHTTPS
@@ -77,6 +96,9 @@ extension HTTPDataLoader {
         /// ``idleTimeout`` in nanoseconds, saturating: a timeout too long for a `UInt64` of
         /// nanoseconds (1e300, `.infinity`) means none, and must not trap.
         var idleTimeoutNanoseconds: UInt64 { saturatingNanoseconds(idleTimeout) }
+
+        /// ``lowSpeedTime`` in nanoseconds, saturating.
+        var lowSpeedTimeNanoseconds: UInt64 { saturatingNanoseconds(lowSpeedTime) }
     }
 }
 

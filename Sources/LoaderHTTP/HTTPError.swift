@@ -27,13 +27,33 @@ public enum NetworkFailure: String, Hashable, Sendable {
 /// ``PipelineCore/ImagePipelineError/loadingFailed(_:underlying:)``; a 404 or 410 is not one of
 /// these but ``PipelineCore/ImagePipelineError/notFound(_:)``, which every loader shares.
 public enum HTTPError: Error, Hashable, Sendable, CustomStringConvertible, LocalizedError, PipelineFailure {
-    /// The server answered with a status that is neither a success nor "not found".
+    /// The server answered with a status that is neither a complete answer (200, 203, a 304 to
+    /// a conditional request) nor "not found": a 206 (the loader never asks for a range, and a
+    /// part must not be stored as the picture), a 204 or other 2xx, a 3xx not followed, 4xx, 5xx.
     case badStatus(code: Int)
     /// The transport failed.
     case network(NetworkFailure, message: String)
+    /// The connection closed inside the response's headers (a status line, perhaps some
+    /// headers, and never the blank line that ends them).
+    case incompleteHeaders
+    /// A 200 or 203 without a single byte of body (`Content-Length: 0`, or none and nothing sent).
+    case emptyBody
+    /// A `Content-Encoding` this libcurl cannot decode (the first such coding, lower-case), e.g.
+    /// `compress`. The loader asks only for encodings it can decode (`Accept-Encoding`).
+    case unsupportedEncoding(String)
+    /// The body did not decode from its `Content-Encoding` (corrupt gzip, deflate, br or zstd
+    /// data), with curl's message.
+    case corruptEncoding(message: String)
+    /// The transfer ran slower than ``HTTPDataLoader/Configuration/lowSpeedLimit`` bytes per
+    /// second on average over ``HTTPDataLoader/Configuration/lowSpeedTime`` seconds.
+    case tooSlow(bytesPerSecond: Int, seconds: TimeInterval)
+    /// libcurl's multi interface failed (out of memory, or an internal error): the transfers
+    /// running at that moment end with this error; the loader goes on with the next ones.
+    case engineFailure(message: String)
 
     /// No HTTP error here is permanent: 404 and 410 are reported as `notFound`, and any other
-    /// status or transport failure may go away by asking again.
+    /// status, body or transport failure may go away by asking again (a CDN edge may answer
+    /// better next time), so none is kept in the pipeline's negative cache.
     public var isPermanent: Bool { false }
 
     /// One line a person can act on.
@@ -41,9 +61,21 @@ public enum HTTPError: Error, Hashable, Sendable, CustomStringConvertible, Local
         switch self {
         case .badStatus(let code): return "the server answered with HTTP status \(code)"
         case .network(let failure, let message): return "network failure (\(failure.rawValue)): \(message)"
+        case .incompleteHeaders: return "the connection closed before the response's headers ended"
+        case .emptyBody: return "the server answered with an empty body"
+        case .unsupportedEncoding(let encoding): return "the body has a Content-Encoding that cannot be decoded: \(encoding)"
+        case .corruptEncoding(let message): return "the body does not decode from its Content-Encoding: \(message)"
+        case .tooSlow(let rate, let seconds):
+            return "the transfer was slower than \(rate) bytes/s over \(Self.seconds(seconds)) s (low-speed limit)"
+        case .engineFailure(let message): return "the HTTP engine failed: \(message)"
         }
     }
 
     /// ``description``.
     public var errorDescription: String? { description }
+
+    /// `seconds` as a person writes it: "10", "0.5".
+    static func seconds(_ seconds: TimeInterval) -> String {
+        seconds == seconds.rounded() && abs(seconds) < 1e15 ? String(Int(seconds)) : String(seconds)
+    }
 }

@@ -23,6 +23,8 @@ final class FixtureServer: Sendable {
         var sent: [String: Int]
         var ports: [Int]
         var max_active: Int
+        /// The `Accept-Encoding` each path's last request sent ("" for none).
+        var accept_encoding: [String: String]
     }
 
     /// Starts a server. The blocking part (launching, waiting for the port) runs on a thread
@@ -131,6 +133,23 @@ final class FixtureServer: Sendable {
 
     enum FixtureError: Error {
         case didNotStart, socket
+    }
+}
+
+/// One fixture server for the whole test process, for tests whose paths never collide (the
+/// failure matrix: each case its own path, its hits counted as a difference). Starting one
+/// Python process instead of one per case keeps a starved machine from timing out its cases.
+/// It exits with the test process (its stdin closes).
+actor SharedFixtureServer {
+    static let instance = SharedFixtureServer()
+    private var starting: Task<FixtureServer, any Error>?
+
+    /// The server, started by the first caller.
+    func server() async throws -> FixtureServer {
+        if let starting { return try await starting.value }
+        let task = Task { try await FixtureServer.start() }
+        starting = task
+        return try await task.value
     }
 }
 

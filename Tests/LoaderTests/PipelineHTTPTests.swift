@@ -91,4 +91,43 @@ struct PipelineHTTPTests {
             #expect(try await server.stats().statuses["/image/r"] == [200, 304])
         }
     }
+
+    /// A stale entry whose revalidation brings a broken answer (bytes that do not decode, a 206,
+    /// an empty 200) keeps answering from disk, and its stored bytes stay as they were.
+    @Test("a stale entry outlives a broken revalidation", arguments: ["junk", "partial", "empty"])
+    func staleEntryOutlivesABrokenRevalidation(_ answer: String) async throws {
+        try await withFixtureServer { server in
+            try await withDiskCache { disk, _ in
+                let pipeline = makePipeline(HTTPDataLoader(configuration: strictLimits), diskCache: disk)
+                let url = server.url("/flip/s?then=\(answer)")
+                let request = ImageRequest(url: url, revalidation: .revalidateBeforeAnswering)
+                let first = try await pipeline.image(for: request)
+                #expect(first.source == .network)
+                let stored = try #require(await disk.cachedData(for: url))
+
+                pipeline.memoryCache.removeAll()
+                let second = try await pipeline.image(for: request)
+                #expect(second.source == .disk)
+                #expect(second.bitmap == first.bitmap)
+                #expect(await disk.cachedData(for: url)?.data == stored.data)
+                #expect(try await server.hits("/flip/s") == 2)
+            }
+        }
+    }
+
+    /// A gzip body is stored as the picture's bytes, which a later fetch decodes from disk.
+    @Test func aGzipBodyIsStoredDecoded() async throws {
+        try await withFixtureServer { server in
+            try await withDiskCache { disk, _ in
+                let pipeline = makePipeline(HTTPDataLoader(configuration: strictLimits), diskCache: disk)
+                let url = server.url("/encoded/g?encoding=gzip")
+                #expect(try await pipeline.image(for: ImageRequest(url: url)).source == .network)
+                let stored = try #require(await disk.cachedData(for: url))
+                #expect(stored.data.prefix(4) == Data("TIMG".utf8) && stored.data.count == 2000)
+                pipeline.memoryCache.removeAll()
+                #expect(try await pipeline.image(for: ImageRequest(url: url)).source == .disk)
+                #expect(try await server.hits("/encoded/g") == 1)
+            }
+        }
+    }
 }

@@ -1,3 +1,4 @@
+import CodecPNG
 import Foundation
 import LoaderHTTP
 import PipelineCore
@@ -66,9 +67,10 @@ final class Counter: Sendable {
     func increment() { value.withLock { $0 += 1 } }
 }
 
-/// A pipeline that loads through `loader` and decodes with ``TestImageDecoder``.
+/// A pipeline that loads through `loader` and decodes with ``TestImageDecoder`` and the real
+/// PNG decoder.
 func makePipeline(_ loader: any DataLoading, diskCache: (any DataCaching)? = nil) -> ImagePipeline {
-    ImagePipeline(configuration: .init(decoders: DecoderRegistry([TestImageDecoder()]),
+    ImagePipeline(configuration: .init(decoders: DecoderRegistry([TestImageDecoder(), PNGDecoder()]),
                                        loaders: LoaderRegistry([loader]), diskCache: diskCache,
                                        negativeCacheLifetime: 0))
 }
@@ -117,4 +119,27 @@ func waitUntil(seconds: Double = 5, _ condition: () async throws -> Bool) async 
         try await Task.sleep(nanoseconds: 5_000_000)
     }
     return try await condition()
+}
+
+/// Runs `body` with a real ``PipelineCore/DiskCache`` in a fresh temporary directory, removed
+/// afterwards; `body` also gets the directory, to look at the files themselves.
+func withDiskCache<T>(_ body: (DiskCache, URL) async throws -> T) async throws -> T {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("LoaderTests-disk-\(UUID().uuidString)")
+    let disk = try DiskCache(directory: directory, sizeLimit: 16 << 20)
+    let result = await Result { try await body(disk, directory) }
+    await disk.waitForMaintenance()
+    try? FileManager.default.removeItem(at: directory)
+    return try result.get()
+}
+
+extension Result where Failure == any Error {
+    /// The result of `body`, its error included.
+    init(_ body: () async throws -> Success) async {
+        do { self = .success(try await body()) } catch { self = .failure(error) }
+    }
+}
+
+/// The names of the entry files in a disk cache directory (its lock and temporary files left out).
+func entryFiles(in directory: URL) -> [String] {
+    ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []).filter { !$0.hasPrefix(".") }
 }

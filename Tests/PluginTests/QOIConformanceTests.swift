@@ -124,11 +124,13 @@ struct QOIConformanceTests {
         rgba = []
         let target = PixelSize(width: 200, height: 150)
         try ResidentMemory.exclusively {
-            let growth = try #require(try ResidentMemory.peakGrowth {
+            // The least growth of 5 runs (other suites allocate in parallel in this process); the
+            // full-size path grows 11.8 MB here, streaming 0: 8 MiB tells them apart with room.
+            let growth = try #require(try ResidentMemory.peakGrowth(attempts: 5) {
                 let decoded = try QOIDecoder().decode(data, options: DecodeOptions(targetSize: target))
                 #expect(decoded.bitmap.size == target)
             }, "no /proc/self/status")
-            #expect(growth < 4 << 20, "peak grew \(growth) bytes; the full bitmap is \(size.pixelCount * 4)")
+            #expect(growth < 8 << 20, "peak grew \(growth) bytes; the full bitmap is \(size.pixelCount * 4)")
         }
     }
 }

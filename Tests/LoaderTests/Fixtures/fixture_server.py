@@ -6,9 +6,9 @@ Listens on 127.0.0.1 on an ephemeral port and prints "PORT <n>" on stdout once r
 when its stdin closes, so a test process that dies never leaves it behind.
 
 Endpoints (the query string selects behaviour; counters are kept per path, query excluded):
-  /image/<name>?size=N&maxage=S&maxage304=T
+  /image/<name>?size=N&maxage=S&maxage304=T&answer=C
                                   test-image bytes, ETag and Last-Modified; 304 on a match
-                                  (with max-age T when given)
+                                  (with max-age T when given); status C instead of 200
   /status/<code>?retry_after=S    that status with a small body
   /delay/<name>?ms=N              waits N ms before the headers, then an image
   /slow/<name>?chunks=N&interval_ms=M&chunk=B   a body sent in timed chunks
@@ -25,6 +25,20 @@ Endpoints (the query string selects behaviour; counters are kept per path, query
   /flaky/<name>?fail=N&status=S   status S (or a reset for S=0) N times, then an image
   /auth/<name>?token=T            401 unless "Authorization: Bearer T"
   /header/<name>?name=H&value=V   400 unless header H is V
+  /partial/<name>                 206 with the first half of an image (and a Content-Range)
+  /empty/<name>?length=0|none     200 with no body: Content-Length 0, or none and the connection closed
+  /encoded/<name>?encoding=E&corrupt=1
+                                  an image with Content-Encoding E (gzip, deflate: compressed;
+                                  anything else: sent as is); corrupt=1 sends it uncompressed
+  /cutheaders/<name>              a status line and two headers, then the connection closes
+  /pngjunk/<name>                 200 image/png: the PNG signature, then random bytes
+  /trickle/<name>?interval_ms=M&size=N
+                                  headers, then the body one byte per M ms
+  /slowheaders/<name>?interval_ms=M&lines=N
+                                  a status line, then one header line per M ms, then an image
+  /flip/<name>?then=junk|partial|empty
+                                  first an image (max-age=0, ETag), then that broken answer,
+                                  whatever the validators
   /stats                          JSON: hits per path, statuses, arrival log, client ports,
                                   most requests in progress at once, slow-body disconnect times
 """
@@ -41,14 +55,16 @@ LAST_MODIFIED = "Sat, 01 Jan 2022 00:00:00 GMT"
 LOCK = threading.Lock()
 HOLDS = {}
 STATS = {"hits": {}, "statuses": {}, "log": [], "disconnects": {}, "sent": {}, "ports": [],
-         "active": 0, "max_active": 0}
+         "active": 0, "max_active": 0, "accept_encoding": {}}
 
 
 def image_bytes(name, size):
     """The test decoder's format: 'TIMG', width, height (u16 BE), one RGBA colour, padding."""
     seed = sum(name.encode()) % 256
     header = b"TIMG" + struct.pack(">HH", 4, 3) + bytes([seed, 255 - seed, 7, 255])
-    return header + bytes((seed + i) % 256 for i in range(max(0, size - len(header))))
+    length = max(0, size - len(header))
+    cycle = bytes(range(seed, 256)) + bytes(range(seed))  # byte i is (seed + i) % 256
+    return header + (cycle * (length // 256 + 1))[:length]
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -69,10 +85,10 @@ class Handler(BaseHTTPRequestHandler):
         for name, value in (headers or {}).items():
             self.send_header(name, value)
         self.end_headers()
-        if body and self.command != "HEAD":
+        if body and self.command != "HEAD" and status not in (204, 304):
             self.wfile.write(body)
 
-    def image(self, name, extra=None):
+    def image(self, name, extra=None, status=None):
         size = int(self.query.get("size", ["2000"])[0])
         maxage = self.query.get("maxage", ["60"])[0]
         etag = '"%s-%d"' % (name, size)
@@ -87,7 +103,7 @@ class Handler(BaseHTTPRequestHandler):
                 self.send_header(key, value)
             self.end_headers()
             return
-        self.reply(200, image_bytes(name, size), "image/x-test", headers)
+        self.reply(status or int(self.query.get("answer", ["200"])[0]), image_bytes(name, size), "image/x-test", headers)
 
     def do_GET(self):
         parts = urlsplit(self.path)
@@ -102,6 +118,7 @@ class Handler(BaseHTTPRequestHandler):
             STATS["hits"][self.route] = STATS["hits"].get(self.route, 0) + 1
             STATS["log"].append(self.route)
             STATS["ports"].append(self.client_address[1])
+            STATS["accept_encoding"][self.route] = self.headers.get("Accept-Encoding", "")
             STATS["active"] += 1
             STATS["max_active"] = max(STATS["max_active"], STATS["active"])
         try:
@@ -276,6 +293,93 @@ class Handler(BaseHTTPRequestHandler):
         else:
             self.reply(400, b"missing header", "text/plain")
 
+    def route_partial(self, name):
+        body = image_bytes(name, 2000)[:1000]
+        self.reply(206, body, "image/x-test", {"Content-Range": "bytes 0-999/2000", "Cache-Control": "max-age=600"})
+
+    def route_empty(self, name):
+        self.record(200)
+        self.send_response(200)
+        self.send_header("Content-Type", "image/x-test")
+        self.send_header("Cache-Control", "max-age=600")
+        if self.query.get("length", ["0"])[0] == "none":
+            self.send_header("Connection", "close")
+            self.close_connection = True
+        else:
+            self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def route_encoded(self, name):
+        import gzip
+        import zlib
+        encoding = self.query.get("encoding", ["gzip"])[0]
+        body = image_bytes(name, 2000)
+        if "corrupt" not in self.query:
+            if encoding == "gzip":
+                body = gzip.compress(body)
+            elif encoding == "deflate":
+                body = zlib.compress(body)
+        self.reply(200, body, "image/x-test", {"Content-Encoding": encoding, "Cache-Control": "max-age=600"})
+
+    def route_cutheaders(self, name):
+        self.record(200)
+        self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: image/x-test\r\nCache-Control: max-age=600\r\n")
+        self.wfile.flush()
+        self.close_connection = True
+
+    def route_pngjunk(self, name):
+        import random
+        junk = bytes(random.Random(name).randrange(256) for _ in range(2000))
+        self.reply(200, b"\x89PNG\r\n\x1a\n" + junk, "image/png", {"Cache-Control": "max-age=600"})
+
+    def route_trickle(self, name):
+        interval = int(self.query.get("interval_ms", ["100"])[0]) / 1000
+        body = image_bytes(name, int(self.query.get("size", ["2000"])[0]))
+        self.record(200)
+        self.send_response(200)
+        self.send_header("Content-Type", "image/x-test")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.flush()
+        self.trickle([body[i:i + 1] for i in range(len(body))], interval)
+
+    def route_slowheaders(self, name):
+        interval = int(self.query.get("interval_ms", ["100"])[0]) / 1000
+        lines = int(self.query.get("lines", ["1000"])[0])
+        body = image_bytes(name, 2000)
+        self.record(200)
+        pieces = [b"HTTP/1.1 200 OK\r\n"] + [b"X-Slow-%d: %d\r\n" % (i, i) for i in range(lines)]
+        pieces.append(b"Content-Type: image/x-test\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+        self.trickle(pieces, interval)
+
+    def trickle(self, pieces, interval):
+        """Sends `pieces` one per `interval`, stopping as soon as the client closes."""
+        sock = self.connection
+        try:
+            for index, piece in enumerate(pieces):
+                sock.sendall(piece)
+                if index == len(pieces) - 1:
+                    break
+                if select_readable(sock, interval) and sock.recv(1, socket.MSG_PEEK) == b"":
+                    raise ConnectionResetError("client closed")
+        except OSError:
+            with LOCK:
+                STATS["disconnects"][self.route] = time.time()
+        self.close_connection = True
+
+    def route_flip(self, name):
+        with LOCK:
+            count = STATS["hits"][self.route]
+        if count <= 1:
+            return self.image(name, {"Cache-Control": "max-age=0"})
+        then = self.query.get("then", ["junk"])[0]
+        if then == "partial":
+            return self.route_partial(name)
+        if then == "empty":
+            return self.route_empty(name)
+        # Starts like a picture (so it sniffs as one) but is too short to decode.
+        self.reply(200, b"TIMG\x00\x04", "image/x-test", {"Cache-Control": "max-age=600", "ETag": '"junk"'})
+
 
 def select_readable(sock, timeout):
     import select
@@ -290,6 +394,9 @@ def reset(sock):
 
 
 def main():
+    # A deep accept queue: one server may take the whole failure matrix at once (the default
+    # of 5 drops SYNs, and a dropped SYN costs the client a 1 s retransmit).
+    ThreadingHTTPServer.request_queue_size = 128
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     if len(sys.argv) == 4 and sys.argv[1] == "--tls":  # --tls CERT KEY: serve HTTPS
         import ssl
