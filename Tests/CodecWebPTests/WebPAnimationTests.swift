@@ -78,12 +78,14 @@ struct WebPAnimationTests {
         try ResidentMemory.exclusively {
             let target = PixelSize(width: 256, height: 256)
             var thumbnail: DecodedImage?
-            let growth = try #require(try ResidentMemory.peakGrowth(attempts: 1) {
+            // Least of 3 runs: other suites allocate in parallel in this process. The canvas
+            // bitmap alone would be 400 MB; a bound of 100 MB cannot be reached without it.
+            let growth = try #require(try ResidentMemory.peakGrowth(attempts: 3) {
                 thumbnail = try WebPDecoder().decode(data, options: DecodeOptions(targetSize: target))
             }, "cannot measure the peak RSS on this system")
             let bitmap = try #require(thumbnail?.bitmap)
             #expect(bitmap.size == target)
-            #expect(growth < 20_000_000, "a 256×256 thumbnail grew the peak by \(growth) bytes")
+            #expect(growth < 100_000_000, "a 256×256 thumbnail grew the peak by \(growth) bytes")
             // The frame covers output pixels 102.4..<104.0 × 153.6..<155.2: (103, 154) is inside.
             let inside = bitmap.pixel(x: 103, y: 154)
             #expect(inside.a > 0 && inside.g > inside.r && inside.g > inside.b, "\(inside)")
