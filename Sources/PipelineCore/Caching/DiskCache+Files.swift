@@ -13,15 +13,21 @@ enum DiskFiles {
             self.fd = fd
         }
 
+        /// The `fstat` taken by ``DiskFiles/openRegular(_:flags:)``, so that callers do not repeat it.
+        private var openedStatus: stat?
+
         /// Takes ownership of the open descriptor `fd`.
         init(fd: Int32) { self.fd = fd }
 
         deinit { close(fd) }
 
-        /// The file's `stat`, or `nil`.
+        /// The file's `stat` (the one taken at open by ``DiskFiles/openRegular(_:flags:)``), or `nil`.
         func status() -> stat? {
+            if let openedStatus { return openedStatus }
             var status = stat()
-            return fstat(fd, &status) == 0 ? status : nil
+            guard fstat(fd, &status) == 0 else { return nil }
+            openedStatus = status
+            return status
         }
 
         /// Fills `buffer` from `offset`; `false` on an error or a short file.
