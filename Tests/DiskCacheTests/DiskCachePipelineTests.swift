@@ -123,6 +123,25 @@ struct DiskCachePipelineTests {
         let again = try await pipeline.image(for: ImageRequest(url: noCache, revalidation: .revalidateBeforeAnswering))
         #expect(again.source == .revalidated && loader.requests.last?.validator?.etag == "\"n\"")
     }
+
+    /// A FIFO where the entry would be is a miss: the picture is loaded (no thread waits in
+    /// `open` for a writer) and stored as a regular file in its place.
+    @Test func aFIFOAtAnEntryPathIsAMissAndThePictureIsLoaded() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let clock = TestClock()
+        let disk = try makeCache(directory)
+        let loader = HeldLoader { .success(.data(HeldLoader.fakeData(for: $0.url), metadata(maxAge: 60))) }
+        let pipeline = makePipeline(loader: loader, diskCache: disk, clock: clock)
+        let url = testURL(16, 16, 7), path = directory.entryPath(url)
+        #expect(mkfifo(path, 0o644) == 0)
+        defer { releaseFIFO(path) }
+        let response = try await withDeadline { try await pipeline.image(for: ImageRequest(url: url)) }
+        #expect(response.source == .network && loader.loadCount(url) == 1)
+        await pipeline.waitForBackgroundWork()
+        #expect(isRegularFile(path))
+        #expect(try await withDeadline { await disk.cachedData(for: url) }?.data == HeldLoader.fakeData(for: url))
+    }
 }
 
 @Suite("HTTP freshness headers, stored and read back")

@@ -13,12 +13,21 @@ enum DiskFiles {
             self.fd = fd
         }
 
+        /// The `fstat` taken by ``DiskFiles/openRegular(_:flags:)``, so that callers do not repeat it.
+        private var openedStatus: stat?
+
+        /// Takes ownership of the open descriptor `fd`.
+        init(fd: Int32) { self.fd = fd }
+
         deinit { close(fd) }
 
-        /// The file's `stat`, or `nil`.
+        /// The file's `stat` (the one taken at open by ``DiskFiles/openRegular(_:flags:)``), or `nil`.
         func status() -> stat? {
+            if let openedStatus { return openedStatus }
             var status = stat()
-            return fstat(fd, &status) == 0 ? status : nil
+            guard fstat(fd, &status) == 0 else { return nil }
+            openedStatus = status
+            return status
         }
 
         /// Fills `buffer` from `offset`; `false` on an error or a short file.
@@ -83,14 +92,46 @@ enum DiskFiles {
         name.hasPrefix(temporaryPrefix) && now.timeIntervalSince1970 - modificationTime(status) > temporaryLifetime
     }
 
-    /// Removes `path` only if it is still the file `status` describes (same device and inode):
-    /// a damaged entry is deleted without racing away a good one another writer just renamed in.
+    /// Removes `path` only if it is still the node `status` describes (same device and inode, by
+    /// `lstat`): a damaged entry is deleted without racing away a good one another writer just
+    /// renamed in. A symlink is removed, not its target; a directory goes with its contents
+    /// (Foundation removes a tree without following symlinks or entering other file systems).
     /// Returns whether it removed it.
     @discardableResult
     static func remove(_ path: String, ifStill status: stat) -> Bool {
         var current = stat()
-        guard stat(path, &current) == 0, current.st_ino == status.st_ino, current.st_dev == status.st_dev else { return false }
+        guard lstat(path, &current) == 0, current.st_ino == status.st_ino, current.st_dev == status.st_dev else { return false }
+        if current.st_mode & S_IFMT == S_IFDIR {
+            return rmdir(path) == 0 || (try? FileManager.default.removeItem(atPath: path)) != nil
+        }
         return unlink(path) == 0
+    }
+
+    /// Opens `path` only if it is a regular file, as every file the cache writes is. The open
+    /// never follows a symlink (`O_NOFOLLOW`) and never waits (`O_NONBLOCK`: a FIFO opens at once
+    /// instead of blocking until a writer comes; `O_NOCTTY`: a terminal does not become the
+    /// controlling one); then `fstat` checks the type. Anything else at `path` (a symlink, FIFO,
+    /// socket, device or directory: damage, or planted) is removed and `nil` returned, as when
+    /// nothing is there. `O_NONBLOCK` changes nothing for reads of a regular file.
+    static func openRegular(_ path: String, flags: Int32) -> Descriptor? {
+        let fd = open(path, flags | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0o644)
+        guard fd >= 0 else {
+            let error = errno
+            // ENOENT: nothing there. ELOOP: a symlink; ENXIO: a socket; EISDIR: a directory
+            // opened for writing; other errors may come from a device.
+            var status = stat()
+            if error != ENOENT, lstat(path, &status) == 0, status.st_mode & S_IFMT != S_IFREG {
+                remove(path, ifStill: status)
+            }
+            return nil
+        }
+        let file = Descriptor(fd: fd)
+        guard let status = file.status() else { return nil }
+        guard status.st_mode & S_IFMT == S_IFREG else {
+            remove(path, ifStill: status)
+            return nil
+        }
+        return file
     }
 
     /// `st_mtim` in seconds since 1970.

@@ -11,10 +11,11 @@ extension DiskCache {
     var maxEntryFileSize: Int { sizeLimit + DiskEntryHeader.maxLength }
 
     /// Reads `url`'s entry from file `name`: header checks, URL check, body length and CRC,
-    /// then the sidecar's info if it applies. A damaged file is removed; another URL's entry
-    /// (a name collision) is left alone.
+    /// then the sidecar's info if it applies. A damaged file, or anything but a regular file
+    /// (``DiskFiles/openRegular(_:flags:)``), is removed; another URL's entry (a name collision)
+    /// is left alone.
     package func read(url: URL, name: String) -> CachedData? {
-        guard let file = DiskFiles.Descriptor(path: entryPath(name), flags: O_RDONLY) else { return nil }
+        guard let file = DiskFiles.openRegular(entryPath(name), flags: O_RDONLY) else { return nil }
         guard let status = file.status(), status.st_mode & S_IFMT == S_IFREG else { return nil }
         let fileSize = Int(status.st_size)
         guard fileSize <= maxEntryFileSize, let header = readHeader(file, kind: .entry, fileSize: fileSize),
@@ -62,9 +63,9 @@ extension DiskCache {
         return header.map { ($0, length) }
     }
 
-    /// The sidecar of entry `name`, if there is a sound one.
+    /// The sidecar of entry `name`, if there is a sound one (a regular file: anything else is removed).
     func readInfo(_ name: String) -> DiskEntryHeader? {
-        guard let file = DiskFiles.Descriptor(path: infoPath(name), flags: O_RDONLY),
+        guard let file = DiskFiles.openRegular(infoPath(name), flags: O_RDONLY),
               let status = file.status(), Int(status.st_size) <= DiskEntryHeader.maxLength,
               let header = readHeader(file, kind: .info, fileSize: Int(status.st_size)),
               header.length == Int(status.st_size) else { return nil }
@@ -95,7 +96,7 @@ extension DiskCache {
     /// when `info`'s ETag (or, without ETags, Last-Modified) differs from the stored one: the
     /// entry was replaced by other bytes since it was read.
     func writeInfo(_ info: CacheEntryInfo, url: URL, name: String) {
-        guard let file = DiskFiles.Descriptor(path: entryPath(name), flags: O_RDONLY),
+        guard let file = DiskFiles.openRegular(entryPath(name), flags: O_RDONLY),
               let status = file.status(),
               let header = readHeader(file, kind: .entry, fileSize: Int(status.st_size))?.value,
               header.url == url.absoluteString else { return }
@@ -116,7 +117,7 @@ extension DiskCache {
 
     /// Removes file `name` and its sidecar if the entry is `url`'s (or unreadable).
     func remove(url: URL, name: String) {
-        if let file = DiskFiles.Descriptor(path: entryPath(name), flags: O_RDONLY), let status = file.status(),
+        if let file = DiskFiles.openRegular(entryPath(name), flags: O_RDONLY), let status = file.status(),
            let header = readHeader(file, kind: .entry, fileSize: Int(status.st_size))?.value,
            header.url != url.absoluteString {
             return  // another URL's entry under a colliding name

@@ -63,8 +63,9 @@ extension DiskCache {
         }
     }
 
-    /// Lists the directory: entry files with size and mtime. Removes orphaned sidecars and
-    /// temporary files old enough to be a crash's leftovers.
+    /// Lists the directory: entry files with size and mtime. Removes orphaned sidecars,
+    /// temporary files old enough to be a crash's leftovers, and anything but a regular file
+    /// under an entry's or a sidecar's name.
     func scan() -> [DiskIndex.Scanned] {
         guard let names = DiskFiles.names(in: path) else { return [] }
         let now = Date()
@@ -74,11 +75,19 @@ extension DiskCache {
         var entryNames = Set<String>()
         for name in names {
             if DiskFiles.isEntryName(name) {
-                guard let status = DiskFiles.status(of: name, in: path), status.st_mode & S_IFMT == S_IFREG else { continue }
+                guard let status = DiskFiles.status(of: name, in: path) else { continue }
+                guard status.st_mode & S_IFMT == S_IFREG else {  // a FIFO, symlink, directory…: never an entry
+                    DiskFiles.remove(path + "/" + name, ifStill: status)
+                    continue
+                }
                 entries.append(.init(name: name, size: Int(status.st_size), modified: DiskFiles.modificationTime(status)))
                 entryNames.insert(name)
             } else if name.hasSuffix(DiskFiles.infoSuffix) {
-                sidecars.append(name)
+                if let status = DiskFiles.status(of: name, in: path), status.st_mode & S_IFMT != S_IFREG {
+                    DiskFiles.remove(path + "/" + name, ifStill: status)  // never a sidecar
+                } else {
+                    sidecars.append(name)
+                }
             } else if name.hasPrefix(DiskFiles.temporaryPrefix), let status = DiskFiles.status(of: name, in: path),
                       DiskFiles.isStaleTemporary(name, status: status, now: now) {
                 unlink(path + "/" + name)
@@ -98,7 +107,9 @@ extension DiskCache {
         let remove = { [self] in
             for name in DiskFiles.names(in: path) ?? [] where DiskFiles.isEntryName(name)
                 || name.hasSuffix(DiskFiles.infoSuffix) || name.hasPrefix(DiskFiles.temporaryPrefix) {
-                unlink(path + "/" + name)
+                if unlink(path + "/" + name) != 0 && errno == EISDIR, let status = DiskFiles.status(of: name, in: path) {
+                    DiskFiles.remove(path + "/" + name, ifStill: status)
+                }
             }
             index.withLock { $0.reset() }
         }
@@ -107,9 +118,14 @@ extension DiskCache {
 
     /// Runs `body` holding an exclusive `flock` on `<directory>/.lock`; `false` (and `body` not
     /// run) when the lock file cannot be opened. The kernel drops the lock if the process dies.
+    /// Anything but a regular file at `.lock` (a FIFO, a symlink, which is never followed, a
+    /// directory…) is removed by the first open and a new lock file made by the second; if that
+    /// fails too, callers fall back to indexing without evicting.
     @discardableResult
     func withDirectoryLock(_ body: () -> Void) -> Bool {
-        guard let file = DiskFiles.Descriptor(path: path + "/.lock", flags: O_RDWR | O_CREAT) else { return false }
+        let lockPath = path + "/.lock"
+        guard let file = DiskFiles.openRegular(lockPath, flags: O_RDWR | O_CREAT)
+                ?? DiskFiles.openRegular(lockPath, flags: O_RDWR | O_CREAT) else { return false }
         while flock(file.fd, LOCK_EX) != 0 {
             guard errno == EINTR else { return false }
         }
