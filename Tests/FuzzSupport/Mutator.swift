@@ -196,3 +196,12 @@ public enum Mutator {
         }
     }
 }
+
+extension Mutator {
+    /// What the format-aware mutations see in `bytes`: the unit types in file order
+    /// (`"IHDR"`, `"VP8X"`, `"ispe"`, `"SOF0"`) and the names of the fields they may set.
+    public static func structure(of bytes: [UInt8], as format: FuzzFormat) -> (units: [String], fields: [String]) {
+        let structure = Structure.parse(bytes, as: format)
+        return (structure.units.map(\.type), structure.fields.map(\.name))
+    }
+}

@@ -4,14 +4,13 @@
 // inputs that fail a check are saved as OUT/<kind>-<format>-<index>.EXT with a .txt beside.
 //
 //   ImageFuzz [--seconds S] [--cases N] [--from I] [--run-seed X] [--formats jpeg,png,…]
-//             [--out DIR] [--deadline S] [--memory-limit-mb M] [--pixel-limit P]
+//             [--out DIR] [--deadline S] [--memory-limit-mb M] [--pixel-limit P] [--max-seed-bytes B]
 //   ImageFuzz --case FORMAT:CORPUS/FILE:0xSEED [--save FILE]   make one case again and run it
 //   ImageFuzz --replay FILE…                                    run saved inputs
 //   --crash-at I: abort() before case I (to check that scripts/fuzz keeps a crash's input)
 //
 // Exit status: 0 when the run ended (failures or not: see OUT), 3 after a hang (the stuck
 // decode cannot be stopped, so the process ends), 2 on a usage error.
-import CMemoryProbe
 import Foundation
 import FuzzSupport
 
@@ -27,6 +26,7 @@ struct Options {
     var save: String?
     var replay: [String] = []
     var crashAt: Int?
+    var maxSeedBytes = Int.max
 }
 
 func usage(_ message: String) -> Never {
@@ -59,6 +59,7 @@ func parse(_ arguments: [String]) -> Options {
         case "--case": options.reproduce = value(argument)
         case "--save": options.save = value(argument)
         case "--crash-at": options.crashAt = number(argument)
+        case "--max-seed-bytes": options.maxSeedBytes = number(argument)
         case "--replay":
             options.replay = Array(rest)
             rest = []
@@ -69,7 +70,7 @@ func parse(_ arguments: [String]) -> Options {
             }
         case "--help", "-h":
             print("ImageFuzz [--seconds S] [--cases N] [--from I] [--run-seed X] [--formats jpeg,png,webp,heif,avif] [--out DIR]")
-            print("          [--deadline S] [--memory-limit-mb M] [--pixel-limit P]")
+            print("          [--deadline S] [--memory-limit-mb M] [--pixel-limit P] [--max-seed-bytes B]")
             print("ImageFuzz --case FORMAT:CORPUS/FILE:0xSEED [--save FILE]")
             print("ImageFuzz --replay FILE...")
             exit(0)
@@ -92,7 +93,6 @@ func write(_ text: String, to url: URL) {
 }
 
 let options = parse(Array(CommandLine.arguments.dropFirst()))
-_ = memory_probe_fix_mmap_threshold(128 * 1024)  // large blocks go back to the kernel when freed
 let harness = FuzzHarness(settings: options.settings)
 
 if let spec = options.reproduce {
@@ -118,7 +118,7 @@ if !options.replay.isEmpty {
 
 guard FuzzCorpus.isPresent else { usage("no corpus at \(FuzzCorpus.root.path)") }
 try? FileManager.default.createDirectory(at: options.out, withIntermediateDirectories: true)
-let seeds = Dictionary(uniqueKeysWithValues: options.formats.map { ($0, FuzzCorpus.seeds($0)) }).filter { !$0.value.isEmpty }
+let seeds = Dictionary(uniqueKeysWithValues: options.formats.map { ($0, FuzzCorpus.seeds($0, maxBytes: options.maxSeedBytes)) }).filter { !$0.value.isEmpty }
 let formats = options.formats.filter { seeds[$0] != nil }
 guard !formats.isEmpty else { usage("no corpus files for \(options.formats)") }
 
@@ -134,7 +134,7 @@ var index = options.from
     "STATS from=\(options.from) next=\(index) cases=\(stats.cases) decodes=\(stats.decoded) errors=\(stats.failed) "
         + "failing=\(stats.problems) hangs=\(stats.hangs) maxPeakBytes=\(stats.maxPeak) "
         + String(format: "seconds=%.1f slowestCase=%.3f", Date().timeIntervalSince(started), stats.maxSeconds)
-        + " maxPeakCase=\(stats.maxPeakCase) slowest=\(stats.slowest)"
+        + " residentBytes=\(FuzzHarness.residentBytes() ?? 0) maxPeakCase=\(stats.maxPeakCase) slowest=\(stats.slowest)"
 }
 
 @MainActor func finish(_ status: Int32) -> Never {
