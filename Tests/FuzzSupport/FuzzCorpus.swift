@@ -4,6 +4,12 @@ import PipelineTestSupport
 
 /// One corpus file the fuzzer starts from.
 public struct CorpusFile: Sendable {
+    /// A file of this name and these bytes.
+    public init(name: String, bytes: [UInt8]) {
+        self.name = name
+        self.bytes = bytes
+    }
+
     /// Its path relative to the corpus root: `png-suite/png/basn0g01.png`.
     public let name: String
     /// Its bytes.
@@ -66,7 +72,8 @@ public struct FuzzCase: Sendable {
     public init(format: FuzzFormat, index: UInt64, runSeed: UInt64, seeds: [CorpusFile]) {
         var rng = SeededGenerator(seed: runSeed ^ (index &* 0x9E37_79B9_7F4A_7C15) ^ UInt64(FuzzFormat.allCases.firstIndex(of: format) ?? 0) << 56)
         let mutationSeed = rng.next()
-        let seed = seeds[Int(rng.next() % UInt64(max(1, seeds.count)))]
+        let pick = Int(rng.next() % UInt64(max(1, seeds.count)))
+        let seed = seeds.indices.contains(pick) ? seeds[pick] : CorpusFile(name: "(no corpus file)", bytes: [])
         self.init(format: format, seed: seed, mutationSeed: mutationSeed)
     }
 
