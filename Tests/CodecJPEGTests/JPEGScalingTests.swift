@@ -80,8 +80,8 @@ struct JPEGScalingTests {
 
     /// A big picture asked for small is decoded at 1/8 and never exists at full size: the
     /// process's peak memory grows by far less than the full bitmap (24 MB here).
-    @Test func aThumbnailOfABigPictureNeverHoldsTheFullBitmap() throws {
-        try ResidentMemory.exclusively {
+    @Test func aThumbnailOfABigPictureNeverHoldsTheFullBitmap() async throws {
+        try await ResidentMemory.exclusively {
             let data = try #require(Fixtures.jpeg(width: 3000, height: 2000, quality: 80))
             var decoded: DecodedImage?
             let growth = try #require(try ResidentMemory.peakGrowth {

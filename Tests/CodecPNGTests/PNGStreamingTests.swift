@@ -52,8 +52,8 @@ struct PNGStreamingTests {
 
     /// A 2000×2000 picture (16 MB as a bitmap) shrunk to 100 px: the peak memory grows by a
     /// small fraction of what a full decode needs.
-    @Test func aThumbnailNeverHoldsTheFullBitmap() throws {
-        try ResidentMemory.exclusively {
+    @Test func aThumbnailNeverHoldsTheFullBitmap() async throws {
+        try await ResidentMemory.exclusively {
             let data = try PNGEncoder(compressionLevel: 1).encode(Self.pattern(width: 2000, height: 2000, alpha: false))
             var thumbnail: DecodedImage?
             let thumbnailGrowth = try #require(try ResidentMemory.peakGrowth {
@@ -72,9 +72,9 @@ struct PNGStreamingTests {
 
     /// A big file read through a memory mapping has its consumed pages handed back to the
     /// kernel while decoding; decoding the same mapping again must still see the same bytes.
-    @Test func aMappedFileDecodesTheSameTwiceAfterItsPagesAreReleased() throws {
+    @Test func aMappedFileDecodesTheSameTwiceAfterItsPagesAreReleased() async throws {
         // Its buffers are big: keep it out of the memory tests' measurements.
-        try ResidentMemory.exclusively {
+        try await ResidentMemory.exclusively {
             let bitmap = Self.pattern(width: 1200, height: 1000)
             let encoded = try PNGEncoder(compressionLevel: 0).encode(bitmap)
             #expect(encoded.count > 4 << 20, "big enough for the release path")

@@ -71,11 +71,11 @@ struct WebPAnimationTests {
     /// lossless frame (green, with a transparent 16×16 hole) at (4000, 6000) on a 9999×9999
     /// canvas, just under the 100 MP limit. The canvas as a bitmap is 400 MB; a thumbnail
     /// streams the canvas rows (transparent but for the frame's) through the resampler instead.
-    @Test func aHugeCanvasWithASmallFirstFrameIsShrunkWithoutTheCanvasBitmap() throws {
+    @Test func aHugeCanvasWithASmallFirstFrameIsShrunkWithoutTheCanvasBitmap() async throws {
         let data = try Data(contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent()
             .appendingPathComponent("Fixtures/huge-canvas.webp"))
         #expect(try WebPDecoder().readInfo(data).size == PixelSize(width: 9999, height: 9999))
-        try ResidentMemory.exclusively {
+        try await ResidentMemory.exclusively {
             let target = PixelSize(width: 256, height: 256)
             var thumbnail: DecodedImage?
             // Least of 3 runs: other suites allocate in parallel in this process. The canvas

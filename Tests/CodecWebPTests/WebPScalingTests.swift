@@ -59,8 +59,8 @@ struct WebPScalingTests {
     /// macroblock rows as it decodes them, so the peak grows by a small fraction of the full
     /// decode's. (Lossless is not measured: libwebp's VP8L decoder keeps a full-size ARGB
     /// buffer of its own, since back-references may reach any earlier pixel.)
-    @Test func aLossyThumbnailNeverHoldsTheFullBitmap() throws {
-        try ResidentMemory.exclusively {
+    @Test func aLossyThumbnailNeverHoldsTheFullBitmap() async throws {
+        try await ResidentMemory.exclusively {
             let data = try Corpus.data("webp", "bryce.webp")
             let target = PixelSize(width: 256, height: 49)
             var thumbnail: DecodedImage?

@@ -37,7 +37,9 @@ struct PipelineHTTPTests {
             #expect(try await waitUntil { try await server.stats().disconnects["/slow/shared"] != nil })
             let stopped = try #require(try await server.stats().disconnects["/slow/shared"]) - cancelledAt
             print("pipeline: last waiter cancelled → server saw the socket close: \(Int(stopped * 1000)) ms")
-            #expect(stopped < 0.25)
+            // Run to its end, the body would take 4.5 s more; promptly is well under that (0–10 ms
+            // alone, but a starved 2-core machine must not fail the test).
+            #expect(stopped < 2)
             #expect(try await server.hits("/slow/shared") == 1)
         }
     }

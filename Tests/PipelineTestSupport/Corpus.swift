@@ -58,11 +58,21 @@ public enum ResidentMemory {
         return (try? handle.write(contentsOf: Data("5".utf8))) != nil
     }
 
-    /// Runs `body` while holding a process-wide file lock, so that the memory tests of both
+    /// Runs `body` while holding a process-wide file lock, so that the memory tests of the
     /// codec test targets (one process, run in parallel) never measure each other.
-    public static func exclusively<R>(_ body: () throws -> R) rethrows -> R {
-        let fd = open("/tmp/imagepipeline-codec-memory-tests.lock", O_CREAT | O_RDWR, 0o644)
-        if fd >= 0 { _ = flock(fd, LOCK_EX) }
+    ///
+    /// Waiting for the lock never blocks a thread of the cooperative pool (it tries without
+    /// blocking and suspends between tries): with two cores, two memory tests blocked in
+    /// `flock` would stall every other suite, the fuzzing pass's deadlines included.
+    public static func exclusively<R>(isolation: isolated (any Actor)? = #isolation,
+                                      _ body: () throws -> R) async throws -> R {
+        let fd = open("/tmp/imagepipeline-codec-memory-tests.lock", O_CREAT | O_RDWR | O_CLOEXEC, 0o644)
+        if fd >= 0 {
+            while flock(fd, LOCK_EX | LOCK_NB) != 0 {
+                guard errno == EWOULDBLOCK || errno == EINTR else { break }
+                try await Task.sleep(nanoseconds: 2_000_000)
+            }
+        }
         defer { if fd >= 0 { _ = flock(fd, LOCK_UN); close(fd) } }
         return try body()
     }

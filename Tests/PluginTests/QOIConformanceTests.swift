@@ -107,7 +107,7 @@ struct QOIConformanceTests {
         }
     }
 
-    @Test func aThumbnailNeverHoldsTheFullSizeBitmap() throws {
+    @Test func aThumbnailNeverHoldsTheFullSizeBitmap() async throws {
         // 2000×1500 (a 12 MB bitmap at full size) with every op in play: a gradient with noise.
         let size = PixelSize(width: 2000, height: 1500)
         var rgba = [UInt8](repeating: 0, count: size.pixelCount * 4)
@@ -123,7 +123,7 @@ struct QOIConformanceTests {
         let data = try QOIEncoder().encode(rgba: rgba, size: size, channels: 4)
         rgba = []
         let target = PixelSize(width: 200, height: 150)
-        try ResidentMemory.exclusively {
+        try await ResidentMemory.exclusively {
             // The least growth of 5 runs (other suites allocate in parallel in this process); the
             // full-size path grows 11.8 MB here, streaming 0: 8 MiB tells them apart with room.
             let growth = try #require(try ResidentMemory.peakGrowth(attempts: 5) {

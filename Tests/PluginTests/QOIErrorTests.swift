@@ -68,10 +68,10 @@ struct QOIErrorTests {
         }
     }
 
-    @Test func aLyingHeaderAllocatesNothing() throws {
+    @Test func aLyingHeaderAllocatesNothing() async throws {
         // 20,000 × 20,000 (a 1.6 GB bitmap) under the limit, with 4 KB of runs: refused up front.
         let data = qoiFile(width: 20_000, height: 20_000, body: Array(repeating: 0xFD, count: 4096) + qoiEnd)
-        try ResidentMemory.exclusively {
+        try await ResidentMemory.exclusively {
             let growth = try #require(try ResidentMemory.peakGrowth {
                 #expect(throws: QOIError.truncatedPixels(expected: 400_000_000)) {
                     try QOIDecoder().decode(data, options: DecodeOptions(maxPixelCount: 500_000_000))
