@@ -87,7 +87,7 @@ func helperExecutable(_ name: String) -> URL? {
 
 /// How long one cache call may take before it counts as hung: generous for a starved 2-core
 /// machine. A prompt answer never waits for it (see ``withDeadline(_:_:)``).
-let hangDeadline: TimeInterval = 20
+let hangDeadline: TimeInterval = 120
 
 /// The error ``withDeadline(_:_:)`` throws when the operation has not answered in time.
 struct Hung: Error, CustomStringConvertible {

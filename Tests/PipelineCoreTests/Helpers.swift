@@ -11,7 +11,7 @@ func makePipeline(
     memoryCache: MemoryCache<ImageKey, ImageResponse> = MemoryCache(costLimit: 64 << 20),
     diskCache: (any DataCaching)? = nil,
     maxConcurrentDecodes: Int = 2,
-    negativeCacheLifetime: TimeInterval = 10,
+    negativeCacheLifetime: TimeInterval = 600,
     events: EventRecorder? = nil,
     clock: TestClock? = nil
 ) -> ImagePipeline {

@@ -136,12 +136,14 @@ final class ShelfLoader: DataLoading {
 /// `shelf://NAME`.
 func shelf(_ name: String) -> URL { URL(string: "shelf://\(name)") ?? URL(fileURLWithPath: "/") }
 
-/// A pipeline with the shipped JPEG decoder, the QOI plugin (or `qoi`) and `loader`.
+/// A pipeline with the shipped JPEG decoder, the QOI plugin (or `qoi`) and `loader`. Failures
+/// are remembered for 10 minutes, so a starved machine cannot outlast the negative cache
+/// between two requests of a test.
 func makePipeline(loader: any DataLoading, qoi: any ImageDecoding = QOIDecoder(),
                   events: (@Sendable (ImagePipelineEvent) -> Void)? = nil) -> ImagePipeline {
     ImagePipeline(configuration: .init(
         decoders: DecoderRegistry().registering(qoi).registering(JPEGDecoder()),
-        loaders: LoaderRegistry().registering(loader), eventHandler: events))
+        loaders: LoaderRegistry().registering(loader), negativeCacheLifetime: 600, eventHandler: events))
 }
 
 /// `nil` when `a` and `b` are the same bitmap, else where they first differ (a short message,

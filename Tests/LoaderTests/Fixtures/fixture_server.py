@@ -12,7 +12,7 @@ Endpoints (the query string selects behaviour; counters are kept per path, query
   /status/<code>?retry_after=S    that status with a small body
   /delay/<name>?ms=N              waits N ms before the headers, then an image
   /slow/<name>?chunks=N&interval_ms=M&chunk=B   a body sent in timed chunks
-  /hold/<name>                    waits until /release/<name> (at most 10 s), then an image
+  /hold/<name>                    waits until /release/<name> (at most 60 s: a guard for a test that never releases; a starved machine can outlast 10 s), then an image
   /release/<name>                 releases the holds of <name> (not counted)
   /truncated/<name>               Content-Length 2000, 500 bytes, then close
   /reset/<name>                   closes the connection with a TCP reset, no response
@@ -142,7 +142,7 @@ class Handler(BaseHTTPRequestHandler):
     def route_hold(self, name):
         with LOCK:
             event = HOLDS.setdefault(name, threading.Event())
-        event.wait(10)
+        event.wait(60)
         self.image(name)
 
     def route_release(self, name):
