@@ -1,4 +1,5 @@
 import CJPEGShim
+import ColorManagement
 import Foundation
 import PipelineCore
 
@@ -33,11 +34,15 @@ public struct JPEGDecoder: ImageDecoding {
     /// One JPEG opened by libjpeg, its header read.
     final class Session: ImageDecodingSession {
         private let decoder: JPEGSession
+        private let profile: ColorProfile?
         let info: ImageInfo
 
         init(bytes: UnsafeRawBufferPointer) throws {
             decoder = try JPEGSession(bytes: bytes)
-            info = JPEGDecoder.info(try decoder.readHeader(), bytes: bytes)
+            var info = JPEGDecoder.info(try decoder.readHeader(), bytes: bytes)
+            profile = decoder.iccProfile.map { ColorManagement.profile(iccData: $0) }
+            info.colorProfile = profile?.info
+            self.info = info
         }
 
         func decode(_ options: DecodeOptions) throws -> DecodedImage {
@@ -53,7 +58,11 @@ public struct JPEGDecoder: ImageDecoding {
             try decoder.readRGBA(into: &bitmap)
             var warnings = decoder.warnings
             if let trailing = decoder.finish() { warnings.append(trailing) }
-            return DecodedImage(bitmap: bitmap.oriented(orientation), info: info, warnings: warnings)
+            var decoded = DecodedImage(bitmap: bitmap, info: info, warnings: warnings)
+            // On the decoded (DCT-scaled) rows: a thumbnail pays for a thumbnail's worth.
+            decoded.applyColorProfile(profile, options: options, pictureIsGray: info.componentCount == 1)
+            decoded.bitmap = decoded.bitmap.oriented(orientation)
+            return decoded
         }
     }
 

@@ -1,4 +1,5 @@
 import CJPEGShim
+import Foundation
 import PipelineCore
 
 /// One libjpeg decompression over borrowed bytes; frees its C state when it goes away, on
@@ -24,6 +25,15 @@ struct JPEGSession: ~Copyable {
         var info = jpegshim_info()
         try check(jpegshim_read_header(decoder, &info))
         return info
+    }
+
+    /// The ICC profile reassembled from the APP2 segments by ``readHeader()``, if any.
+    var iccProfile: Data? {
+        var data: UnsafePointer<UInt8>? = nil
+        var size = 0
+        jpegshim_icc_profile(decoder, &data, &size)
+        guard let data, size > 0 else { return nil }
+        return Data(bytes: data, count: size)
     }
 
     /// Starts decompression at `scaleNumerator`/8; returns the output size.

@@ -1,4 +1,5 @@
 import CPNGShim
+import ColorManagement
 import Foundation
 import PipelineCore
 
@@ -38,12 +39,16 @@ public struct PNGDecoder: ImageDecoding {
     final class Session: ImageDecodingSession {
         private let decoder: PNGSession
         private var header: pngshim_info
+        private let profile: ColorProfile?
         let info: ImageInfo
 
         init(bytes: UnsafeRawBufferPointer) throws {
             decoder = try PNGSession(bytes: bytes)
             header = try decoder.readInfo()
-            info = PNGDecoder.info(header)
+            var info = PNGDecoder.info(header)
+            profile = decoder.iccProfile.map { ColorManagement.profile(iccData: $0) }
+            info.colorProfile = profile?.info
+            self.info = info
         }
 
         func decode(_ options: DecodeOptions) throws -> DecodedImage {
@@ -62,7 +67,10 @@ public struct PNGDecoder: ImageDecoding {
             }
             var warnings = decoder.warnings
             if let trailing = decoder.readEnd() { warnings.append(trailing) }
-            return DecodedImage(bitmap: bitmap, info: info, warnings: warnings)
+            var decoded = DecodedImage(bitmap: bitmap, info: info, warnings: warnings)
+            // On the output rows (already shrunk for a thumbnail).
+            decoded.applyColorProfile(profile, options: options, pictureIsGray: header.color_type & 2 == 0 && header.color_type != 3)
+            return decoded
         }
     }
 
