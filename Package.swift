@@ -47,6 +47,8 @@ var targets: [Target] = [
     .testTarget(name: "CodecWebPTests", dependencies: ["CodecWebP", "PipelineCore", "PipelineTestSupport"],
                 exclude: ["Fixtures"]),
     .testTarget(name: "CodecHEIFTests", dependencies: ["CodecHEIF", "CodecPNG", "PipelineCore", "PipelineTestSupport"]),
+    .testTarget(name: "ColorManagementTests", dependencies: ["ColorManagement", "CodecJPEG", "CodecPNG", "CodecWebP",
+                                                          "CodecHEIF", "PipelineCore", "PipelineTestSupport"]),
     .testTarget(name: "ImgpipeTests", dependencies: ["imgpipe"]),
     .testTarget(name: "LoaderTests", dependencies: ["PipelineCore", "LoaderHTTP", "LoaderFile", "CodecPNG"],
                 exclude: ["Fixtures"]),
