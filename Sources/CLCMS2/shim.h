@@ -4,8 +4,6 @@
 
 /// RGBA, 8 bits a channel, straight (alpha is an extra channel the transform copies).
 static inline cmsUInt32Number clcms2_type_rgba_8(void) { return TYPE_RGBA_8; }
-/// RGBA, 8 bits a channel, colour premultiplied by alpha (lcms divides it out and back in).
-static inline cmsUInt32Number clcms2_type_rgba_8_premul(void) { return TYPE_RGBA_8_PREMUL; }
 /// Gray read from the first byte of an RGBA8 pixel (the other three bytes skipped as extras).
 static inline cmsUInt32Number clcms2_type_gray_in_rgba_8(void) {
     return COLORSPACE_SH(PT_GRAY) | CHANNELS_SH(1) | BYTES_SH(1) | EXTRA_SH(3);

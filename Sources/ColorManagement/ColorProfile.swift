@@ -16,10 +16,8 @@ public final class ColorProfile: @unchecked Sendable {
     private let context: cmsContext?
     /// lcms's error messages while the profile was read (kept alive as the context's user data).
     private let log: ErrorLog
-    /// Stored RGB(A) or gray-in-RGBA → sRGB RGBA, alpha copied (RGB) or left in place (gray).
+    /// Stored RGB(A) (straight) or gray-in-RGBA → sRGB RGBA, alpha copied (RGB) or left in place (gray).
     private let opaqueTransform: cmsHTRANSFORM?
-    /// The same on premultiplied RGBA (lcms divides alpha out and multiplies it back in).
-    private let premultipliedTransform: cmsHTRANSFORM?
     /// Whether the profile is a gray one (applied to gray pictures, decoded with R = G = B).
     public let isGray: Bool
     /// Whether lcms could not read the profile (truncated, bad tag table...), as opposed to a
@@ -43,30 +41,55 @@ public final class ColorProfile: @unchecked Sendable {
         let built = ColorProfile.build(bytes: bytes, context: context, log: log)
         info = built.info
         opaqueTransform = built.opaque
-        premultipliedTransform = built.premultiplied
         isGray = built.gray
         isDamaged = built.damaged
     }
 
     deinit {
         if let opaqueTransform { cmsDeleteTransform(opaqueTransform) }
-        if let premultipliedTransform { cmsDeleteTransform(premultipliedTransform) }
         if let context { cmsDeleteContext(context) }
     }
 
-    /// Converts `bitmap`'s rows to sRGB in place; alpha is untouched. Premultiplied pixels with
-    /// alpha below 255 are divided out, converted and multiplied back in by lcms
-    /// (`TYPE_RGBA_8_PREMUL`). A gray profile reads the red byte (gray pictures decode with
-    /// R = G = B) and is applied only to opaque pictures. Does nothing when ``isApplicable`` is false.
+    /// Converts `bitmap`'s rows to sRGB in place; alpha is untouched. With `hasAlpha`, each
+    /// row's pixels with alpha below 255 are divided out (straight colour), converted and
+    /// multiplied back in, so the colour converted is the stored colour (lcms 2.14's own
+    /// `TYPE_RGBA_8_PREMUL` gets 8-bit premultiplied pixels wrong). A gray profile reads the red
+    /// byte (gray pictures decode with R = G = B) and is applied only to opaque pictures.
+    /// Does nothing when ``isApplicable`` is false.
     public func convertToSRGB(_ bitmap: inout Bitmap, hasAlpha: Bool) {
-        let transform = hasAlpha ? premultipliedTransform : opaqueTransform
-        guard let transform else { return }
+        guard let transform = opaqueTransform, !(hasAlpha && isGray) else { return }
         let width = bitmap.width, height = bitmap.height, stride = bitmap.bytesPerRow
         bitmap.withUnsafeMutableBytes { pixels in
             guard let base = pixels.baseAddress else { return }
-            cmsDoTransformLineStride(transform, base, base, cmsUInt32Number(width), cmsUInt32Number(height),
-                                     cmsUInt32Number(stride), cmsUInt32Number(stride), 0, 0)
+            guard hasAlpha else {
+                cmsDoTransformLineStride(transform, base, base, cmsUInt32Number(width), cmsUInt32Number(height),
+                                         cmsUInt32Number(stride), cmsUInt32Number(stride), 0, 0)
+                return
+            }
+            for y in 0..<height {
+                let row = UnsafeMutableBufferPointer(start: base + y * stride, count: width * 4)
+                let translucent = ColorProfile.unpremultiply(row)
+                cmsDoTransform(transform, row.baseAddress, row.baseAddress, cmsUInt32Number(width))
+                if translucent { Bitmap.premultiply(row) }
+            }
         }
+    }
+
+    /// Divides alpha out of premultiplied RGBA8 in place; returns whether any pixel had alpha < 255.
+    static func unpremultiply(_ rgba: UnsafeMutableBufferPointer<UInt8>) -> Bool {
+        var any = false
+        var i = 0
+        while i + 3 < rgba.count {
+            let a = Int(rgba[i + 3])
+            if a != 255 {
+                any = true
+                if a > 0 {
+                    for c in 0..<3 { rgba[i + c] = UInt8(min(255, (Int(rgba[i + c]) * 255 + a / 2) / a)) }
+                }
+            }
+            i += 4
+        }
+        return any
     }
 
     /// lcms's error callback: keeps the message in the context's ``ErrorLog``; never prints.
@@ -79,7 +102,6 @@ public final class ColorProfile: @unchecked Sendable {
     private struct Built {
         var info: ColorProfileInfo
         var opaque: cmsHTRANSFORM?
-        var premultiplied: cmsHTRANSFORM?
         var gray = false
         var damaged = false
     }
@@ -93,9 +115,15 @@ public final class ColorProfile: @unchecked Sendable {
         guard let context else { return failed("lcms2 could not allocate a context") }
         guard bytes.count >= 132 else { return failed("the ICC profile is truncated (\(bytes.count) bytes)") }
         guard bytes.count <= maxByteCount else { return failed("the ICC profile is too large (\(bytes.count) bytes)") }
+        // The header's size field must fit the data (lcms would silently clamp it). Padding
+        // after the declared size, which some writers add, is dropped.
+        let declared = bytes.prefix(4).reduce(0) { $0 << 8 | Int($1) }
+        guard declared >= 132, declared <= bytes.count else {
+            return failed("the ICC header gives a size of \(declared) bytes for a \(bytes.count)-byte profile")
+        }
         let opened = bytes.withUnsafeBytes { raw -> cmsHPROFILE? in
             guard let base = raw.baseAddress else { return nil }
-            return cmsOpenProfileFromMemTHR(context, base, cmsUInt32Number(raw.count))
+            return cmsOpenProfileFromMemTHR(context, base, cmsUInt32Number(declared))
         }
         guard let profile = opened else { return failed("lcms2 cannot read the ICC profile") }
         defer { cmsCloseProfile(profile) }
@@ -124,21 +152,14 @@ public final class ColorProfile: @unchecked Sendable {
         }
         let flags = clcms2_flag_black_point_compensation()
         let rgba = clcms2_type_rgba_8()
-        let opaque: cmsHTRANSFORM?
-        var premultiplied: cmsHTRANSFORM? = nil
-        if isRGB {
-            opaque = cmsCreateTransformTHR(context, profile, rgba, srgb, rgba, intent, flags | clcms2_flag_copy_alpha())
-            premultiplied = cmsCreateTransformTHR(context, profile, clcms2_type_rgba_8_premul(), srgb,
-                                                  clcms2_type_rgba_8_premul(), intent, flags | clcms2_flag_copy_alpha())
-        } else {
-            opaque = cmsCreateTransformTHR(context, profile, clcms2_type_gray_in_rgba_8(), srgb, rgba, intent, flags)
-        }
+        let opaque = isRGB
+            ? cmsCreateTransformTHR(context, profile, rgba, srgb, rgba, intent, flags | clcms2_flag_copy_alpha())
+            : cmsCreateTransformTHR(context, profile, clcms2_type_gray_in_rgba_8(), srgb, rgba, intent, flags)
         guard let opaque else {
-            if let premultiplied { cmsDeleteTransform(premultiplied) }
             return failed("lcms2 cannot build a transform from the ICC profile to sRGB", space: space, description: description)
         }
         return Built(info: ColorProfileInfo(description: description, colorSpace: space, byteCount: bytes.count),
-                     opaque: opaque, premultiplied: premultiplied, gray: isGray)
+                     opaque: opaque, gray: isGray)
     }
 
     /// The profile's `desc` tag in English (or whatever it has), trimmed; `nil` when absent.
