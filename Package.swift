@@ -72,6 +72,8 @@ var targets: [Target] = [
                       path: "Benchmarks/HTTPBenchmark"),
     .executableTarget(name: "MemoryCacheBenchmark", dependencies: ["PipelineCore"],
                       path: "Benchmarks/MemoryCacheBenchmark"),
+    .executableTarget(name: "ColorBenchmark", dependencies: ["PipelineCore", "CodecJPEG", "ColorManagement"],
+                      path: "Benchmarks/ColorBenchmark"),
     .executableTarget(name: "DiskCacheBenchmark", dependencies: ["PipelineCore"],
                       path: "Benchmarks/DiskCacheBenchmark"),
 ]
