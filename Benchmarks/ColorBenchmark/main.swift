@@ -3,7 +3,12 @@
 //
 // Usage: ColorBenchmark RUNS FILE:TARGET... (TARGET is the longer side of the thumbnail, or 0
 // for a full decode). The files must embed an RGB ICC profile.
+//        ColorBenchmark psnr CORPUS_ICC_DIR: each file of references.json against its sRGB
+//        reference, converted and as stored.
+import CodecHEIF
 import CodecJPEG
+import CodecPNG
+import CodecWebP
 import ColorManagement
 import Foundation
 import PipelineCore
@@ -17,6 +22,34 @@ func seconds(_ body: () throws -> Void) rethrows -> Double {
 func milliseconds(_ value: Double) -> String { String(format: "%.1f ms", value * 1000) }
 
 let arguments = CommandLine.arguments.dropFirst()
+
+/// PSNR in dB over R, G and B of two straight RGBA buffers.
+func psnr(_ a: [UInt8], _ b: [UInt8]) -> Double {
+    var sum = 0.0
+    for i in stride(from: 0, to: min(a.count, b.count), by: 4) {
+        for c in 0..<3 { let d = Double(Int(a[i + c]) - Int(b[i + c])); sum += d * d }
+    }
+    let mse = sum / Double(max(1, a.count / 4 * 3))
+    return mse == 0 ? 99 : 10 * log10(255 * 255 / mse)
+}
+
+if arguments.first == "psnr", arguments.count == 2 {
+    let folder = URL(fileURLWithPath: arguments[arguments.startIndex + 1])
+    let map = try JSONDecoder().decode([String: String].self, from: Data(contentsOf: folder.appendingPathComponent("references.json")))
+    print("| file | PSNR converted | PSNR as stored |")
+    print("| --- | --- | --- |")
+    for (file, reference) in map.sorted(by: { $0.key < $1.key }) {
+        let decoders: [String: any ImageDecoding] = ["jpg": JPEGDecoder(), "png": PNGDecoder(), "webp": WebPDecoder()]
+        let decoder = decoders[(file as NSString).pathExtension] ?? HEIFDecoder()
+        let data = try Data(contentsOf: folder.appendingPathComponent(file))
+        let expected = try PNGDecoder().decode(try Data(contentsOf: folder.appendingPathComponent(reference)),
+                                               options: DecodeOptions(convertsToSRGB: false)).bitmap.unpremultipliedBytes()
+        let converted = try decoder.decode(data, options: DecodeOptions()).bitmap.unpremultipliedBytes()
+        let stored = try decoder.decode(data, options: DecodeOptions(convertsToSRGB: false)).bitmap.unpremultipliedBytes()
+        print("| \(file) | " + String(format: "%.1f dB | %.1f dB |", psnr(converted, expected), psnr(stored, expected)))
+    }
+    exit(0)
+}
 guard let runs = arguments.first.flatMap({ Int($0) }), arguments.count > 1 else {
     print("usage: ColorBenchmark RUNS FILE:TARGET...")
     exit(2)
