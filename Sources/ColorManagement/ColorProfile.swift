@@ -18,6 +18,8 @@ public final class ColorProfile: @unchecked Sendable {
     private let log: ErrorLog
     /// Stored RGB(A) (straight) or gray-in-RGBA → sRGB RGBA, alpha copied (RGB) or left in place (gray).
     private let opaqueTransform: cmsHTRANSFORM?
+    /// The matrix-shaper fast path, used instead of `opaqueTransform` when the profile allows.
+    private let matrixShaper: MatrixShaper?
     /// Whether the profile is a gray one (applied to gray pictures, decoded with R = G = B).
     public let isGray: Bool
     /// Whether lcms could not read the profile (truncated, bad tag table...), as opposed to a
@@ -41,6 +43,7 @@ public final class ColorProfile: @unchecked Sendable {
         let built = ColorProfile.build(bytes: bytes, context: context, log: log)
         info = built.info
         opaqueTransform = built.opaque
+        matrixShaper = built.fast
         isGray = built.gray
         isDamaged = built.damaged
     }
@@ -55,12 +58,22 @@ public final class ColorProfile: @unchecked Sendable {
     /// multiplied back in, so the colour converted is the stored colour (lcms 2.14's own
     /// `TYPE_RGBA_8_PREMUL` gets 8-bit premultiplied pixels wrong). A gray profile reads the red
     /// byte (gray pictures decode with R = G = B) and is applied only to opaque pictures.
-    /// Does nothing when ``isApplicable`` is false.
+    /// Does nothing when ``isApplicable`` is false. Matrix-shaper profiles take a table-driven
+    /// fast path (``MatrixShaper``); others go through `cmsDoTransform`.
     public func convertToSRGB(_ bitmap: inout Bitmap, hasAlpha: Bool) {
         guard let transform = opaqueTransform, !(hasAlpha && isGray) else { return }
         let width = bitmap.width, height = bitmap.height, stride = bitmap.bytesPerRow
         bitmap.withUnsafeMutableBytes { pixels in
             guard let base = pixels.baseAddress else { return }
+            if let matrixShaper {
+                for y in 0..<height {
+                    let row = UnsafeMutableBufferPointer(start: base + y * stride, count: width * 4)
+                    let translucent = hasAlpha && ColorProfile.unpremultiply(row)
+                    matrixShaper.convert(base + y * stride, count: width)
+                    if translucent { Bitmap.premultiply(row) }
+                }
+                return
+            }
             guard hasAlpha else {
                 cmsDoTransformLineStride(transform, base, base, cmsUInt32Number(width), cmsUInt32Number(height),
                                          cmsUInt32Number(stride), cmsUInt32Number(stride), 0, 0)
@@ -104,6 +117,7 @@ public final class ColorProfile: @unchecked Sendable {
         var opaque: cmsHTRANSFORM?
         var gray = false
         var damaged = false
+        var fast: MatrixShaper? = nil
     }
 
     private static func build(bytes: Data, context: cmsContext?, log: ErrorLog) -> Built {
@@ -158,8 +172,9 @@ public final class ColorProfile: @unchecked Sendable {
         guard let opaque else {
             return failed("lcms2 cannot build a transform from the ICC profile to sRGB", space: space, description: description)
         }
+        let fast = isRGB ? MatrixShaper(profile: profile, srgb: srgb, intent: intent) : nil
         return Built(info: ColorProfileInfo(description: description, colorSpace: space, byteCount: bytes.count),
-                     opaque: opaque, gray: isGray)
+                     opaque: opaque, gray: isGray, fast: fast)
     }
 
     /// The profile's `desc` tag in English (or whatever it has), trimmed; `nil` when absent.
