@@ -24,7 +24,8 @@ import PipelineCore
 /// The result is the thumbnail's size (≥ the target); the pipeline's resampler finishes.
 ///
 /// An ICC profile in the primary image's `colr` box (`prof`/`rICC`) is converted to sRGB
-/// (see `ColorManagement`); `nclx` colour descriptions are not. Images with more than 8 bits are converted to 8 bits by libheif.
+/// (see `ColorManagement`); so is an `nclx` description with Display P3 or BT.2020 primaries
+/// and an SDR transfer (`ColorManagement.profile(codedPrimaries:transfer:)`). Images with more than 8 bits are converted to 8 bits by libheif.
 ///
 /// **Codec logging.** dav1d's log lines never reach stderr: AV1 goes through a dav1d plugin of
 /// this module that gives dav1d a logger, and what dav1d logged while a decode failed becomes
@@ -97,7 +98,13 @@ public struct HEIFDecoder: ImageDecoding {
             context = try HEIFLibrary.Context(raw, format: format)
             primary = try context.primary()
             var info = HEIFDecoder.info(primary, context: context)
-            profile = primary.iccProfile.map { ColorManagement.profile(iccData: $0) }
+            if let icc = primary.iccProfile {
+                profile = ColorManagement.profile(iccData: icc)
+            } else if let coded = primary.codedColor {
+                profile = ColorManagement.profile(codedPrimaries: coded.primaries, transfer: coded.transfer)
+            } else {
+                profile = nil
+            }
             info.colorProfile = profile?.info
             self.info = info
             self.quiet = quiet

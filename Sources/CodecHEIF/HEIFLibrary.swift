@@ -106,6 +106,14 @@ enum HEIFLibrary {
             return error.code == heif_error_Ok ? bytes : nil
         }
 
+        /// The `nclx` box's colour primaries and transfer characteristics (H.273 codes), if any.
+        var codedColor: (primaries: Int, transfer: Int)? {
+            var nclx: UnsafeMutablePointer<heif_color_profile_nclx>? = nil
+            guard heif_image_handle_get_nclx_color_profile(pointer, &nclx).code == heif_error_Ok, let nclx else { return nil }
+            defer { heif_nclx_color_profile_free(nclx) }
+            return (Int(nclx.pointee.color_primaries.rawValue), Int(nclx.pointee.transfer_characteristics.rawValue))
+        }
+
         var isPremultiplied: Bool { heif_image_handle_is_premultiplied_alpha(pointer) != 0 }
         var bitDepth: Int? {
             let bits = Int(heif_image_handle_get_luma_bits_per_pixel(pointer))
