@@ -58,7 +58,7 @@ public struct JPEGDecoder: ImageDecoding {
             try decoder.readRGBA(into: &bitmap)
             var warnings = decoder.warnings
             if let trailing = decoder.finish() { warnings.append(trailing) }
-            var decoded = DecodedImage(bitmap: bitmap, info: info, warnings: warnings)
+            var decoded = DecodedImage(bitmap: consume bitmap, info: info, warnings: warnings)
             // On the decoded (DCT-scaled) rows: a thumbnail pays for a thumbnail's worth.
             decoded.applyColorProfile(profile, options: options, pictureIsGray: info.componentCount == 1)
             decoded.bitmap = decoded.bitmap.oriented(orientation)

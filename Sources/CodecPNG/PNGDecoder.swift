@@ -67,7 +67,7 @@ public struct PNGDecoder: ImageDecoding {
             }
             var warnings = decoder.warnings
             if let trailing = decoder.readEnd() { warnings.append(trailing) }
-            var decoded = DecodedImage(bitmap: bitmap, info: info, warnings: warnings)
+            var decoded = DecodedImage(bitmap: consume bitmap, info: info, warnings: warnings)
             // On the output rows (already shrunk for a thumbnail).
             decoded.applyColorProfile(profile, options: options, pictureIsGray: header.color_type & 2 == 0 && header.color_type != 3)
             return decoded

@@ -64,7 +64,7 @@ public struct WebPDecoder: ImageDecoding {
             let bitmap = features.has_animation != 0
                 ? try WebPDecoder.firstFrame(bytes, canvas: info.size, output: output)
                 : try WebPDecoder.still(bytes, features: features, size: info.size, output: output)
-            var decoded = DecodedImage(bitmap: bitmap, info: info)
+            var decoded = DecodedImage(bitmap: consume bitmap, info: info)
             // On the output rows (already scaled by libwebp or resampled for a thumbnail).
             decoded.applyColorProfile(profile, options: options, pictureIsGray: false)
             return decoded

@@ -8,13 +8,14 @@ import CLCMS2
 /// `cmsDoTransform` on 8-bit RGBA with lcms 2.14; within a level of it (tested against the
 /// corpus's lcms references).
 struct MatrixShaper: Sendable {
-    /// Linear light of each stored 8-bit value, per channel (`3 × 256`).
-    private let curves: [Float]
-    /// Row-major profile-linear → sRGB-linear matrix.
-    private let matrix: [Float]
-    /// sRGB-encoded 8-bit value of linear light `i / (encodeCount - 1)`.
+    /// Linear light of each stored 8-bit value, per channel (`3 × 256`), times ``one``.
+    private let curves: [Int32]
+    /// Row-major profile-linear → sRGB-linear matrix, times ``one``.
+    private let matrix: [Int]
+    /// sRGB-encoded 8-bit value of linear light `i / one`, `i` in `0...one`.
     private let encode: [UInt8]
-    private static let encodeCount = 16_384
+    private static let fractionBits = 14
+    private static let one = 1 << fractionBits
 
     /// The fast path for `profile` towards `srgb`, or `nil` when the profile is not a plain
     /// matrix-shaper (it has lookup tables for `intent`, or a tag is missing).
@@ -23,48 +24,51 @@ struct MatrixShaper: Sendable {
               intent == cmsUInt32Number(INTENT_RELATIVE_COLORIMETRIC) || intent == cmsUInt32Number(INTENT_PERCEPTUAL),
               let source = MatrixShaper.colorants(profile), let target = MatrixShaper.colorants(srgb),
               let inverse = MatrixShaper.inverted(target) else { return nil }
-        var curves = [Float](repeating: 0, count: 3 * 256)
+        var curves = [Int32](repeating: 0, count: 3 * 256)
         for (channel, tag) in [cmsSigRedTRCTag, cmsSigGreenTRCTag, cmsSigBlueTRCTag].enumerated() {
             guard let raw = cmsReadTag(profile, tag) else { return nil }
             let curve = OpaquePointer(raw)
             for value in 0..<256 {
                 let linear = cmsEvalToneCurveFloat(curve, Float(value) / 255)
-                curves[channel * 256 + value] = linear.isFinite ? linear : 0
+                curves[channel * 256 + value] = linear.isFinite ? Int32((max(0, min(1, linear)) * Float(MatrixShaper.one)).rounded()) : 0
             }
         }
         guard let raw = cmsReadTag(srgb, cmsSigRedTRCTag),
               let reversed = cmsReverseToneCurve(OpaquePointer(raw)) else { return nil }
         defer { cmsFreeToneCurve(reversed) }
-        var encode = [UInt8](repeating: 0, count: MatrixShaper.encodeCount)
+        var encode = [UInt8](repeating: 0, count: MatrixShaper.one + 1)
         for index in encode.indices {
-            let value = cmsEvalToneCurveFloat(reversed, Float(index) / Float(MatrixShaper.encodeCount - 1))
+            let value = cmsEvalToneCurveFloat(reversed, Float(index) / Float(MatrixShaper.one))
             encode[index] = UInt8(max(0, min(255, (value * 255).rounded())))
         }
-        var matrix = [Float](repeating: 0, count: 9)
+        var product = [Double](repeating: 0, count: 9)
         for row in 0..<3 {
             for column in 0..<3 {
-                matrix[row * 3 + column] = Float((0..<3).reduce(0.0) { $0 + inverse[row * 3 + $1] * source[$1 * 3 + column] })
+                product[row * 3 + column] = (0..<3).reduce(0.0) { $0 + inverse[row * 3 + $1] * source[$1 * 3 + column] }
             }
         }
-        guard matrix.allSatisfy({ $0.isFinite }) else { return nil }
+        // A real profile's coefficients are within ±4; a fuzzed one's may be anything.
+        guard product.allSatisfy({ $0.isFinite && abs($0) < 64 }) else { return nil }
+        let matrix = product.map { Int(($0 * Double(MatrixShaper.one)).rounded()) }
         self.curves = curves
         self.matrix = matrix
         self.encode = encode
     }
 
-    /// Converts `count` straight RGBA8 pixels in place; alpha untouched.
+    /// Converts `count` straight RGBA8 pixels in place; alpha untouched. Fixed point, 14
+    /// fractional bits (like lcms's own 8-bit matrix-shaper): integer arithmetic only.
     func convert(_ pixels: UnsafeMutablePointer<UInt8>, count: Int) {
         curves.withUnsafeBufferPointer { curves in
             encode.withUnsafeBufferPointer { encode in
                 let m = matrix
                 let (m0, m1, m2, m3, m4, m5, m6, m7, m8) = (m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7], m[8])
-                let scale = Float(MatrixShaper.encodeCount - 1)
-                @inline(__always) func encoded(_ x: Float) -> UInt8 {
-                    encode[Int(max(0, min(1, x)) * scale + 0.5)]
+                let one = MatrixShaper.one, half = one >> 1
+                @inline(__always) func encoded(_ x: Int) -> UInt8 {
+                    encode[min(one, max(0, (x + half) >> MatrixShaper.fractionBits))]
                 }
                 var p = pixels
                 for _ in 0..<count {
-                    let r = curves[Int(p[0])], g = curves[256 + Int(p[1])], b = curves[512 + Int(p[2])]
+                    let r = Int(curves[Int(p[0])]), g = Int(curves[256 + Int(p[1])]), b = Int(curves[512 + Int(p[2])])
                     p[0] = encoded(m0 * r + m1 * g + m2 * b)
                     p[1] = encoded(m3 * r + m4 * g + m5 * b)
                     p[2] = encoded(m6 * r + m7 * g + m8 * b)
