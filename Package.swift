@@ -48,7 +48,7 @@ var targets: [Target] = [
                 exclude: ["Fixtures"]),
     .testTarget(name: "CodecHEIFTests", dependencies: ["CodecHEIF", "CodecPNG", "PipelineCore", "PipelineTestSupport"]),
     .testTarget(name: "ColorManagementTests", dependencies: ["ColorManagement", "CodecJPEG", "CodecPNG", "CodecWebP",
-                                                          "CodecHEIF", "LoaderFile", "PipelineCore", "PipelineTestSupport"]),
+                                                          "CodecHEIF", "LoaderFile", "PipelineCore", "PipelineTestSupport", "CLCMS2", "CJPEGTestEncoder"]),
     .testTarget(name: "ImgpipeTests", dependencies: ["imgpipe"]),
     .testTarget(name: "LoaderTests", dependencies: ["PipelineCore", "LoaderHTTP", "LoaderFile", "CodecPNG"],
                 exclude: ["Fixtures"]),
