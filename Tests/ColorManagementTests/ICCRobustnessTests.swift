@@ -3,6 +3,7 @@ import ColorManagement
 import Foundation
 import PipelineCore
 import PipelineTestSupport
+import Synchronization
 import Testing
 
 /// The APP2 `ICC_PROFILE` segments of a JPEG: where each payload starts (after the 14-byte
@@ -156,5 +157,25 @@ struct ICCRobustnessTests {
             }
         }
         #expect(bitmap.bytes[8..<12].allSatisfy { $0 == 0 }, "a fully transparent pixel stays zero")
+    }
+}
+
+/// One cached profile and its transform serve many threads at once.
+@Suite(.enabled(if: Corpus.has(ICC.folder), Corpus.missing(ICC.folder)))
+struct ICCConcurrencyTests {
+    @Test func concurrentDecodesShareOneProfile() throws {
+        let files = ["ProPhotoRGB.jpg", "SwappedRedAndGreen.png", "AdobeRGB1998.webp"]
+        let data = try files.map { try Corpus.data(ICC.folder, $0) }
+        let expected = try files.map { try ICC.decode($0).bitmap }
+        let results = Mutex([Int: Bitmap]())
+        DispatchQueue.concurrentPerform(iterations: 12) { index in
+            let file = index % files.count
+            if let bitmap = try? ICC.decoder(for: files[file]).decode(data[file], options: DecodeOptions()).bitmap {
+                results.withLock { $0[index] = bitmap }
+            }
+        }
+        let all = results.withLock { $0 }
+        #expect(all.count == 12)
+        for (index, bitmap) in all { #expect(bitmap == expected[index % files.count], "\(files[index % files.count])") }
     }
 }
