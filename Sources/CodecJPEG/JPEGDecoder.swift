@@ -14,6 +14,11 @@ import PipelineCore
 /// (this libjpeg build decodes 8-bit samples only). libjpeg's warnings about corrupt but
 /// decodable data come back in ``PipelineCore/DecodedImage/warnings``, or as an error with
 /// ``PipelineCore/DecodeOptions/strict``.
+///
+/// An ICC profile in `APP2 ICC_PROFILE` segments (reassembled by libjpeg-turbo) is reported in
+/// ``PipelineCore/ImageInfo/colorProfile`` and, unless ``PipelineCore/DecodeOptions/convertsToSRGB``
+/// is off, the decoded (DCT-scaled) pixels are converted to sRGB through it (`ColorManagement`):
+/// RGB profiles, and gray profiles on gray files; CMYK profiles are reported, not applied.
 public struct JPEGDecoder: ImageDecoding {
     /// Creates a JPEG decoder. It holds no state; one value serves every thread.
     public init() {}

@@ -13,6 +13,9 @@ import Synchronization
 public enum ColorManagement {
     /// How many profiles the cache keeps (least recently used dropped first).
     public static let cacheCapacity = 32
+    /// How many bytes of profile data the cache keeps at most; a larger profile is used once
+    /// and not cached (a hostile file's 16 MB profile does not stay in memory).
+    public static let cacheByteLimit = 4 << 20
 
     private static let cache = Mutex(ProfileCache())
 
@@ -23,7 +26,8 @@ public enum ColorManagement {
         silenceGlobalHandler
         if let hit = cache.withLock({ $0.lookup(iccData) }) { return hit }
         let made = ColorProfile(bytes: iccData)
-        return cache.withLock { $0.insert(iccData, made, capacity: cacheCapacity) }
+        guard iccData.count <= cacheByteLimit else { return made }
+        return cache.withLock { $0.insert(iccData, made, capacity: cacheCapacity, byteLimit: cacheByteLimit) }
     }
 
     /// How many profiles are cached now (for tests).
@@ -35,10 +39,12 @@ public enum ColorManagement {
     }()
 }
 
-/// A small LRU keyed by profile bytes (hashed by `Data`, compared whole).
+/// A small LRU keyed by profile bytes (hashed by `Data`, compared whole), bounded in entries
+/// and in bytes.
 struct ProfileCache: ~Copyable {
     private var entries: [Data: (profile: ColorProfile, tick: UInt64)] = [:]
     private var clock: UInt64 = 0
+    private var bytes = 0
 
     var count: Int { entries.count }
 
@@ -49,16 +55,19 @@ struct ProfileCache: ~Copyable {
         return entry.profile
     }
 
-    mutating func insert(_ key: Data, _ profile: ColorProfile, capacity: Int) -> ColorProfile {
+    mutating func insert(_ key: Data, _ profile: ColorProfile, capacity: Int, byteLimit: Int) -> ColorProfile {
         clock += 1
         if let existing = entries[key] {
             entries[key] = (existing.profile, clock)
             return existing.profile
         }
-        if entries.count >= capacity, let oldest = entries.min(by: { $0.value.tick < $1.value.tick }) {
+        while !entries.isEmpty, entries.count >= capacity || bytes + key.count > byteLimit,
+              let oldest = entries.min(by: { $0.value.tick < $1.value.tick }) {
             entries[oldest.key] = nil
+            bytes -= oldest.key.count
         }
         entries[key] = (profile, clock)
+        bytes += key.count
         return profile
     }
 }

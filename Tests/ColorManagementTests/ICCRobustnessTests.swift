@@ -132,6 +132,8 @@ struct ICCRobustnessTests {
         }
         #expect(refused > 0)
         #expect(ColorManagement.cachedProfileCount <= ColorManagement.cacheCapacity)
+        // 300 distinct ~1 KB..19 KB profiles: the byte bound holds too.
+        #expect(ColorManagement.cachedProfileCount * original.count <= ColorManagement.cacheByteLimit)
     }
 
     /// Premultiplied pixels are converted as their straight colour: alpha is untouched, and
