@@ -4,8 +4,10 @@ import Foundation
 import PipelineCore
 
 /// Decodes PNG with libpng: every colour type and bit depth, palettes with tRNS, 16-bit
-/// (scaled to 8), Adam7; output RGBA8 premultiplied. Gamma is left as stored (libpng applies
-/// none unless asked), like browsers without colour management and like PngSuite's references.
+/// (scaled to 8), Adam7; output RGBA8 premultiplied. An `iCCP` profile is converted to sRGB on
+/// the output rows (`ColorManagement`; off with ``PipelineCore/DecodeOptions/convertsToSRGB``).
+/// Without one, `gAMA`/`cHRM` are left as stored (libpng applies none unless asked), like
+/// PngSuite's references; `sRGB` needs nothing.
 ///
 /// Register it with ``PipelineCore/DecoderRegistry/registering(_:)``:
 /// `DecoderRegistry().registering(PNGDecoder())`.
