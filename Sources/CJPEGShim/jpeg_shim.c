@@ -21,6 +21,7 @@ struct jpegshim_decoder {
     int created;
     int cmyk;
     int adobe_inverted;
+    int raw_cmyk;
     int unsupported;
     const unsigned char *data;
     size_t size;
@@ -140,6 +141,8 @@ int jpegshim_read_header(jpegshim_decoder *decoder, jpegshim_info *info) {
     return JPEGSHIM_OK;
 }
 
+void jpegshim_set_raw_cmyk(jpegshim_decoder *decoder, int raw) { decoder->raw_cmyk = raw != 0; }
+
 int jpegshim_start(jpegshim_decoder *decoder, int scale_num, int *out_width, int *out_height) {
     if (setjmp(decoder->jump)) return failure(decoder);
     struct jpeg_decompress_struct *c = &decoder->cinfo;
@@ -182,7 +185,7 @@ int jpegshim_read_rgba(jpegshim_decoder *decoder, unsigned char *pixels, size_t 
             snprintf(decoder->message, sizeof decoder->message, "the decoder stopped at row %u", first);
             return JPEGSHIM_ERROR;
         }
-        if (decoder->cmyk) {
+        if (decoder->cmyk && !decoder->raw_cmyk) {
             for (JDIMENSION i = 0; i < got; i++) cmyk_to_rgba(rows[i], c->output_width, decoder->adobe_inverted);
         }
         *rows_done = (int)c->output_scanline;

@@ -36,6 +36,9 @@ struct JPEGSession: ~Copyable {
         return Data(bytes: data, count: size)
     }
 
+    /// Leaves a CMYK/YCCK file's rows as CMYK bytes (for a CMYK profile). Before ``start(scaleNumerator:)``.
+    func keepRawCMYK() { jpegshim_set_raw_cmyk(decoder, 1) }
+
     /// Starts decompression at `scaleNumerator`/8; returns the output size.
     func start(scaleNumerator: Int) throws(ImagePipelineError) -> PixelSize {
         var width: Int32 = 0, height: Int32 = 0

@@ -76,14 +76,19 @@ extension DecodedImage {
     /// Converts the pixels to sRGB through `profile` unless `options.convertsToSRGB` is off.
     /// `nil` (no embedded profile) does nothing.
     ///
-    /// A damaged profile (lcms cannot read it), or a gray profile on a colour picture, leaves
-    /// the pixels as stored and adds a warning, so strict decoding fails on it. A valid profile
-    /// this module does not apply (CMYK, device link) leaves them as stored silently; its
-    /// reason is in ``PipelineCore/ColorProfileInfo/problem``.
+    /// A damaged profile (lcms cannot read it), a gray profile on a colour picture or a CMYK
+    /// profile on RGB pixels (CMYK JPEGs use ``ColorProfile/convertCMYKToSRGB(_:inverted:)``
+    /// instead) leaves the pixels as stored and adds a warning, so strict decoding fails on it.
+    /// A valid profile this module does not apply (Lab, device link) leaves them as stored
+    /// silently; its reason is in ``PipelineCore/ColorProfileInfo/problem``.
     public mutating func applyColorProfile(_ profile: ColorProfile?, options: DecodeOptions, pictureIsGray: Bool) {
         guard let profile, options.convertsToSRGB else { return }
         if let problem = profile.info.problem {
             if profile.isDamaged { warnings.append("the embedded ICC profile is ignored: \(problem)") }
+            return
+        }
+        if profile.isCMYK {
+            warnings.append("the embedded ICC profile is ignored: a CMYK profile on an RGB picture")
             return
         }
         if profile.isGray && !pictureIsGray {

@@ -18,10 +18,15 @@ public final class ColorProfile: @unchecked Sendable {
     private let log: ErrorLog
     /// Stored RGB(A) (straight) or gray-in-RGBA → sRGB RGBA, alpha copied (RGB) or left in place (gray).
     private let opaqueTransform: cmsHTRANSFORM?
+    /// CMYK (0 = no ink) and inverted CMYK → sRGB RGBA, for a CMYK profile.
+    private let cmykTransforms: (plain: cmsHTRANSFORM, inverted: cmsHTRANSFORM)?
     /// The matrix-shaper fast path, used instead of `opaqueTransform` when the profile allows.
     private let matrixShaper: MatrixShaper?
     /// Whether the profile is a gray one (applied to gray pictures, decoded with R = G = B).
     public let isGray: Bool
+    /// Whether the profile is a CMYK one: applied only to CMYK pixels, by
+    /// ``convertCMYKToSRGB(_:inverted:)`` (a CMYK JPEG's decoder keeps its rows as CMYK for it).
+    public var isCMYK: Bool { cmykTransforms != nil }
     /// Whether lcms could not read the profile (truncated, bad tag table...), as opposed to a
     /// valid profile this module does not apply (CMYK, device links).
     public let isDamaged: Bool
@@ -30,7 +35,7 @@ public final class ColorProfile: @unchecked Sendable {
     static let maxByteCount = 16 << 20
 
     /// Whether the profile converts to sRGB (``ColorProfileInfo/problem`` is `nil`).
-    public var isApplicable: Bool { opaqueTransform != nil }
+    public var isApplicable: Bool { opaqueTransform != nil || cmykTransforms != nil }
 
     /// Reads `bytes` with lcms2 and builds the transform to sRGB. Never fails: a profile that
     /// cannot be used comes back with ``ColorProfileInfo/problem`` set and no transform.
@@ -44,12 +49,17 @@ public final class ColorProfile: @unchecked Sendable {
         info = built.info
         opaqueTransform = built.opaque
         matrixShaper = built.fast
+        cmykTransforms = built.cmyk
         isGray = built.gray
         isDamaged = built.damaged
     }
 
     deinit {
         if let opaqueTransform { cmsDeleteTransform(opaqueTransform) }
+        if let cmykTransforms {
+            cmsDeleteTransform(cmykTransforms.plain)
+            cmsDeleteTransform(cmykTransforms.inverted)
+        }
         if let context { cmsDeleteContext(context) }
     }
 
@@ -88,6 +98,24 @@ public final class ColorProfile: @unchecked Sendable {
         }
     }
 
+    /// Converts CMYK pixels (4 bytes each, as libjpeg returns them; `inverted` when 255 means no
+    /// ink, as in Adobe's CMYK JPEGs) to opaque sRGB RGBA in place. Does nothing unless ``isCMYK``.
+    public func convertCMYKToSRGB(_ bitmap: inout Bitmap, inverted: Bool) {
+        guard let cmykTransforms else { return }
+        let transform = inverted ? cmykTransforms.inverted : cmykTransforms.plain
+        let width = bitmap.width, height = bitmap.height, stride = bitmap.bytesPerRow
+        bitmap.withUnsafeMutableBytes { pixels in
+            guard let base = pixels.baseAddress else { return }
+            // 4 bytes in, RGB + an extra (alpha) byte out: lcms leaves the extra byte (K) alone.
+            cmsDoTransformLineStride(transform, base, base, cmsUInt32Number(width), cmsUInt32Number(height),
+                                     cmsUInt32Number(stride), cmsUInt32Number(stride), 0, 0)
+            for y in 0..<height {
+                var index = y * stride + 3
+                for _ in 0..<width { pixels[index] = 255; index += 4 }
+            }
+        }
+    }
+
     /// Divides alpha out of premultiplied RGBA8 in place; returns whether any pixel had alpha < 255.
     static func unpremultiply(_ rgba: UnsafeMutableBufferPointer<UInt8>) -> Bool {
         var any = false
@@ -118,6 +146,7 @@ public final class ColorProfile: @unchecked Sendable {
         var gray = false
         var damaged = false
         var fast: MatrixShaper? = nil
+        var cmyk: (plain: cmsHTRANSFORM, inverted: cmsHTRANSFORM)? = nil
     }
 
     private static func build(bytes: Data, context: cmsContext?, log: ErrorLog) -> Built {
@@ -151,8 +180,9 @@ public final class ColorProfile: @unchecked Sendable {
         }
         let isRGB = cmsGetColorSpace(profile) == cmsSigRgbData
         let isGray = cmsGetColorSpace(profile) == cmsSigGrayData
-        guard isRGB || isGray else {
-            return failed("a '\(space)' profile is not applied (only RGB and gray profiles are)", space: space,
+        let isCMYK = cmsGetColorSpace(profile) == cmsSigCmykData
+        guard isRGB || isGray || isCMYK else {
+            return failed("a '\(space)' profile is not applied (only RGB, gray and CMYK profiles are)", space: space,
                           description: description, damaged: false)
         }
         guard let srgb = cmsCreate_sRGBProfileTHR(context) else { return failed("lcms2 cannot make sRGB", space: space) }
@@ -166,6 +196,17 @@ public final class ColorProfile: @unchecked Sendable {
         }
         let flags = clcms2_flag_black_point_compensation()
         let rgba = clcms2_type_rgba_8()
+        if isCMYK {
+            let plain = cmsCreateTransformTHR(context, profile, clcms2_type_cmyk_8(), srgb, rgba, intent, flags)
+            let inverted = cmsCreateTransformTHR(context, profile, clcms2_type_cmyk_8_rev(), srgb, rgba, intent, flags)
+            guard let plain, let inverted else {
+                if let plain { cmsDeleteTransform(plain) }
+                if let inverted { cmsDeleteTransform(inverted) }
+                return failed("lcms2 cannot build a transform from the CMYK profile to sRGB", space: space, description: description)
+            }
+            return Built(info: ColorProfileInfo(description: description, colorSpace: space, byteCount: bytes.count),
+                         cmyk: (plain, inverted))
+        }
         let opaque = isRGB
             ? cmsCreateTransformTHR(context, profile, rgba, srgb, rgba, intent, flags | clcms2_flag_copy_alpha())
             : cmsCreateTransformTHR(context, profile, clcms2_type_gray_in_rgba_8(), srgb, rgba, intent, flags)

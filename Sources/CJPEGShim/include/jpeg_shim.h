@@ -51,6 +51,11 @@ int jpegshim_read_header(jpegshim_decoder *decoder, jpegshim_info *info);
 /// out of order: libjpeg then records a warning). Owned by the decoder.
 void jpegshim_icc_profile(const jpegshim_decoder *decoder, const unsigned char **data, size_t *size);
 
+/// With `raw` non-zero, a CMYK/YCCK file's rows come out as CMYK bytes as stored (inverted when
+/// `adobe_inverted`), 4 a pixel, for a colour-managed conversion; default 0: converted to RGBA.
+/// Call before jpegshim_start.
+void jpegshim_set_raw_cmyk(jpegshim_decoder *decoder, int raw);
+
 /// Starts decompression at scale `scale_num`/8 with RGBA output; writes the output size.
 /// Must follow jpegshim_read_header. Progressive files buffer their coefficients here.
 int jpegshim_start(jpegshim_decoder *decoder, int scale_num, int *out_width, int *out_height);
