@@ -21,9 +21,12 @@ struct jpegshim_decoder {
     int created;
     int cmyk;
     int adobe_inverted;
+    int raw_cmyk;
     int unsupported;
     const unsigned char *data;
     size_t size;
+    JOCTET *icc;          ///< malloc'd by jpeg_read_icc_profile; freed in jpegshim_destroy.
+    unsigned int icc_size;
     char message[JMSG_LENGTH_MAX];
     int warning_count;
     char warnings[JPEGSHIM_MAX_WARNINGS][JMSG_LENGTH_MAX];
@@ -96,6 +99,7 @@ jpegshim_decoder *jpegshim_create(const unsigned char *data, size_t size) {
 
 void jpegshim_destroy(jpegshim_decoder *decoder) {
     if (decoder == NULL) return;
+    free(decoder->icc);
     if (decoder->created) {
         // jpeg_destroy only frees memory; it does not call error_exit.
         jpeg_destroy_decompress(&decoder->cinfo);
@@ -109,6 +113,7 @@ int jpegshim_read_header(jpegshim_decoder *decoder, jpegshim_info *info) {
         snprintf(decoder->message, sizeof decoder->message, "the data is empty");
         return JPEGSHIM_ERROR;
     }
+    jpeg_save_markers(&decoder->cinfo, JPEG_APP0 + 2, 0xFFFF);  // ICC_PROFILE segments
     if (jpeg_read_header(&decoder->cinfo, TRUE) != JPEG_HEADER_OK) {
         snprintf(decoder->message, sizeof decoder->message, "the file holds tables but no image");
         return JPEGSHIM_ERROR;
@@ -123,8 +128,20 @@ int jpegshim_read_header(jpegshim_decoder *decoder, jpegshim_info *info) {
     info->precision = c->data_precision;
     info->adobe_inverted = c->saw_Adobe_marker ? 1 : 0;
     decoder->adobe_inverted = info->adobe_inverted;
+    free(decoder->icc);
+    decoder->icc = NULL;
+    decoder->icc_size = 0;
+    // Reassembles every APP2 ICC_PROFILE segment in sequence order; a bad sequence is a
+    // warning (JWRN_BOGUS_ICC) and FALSE, never an error.
+    if (!jpeg_read_icc_profile(&decoder->cinfo, &decoder->icc, &decoder->icc_size)) {
+        free(decoder->icc);
+        decoder->icc = NULL;
+        decoder->icc_size = 0;
+    }
     return JPEGSHIM_OK;
 }
+
+void jpegshim_set_raw_cmyk(jpegshim_decoder *decoder, int raw) { decoder->raw_cmyk = raw != 0; }
 
 int jpegshim_start(jpegshim_decoder *decoder, int scale_num, int *out_width, int *out_height) {
     if (setjmp(decoder->jump)) return failure(decoder);
@@ -168,7 +185,7 @@ int jpegshim_read_rgba(jpegshim_decoder *decoder, unsigned char *pixels, size_t 
             snprintf(decoder->message, sizeof decoder->message, "the decoder stopped at row %u", first);
             return JPEGSHIM_ERROR;
         }
-        if (decoder->cmyk) {
+        if (decoder->cmyk && !decoder->raw_cmyk) {
             for (JDIMENSION i = 0; i < got; i++) cmyk_to_rgba(rows[i], c->output_width, decoder->adobe_inverted);
         }
         *rows_done = (int)c->output_scanline;
@@ -180,6 +197,11 @@ int jpegshim_finish(jpegshim_decoder *decoder) {
     if (setjmp(decoder->jump)) return failure(decoder);
     jpeg_finish_decompress(&decoder->cinfo);
     return JPEGSHIM_OK;
+}
+
+void jpegshim_icc_profile(const jpegshim_decoder *decoder, const unsigned char **data, size_t *size) {
+    *data = decoder->icc;
+    *size = decoder->icc != NULL ? decoder->icc_size : 0;
 }
 
 const char *jpegshim_message(const jpegshim_decoder *decoder) { return decoder->message; }

@@ -140,6 +140,21 @@ int pngshim_read_info(pngshim_reader *reader, pngshim_info *info) {
     return PNGSHIM_OK;
 }
 
+void pngshim_icc_profile(const pngshim_reader *reader, const unsigned char **data, size_t *size) {
+    png_charp name = NULL;
+    int compression = 0;
+    png_bytep profile = NULL;
+    png_uint_32 length = 0;
+    *data = NULL;
+    *size = 0;
+    // png_get_iCCP only reads the info struct (no png_error, so no longjmp).
+    if (png_get_iCCP(reader->png, reader->info, &name, &compression, &profile, &length) == PNG_INFO_iCCP
+        && profile != NULL && length > 0) {
+        *data = profile;
+        *size = length;
+    }
+}
+
 int pngshim_set_rgba8(pngshim_reader *reader, pngshim_info *info) {
     png_structp png = reader->png;
     if (setjmp(png_jmpbuf(png))) return PNGSHIM_ERROR;

@@ -1,4 +1,5 @@
 import CHEIF
+import ColorManagement
 import Foundation
 import PipelineCore
 
@@ -22,7 +23,9 @@ import PipelineCore
 /// ratio (within 2%), the thumbnail is decoded instead: far cheaper than the full picture.
 /// The result is the thumbnail's size (≥ the target); the pipeline's resampler finishes.
 ///
-/// ICC profiles are not applied; images with more than 8 bits are converted to 8 bits by libheif.
+/// An ICC profile in the primary image's `colr` box (`prof`/`rICC`) is converted to sRGB
+/// (see `ColorManagement`); so is an `nclx` description with Display P3 or BT.2020 primaries
+/// and an SDR transfer (`ColorManagement.profile(codedPrimaries:transfer:)`). Images with more than 8 bits are converted to 8 bits by libheif.
 ///
 /// **Codec logging.** dav1d's log lines never reach stderr: AV1 goes through a dav1d plugin of
 /// this module that gives dav1d a logger, and what dav1d logged while a decode failed becomes
@@ -88,16 +91,34 @@ public struct HEIFDecoder: ImageDecoding {
         private let context: HEIFLibrary.Context
         private let primary: HEIFLibrary.Handle
         private let quiet: Bool
+        private let profile: ColorProfile?
         let info: ImageInfo
 
         init(_ raw: UnsafeRawBufferPointer, format: ImageFormat, quiet: Bool) throws {
             context = try HEIFLibrary.Context(raw, format: format)
             primary = try context.primary()
-            info = HEIFDecoder.info(primary, context: context)
+            var info = HEIFDecoder.info(primary, context: context)
+            if let icc = primary.iccProfile {
+                profile = ColorManagement.profile(iccData: icc)
+            } else if let coded = primary.codedColor {
+                profile = ColorManagement.profile(codedPrimaries: coded.primaries, transfer: coded.transfer)
+            } else {
+                profile = nil
+            }
+            info.colorProfile = profile?.info
+            self.info = info
             self.quiet = quiet
         }
 
         func decode(_ options: DecodeOptions) throws -> DecodedImage {
+            var decoded = try decodePixels(options)
+            // On the output rows (a thumbnail's or the resampled plane's), with the primary
+            // image's profile: thumbnails carry the same colours.
+            decoded.applyColorProfile(profile, options: options, pictureIsGray: false)
+            return decoded
+        }
+
+        private func decodePixels(_ options: DecodeOptions) throws -> DecodedImage {
             if let target = options.targetSize, target.isValid,
                target.width < info.size.width || target.height < info.size.height,
                let thumbnail = HEIFDecoder.thumbnail(of: primary, covering: target, info: info, options: options, quiet: quiet) {

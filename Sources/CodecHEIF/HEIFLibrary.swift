@@ -93,6 +93,27 @@ enum HEIFLibrary {
         }
 
         var hasAlpha: Bool { heif_image_handle_has_alpha_channel(pointer) != 0 }
+
+        /// The ICC profile of the item's `colr` box (`prof` or `rICC`), if it has one. An
+        /// `nclx` box (coded primaries and transfer, no ICC) is not read.
+        var iccProfile: Data? {
+            let type = heif_image_handle_get_color_profile_type(pointer)
+            guard type == heif_color_profile_type_prof || type == heif_color_profile_type_rICC else { return nil }
+            let size = heif_image_handle_get_raw_color_profile_size(pointer)
+            guard size > 0, size <= 16 << 20 else { return nil }
+            var bytes = Data(count: size)
+            let error = bytes.withUnsafeMutableBytes { heif_image_handle_get_raw_color_profile(pointer, $0.baseAddress) }
+            return error.code == heif_error_Ok ? bytes : nil
+        }
+
+        /// The `nclx` box's colour primaries and transfer characteristics (H.273 codes), if any.
+        var codedColor: (primaries: Int, transfer: Int)? {
+            var nclx: UnsafeMutablePointer<heif_color_profile_nclx>? = nil
+            guard heif_image_handle_get_nclx_color_profile(pointer, &nclx).code == heif_error_Ok, let nclx else { return nil }
+            defer { heif_nclx_color_profile_free(nclx) }
+            return (Int(nclx.pointee.color_primaries.rawValue), Int(nclx.pointee.transfer_characteristics.rawValue))
+        }
+
         var isPremultiplied: Bool { heif_image_handle_is_premultiplied_alpha(pointer) != 0 }
         var bitDepth: Int? {
             let bits = Int(heif_image_handle_get_luma_bits_per_pixel(pointer))

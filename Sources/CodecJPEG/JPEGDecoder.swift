@@ -1,4 +1,5 @@
 import CJPEGShim
+import ColorManagement
 import Foundation
 import PipelineCore
 
@@ -13,6 +14,12 @@ import PipelineCore
 /// (this libjpeg build decodes 8-bit samples only). libjpeg's warnings about corrupt but
 /// decodable data come back in ``PipelineCore/DecodedImage/warnings``, or as an error with
 /// ``PipelineCore/DecodeOptions/strict``.
+///
+/// An ICC profile in `APP2 ICC_PROFILE` segments (reassembled by libjpeg-turbo) is reported in
+/// ``PipelineCore/ImageInfo/colorProfile`` and, unless ``PipelineCore/DecodeOptions/convertsToSRGB``
+/// is off, the decoded (DCT-scaled) pixels are converted to sRGB through it (`ColorManagement`):
+/// RGB profiles, gray profiles on gray files, and CMYK profiles on CMYK/YCCK files (whose rows
+/// then stay CMYK until the profile converts them, instead of the naive CMYK → RGB).
 public struct JPEGDecoder: ImageDecoding {
     /// Creates a JPEG decoder. It holds no state; one value serves every thread.
     public init() {}
@@ -33,11 +40,21 @@ public struct JPEGDecoder: ImageDecoding {
     /// One JPEG opened by libjpeg, its header read.
     final class Session: ImageDecodingSession {
         private let decoder: JPEGSession
+        private let profile: ColorProfile?
+        /// CMYK or YCCK (4 components), and whether Adobe's marker says it is stored inverted.
+        private let isCMYK: Bool
+        private let adobeInverted: Bool
         let info: ImageInfo
 
         init(bytes: UnsafeRawBufferPointer) throws {
             decoder = try JPEGSession(bytes: bytes)
-            info = JPEGDecoder.info(try decoder.readHeader(), bytes: bytes)
+            let header = try decoder.readHeader()
+            isCMYK = header.components == 4
+            adobeInverted = header.adobe_inverted != 0
+            var info = JPEGDecoder.info(header, bytes: bytes)
+            profile = decoder.iccProfile.map { ColorManagement.profile(iccData: $0) }
+            info.colorProfile = profile?.info
+            self.info = info
         }
 
         func decode(_ options: DecodeOptions) throws -> DecodedImage {
@@ -45,6 +62,9 @@ public struct JPEGDecoder: ImageDecoding {
             // The target is upright; the decoder works on stored pixels.
             let storedTarget = options.targetSize.map { orientation.swapsDimensions ? $0.transposed : $0 }
             let scale = JPEGDecoder.scaleNumerator(for: info.size, covering: storedTarget)
+            // A CMYK file with a CMYK profile: rows stay CMYK and go through the profile.
+            let cmykProfile = options.convertsToSRGB && isCMYK && profile?.isCMYK == true ? profile : nil
+            if cmykProfile != nil { decoder.keepRawCMYK() }
             let outputSize = try decoder.start(scaleNumerator: scale)
             guard outputSize.isValid else {
                 throw ImagePipelineError.corruptData(format: .jpeg, message: "the decoder produced an empty \(outputSize) picture")
@@ -53,7 +73,16 @@ public struct JPEGDecoder: ImageDecoding {
             try decoder.readRGBA(into: &bitmap)
             var warnings = decoder.warnings
             if let trailing = decoder.finish() { warnings.append(trailing) }
-            return DecodedImage(bitmap: bitmap.oriented(orientation), info: info, warnings: warnings)
+            // On the decoded (DCT-scaled) rows: a thumbnail pays for a thumbnail's worth.
+            cmykProfile?.convertCMYKToSRGB(&bitmap, inverted: adobeInverted)
+            var decoded = DecodedImage(bitmap: consume bitmap, info: info, warnings: warnings)
+            if isCMYK, cmykProfile == nil, options.convertsToSRGB, let profile, profile.isApplicable, !profile.isCMYK {
+                decoded.warnings.append("the embedded ICC profile is ignored: a '\(profile.info.colorSpace)' profile on a CMYK picture")
+            } else if cmykProfile == nil {
+                decoded.applyColorProfile(profile, options: options, pictureIsGray: info.componentCount == 1)
+            }
+            decoded.bitmap = decoded.bitmap.oriented(orientation)
+            return decoded
         }
     }
 

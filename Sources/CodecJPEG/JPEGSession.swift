@@ -1,4 +1,5 @@
 import CJPEGShim
+import Foundation
 import PipelineCore
 
 /// One libjpeg decompression over borrowed bytes; frees its C state when it goes away, on
@@ -25,6 +26,18 @@ struct JPEGSession: ~Copyable {
         try check(jpegshim_read_header(decoder, &info))
         return info
     }
+
+    /// The ICC profile reassembled from the APP2 segments by ``readHeader()``, if any.
+    var iccProfile: Data? {
+        var data: UnsafePointer<UInt8>? = nil
+        var size = 0
+        jpegshim_icc_profile(decoder, &data, &size)
+        guard let data, size > 0 else { return nil }
+        return Data(bytes: data, count: size)
+    }
+
+    /// Leaves a CMYK/YCCK file's rows as CMYK bytes (for a CMYK profile). Before ``start(scaleNumerator:)``.
+    func keepRawCMYK() { jpegshim_set_raw_cmyk(decoder, 1) }
 
     /// Starts decompression at `scaleNumerator`/8; returns the output size.
     func start(scaleNumerator: Int) throws(ImagePipelineError) -> PixelSize {

@@ -1,10 +1,13 @@
 import CPNGShim
+import ColorManagement
 import Foundation
 import PipelineCore
 
 /// Decodes PNG with libpng: every colour type and bit depth, palettes with tRNS, 16-bit
-/// (scaled to 8), Adam7; output RGBA8 premultiplied. Gamma is left as stored (libpng applies
-/// none unless asked), like browsers without colour management and like PngSuite's references.
+/// (scaled to 8), Adam7; output RGBA8 premultiplied. An `iCCP` profile is converted to sRGB on
+/// the output rows (`ColorManagement`; off with ``PipelineCore/DecodeOptions/convertsToSRGB``).
+/// Without one, `gAMA`/`cHRM` are left as stored (libpng applies none unless asked), like
+/// PngSuite's references; `sRGB` needs nothing.
 ///
 /// Register it with ``PipelineCore/DecoderRegistry/registering(_:)``:
 /// `DecoderRegistry().registering(PNGDecoder())`.
@@ -38,12 +41,16 @@ public struct PNGDecoder: ImageDecoding {
     final class Session: ImageDecodingSession {
         private let decoder: PNGSession
         private var header: pngshim_info
+        private let profile: ColorProfile?
         let info: ImageInfo
 
         init(bytes: UnsafeRawBufferPointer) throws {
             decoder = try PNGSession(bytes: bytes)
             header = try decoder.readInfo()
-            info = PNGDecoder.info(header)
+            var info = PNGDecoder.info(header)
+            profile = decoder.iccProfile.map { ColorManagement.profile(iccData: $0) }
+            info.colorProfile = profile?.info
+            self.info = info
         }
 
         func decode(_ options: DecodeOptions) throws -> DecodedImage {
@@ -62,7 +69,10 @@ public struct PNGDecoder: ImageDecoding {
             }
             var warnings = decoder.warnings
             if let trailing = decoder.readEnd() { warnings.append(trailing) }
-            return DecodedImage(bitmap: bitmap, info: info, warnings: warnings)
+            var decoded = DecodedImage(bitmap: consume bitmap, info: info, warnings: warnings)
+            // On the output rows (already shrunk for a thumbnail).
+            decoded.applyColorProfile(profile, options: options, pictureIsGray: header.color_type & 2 == 0 && header.color_type != 3)
+            return decoded
         }
     }
 

@@ -1,4 +1,5 @@
 import CPNGShim
+import Foundation
 import PipelineCore
 
 /// One libpng read over borrowed bytes; frees its C state when it goes away, on every path.
@@ -24,6 +25,15 @@ struct PNGSession: ~Copyable {
         var info = pngshim_info()
         try check(pngshim_read_info(reader, &info))
         return info
+    }
+
+    /// The iCCP profile found by ``readInfo()``, if any.
+    var iccProfile: Data? {
+        var data: UnsafePointer<UInt8>? = nil
+        var size = 0
+        pngshim_icc_profile(reader, &data, &size)
+        guard let data, size > 0 else { return nil }
+        return Data(bytes: data, count: size)
     }
 
     /// Asks libpng for straight RGBA8 rows from now on.

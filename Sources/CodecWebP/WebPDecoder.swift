@@ -1,4 +1,5 @@
 import CWebP
+import ColorManagement
 import Foundation
 import PipelineCore
 
@@ -17,7 +18,8 @@ import PipelineCore
 /// of the animation's size (what `WebPAnimDecoder` shows first): a frame that covers the canvas
 /// is scaled like a still; a smaller one is decoded alone and the canvas rows stream through
 /// the resampler, so a thumbnail never holds the canvas (a 64×64 frame on a 9999×9999 canvas
-/// costs the frame and one row, not 400 MB). ICC profiles and EXIF orientation are not applied.
+/// costs the frame and one row, not 400 MB). An `ICCP` profile is converted to sRGB (see
+/// `ColorManagement`); EXIF orientation is not applied.
 public struct WebPDecoder: ImageDecoding {
     /// Creates a WebP decoder. It holds no state; one value serves every thread.
     public init() {}
@@ -40,12 +42,16 @@ public struct WebPDecoder: ImageDecoding {
     final class Session: ImageDecodingSession {
         private let bytes: UnsafeBufferPointer<UInt8>
         private let features: WebPBitstreamFeatures
+        private let profile: ColorProfile?
         let info: ImageInfo
 
         init(bytes: UnsafeBufferPointer<UInt8>) throws {
             self.bytes = bytes
             features = try WebPInput.features(bytes)
-            info = try WebPInput.info(bytes, features: features)
+            var info = try WebPInput.info(bytes, features: features)
+            profile = WebPInput.iccProfile(bytes).map { ColorManagement.profile(iccData: $0) }
+            info.colorProfile = profile?.info
+            self.info = info
         }
 
         func decode(_ options: DecodeOptions) throws -> DecodedImage {
@@ -58,7 +64,10 @@ public struct WebPDecoder: ImageDecoding {
             let bitmap = features.has_animation != 0
                 ? try WebPDecoder.firstFrame(bytes, canvas: info.size, output: output)
                 : try WebPDecoder.still(bytes, features: features, size: info.size, output: output)
-            return DecodedImage(bitmap: bitmap, info: info)
+            var decoded = DecodedImage(bitmap: consume bitmap, info: info)
+            // On the output rows (already scaled by libwebp or resampled for a thumbnail).
+            decoded.applyColorProfile(profile, options: options, pictureIsGray: false)
+            return decoded
         }
     }
 

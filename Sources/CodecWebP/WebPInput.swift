@@ -1,4 +1,5 @@
 import CWebP
+import Foundation
 import PipelineCore
 
 /// The libwebp calls the decoder makes, each turning a `VP8StatusCode` into a typed error.
@@ -26,6 +27,14 @@ enum WebPInput {
         return ImageInfo(format: .webp, size: PixelSize(width: Int(features.width), height: Int(features.height)),
                          hasAlpha: features.has_alpha != 0, frameCount: frames,
                          componentCount: features.has_alpha != 0 ? 4 : 3, bitDepth: 8)
+    }
+
+    /// The ICC profile of an extended (`VP8X`) file whose header flags one (the only kind
+    /// that can hold an `ICCP` chunk); `nil` for simple files, without parsing them further.
+    static func iccProfile(_ bytes: UnsafeBufferPointer<UInt8>) -> Data? {
+        let iccFlag: UInt8 = 0x20
+        guard bytes.count >= 30, Array(bytes[12..<16]) == Array("VP8X".utf8), bytes[20] & iccFlag != 0 else { return nil }
+        return (try? Demuxer(bytes))?.iccProfile
     }
 
     /// Decodes a still bitstream (or an animation frame's fragment) as `MODE_rgbA` straight into
@@ -72,6 +81,15 @@ enum WebPInput {
         }
 
         deinit { WebPDemuxDelete(pointer) }
+
+        /// The `ICCP` chunk's payload, if the container has one.
+        var iccProfile: Data? {
+            var iterator = WebPChunkIterator()
+            guard WebPDemuxGetChunk(pointer, "ICCP", 1, &iterator) != 0 else { return nil }
+            defer { WebPDemuxReleaseChunkIterator(&iterator) }
+            guard let base = iterator.chunk.bytes, iterator.chunk.size > 0 else { return nil }
+            return Data(bytes: base, count: iterator.chunk.size)
+        }
 
         /// `WEBP_FF_FRAME_COUNT`.
         var frameCount: Int { Int(WebPDemuxGetI(pointer, WEBP_FF_FRAME_COUNT)) }

@@ -2,10 +2,18 @@ import Foundation
 import PipelineCore
 
 extension Command {
+    /// `, ICC "Adobe RGB (1998)" (RGB)`, with why it is not applied when it is not; empty without a profile.
+    static func profileText(_ profile: ColorProfileInfo?) -> String {
+        guard let profile else { return "" }
+        let name = profile.description.map { "\"\($0)\"" } ?? "profile"
+        let space = profile.colorSpace.isEmpty ? "" : " (\(profile.colorSpace))"
+        return ", ICC \(name)\(space)" + (profile.problem.map { ", not applied: \($0)" } ?? "")
+    }
+
     /// `imgpipe info SOURCE... [--json]`
     static let info = Command(
         name: "info", synopsis: "SOURCE... [--json]",
-        summary: "print format, pixel size, orientation, alpha and frame count of each source (headers only)",
+        summary: "print format, pixel size, orientation, alpha, frame count and colour profile of each source (headers only)",
         positionals: nil, options: [.flag("json", "print a JSON array instead of one line per source")],
         run: { invocation in
             let urls = try Sources.urls(invocation.positionals)
@@ -20,18 +28,26 @@ extension Command {
                         throw ImagePipelineError.unexpectedNotModified
                     }
                     let info = try configuration.decoders.requireDecoder(for: data).readInfo(data)
-                    rows.append([
+                    var row: [String: Any] = [
                         "source": Sources.label(url), "format": info.format.rawValue,
                         "width": info.uprightSize.width, "height": info.uprightSize.height,
                         "storedWidth": info.size.width, "storedHeight": info.size.height,
                         "orientation": info.orientation.rawValue, "alpha": info.hasAlpha, "frames": info.frameCount,
                         "progressive": info.isProgressive, "bytes": data.count,
-                    ])
+                    ]
+                    if let profile = info.colorProfile {
+                        var entry: [String: Any] = ["colorSpace": profile.colorSpace, "bytes": profile.byteCount]
+                        if let description = profile.description { entry["description"] = description }
+                        if let problem = profile.problem { entry["problem"] = problem }
+                        row["profile"] = entry
+                    }
+                    rows.append(row)
                     if !invocation.flag("json") {
                         print("\(Sources.label(url)): \(info.format) \(info.uprightSize)"
                               + (info.orientation == .up ? "" : " (stored \(info.size), orientation \(info.orientation.rawValue))")
                               + ", \(info.hasAlpha ? "alpha" : "no alpha"), \(info.frameCount) frame\(info.frameCount == 1 ? "" : "s")"
-                              + (info.isProgressive ? ", progressive" : "") + ", \(Stats.bytes(data.count))")
+                              + (info.isProgressive ? ", progressive" : "") + Self.profileText(info.colorProfile)
+                              + ", \(Stats.bytes(data.count))")
                     }
                 } catch {
                     failed += 1

@@ -45,6 +45,20 @@ struct ImgpipeTests {
         #expect(rows[0]["width"] as? Int == 320 && rows[0]["height"] as? Int == 480 && rows[0]["orientation"] as? Int == 6)
     }
 
+    /// `info` names each embedded ICC profile (text and JSON).
+    @Test(.enabled(if: FileManager.default.fileExists(atPath: Imgpipe.root.appendingPathComponent("../shared/corpus/icc").path),
+                   "../shared/corpus/icc is absent: skipped"))
+    func infoPrintsTheColourProfile() async throws {
+        let file = Imgpipe.root.appendingPathComponent("../shared/corpus/icc/AdobeRGB1998.jpg").standardizedFileURL.path
+        let result = try await Imgpipe.run(["info", file])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("no alpha, 1 frame, ICC \"Compatible with Adobe RGB (1998)\" (RGB), "), "\(result.stdout)")
+        let json = try await Imgpipe.run(["info", "--json", file])
+        let rows = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [[String: Any]])
+        let profile = try #require(rows.first?["profile"] as? [String: Any])
+        #expect(profile["colorSpace"] as? String == "RGB" && profile["bytes"] as? Int == 18604)
+    }
+
     @Test func thumbFitsOrFillsAndDecodeIsUpright() async throws {
         try await Imgpipe.withTemporaryDirectory { (directory: URL) async throws in
             let mandelbrot = Imgpipe.samples.appendingPathComponent("mandelbrot.jpg").path

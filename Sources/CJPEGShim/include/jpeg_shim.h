@@ -46,6 +46,16 @@ void jpegshim_destroy(jpegshim_decoder *decoder);
 /// Reads the markers up to the first scan and fills `info`. Allocates no pixel buffers.
 int jpegshim_read_header(jpegshim_decoder *decoder, jpegshim_info *info);
 
+/// The ICC profile reassembled from the APP2 `ICC_PROFILE` segments by jpegshim_read_header
+/// (`*data` NULL and `*size` 0 when there is none, or when its segments are missing, repeated or
+/// out of order: libjpeg then records a warning). Owned by the decoder.
+void jpegshim_icc_profile(const jpegshim_decoder *decoder, const unsigned char **data, size_t *size);
+
+/// With `raw` non-zero, a CMYK/YCCK file's rows come out as CMYK bytes as stored (inverted when
+/// `adobe_inverted`), 4 a pixel, for a colour-managed conversion; default 0: converted to RGBA.
+/// Call before jpegshim_start.
+void jpegshim_set_raw_cmyk(jpegshim_decoder *decoder, int raw);
+
 /// Starts decompression at scale `scale_num`/8 with RGBA output; writes the output size.
 /// Must follow jpegshim_read_header. Progressive files buffer their coefficients here.
 int jpegshim_start(jpegshim_decoder *decoder, int scale_num, int *out_width, int *out_height);

@@ -39,6 +39,10 @@ void pngshim_destroy(pngshim_reader *reader);
 /// Reads the signature and the chunks before the first IDAT; fills `info`. No pixel buffer.
 int pngshim_read_info(pngshim_reader *reader, pngshim_info *info);
 
+/// The iCCP chunk's profile, decompressed, as read by pngshim_read_info (`*data` NULL and
+/// `*size` 0 when the file has none or libpng rejected it). Owned by the reader.
+void pngshim_icc_profile(const pngshim_reader *reader, const unsigned char **data, size_t *size);
+
 /// Sets the transforms to straight RGBA8 (palette and low bit depths expanded, tRNS to alpha,
 /// 16-bit scaled to 8, gray to RGB, opaque alpha added). Call once, after read_info.
 int pngshim_set_rgba8(pngshim_reader *reader, pngshim_info *info);

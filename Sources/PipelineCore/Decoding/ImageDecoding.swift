@@ -18,6 +18,8 @@ public struct ImageInfo: Hashable, Sendable {
     public var componentCount: Int?
     /// Bits per sample as stored, if known.
     public var bitDepth: Int?
+    /// The embedded colour profile (ICC), if the file has one. Default `nil`: none, sRGB assumed.
+    public var colorProfile: ColorProfileInfo?
 
     /// Creates an info value.
     public init(format: ImageFormat, size: PixelSize, orientation: ImageOrientation = .up, hasAlpha: Bool = false,
@@ -36,6 +38,27 @@ public struct ImageInfo: Hashable, Sendable {
     public var uprightSize: PixelSize { orientation.uprightSize(of: size) }
 }
 
+/// What a picture's embedded colour profile says about itself. Filled in by the codec modules
+/// (which read the profile with lcms2 through `ColorManagement`); the core only carries it.
+public struct ColorProfileInfo: Hashable, Sendable {
+    /// The profile's description tag (`desc`), e.g. "Adobe RGB (1998)", if it has one.
+    public var description: String?
+    /// The profile's data colour space as its ICC signature reads, e.g. `RGB`, `GRAY`, `CMYK`.
+    public var colorSpace: String
+    /// The size of the ICC data in bytes.
+    public var byteCount: Int
+    /// Why the profile cannot be applied (unreadable, or not an RGB profile), or `nil` when it can.
+    public var problem: String?
+
+    /// Creates a profile description.
+    public init(description: String?, colorSpace: String, byteCount: Int, problem: String? = nil) {
+        self.description = description
+        self.colorSpace = colorSpace
+        self.byteCount = byteCount
+        self.problem = problem
+    }
+}
+
 /// How a decoder should decode.
 public struct DecodeOptions: Hashable, Sendable {
     /// The upright size the whole picture will be scaled to, or `nil` for full size.
@@ -51,14 +74,19 @@ public struct DecodeOptions: Hashable, Sendable {
     /// The largest stored pixel count (width × height) the decoder may accept, checked from
     /// the header before any pixel buffer is allocated. Default 100 megapixels.
     public var maxPixelCount: Int
+    /// Convert pixels stored with an embedded colour profile to sRGB. Default `true`. With
+    /// `false` the stored values are returned unchanged; ``ImageInfo/colorProfile`` still
+    /// reports the profile.
+    public var convertsToSRGB: Bool
 
     /// Creates options.
     public init(targetSize: PixelSize? = nil, appliesOrientation: Bool = true, strict: Bool = false,
-                maxPixelCount: Int = 100_000_000) {
+                maxPixelCount: Int = 100_000_000, convertsToSRGB: Bool = true) {
         self.targetSize = targetSize
         self.appliesOrientation = appliesOrientation
         self.strict = strict
         self.maxPixelCount = maxPixelCount
+        self.convertsToSRGB = convertsToSRGB
     }
 
     /// Throws ``ImagePipelineError/tooManyPixels(_:limit:)`` when `info` is over the limit,

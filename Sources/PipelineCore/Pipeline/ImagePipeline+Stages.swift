@@ -75,7 +75,8 @@ extension ImagePipeline {
         return try decoder.withSession(for: data) { session in
             let info = session.info
             var options = DecodeOptions(appliesOrientation: key.processing.appliesOrientation,
-                                        strict: key.processing.strictDecoding, maxPixelCount: maxPixelCount)
+                                        strict: key.processing.strictDecoding, maxPixelCount: maxPixelCount,
+                                        convertsToSRGB: key.processing.convertsToSRGB)
             try options.checkPixelLimit(info)
             let upright = options.appliesOrientation ? info.uprightSize : info.size
             let plan = ResizePlan(source: upright, target: key.targetSize, contentMode: key.contentMode,

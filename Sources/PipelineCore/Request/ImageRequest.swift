@@ -55,12 +55,18 @@ public struct ProcessingOptions: Hashable, Sendable {
     /// Allow scaling a picture above its own size to reach the target. Default `false`,
     /// as in Nuke: a small picture comes back at its own size (cropped to the aspect in `.fill`).
     public var allowsUpscaling: Bool
+    /// Convert pictures with an embedded colour profile to sRGB (codecs built on
+    /// `ColorManagement`). Default `true`; `false` keeps the stored values
+    /// (``DecodeOptions/convertsToSRGB``).
+    public var convertsToSRGB: Bool
 
     /// Creates options; the defaults suit almost every caller.
-    public init(appliesOrientation: Bool = true, strictDecoding: Bool = false, allowsUpscaling: Bool = false) {
+    public init(appliesOrientation: Bool = true, strictDecoding: Bool = false, allowsUpscaling: Bool = false,
+                convertsToSRGB: Bool = true) {
         self.appliesOrientation = appliesOrientation
         self.strictDecoding = strictDecoding
         self.allowsUpscaling = allowsUpscaling
+        self.convertsToSRGB = convertsToSRGB
     }
 }
 
