@@ -21,6 +21,7 @@ var targets: [Target] = [
     cLibrary("CPNG", pkgConfig: "libpng16", apt: "libpng-dev"),
     cLibrary("CWebP", pkgConfig: "libwebp", apt: "libwebp-dev"),
     cLibrary("CHEIF", pkgConfig: "libheif", apt: "libheif-dev"),
+    cLibrary("CGIF", pkgConfig: "libgif", apt: "libgif-dev"),
     cLibrary("CCurl", pkgConfig: "libcurl", apt: "libcurl4-openssl-dev"),
 
     .target(name: "CJPEGShim", dependencies: ["CJPEG"]),
@@ -30,6 +31,7 @@ var targets: [Target] = [
     .target(name: "CodecPNG", dependencies: ["PipelineCore", "CPNGShim"]),
     .target(name: "CodecWebP", dependencies: ["PipelineCore", "CWebP"]),
     .target(name: "CodecHEIF", dependencies: ["PipelineCore", "CHEIF"]),
+    .target(name: "CodecGIF", dependencies: ["PipelineCore", "CGIF"]),
     .target(name: "CCurlShim", dependencies: ["CCurl"]),
     .target(name: "LoaderHTTP", dependencies: ["PipelineCore", "CCurl", "CCurlShim"]),
     .target(name: "LoaderFile", dependencies: ["PipelineCore"]),
@@ -45,12 +47,13 @@ var targets: [Target] = [
     .testTarget(name: "CodecWebPTests", dependencies: ["CodecWebP", "PipelineCore", "PipelineTestSupport"],
                 exclude: ["Fixtures"]),
     .testTarget(name: "CodecHEIFTests", dependencies: ["CodecHEIF", "CodecPNG", "PipelineCore", "PipelineTestSupport"]),
+    .testTarget(name: "CodecGIFTests", dependencies: ["CodecGIF", "CodecWebP", "PipelineCore", "PipelineTestSupport"]),
     .testTarget(name: "ImgpipeTests", dependencies: ["imgpipe"]),
     .testTarget(name: "LoaderTests", dependencies: ["PipelineCore", "LoaderHTTP", "LoaderFile", "CodecPNG"],
                 exclude: ["Fixtures"]),
 
     .executableTarget(name: "imgpipe", dependencies: ["PipelineCore", "CodecJPEG", "CodecPNG", "CodecWebP", "CodecHEIF",
-                                                   "LoaderFile", "LoaderHTTP"]),
+                                                   "CodecGIF", "LoaderFile", "LoaderHTTP"]),
 
     .executableTarget(name: "PNGFromFiles", dependencies: ["PipelineCore", "CodecPNG", "LoaderFile"],
                       path: "Examples/PNGFromFiles"),
@@ -84,6 +87,7 @@ let package = Package(
         .library(name: "CodecPNG", targets: ["CodecPNG"]),
         .library(name: "CodecWebP", targets: ["CodecWebP"]),
         .library(name: "CodecHEIF", targets: ["CodecHEIF"]),
+        .library(name: "CodecGIF", targets: ["CodecGIF"]),
         .library(name: "LoaderHTTP", targets: ["LoaderHTTP"]),
         .library(name: "LoaderFile", targets: ["LoaderFile"]),
         .executable(name: "imgpipe", targets: ["imgpipe"]),

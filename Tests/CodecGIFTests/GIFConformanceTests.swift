@@ -1,0 +1,129 @@
+import CodecGIF
+import Foundation
+import PipelineCore
+import PipelineTestSupport
+import Testing
+
+/// `frames.json` of a corpus folder: per valid file its canvas, loop count and per frame the
+/// md5 of the composited canvas (straight RGBA8, transparent pixels zeroed) and stored delay.
+struct FrameReferences: Decodable {
+    struct Frame: Decodable {
+        var md5: String
+        var delay_ms: Int?
+    }
+    struct File: Decodable {
+        var width: Int
+        var height: Int
+        var loop: Int?
+        var frames: [Frame]
+    }
+    var valid: [String: File]
+    var invalid: [String]
+
+    static func load(_ folder: String) throws -> FrameReferences {
+        try JSONDecoder().decode(FrameReferences.self, from: Corpus.data(folder, "frames.json"))
+    }
+}
+
+/// The md5 of a frame the way `frames.json` lists it: straight RGBA8, fully transparent pixels zeroed.
+func referenceMD5(_ bitmap: Bitmap) -> String {
+    var bytes = bitmap.unpremultipliedBytes()
+    var i = 0
+    while i + 3 < bytes.count {
+        if bytes[i + 3] == 0 { bytes[i] = 0; bytes[i + 1] = 0; bytes[i + 2] = 0 }
+        i += 4
+    }
+    return MD5.hex(bytes)
+}
+
+/// Every frame of every valid GIF against the corpus md5s; damaged files end in a typed error.
+@Suite(.enabled(if: Corpus.has("gif"), Corpus.missing("gif")))
+struct GIFConformanceTests {
+    @Test func everyFrameOfEveryValidFileMatches() throws {
+        let references = try FrameReferences.load("gif")
+        #expect(references.valid.count >= 15)
+        for (name, reference) in references.valid.sorted(by: { $0.key < $1.key }) {
+            let data = try Corpus.data("gif", name)
+            let info = try GIFDecoder().readInfo(data)
+            #expect(info.size == PixelSize(width: reference.width, height: reference.height), "\(name)")
+            #expect(info.frameCount == reference.frames.count, "\(name)")
+            let decoder = try GIFDecoder().makeAnimationDecoder(for: data, options: DecodeOptions())
+            #expect(decoder.animationInfo.loopCount == reference.loop, "\(name) loop count")
+            var index = 0
+            while let frame = try decoder.nextFrame(size: nil) {
+                guard index < reference.frames.count else { Issue.record("\(name): more frames than listed"); break }
+                #expect(referenceMD5(frame.bitmap) == reference.frames[index].md5, "\(name) frame \(index)")
+                #expect(frame.delayMilliseconds == reference.frames[index].delay_ms, "\(name) frame \(index) delay")
+                index += 1
+            }
+            #expect(index == reference.frames.count, "\(name): \(index) frames decoded")
+            // The still picture is the first frame.
+            let still = try GIFDecoder().decode(data, options: DecodeOptions())
+            #expect(referenceMD5(still.bitmap) == reference.frames[0].md5, "\(name) still")
+        }
+    }
+
+    @Test func damagedFilesEndInATypedErrorOrAPictureWithinASecond() throws {
+        let references = try FrameReferences.load("gif")
+        #expect(!references.invalid.isEmpty)
+        for name in references.invalid {
+            let data = try Corpus.data("gif", name)
+            let start = ContinuousClock.now
+            do {
+                _ = try GIFDecoder().decode(data, options: DecodeOptions())
+            } catch let error as ImagePipelineError {
+                #expect(!error.description.isEmpty, "\(name)")
+            }
+            do {
+                let decoder = try GIFDecoder().makeAnimationDecoder(for: data, options: DecodeOptions())
+                while try decoder.nextFrame(size: nil) != nil {}
+            } catch let error as ImagePipelineError {
+                #expect(!error.description.isEmpty, "\(name)")
+            }
+            #expect(ContinuousClock.now - start < .seconds(1), "\(name) took \(ContinuousClock.now - start)")
+        }
+    }
+
+    @Test func truncatedAtEveryLengthNeverCrashes() throws {
+        let data = try Corpus.data("gif", "anim-gr.gif")
+        for length in 0..<data.count {
+            let cut = data.prefix(length)
+            do {
+                let decoder = try GIFDecoder().makeAnimationDecoder(for: cut, options: DecodeOptions())
+                while try decoder.nextFrame(size: nil) != nil {}
+            } catch is ImagePipelineError {}
+            do { _ = try GIFDecoder().decode(cut, options: DecodeOptions()) } catch is ImagePipelineError {}
+        }
+    }
+
+    @Test func aGigapixelCanvasIsRefusedBeforeAllocating() throws {
+        var bytes = Array("GIF89a".utf8) + [0xFF, 0xFF, 0xFF, 0xFF, 0, 0, 0]
+        bytes += [0x2C, 0, 0, 0, 0, 1, 0, 1, 0, 0, 2, 2, 0x4C, 0x01, 0, 0x3B]
+        let data = Data(bytes)
+        #expect(throws: ImagePipelineError.self) { try GIFDecoder().decode(data, options: DecodeOptions()) }
+        #expect(throws: ImagePipelineError.self) { try GIFDecoder().makeAnimationDecoder(for: data, options: DecodeOptions()) }
+    }
+
+    @Test func stillDecodeDownscales() throws {
+        let data = try Corpus.data("gif", "test.gif")
+        let image = try GIFDecoder().decode(data, options: DecodeOptions(targetSize: PixelSize(width: 128, height: 107)))
+        #expect(image.bitmap.size == PixelSize(width: 128, height: 107))
+    }
+
+    /// All 380 frames of the Muybridge GIF: the peak grows by a few canvases, not 380.
+    @Test func muybridgeMemoryStaysBounded() throws {
+        let data = try Corpus.data("gif", "gifplayer-muybridge.gif")
+        try ResidentMemory.exclusively {
+            var frames = 0
+            let growth = try #require(try ResidentMemory.peakGrowth(attempts: 2) {
+                let decoder = try GIFDecoder().makeAnimationDecoder(for: data, options: DecodeOptions())
+                frames = 0
+                while try decoder.nextFrame(size: nil) != nil { frames += 1 }
+            }, "cannot measure the peak RSS on this system")
+            let canvas = 472 * 298 * 4
+            print("muybridge: \(frames) frames, peak RSS growth \(growth) bytes (\(growth / canvas) canvases of \(canvas))")
+            #expect(frames == 380)
+            #expect(growth < 20 * canvas, "all frames grew the peak by \(growth) bytes")
+        }
+    }
+}
