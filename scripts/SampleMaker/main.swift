@@ -252,6 +252,47 @@ func writeJPEG(_ name: String, _ bitmap: Bitmap, gray: Bool = false, arguments: 
     }
 }
 
+/// orbit.gif: a 96×96, 16-frame animation that loops forever: a shaded ball circling over a
+/// gradient drawn once; each later frame is only the ball's 24×24 sub-rectangle, disposed to
+/// "previous", with a transparent index around the ball (so decoders must composite).
+func orbitGIF() -> Data {
+    let size = 96, ball = 24, frameCount = 16
+    var palette: [(UInt8, UInt8, UInt8)] = []
+    for i in 0..<128 {  // background: deep blue to violet
+        let t = Double(i) / 127
+        palette.append((UInt8(30 + 90 * t), UInt8(20 + 30 * t), UInt8(90 + 110 * t)))
+    }
+    for i in 0..<127 {  // ball: dark orange to near white
+        let t = Double(i) / 126
+        palette.append((UInt8(120 + 135 * t), UInt8(50 + 190 * t), UInt8(10 + 200 * t * t)))
+    }
+    palette.append((0, 0, 0))  // 255: transparent
+    var background = [UInt8](repeating: 0, count: size * size)
+    for y in 0..<size {
+        for x in 0..<size { background[y * size + x] = UInt8(min(127, (x + y) * 127 / (2 * size - 2))) }
+    }
+    var frames = [GIFWriter.Frame(width: size, height: size, indices: background, delayCentiseconds: 6, disposal: 1)]
+    for f in 0..<frameCount {
+        let angle = Double(f) / Double(frameCount) * 2 * Double.pi
+        let cx = Double(size / 2) + 30 * cos(angle), cy = Double(size / 2) + 30 * sin(angle)
+        let left = Int(cx) - ball / 2, top = Int(cy) - ball / 2
+        var indices = [UInt8](repeating: 255, count: ball * ball)
+        for y in 0..<ball {
+            for x in 0..<ball {
+                let dx = (Double(x) + 0.5 - Double(ball) / 2) / (Double(ball) / 2)
+                let dy = (Double(y) + 0.5 - Double(ball) / 2) / (Double(ball) / 2)
+                guard dx * dx + dy * dy <= 1 else { continue }
+                let light = max(0, min(1, 0.55 - 0.45 * dx - 0.45 * dy + 0.3 * (1 - dx * dx - dy * dy)))
+                indices[y * ball + x] = UInt8(128 + Int(light * 126))
+            }
+        }
+        frames.append(GIFWriter.Frame(x: left, y: top, width: ball, height: ball, indices: indices,
+                                      delayCentiseconds: 6, disposal: 3, transparentIndex: 255))
+    }
+    return GIFWriter.gif(width: size, height: size, palette: palette, loopCount: 0, frames: frames)
+}
+
+try orbitGIF().write(to: samples.appendingPathComponent("orbit.gif"))
 try writePNG("aurora.png", aurora.bitmap)
 try writePNG("glass-alpha.png", glass.bitmap)
 try writePNG("rings.png", rings.bitmap)
