@@ -6,7 +6,8 @@ import PipelineCore
 ///
 /// Register it with `DecoderRegistry().registering(GIFDecoder())`. The header info (canvas,
 /// frame count, loop count, transparency) comes from walking the blocks without decompressing
-/// pixels. A still picture smaller than the canvas is composited at full size, then resampled.
+/// pixels. A still picture asked for smaller than the canvas never holds the canvas: the first
+/// frame's rows stream through the resampler as giflib decodes them.
 public struct GIFDecoder: AnimatedImageDecoding {
     /// Creates a GIF decoder. It holds no state; one value serves every thread.
     public init() {}
@@ -52,14 +53,13 @@ public struct GIFDecoder: AnimatedImageDecoding {
         /// data is cut short gives a typed error.
         func decode(_ options: DecodeOptions) throws -> DecodedImage {
             let reader = try GIFFrameReader(data, maxPixelCount: options.maxPixelCount)
+            if let target = options.targetSize, target.isValid, target != info.size {
+                return DecodedImage(bitmap: try reader.firstFrame(resampledTo: target), info: info)
+            }
             guard let frame = try reader.nextFrame() else {
                 throw ImagePipelineError.corruptData(format: .gif, message: "the file has no frame")
             }
-            var bitmap = frame.canvas
-            if let target = options.targetSize, target.isValid, target != bitmap.size {
-                bitmap = Resampler.resample(bitmap, to: target)
-            }
-            return DecodedImage(bitmap: bitmap, info: info)
+            return DecodedImage(bitmap: frame.canvas, info: info)
         }
     }
 

@@ -86,16 +86,34 @@ final class GIFFrameReader {
         }
     }
 
+    /// What a graphic control extension said about the image that follows it.
+    private struct Control {
+        var delay: Int?
+        var transparentIndex = -1
+        var disposalMode = 0
+    }
+
     private func readFrame() throws -> GIFFrame? {
+        try checkCanvas()
+        if canvas.isEmpty { canvas = [UInt8](repeating: 0, count: canvasSize.pixelCount * 4) }
+        applyDisposal()
+        guard let control = try nextImage() else { return nil }
+        try drawImage(control)
+        let bitmap = Bitmap(width: canvasSize.width, height: canvasSize.height, bytesPerRow: canvasSize.width * 4, bytes: canvas)
+        guard let bitmap else { throw ImagePipelineError.corruptData(format: .gif, message: "empty canvas") }
+        return GIFFrame(canvas: bitmap, delayMilliseconds: control.delay)
+    }
+
+    private func checkCanvas() throws {
         guard canvasSize.isValid else {
             throw ImagePipelineError.corruptData(format: .gif, message: "the header gives a size of \(canvasSize)")
         }
         guard canvasSize.pixelCount <= maxPixelCount else { throw ImagePipelineError.tooManyPixels(canvasSize, limit: maxPixelCount) }
-        if canvas.isEmpty { canvas = [UInt8](repeating: 0, count: canvasSize.pixelCount * 4) }
-        applyDisposal()
-        var delay: Int?
-        var transparentIndex = -1
-        var disposalMode = 0
+    }
+
+    /// Reads blocks up to the next image descriptor (`DGifGetImageDesc` done), or `nil` at the end.
+    private func nextImage() throws -> Control? {
+        var control = Control()
         while true {
             var record = UNDEFINED_RECORD_TYPE
             guard DGifGetRecordType(file, &record) == GIF_OK else {
@@ -113,9 +131,9 @@ final class GIFFrameReader {
                     throw GIFError.make(file.pointee.Error, "reading an extension")
                 }
                 if code == GRAPHICS_EXT_FUNC_CODE, let block, block[0] >= 4 {
-                    disposalMode = Int((block[1] >> 2) & 7)
-                    delay = (Int(block[2]) | Int(block[3]) << 8) * 10
-                    transparentIndex = block[1] & 1 != 0 ? Int(block[4]) : -1
+                    control.disposalMode = Int((block[1] >> 2) & 7)
+                    control.delay = (Int(block[2]) | Int(block[3]) << 8) * 10
+                    control.transparentIndex = block[1] & 1 != 0 ? Int(block[4]) : -1
                 }
                 while block != nil {
                     guard DGifGetExtensionNext(file, &block) == GIF_OK else {
@@ -124,17 +142,96 @@ final class GIFFrameReader {
                 }
             case IMAGE_DESC_RECORD_TYPE:
                 guard DGifGetImageDesc(file) == GIF_OK else { throw GIFError.make(file.pointee.Error, "reading an image descriptor") }
-                try drawImage(transparentIndex: transparentIndex, disposalMode: disposalMode)
-                let bitmap = Bitmap(width: canvasSize.width, height: canvasSize.height, bytesPerRow: canvasSize.width * 4,
-                                    bytes: canvas)
-                guard let bitmap else { throw ImagePipelineError.corruptData(format: .gif, message: "empty canvas") }
-                return GIFFrame(canvas: bitmap, delayMilliseconds: delay)
+                return control
             case TERMINATE_RECORD_TYPE:
                 return nil
             default:
                 throw GIFError.make(D_GIF_ERR_WRONG_RECORD, "reading a block type")
             }
         }
+    }
+
+    /// The first frame resampled to `output` without a canvas: canvas rows (clear but where the
+    /// frame lies) stream through a ``PipelineCore/RowResampler`` as giflib decodes them.
+    /// Memory is one canvas row, the output, and for an interlaced frame its indices (a quarter
+    /// of a canvas at most). Only before any ``nextFrame()``.
+    func firstFrame(resampledTo output: PixelSize) throws -> Bitmap {
+        try checkCanvas()
+        guard framesRead == 0, let control = try nextImage() else {
+            throw ImagePipelineError.corruptData(format: .gif, message: "the file has no frame")
+        }
+        framesRead = 1
+        finished = true
+        let image = file.pointee.Image
+        let left = Int(image.Left), top = Int(image.Top), width = Int(image.Width), height = Int(image.Height)
+        guard width * height <= maxPixelCount else {
+            throw ImagePipelineError.tooManyPixels(PixelSize(width: width, height: height), limit: maxPixelCount)
+        }
+        let x0 = min(left, canvasSize.width), x1 = min(left + width, canvasSize.width)
+        let palette = palette(control.transparentIndex)
+        var line = [GifPixelType](repeating: 0, count: max(1, width))
+        func readLine(into target: UnsafeMutablePointer<GifPixelType>) throws {
+            guard DGifGetLine(file, target, Int32(width)) == GIF_OK else {
+                throw GIFError.make(file.pointee.Error, "decoding frame 1")
+            }
+        }
+        // An interlaced frame's rows come in pass order: gather its indices first.
+        var indices: [GifPixelType] = []
+        if image.Interlace, width > 0, height > 0 {
+            indices = [GifPixelType](repeating: 0, count: width * height)
+            try indices.withUnsafeMutableBufferPointer { all in
+                for (start, step) in [(0, 8), (4, 8), (2, 4), (1, 2)] {
+                    for row in stride(from: start, to: height, by: step) {
+                        guard let base = all.baseAddress else { return }
+                        try readLine(into: base + row * width)
+                    }
+                }
+            }
+        }
+        var resampler = RowResampler(sourceSize: canvasSize, outputSize: output)
+        let transparent = [UInt8](repeating: 0, count: canvasSize.width * 4)
+        var row = transparent
+        for y in 0..<canvasSize.height {
+            let frameRow = y - top
+            guard frameRow >= 0, frameRow < height, width > 0 else {
+                transparent.withUnsafeBufferPointer { resampler.push(row: $0) }
+                continue
+            }
+            if !image.Interlace {
+                try line.withUnsafeMutableBufferPointer { buffer in
+                    guard let base = buffer.baseAddress else { return }
+                    try readLine(into: base)
+                }
+            }
+            if x1 > x0 {
+                row.withUnsafeMutableBufferPointer { pixels in
+                    palette.withUnsafeBufferPointer { colors in
+                        for x in x0..<x1 {
+                            let index = Int(image.Interlace ? indices[frameRow * width + x - left] : line[x - left]) * 4
+                            for c in 0..<4 { pixels[x * 4 + c] = colors[index + c] }
+                        }
+                    }
+                }
+            }
+            row.withUnsafeBufferPointer { resampler.push(row: $0) }
+        }
+        return resampler.finish()
+    }
+
+    /// The current image's colour table as RGBA: indices past the table are opaque black, the
+    /// transparent index is clear.
+    private func palette(_ transparentIndex: Int) -> [UInt8] {
+        var palette = [UInt8](repeating: 0, count: 256 * 4)
+        for i in 0..<256 { palette[i * 4 + 3] = 255 }
+        if let map = file.pointee.Image.ColorMap ?? file.pointee.SColorMap, let colors = map.pointee.Colors {
+            for i in 0..<min(256, Int(map.pointee.ColorCount)) {
+                palette[i * 4] = colors[i].Red
+                palette[i * 4 + 1] = colors[i].Green
+                palette[i * 4 + 2] = colors[i].Blue
+            }
+        }
+        if transparentIndex >= 0 { for c in 0..<4 { palette[transparentIndex * 4 + c] = 0 } }
+        return palette
     }
 
     /// Undoes the previous frame as its disposal method says.
@@ -159,7 +256,8 @@ final class GIFFrameReader {
     }
 
     /// Decodes the current image's rows and draws them onto the canvas.
-    private func drawImage(transparentIndex: Int, disposalMode: Int) throws {
+    private func drawImage(_ control: Control) throws {
+        let transparentIndex = control.transparentIndex, disposalMode = control.disposalMode
         let image = file.pointee.Image
         let left = Int(image.Left), top = Int(image.Top), width = Int(image.Width), height = Int(image.Height)
         guard width * height <= maxPixelCount else {
@@ -174,17 +272,7 @@ final class GIFFrameReader {
             try skipImageData()
             return
         }
-        // The palette as RGBA; indices past the table are opaque black, the transparent index is clear.
-        var palette = [UInt8](repeating: 0, count: 256 * 4)
-        for i in 0..<256 { palette[i * 4 + 3] = 255 }
-        if let map = image.ColorMap ?? file.pointee.SColorMap, let colors = map.pointee.Colors {
-            for i in 0..<min(256, Int(map.pointee.ColorCount)) {
-                palette[i * 4] = colors[i].Red
-                palette[i * 4 + 1] = colors[i].Green
-                palette[i * 4 + 2] = colors[i].Blue
-            }
-        }
-        if transparentIndex >= 0 { for c in 0..<4 { palette[transparentIndex * 4 + c] = 0 } }
+        let palette = palette(transparentIndex)
         var line = [GifPixelType](repeating: 0, count: width)
         let canvasWidth = canvasSize.width
         for pass in 0..<(image.Interlace ? 4 : 1) {

@@ -132,10 +132,29 @@ struct GIFConformanceTests {
         #expect(throws: ImagePipelineError.self) { try GIFDecoder().makeAnimationDecoder(for: data, options: DecodeOptions()) }
     }
 
-    @Test func stillDecodeDownscales() throws {
-        let data = try Corpus.data("gif", "test.gif")
-        let image = try GIFDecoder().decode(data, options: DecodeOptions(targetSize: PixelSize(width: 128, height: 107)))
-        #expect(image.bitmap.size == PixelSize(width: 128, height: 107))
+    /// A thumbnail streams the first frame's rows through the resampler: exactly the full first
+    /// frame resampled, for interlaced frames and sub-rectangles too.
+    @Test(arguments: ["test.gif", "interlaced.gif", "moon_impact.gif", "gifplayer-muybridge.gif", "alpha_gif_a.gif"])
+    func stillThumbnailIsTheFirstFrameResampled(name: String) throws {
+        let data = try Corpus.data("gif", name)
+        let full = try GIFDecoder().decode(data, options: DecodeOptions())
+        let target = PixelSize(width: max(1, full.bitmap.width / 5), height: max(1, full.bitmap.height / 5))
+        let thumb = try GIFDecoder().decode(data, options: DecodeOptions(targetSize: target))
+        #expect(thumb.bitmap.size == target)
+        #expect(thumb.bitmap == Resampler.resample(full.bitmap, to: target), "\(name)")
+    }
+
+    @Test func aSmallFrameOnALargeCanvasThumbnailsWithoutTheCanvas() throws {
+        let data = GIFWriter.gif(width: 3000, height: 3000, palette: [(255, 0, 0)], frames: [
+            .init(x: 1000, y: 1000, width: 10, height: 10, indices: [UInt8](repeating: 0, count: 100)),
+        ])
+        try ResidentMemory.exclusively {
+            let growth = try #require(try ResidentMemory.peakGrowth(attempts: 2) {
+                let thumb = try GIFDecoder().decode(data, options: DecodeOptions(targetSize: PixelSize(width: 300, height: 300)))
+                #expect(thumb.bitmap.pixel(x: 100, y: 100).a == 255 && thumb.bitmap.pixel(x: 0, y: 0).a == 0)
+            }, "cannot measure the peak RSS on this system")
+            #expect(growth < 12_000_000, "a 300×300 thumbnail of a 36 MB canvas grew the peak by \(growth) bytes")
+        }
     }
 
     /// All 380 frames of the Muybridge GIF: the peak grows by a few canvases, not 380.
