@@ -76,7 +76,7 @@ extension WebPDecoder: AnimatedImageDecoding {
                 throw ImagePipelineError.corruptData(format: .webp, message: "the canvas is \(canvas)")
             }
             if let size, size.isValid, size != canvas { bitmap = Resampler.resample(bitmap, to: size) }
-            let frame = AnimationFrame(index: index, bitmap: bitmap, delayMilliseconds: Int(timestamp - lastTimestamp))
+            let frame = AnimationFrame(index: index, bitmap: bitmap, delayMilliseconds: Int(timestamp) - Int(lastTimestamp))
             index += 1
             lastTimestamp = timestamp
             return frame

@@ -39,26 +39,40 @@ func referenceBytes(_ bitmap: Bitmap) -> [UInt8] {
 /// The md5 of a frame the way `frames.json` lists it.
 func referenceMD5(_ bitmap: Bitmap) -> String { MD5.hex(referenceBytes(bitmap)) }
 
-/// md5 sums of many equal-sized frames at once, through one `python3` (hashlib): the Swift MD5
-/// of a debug build takes a minute for the 639 frames of the two big animations.
-func batchMD5(_ frames: [UInt8], frameLength: Int) throws -> [String] {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = ["python3", "-c", """
-        import hashlib, sys
-        data = sys.stdin.buffer.read(); n = \(frameLength)
-        print("\\n".join(hashlib.md5(data[i:i + n]).hexdigest() for i in range(0, len(data), n)))
-        """]
-    let input = Pipe(), output = Pipe()
-    process.standardInput = input
-    process.standardOutput = output
-    try process.run()
-    // Written from another thread so a full output pipe cannot block the writer.
-    let writer = Thread { input.fileHandleForWriting.write(Data(frames)); try? input.fileHandleForWriting.close() }
-    writer.start()
-    let result = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return String(decoding: result, as: UTF8.self).split(separator: "\n").map(String.init)
+/// md5 sums of equal-sized frames through one `python3` (hashlib), fed frame by frame as they
+/// are decoded: the Swift MD5 of a debug build takes a minute for the 639 frames of the two
+/// big animations, and nothing accumulates here (a test holding hundreds of MB would upset
+/// the memory measurements of tests running beside it).
+final class FrameHasher {
+    private let process = Process()
+    private let input = Pipe(), output = Pipe()
+
+    init(frameLength: Int) throws {
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", "-c", """
+            import hashlib, sys
+            sums = []
+            while True:
+                frame = sys.stdin.buffer.read(\(frameLength))
+                if not frame: break
+                sums.append(hashlib.md5(frame).hexdigest())
+            print("\\n".join(sums))
+            """]
+        process.standardInput = input
+        process.standardOutput = output
+        try process.run()
+    }
+
+    /// Sends one frame's bytes.
+    func add(_ bytes: [UInt8]) throws { try input.fileHandleForWriting.write(contentsOf: Data(bytes)) }
+
+    /// The sums, in order.
+    func finish() throws -> [String] {
+        try input.fileHandleForWriting.close()
+        let result = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return String(decoding: result, as: UTF8.self).split(separator: "\n").map(String.init)
+    }
 }
 
 /// Every frame of every valid GIF against the corpus md5s; damaged files end in a typed error.
@@ -75,16 +89,15 @@ struct GIFConformanceTests {
             let decoder = try GIFDecoder().makeAnimationDecoder(for: data, options: DecodeOptions())
             #expect(decoder.animationInfo.loopCount == reference.loop, "\(name) loop count")
             var index = 0
-            var all: [UInt8] = []
+            let hasher = try FrameHasher(frameLength: reference.width * reference.height * 4)
             while let frame = try decoder.nextFrame(size: nil) {
                 guard index < reference.frames.count else { Issue.record("\(name): more frames than listed"); break }
-                all += frame.bitmap.bytes  // GIF pixels are opaque or zero: straight and premultiplied at once
+                try hasher.add(frame.bitmap.bytes)  // GIF pixels are opaque or zero: straight and premultiplied at once
                 #expect(frame.delayMilliseconds == reference.frames[index].delay_ms, "\(name) frame \(index) delay")
                 index += 1
             }
             #expect(index == reference.frames.count, "\(name): \(index) frames decoded")
-            let sums = try batchMD5(all, frameLength: reference.width * reference.height * 4)
-            #expect(sums == reference.frames.prefix(index).map(\.md5), "\(name) frames")
+            #expect(try hasher.finish() == reference.frames.prefix(index).map(\.md5), "\(name) frames")
             // The still picture is the first frame.
             let still = try GIFDecoder().decode(data, options: DecodeOptions())
             #expect(referenceMD5(still.bitmap) == reference.frames[0].md5, "\(name) still")
