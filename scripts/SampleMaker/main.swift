@@ -253,8 +253,9 @@ func writeJPEG(_ name: String, _ bitmap: Bitmap, gray: Bool = false, arguments: 
 }
 
 /// orbit.gif: a 96×96, 16-frame animation that loops forever: a shaded ball circling over a
-/// gradient drawn once; each later frame is only the ball's 24×24 sub-rectangle, disposed to
-/// "previous", with a transparent index around the ball (so decoders must composite).
+/// gradient. Frame 0 is the whole picture; each later frame is only the rectangle covering the
+/// ball's last and new places (background where it was, the ball where it is, the transparent
+/// index elsewhere), so decoders must composite.
 func orbitGIF() -> Data {
     let size = 96, ball = 24, frameCount = 16
     var palette: [(UInt8, UInt8, UInt8)] = []
@@ -267,27 +268,40 @@ func orbitGIF() -> Data {
         palette.append((UInt8(120 + 135 * t), UInt8(50 + 190 * t), UInt8(10 + 200 * t * t)))
     }
     palette.append((0, 0, 0))  // 255: transparent
-    var background = [UInt8](repeating: 0, count: size * size)
-    for y in 0..<size {
-        for x in 0..<size { background[y * size + x] = UInt8(min(127, (x + y) * 127 / (2 * size - 2))) }
-    }
-    var frames = [GIFWriter.Frame(width: size, height: size, indices: background, delayCentiseconds: 6, disposal: 1)]
-    for f in 0..<frameCount {
+    func background(_ x: Int, _ y: Int) -> UInt8 { UInt8(min(127, (x + y) * 127 / (2 * size - 2))) }
+    func origin(_ f: Int) -> (x: Int, y: Int) {
         let angle = Double(f) / Double(frameCount) * 2 * Double.pi
-        let cx = Double(size / 2) + 30 * cos(angle), cy = Double(size / 2) + 30 * sin(angle)
-        let left = Int(cx) - ball / 2, top = Int(cy) - ball / 2
-        var indices = [UInt8](repeating: 255, count: ball * ball)
-        for y in 0..<ball {
-            for x in 0..<ball {
-                let dx = (Double(x) + 0.5 - Double(ball) / 2) / (Double(ball) / 2)
-                let dy = (Double(y) + 0.5 - Double(ball) / 2) / (Double(ball) / 2)
-                guard dx * dx + dy * dy <= 1 else { continue }
-                let light = max(0, min(1, 0.55 - 0.45 * dx - 0.45 * dy + 0.3 * (1 - dx * dx - dy * dy)))
-                indices[y * ball + x] = UInt8(128 + Int(light * 126))
+        return (Int(Double(size / 2) + 30 * cos(angle)) - ball / 2, Int(Double(size / 2) + 30 * sin(angle)) - ball / 2)
+    }
+    /// The ball's palette index at canvas (x, y) for frame f, or nil outside it.
+    func ballIndex(_ f: Int, _ x: Int, _ y: Int) -> UInt8? {
+        let o = origin(f)
+        let dx = (Double(x - o.x) + 0.5 - Double(ball) / 2) / (Double(ball) / 2)
+        let dy = (Double(y - o.y) + 0.5 - Double(ball) / 2) / (Double(ball) / 2)
+        guard dx * dx + dy * dy <= 1 else { return nil }
+        let light = max(0, min(1, 0.55 - 0.45 * dx - 0.45 * dy + 0.3 * (1 - dx * dx - dy * dy)))
+        return UInt8(128 + Int(light * 126))
+    }
+    var first = [UInt8](repeating: 0, count: size * size)
+    for y in 0..<size { for x in 0..<size { first[y * size + x] = ballIndex(0, x, y) ?? background(x, y) } }
+    var frames = [GIFWriter.Frame(width: size, height: size, indices: first, delayCentiseconds: 6, disposal: 1)]
+    for f in 1..<frameCount {
+        let a = origin(f - 1), b = origin(f)
+        let left = min(a.x, b.x), top = min(a.y, b.y)
+        let width = max(a.x, b.x) + ball - left, height = max(a.y, b.y) + ball - top
+        var indices = [UInt8](repeating: 255, count: width * height)
+        for y in 0..<height {
+            for x in 0..<width {
+                let cx = left + x, cy = top + y
+                if let index = ballIndex(f, cx, cy) {
+                    indices[y * width + x] = index
+                } else if ballIndex(f - 1, cx, cy) != nil {
+                    indices[y * width + x] = background(cx, cy)
+                }
             }
         }
-        frames.append(GIFWriter.Frame(x: left, y: top, width: ball, height: ball, indices: indices,
-                                      delayCentiseconds: 6, disposal: 3, transparentIndex: 255))
+        frames.append(GIFWriter.Frame(x: left, y: top, width: width, height: height, indices: indices,
+                                      delayCentiseconds: 6, disposal: 1, transparentIndex: 255))
     }
     return GIFWriter.gif(width: size, height: size, palette: palette, loopCount: 0, frames: frames)
 }

@@ -15,12 +15,16 @@ public struct ImageAnimation: Sendable {
     /// How each frame is scaled and cropped: the request's target size and content mode
     /// applied to the canvas.
     public let plan: ResizePlan
+    /// The URL the bytes came from (the fetch URL), for errors.
+    public let url: URL
     private let data: Data
     private let decoder: any AnimatedImageDecoding
     private let maxPixelCount: Int
 
-    init(format: ImageFormat, info: AnimationInfo, plan: ResizePlan, data: Data, decoder: any AnimatedImageDecoding, maxPixelCount: Int) {
+    init(format: ImageFormat, info: AnimationInfo, plan: ResizePlan, url: URL, data: Data, decoder: any AnimatedImageDecoding,
+         maxPixelCount: Int) {
         self.format = format
+        self.url = url
         self.info = info
         self.plan = plan
         self.data = data
@@ -29,10 +33,18 @@ public struct ImageAnimation: Sendable {
     }
 
     /// The frames in order, at ``ResizePlan/outputSize``, decoded one per step. Ends after the
-    /// last frame; throws the codec's typed error for damaged data after the frames before it.
+    /// last frame; for damaged data, after the frames before it, throws the codec's typed error
+    /// wrapped with the URL (``ImagePipelineError/decodingFailed(_:underlying:)``).
     public func frames() -> AsyncThrowingStream<AnimationFrame, any Error> {
         let cursor = FrameCursor(data: data, decoder: decoder, maxPixelCount: maxPixelCount, plan: plan)
-        return AsyncThrowingStream(unfolding: { try cursor.next() })
+        let url = url
+        return AsyncThrowingStream(unfolding: {
+            do {
+                return try cursor.next()
+            } catch let error where !(error is CancellationError) {
+                throw ImagePipeline.wrap(error, decoding: url)
+            }
+        })
     }
 }
 
@@ -95,7 +107,7 @@ extension ImagePipeline {
             let info = frames.animationInfo
             let plan = ResizePlan(source: info.canvasSize, target: key.targetSize, contentMode: key.contentMode,
                                   allowsUpscaling: key.processing.allowsUpscaling)
-            animation = ImageAnimation(format: format, info: info, plan: plan,
+            animation = ImageAnimation(format: format, info: info, plan: plan, url: key.fetchURL,
                                        data: loaded.data, decoder: animated, maxPixelCount: maxPixelCount)
         } catch {
             throw Self.wrap(error, decoding: key.fetchURL)
