@@ -35,6 +35,24 @@ struct AnimationTests {
         }
     }
 
+    /// libwebp's animation decoder keeps two canvases, whatever the frame count.
+    @Test(.enabled(if: Corpus.has("webp-animated"), Corpus.missing("webp-animated")))
+    func animatedWebPMemoryStaysBounded() throws {
+        let data = try Corpus.data("webp-animated", "gifplayer-muybridge.webp")
+        try ResidentMemory.exclusively {
+            var frames = 0
+            let growth = try #require(try ResidentMemory.peakGrowth(attempts: 2) {
+                let decoder = try WebPDecoder().makeAnimationDecoder(for: data, options: DecodeOptions())
+                frames = 0
+                while try decoder.nextFrame(size: nil) != nil { frames += 1 }
+            }, "cannot measure the peak RSS on this system")
+            let canvas = 472 * 298 * 4
+            print("muybridge.webp: \(frames) frames, peak RSS growth \(growth) bytes")
+            #expect(frames == 380)
+            #expect(growth < 40 * canvas, "all frames grew the peak by \(growth) bytes")  // 380 bitmaps would be 380; tests beside it add a few
+        }
+    }
+
     func pipeline() -> ImagePipeline {
         ImagePipeline(configuration: ImagePipeline.Configuration(
             decoders: DecoderRegistry().registering(PNGDecoder()).registering(WebPDecoder()).registering(GIFDecoder()),

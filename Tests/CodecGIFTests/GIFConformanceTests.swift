@@ -183,7 +183,7 @@ struct GIFConformanceTests {
             let canvas = 472 * 298 * 4
             print("muybridge: \(frames) frames, peak RSS growth \(growth) bytes (\(growth / canvas) canvases of \(canvas))")
             #expect(frames == 380)
-            #expect(growth < 20 * canvas, "all frames grew the peak by \(growth) bytes")
+            #expect(growth < 40 * canvas, "all frames grew the peak by \(growth) bytes")  // 380 bitmaps would be 380; tests beside it add a few
         }
     }
 }
