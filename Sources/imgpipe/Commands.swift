@@ -27,7 +27,13 @@ extension Command {
                     guard case .data(let data, _) = try await loader.load(DataLoadRequest(url: url)) else {
                         throw ImagePipelineError.unexpectedNotModified
                     }
-                    let info = try configuration.decoders.requireDecoder(for: data).readInfo(data)
+                    let decoder = try configuration.decoders.requireDecoder(for: data)
+                    let info = try decoder.readInfo(data)
+                    // An animation's loop count and duration, from its header (no frame decoded).
+                    var animation: AnimationInfo?
+                    if info.frameCount > 1, let animated = decoder as? any AnimatedImageDecoding {
+                        animation = try animated.makeAnimationDecoder(for: data, options: DecodeOptions()).animationInfo
+                    }
                     var row: [String: Any] = [
                         "source": Sources.label(url), "format": info.format.rawValue,
                         "width": info.uprightSize.width, "height": info.uprightSize.height,
@@ -41,11 +47,16 @@ extension Command {
                         if let problem = profile.problem { entry["problem"] = problem }
                         row["profile"] = entry
                     }
+                    if let animation {
+                        row["loopCount"] = animation.loopCount ?? NSNull()
+                        row["durationMs"] = animation.totalDurationMilliseconds ?? NSNull()
+                    }
                     rows.append(row)
                     if !invocation.flag("json") {
                         print("\(Sources.label(url)): \(info.format) \(info.uprightSize)"
                               + (info.orientation == .up ? "" : " (stored \(info.size), orientation \(info.orientation.rawValue))")
                               + ", \(info.hasAlpha ? "alpha" : "no alpha"), \(info.frameCount) frame\(info.frameCount == 1 ? "" : "s")"
+                              + (animation.map(Self.describe) ?? "")
                               + (info.isProgressive ? ", progressive" : "") + Self.profileText(info.colorProfile)
                               + ", \(Stats.bytes(data.count))")
                     }
@@ -60,6 +71,17 @@ extension Command {
             }
             return failed == 0 ? 0 : 1
         })
+
+    /// ", loops forever, 1.2 s" for `info`'s line.
+    private static func describe(_ animation: AnimationInfo) -> String {
+        let loops = switch animation.loopCount {
+        case nil: ", plays once"
+        case 0?: ", loops forever"
+        case let count?: ", loops \(count) time\(count == 1 ? "" : "s")"
+        }
+        let duration = animation.totalDurationMilliseconds.map { String(format: ", %.2f s", Double($0) / 1000) } ?? ""
+        return loops + duration
+    }
 
     /// `imgpipe thumb SOURCE --size N [--fill WxH] --out FILE`
     static let thumb = Command(

@@ -1,3 +1,4 @@
+import CodecGIF
 import CodecHEIF
 import CodecJPEG
 import CodecPNG
@@ -45,7 +46,7 @@ struct Environment {
         self.stats = stats
         var configuration = ImagePipeline.Configuration(
             decoders: DecoderRegistry().registering(JPEGDecoder()).registering(PNGDecoder()).registering(WebPDecoder())
-                .registering(HEIFDecoder(standardError: .discardedWhileDecoding)),
+                .registering(HEIFDecoder(standardError: .discardedWhileDecoding)).registering(GIFDecoder()),
             loaders: Self.loaders(remote: remote, concurrency: concurrency, timeout: timeout),
             memoryCache: MemoryCache(costLimit: memoryBytes),
             diskCache: diskCache,

@@ -64,7 +64,9 @@ enum OutputFormat {
         while i + 3 < row.count {
             let a = Int(row[i + 3])
             out[i + 3] = UInt8(a)
-            if a == 0 {
+            if a == 255 {  // opaque: the colour is already straight (most pixels; every GIF pixel but clear ones)
+                out[i] = row[i]; out[i + 1] = row[i + 1]; out[i + 2] = row[i + 2]
+            } else if a == 0 {
                 out[i] = 0; out[i + 1] = 0; out[i + 2] = 0
             } else {
                 for c in 0..<3 { out[i + c] = UInt8(min(255, (Int(row[i + c]) * 255 + a / 2) / a)) }

@@ -40,8 +40,10 @@ extension Command {
                 }
             }
             progress.end()
-            let tiles = zip(urls, results).map { url, result in
-                ContactSheet.Tile(name: url.lastPathComponent, result: result.map { $0.0 })
+            var tiles: [ContactSheet.Tile] = []
+            for (url, result) in zip(urls, results) {
+                tiles.append(ContactSheet.Tile(name: url.lastPathComponent, result: result.map { $0.0 },
+                                               frames: await Self.frameCount(url, result, environment)))
             }
             let sheet = layout.render(tiles)
             try OutputFormat.write(sheet, to: output)
@@ -52,11 +54,27 @@ extension Command {
         })
 }
 
+extension Command {
+    /// An animation's frame count for its caption: its header read again (GIF and WebP only;
+    /// 1 for anything else or when reading fails).
+    fileprivate static func frameCount(_ url: URL, _ result: Result<(ImageResponse, TimeInterval), any Error>,
+                                       _ environment: Environment) async -> Int {
+        guard case .success(let (response, _)) = result, response.format == .gif || response.format == .webp else { return 1 }
+        let configuration = environment.pipeline.configuration
+        guard let loader = try? configuration.loaders.requireLoader(for: url),
+              case .data(let data, _)? = try? await loader.load(DataLoadRequest(url: url)),
+              let info = try? configuration.decoders.requireDecoder(for: data).readInfo(data) else { return 1 }
+        return info.frameCount
+    }
+}
+
 /// Lays thumbnails out on a dark sheet with captions; transparent pictures sit on a checkerboard.
 struct ContactSheet {
     struct Tile {
         let name: String
         let result: Result<ImageResponse, any Error>
+        /// Frames of an animation (its first is shown), 1 for a still picture.
+        var frames = 1
     }
 
     let tileSize: Int
@@ -101,7 +119,7 @@ struct ContactSheet {
                     checkerboard(&sheet, x: x, y: y, width: bitmap.width, height: bitmap.height)
                 }
                 composite(bitmap, onto: &sheet, x: x, y: y)
-                caption = "\(response.format) \(response.originalSize)"
+                caption = "\(response.format) \(response.originalSize)" + (tile.frames > 1 ? " · \(tile.frames) frames" : "")
             case .failure(let error):
                 drawCross(&sheet, x: x0, y: y0)
                 caption = "FAILED: \(error)"

@@ -3,6 +3,7 @@
 //   imgpipe info SOURCE... [--json]
 //   imgpipe thumb SOURCE (--size N | --fill WxH) --out FILE.png|FILE.pam
 //   imgpipe decode SOURCE --out FILE.png|FILE.pam
+//   imgpipe frames SOURCE --out-dir DIR [--size N] [--format pam|png]
 //   imgpipe sheet [SOURCE...] [--size N] [--columns C] --out FILE.png
 //   imgpipe fetch SOURCE...
 //

@@ -3,7 +3,7 @@ import Testing
 
 @Suite("imgpipe command line", .timeLimit(.minutes(2)))
 struct ImgpipeTests {
-    @Test(arguments: ["info", "thumb", "decode", "sheet", "fetch"])
+    @Test(arguments: ["info", "thumb", "decode", "frames", "sheet", "fetch"])
     func everySubcommandHasHelp(command: String) async throws {
         let result = try await Imgpipe.run([command, "--help"])
         #expect(result.status == 0)
@@ -38,6 +38,7 @@ struct ImgpipeTests {
         #expect(result.stdout.contains("balloon-exif6.jpg: JPEG 320×480 (stored 480×320, orientation 6)"))
         #expect(result.stdout.contains("glass-alpha.png: PNG 480×320, alpha"))
         #expect(result.stdout.contains("dunes-progressive.jpg: JPEG 480×320, no alpha, 1 frame, progressive"))
+        #expect(result.stdout.contains("orbit.gif: GIF 96×96, alpha, 16 frames, loops forever, 0.96 s"))
 
         let json = try await Imgpipe.run(["info", "--json", "-"], stdin: Imgpipe.samples.appendingPathComponent("balloon-exif6.jpg").path + "\n")
         let rows = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [[String: Any]])
@@ -57,6 +58,28 @@ struct ImgpipeTests {
         let rows = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [[String: Any]])
         let profile = try #require(rows.first?["profile"] as? [String: Any])
         #expect(profile["colorSpace"] as? String == "RGB" && profile["bytes"] as? Int == 18604)
+    }
+
+    @Test func framesWritesEveryCompositedFrameAndThumbTheFirst() async throws {
+        try await Imgpipe.withTemporaryDirectory { (directory: URL) async throws in
+            let orbit = Imgpipe.samples.appendingPathComponent("orbit.gif").path
+            let full = directory.appendingPathComponent("full")
+            let result = try await Imgpipe.run(["frames", orbit, "--out-dir", full.path, "--no-disk-cache"])
+            #expect(result.status == 0, "\(result.stderr)")
+            let names = try FileManager.default.contentsOfDirectory(atPath: full.path).sorted()
+            #expect(names == (0..<16).map { String(format: "frame-%04d.pam", $0) })
+            #expect(try pamSize(full.appendingPathComponent("frame-0015.pam")) == [96, 96])
+            let small = directory.appendingPathComponent("small")
+            #expect(try await Imgpipe.run(["frames", orbit, "--out-dir", small.path, "--size", "48", "--format", "png",
+                                           "--no-disk-cache"]).status == 0)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: small.path).filter { $0.hasSuffix(".png") }.count == 16)
+            let thumb = directory.appendingPathComponent("thumb.pam")
+            #expect(try await Imgpipe.run(["thumb", orbit, "--size", "32", "--out", thumb.path, "--no-disk-cache"]).status == 0)
+            #expect(try pamSize(thumb) == [32, 32])
+            let still = try await Imgpipe.run(["frames", Imgpipe.samples.appendingPathComponent("rings.png").path,
+                                               "--out-dir", directory.appendingPathComponent("png").path, "--no-disk-cache"])
+            #expect(still.status == 1 && still.stderr.contains("still pictures only"), "\(still.stderr)")
+        }
     }
 
     @Test func thumbFitsOrFillsAndDecodeIsUpright() async throws {
@@ -82,7 +105,7 @@ struct ImgpipeTests {
         try await Imgpipe.withTemporaryDirectory { (directory: URL) async throws in
             let original = try Data(contentsOf: Imgpipe.samples.appendingPathComponent("dunes-progressive.jpg"))
             var cases: [(String, Data, String)] = [
-                ("gif.gif", Data("GIF89a".utf8) + Data(count: 40), "GIF data, but no GIF decoder is registered"),
+                ("gif.gif", Data("GIF89a".utf8) + Data(count: 40), "corrupt GIF data: the header gives a size of 0×0"),
                 ("noise.jpg", Data((0..<500).map { UInt8(truncatingIfNeeded: $0 &* 37) }), "not in any image format"),
                 ("empty.png", Data(), "not in any image format"),
             ]
@@ -111,8 +134,8 @@ struct ImgpipeTests {
             let result = try await Imgpipe.run(["sheet", "--size", "64", "--columns", "3", "--out", out.path, "--no-disk-cache"])
             #expect(result.status == 0, "\(result.stderr)")
             #expect(result.stdout.hasPrefix("wrote \(out.path) ("))
-            #expect(result.stdout.contains("9 pictures"))
-            #expect(result.stderr.contains("9 pictures in"))  // the plain summary (stderr is not a terminal)
+            #expect(result.stdout.contains("10 pictures"))
+            #expect(result.stderr.contains("10 pictures in"))  // the plain summary (stderr is not a terminal)
             let info = try await Imgpipe.run(["info", out.path])
             #expect(info.stdout.contains("PNG"))
         }

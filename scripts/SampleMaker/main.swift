@@ -252,6 +252,61 @@ func writeJPEG(_ name: String, _ bitmap: Bitmap, gray: Bool = false, arguments: 
     }
 }
 
+/// orbit.gif: a 96×96, 16-frame animation that loops forever: a shaded ball circling over a
+/// gradient. Frame 0 is the whole picture; each later frame is only the rectangle covering the
+/// ball's last and new places (background where it was, the ball where it is, the transparent
+/// index elsewhere), so decoders must composite.
+func orbitGIF() -> Data {
+    let size = 96, ball = 24, frameCount = 16
+    var palette: [(UInt8, UInt8, UInt8)] = []
+    for i in 0..<128 {  // background: deep blue to violet
+        let t = Double(i) / 127
+        palette.append((UInt8(30 + 90 * t), UInt8(20 + 30 * t), UInt8(90 + 110 * t)))
+    }
+    for i in 0..<127 {  // ball: dark orange to near white
+        let t = Double(i) / 126
+        palette.append((UInt8(120 + 135 * t), UInt8(50 + 190 * t), UInt8(10 + 200 * t * t)))
+    }
+    palette.append((0, 0, 0))  // 255: transparent
+    func background(_ x: Int, _ y: Int) -> UInt8 { UInt8(min(127, (x + y) * 127 / (2 * size - 2))) }
+    func origin(_ f: Int) -> (x: Int, y: Int) {
+        let angle = Double(f) / Double(frameCount) * 2 * Double.pi
+        return (Int(Double(size / 2) + 30 * cos(angle)) - ball / 2, Int(Double(size / 2) + 30 * sin(angle)) - ball / 2)
+    }
+    /// The ball's palette index at canvas (x, y) for frame f, or nil outside it.
+    func ballIndex(_ f: Int, _ x: Int, _ y: Int) -> UInt8? {
+        let o = origin(f)
+        let dx = (Double(x - o.x) + 0.5 - Double(ball) / 2) / (Double(ball) / 2)
+        let dy = (Double(y - o.y) + 0.5 - Double(ball) / 2) / (Double(ball) / 2)
+        guard dx * dx + dy * dy <= 1 else { return nil }
+        let light = max(0, min(1, 0.55 - 0.45 * dx - 0.45 * dy + 0.3 * (1 - dx * dx - dy * dy)))
+        return UInt8(128 + Int(light * 126))
+    }
+    var first = [UInt8](repeating: 0, count: size * size)
+    for y in 0..<size { for x in 0..<size { first[y * size + x] = ballIndex(0, x, y) ?? background(x, y) } }
+    var frames = [GIFWriter.Frame(width: size, height: size, indices: first, delayCentiseconds: 6, disposal: 1)]
+    for f in 1..<frameCount {
+        let a = origin(f - 1), b = origin(f)
+        let left = min(a.x, b.x), top = min(a.y, b.y)
+        let width = max(a.x, b.x) + ball - left, height = max(a.y, b.y) + ball - top
+        var indices = [UInt8](repeating: 255, count: width * height)
+        for y in 0..<height {
+            for x in 0..<width {
+                let cx = left + x, cy = top + y
+                if let index = ballIndex(f, cx, cy) {
+                    indices[y * width + x] = index
+                } else if ballIndex(f - 1, cx, cy) != nil {
+                    indices[y * width + x] = background(cx, cy)
+                }
+            }
+        }
+        frames.append(GIFWriter.Frame(x: left, y: top, width: width, height: height, indices: indices,
+                                      delayCentiseconds: 6, disposal: 1, transparentIndex: 255))
+    }
+    return GIFWriter.gif(width: size, height: size, palette: palette, loopCount: 0, frames: frames)
+}
+
+try orbitGIF().write(to: samples.appendingPathComponent("orbit.gif"))
 try writePNG("aurora.png", aurora.bitmap)
 try writePNG("glass-alpha.png", glass.bitmap)
 try writePNG("rings.png", rings.bitmap)

@@ -1,0 +1,87 @@
+import Foundation
+import PipelineCore
+
+/// Decodes GIF with giflib: the first frame as the still picture, and every frame composited
+/// as browsers do through ``PipelineCore/AnimatedImageDecoding``.
+///
+/// Register it with `DecoderRegistry().registering(GIFDecoder())`. The header info (canvas,
+/// frame count, loop count, transparency) comes from walking the blocks without decompressing
+/// pixels. A still picture asked for smaller than the canvas never holds the canvas: the first
+/// frame's rows stream through the resampler as giflib decodes them.
+public struct GIFDecoder: AnimatedImageDecoding {
+    /// Creates a GIF decoder. It holds no state; one value serves every thread.
+    public init() {}
+
+    /// GIF: `GIF87a` or `GIF89a`.
+    public var signatures: [ImageSignature] {
+        [ImageSignature(format: .gif) { bytes in
+            ImageSignature.bytes(bytes, start: Array("GIF87a".utf8)) || ImageSignature.bytes(bytes, start: Array("GIF89a".utf8))
+        }]
+    }
+
+    /// Walks the blocks once for the info; the session decodes the first frame.
+    public func withSession<R>(for data: Data, _ body: (any ImageDecodingSession) throws -> R) throws -> R {
+        let structure = try data.withUnsafeBytes { try GIFStructure($0) }
+        return try body(Session(data: data, structure: structure))
+    }
+
+    /// A frame decoder over `data`: the canvas checked against `options.maxPixelCount` first.
+    public func makeAnimationDecoder(for data: Data, options: DecodeOptions) throws -> any AnimationFrameDecoding {
+        let structure = try data.withUnsafeBytes { try GIFStructure($0) }
+        let info = GIFDecoder.info(structure)
+        try options.checkPixelLimit(info)
+        return try FrameDecoder(data: data, structure: structure, maxPixelCount: options.maxPixelCount)
+    }
+
+    static func info(_ structure: GIFStructure) -> ImageInfo {
+        ImageInfo(format: .gif, size: structure.canvas, hasAlpha: structure.hasTransparency || structure.frameCount > 1,
+                  frameCount: max(1, structure.frameCount), isProgressive: structure.hasInterlacedFrame,
+                  componentCount: 3, bitDepth: 8)
+    }
+
+    /// One GIF file, its blocks walked.
+    final class Session: ImageDecodingSession {
+        private let data: Data
+        let info: ImageInfo
+
+        init(data: Data, structure: GIFStructure) {
+            self.data = data
+            info = GIFDecoder.info(structure)
+        }
+
+        /// The first frame, resampled to the target when one is given. A frame whose pixel
+        /// data is cut short gives a typed error.
+        func decode(_ options: DecodeOptions) throws -> DecodedImage {
+            let reader = try GIFFrameReader(data, maxPixelCount: options.maxPixelCount)
+            if let target = options.targetSize, target.isValid, target != info.size {
+                return DecodedImage(bitmap: try reader.firstFrame(resampledTo: target), info: info)
+            }
+            guard let frame = try reader.nextFrame() else {
+                throw ImagePipelineError.corruptData(format: .gif, message: "the file has no frame")
+            }
+            return DecodedImage(bitmap: frame.canvas, info: info)
+        }
+    }
+
+    /// Frames in order through a ``GIFFrameReader``.
+    final class FrameDecoder: AnimationFrameDecoding {
+        let animationInfo: AnimationInfo
+        private let reader: GIFFrameReader
+
+        init(data: Data, structure: GIFStructure, maxPixelCount: Int) throws {
+            let delays = structure.delays.compactMap { $0 }
+            animationInfo = AnimationInfo(canvasSize: structure.canvas, frameCount: structure.frameCount,
+                                          loopCount: structure.loopCount,
+                                          totalDurationMilliseconds: delays.isEmpty ? nil : delays.reduce(0, +))
+            reader = try GIFFrameReader(data, maxPixelCount: maxPixelCount)
+        }
+
+        func nextFrame(size: PixelSize?) throws -> AnimationFrame? {
+            let index = reader.framesRead
+            guard let frame = try reader.nextFrame() else { return nil }
+            var bitmap = frame.canvas
+            if let size, size.isValid, size != bitmap.size { bitmap = Resampler.resample(bitmap, to: size) }
+            return AnimationFrame(index: index, bitmap: bitmap, delayMilliseconds: frame.delayMilliseconds)
+        }
+    }
+}

@@ -1,0 +1,80 @@
+import Foundation
+import PipelineCore
+
+/// What walking a GIF's blocks tells without decompressing any pixels: the canvas, the frame
+/// count, the loop count and whether a frame declares a transparent colour.
+///
+/// The walk reads the header, the colour tables' sizes and every block's length bytes; it
+/// consumes at least one byte per step, so a file of empty blocks ends at its last byte (no
+/// endless loop), and it allocates nothing in proportion to the canvas.
+struct GIFStructure: Sendable {
+    /// The logical screen.
+    var canvas: PixelSize
+    /// Image descriptors seen (frames), including a last one cut short.
+    var frameCount = 0
+    /// The NETSCAPE2.0 loop count (0 = forever), `nil` without the extension.
+    var loopCount: Int?
+    /// A graphic control extension declares a transparent index.
+    var hasTransparency = false
+    /// A frame is interlaced.
+    var hasInterlacedFrame = false
+    /// Stored delays in milliseconds, one per frame (`nil` for a frame without a graphic control extension).
+    var delays: [Int?] = []
+    /// The walk ended before the trailer (truncated or damaged after the frames counted).
+    var isTruncated = false
+
+    /// Walks `bytes`. Throws only when the header or logical screen descriptor is missing.
+    init(_ bytes: UnsafeRawBufferPointer) throws {
+        guard bytes.count >= 13, ImageSignature.bytes(bytes, start: Array("GIF".utf8)) else {
+            throw ImagePipelineError.corruptData(format: .gif, message: "the file ends before the logical screen descriptor")
+        }
+        canvas = PixelSize(width: Int(bytes[6]) | Int(bytes[7]) << 8, height: Int(bytes[8]) | Int(bytes[9]) << 8)
+        var offset = 13
+        if bytes[10] & 0x80 != 0 { offset += 3 << (Int(bytes[10] & 7) + 1) }
+        var pendingDelay: Int?
+        /// Skips data sub-blocks from `offset`; false when the data ends first.
+        func skipSubBlocks(_ offset: inout Int) -> Bool {
+            while offset < bytes.count {
+                let length = Int(bytes[offset])
+                offset += 1 + length
+                if length == 0 { return offset <= bytes.count }
+            }
+            return false
+        }
+        walk: while true {
+            guard offset < bytes.count else { isTruncated = true; break }
+            switch bytes[offset] {
+            case 0x2C:  // image descriptor
+                guard offset + 10 <= bytes.count else { isTruncated = true; frameCount += 1; delays.append(pendingDelay); break walk }
+                let packed = bytes[offset + 9]
+                if packed & 0x40 != 0 { hasInterlacedFrame = true }
+                offset += 10
+                if packed & 0x80 != 0 { offset += 3 << (Int(packed & 7) + 1) }
+                frameCount += 1
+                delays.append(pendingDelay)
+                pendingDelay = nil
+                offset += 1  // LZW minimum code size
+                guard offset <= bytes.count, skipSubBlocks(&offset) else { isTruncated = true; break walk }
+            case 0x21:  // extension
+                guard offset + 2 <= bytes.count else { isTruncated = true; break walk }
+                let label = bytes[offset + 1]
+                offset += 2
+                let start = offset
+                if label == 0xF9, start + 5 <= bytes.count, bytes[start] >= 4 {
+                    if bytes[start + 1] & 1 != 0 { hasTransparency = true }
+                    pendingDelay = (Int(bytes[start + 2]) | Int(bytes[start + 3]) << 8) * 10
+                } else if label == 0xFF, start + 12 <= bytes.count, bytes[start] == 11,
+                          ImageSignature.bytes(UnsafeRawBufferPointer(rebasing: bytes[(start + 1)..<(start + 12)]), start: Array("NETSCAPE2.0".utf8)),
+                          start + 16 <= bytes.count, bytes[start + 12] >= 3, bytes[start + 13] == 1 {
+                    loopCount = Int(bytes[start + 14]) | Int(bytes[start + 15]) << 8
+                }
+                guard skipSubBlocks(&offset) else { isTruncated = true; break walk }
+            case 0x3B:
+                break walk
+            default:
+                isTruncated = true
+                break walk
+            }
+        }
+    }
+}

@@ -1,0 +1,85 @@
+import CWebP
+import Foundation
+import PipelineCore
+
+extension WebPDecoder: AnimatedImageDecoding {
+    /// Every frame of an animated WebP (a still one is one frame) through libwebp's
+    /// `WebPAnimDecoder`, composited as libwebp shows them (`MODE_rgbA`, premultiplied). The
+    /// canvas is checked against `options.maxPixelCount` from the header before libwebp
+    /// allocates its two canvases.
+    public func makeAnimationDecoder(for data: Data, options: DecodeOptions) throws -> any AnimationFrameDecoding {
+        let features = try data.withUnsafeBytes { try WebPInput.features(try WebPInput.bytes($0)) }
+        let canvas = PixelSize(width: Int(features.width), height: Int(features.height))
+        try options.checkPixelLimit(ImageInfo(format: .webp, size: canvas))
+        return try AnimationDecoder(data)
+    }
+
+    /// One `WebPAnimDecoder` over a copy of the bytes it owns; both are freed in `deinit`.
+    final class AnimationDecoder: AnimationFrameDecoding {
+        let animationInfo: AnimationInfo
+        private let bytes: UnsafeMutableBufferPointer<UInt8>
+        private let decoder: OpaquePointer
+        private var index = 0
+        private var lastTimestamp: Int32 = 0
+
+        init(_ data: Data) throws {
+            let bytes = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: max(1, data.count))
+            _ = bytes.initialize(from: data)
+            var options = WebPAnimDecoderOptions()
+            var webpData = WebPData(bytes: bytes.baseAddress, size: data.count)
+            guard WebPAnimDecoderOptionsInit(&options) != 0 else {
+                bytes.deallocate()
+                throw ImagePipelineError.corruptData(format: .webp, message: "libwebp's animation decoder ABI does not match its headers")
+            }
+            options.color_mode = MODE_rgbA
+            options.use_threads = 0
+            guard let decoder = WebPAnimDecoderNew(&webpData, &options) else {
+                bytes.deallocate()
+                throw ImagePipelineError.corruptData(format: .webp, message: "WebPAnimDecoder could not parse the file")
+            }
+            var info = WebPAnimInfo()
+            guard WebPAnimDecoderGetInfo(decoder, &info) != 0 else {
+                WebPAnimDecoderDelete(decoder)
+                bytes.deallocate()
+                throw ImagePipelineError.corruptData(format: .webp, message: "WebPAnimDecoder gave no animation info")
+            }
+            self.bytes = bytes
+            self.decoder = decoder
+            // The frames' durations, from the demuxer's headers (no pixels decoded).
+            var total = 0
+            var iterator = WebPIterator()
+            if let demuxer = WebPAnimDecoderGetDemuxer(decoder), WebPDemuxGetFrame(demuxer, 1, &iterator) != 0 {
+                repeat { total += Int(iterator.duration) } while WebPDemuxNextFrame(&iterator) != 0
+                WebPDemuxReleaseIterator(&iterator)
+            }
+            animationInfo = AnimationInfo(canvasSize: PixelSize(width: Int(info.canvas_width), height: Int(info.canvas_height)),
+                                          frameCount: Int(info.frame_count), loopCount: Int(info.loop_count),
+                                          totalDurationMilliseconds: total)
+        }
+
+        deinit {
+            WebPAnimDecoderDelete(decoder)
+            bytes.deallocate()
+        }
+
+        func nextFrame(size: PixelSize?) throws -> AnimationFrame? {
+            guard WebPAnimDecoderHasMoreFrames(decoder) != 0 else { return nil }
+            var pixels: UnsafeMutablePointer<UInt8>?
+            var timestamp: Int32 = 0
+            guard WebPAnimDecoderGetNext(decoder, &pixels, &timestamp) != 0, let pixels else {
+                throw ImagePipelineError.corruptData(format: .webp, message: "WebPAnimDecoder could not decode frame \(index + 1)")
+            }
+            let canvas = animationInfo.canvasSize
+            let buffer = UnsafeBufferPointer(start: pixels, count: canvas.pixelCount * 4)
+            guard var bitmap = Bitmap(width: canvas.width, height: canvas.height, bytesPerRow: canvas.width * 4,
+                                      bytes: Array(buffer)) else {
+                throw ImagePipelineError.corruptData(format: .webp, message: "the canvas is \(canvas)")
+            }
+            if let size, size.isValid, size != canvas { bitmap = Resampler.resample(bitmap, to: size) }
+            let frame = AnimationFrame(index: index, bitmap: bitmap, delayMilliseconds: Int(timestamp) - Int(lastTimestamp))
+            index += 1
+            lastTimestamp = timestamp
+            return frame
+        }
+    }
+}

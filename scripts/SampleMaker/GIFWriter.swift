@@ -1,0 +1,76 @@
+import Foundation
+
+/// (A copy of Tests/CodecGIFTests/GIFWriter.swift.) Writes small GIFs: 8-bit indices sent as uncompressed LZW (9-bit codes, a clear
+/// code every 254 pixels so the code table never widens), any frame geometry, disposal,
+/// transparency and interlacing.
+enum GIFWriter {
+    struct Frame {
+        var x = 0, y = 0, width: Int, height: Int
+        /// Row-major indices, `width × height` of them (in display order; interlacing reorders).
+        var indices: [UInt8]
+        var delayCentiseconds = 0
+        var disposal = 0
+        var transparentIndex: UInt8?
+        var interlaced = false
+        var localPalette: [(UInt8, UInt8, UInt8)]?
+    }
+
+    static func gif(width: Int, height: Int, palette: [(UInt8, UInt8, UInt8)], loopCount: Int? = nil, frames: [Frame]) -> Data {
+        var out = Array("GIF89a".utf8)
+        func word(_ v: Int) { out += [UInt8(v & 0xFF), UInt8(v >> 8 & 0xFF)] }
+        func table(_ colors: [(UInt8, UInt8, UInt8)]) {
+            for i in 0..<256 { let c = i < colors.count ? colors[i] : (0, 0, 0); out += [c.0, c.1, c.2] }
+        }
+        word(width); word(height)
+        out += [0xF7, 0, 0]
+        table(palette)
+        if let loopCount {
+            out += [0x21, 0xFF, 11] + Array("NETSCAPE2.0".utf8) + [3, 1]
+            word(loopCount); out.append(0)
+        }
+        for frame in frames {
+            out += [0x21, 0xF9, 4, UInt8(frame.disposal << 2) | (frame.transparentIndex == nil ? 0 : 1)]
+            word(frame.delayCentiseconds)
+            out += [frame.transparentIndex ?? 0, 0]
+            out.append(0x2C)
+            word(frame.x); word(frame.y); word(frame.width); word(frame.height)
+            out.append((frame.localPalette == nil ? 0 : 0x87) | (frame.interlaced ? 0x40 : 0))
+            if let local = frame.localPalette { table(local) }
+            var rows = Array(0..<frame.height)
+            if frame.interlaced {
+                rows = [(0, 8), (4, 8), (2, 4), (1, 2)].flatMap { stride(from: $0.0, to: frame.height, by: $0.1) }
+            }
+            let pixels = rows.flatMap { frame.indices[($0 * frame.width)..<(($0 + 1) * frame.width)] }
+            out.append(8)
+            out += subBlocks(lzw(pixels))
+        }
+        out.append(0x3B)
+        return Data(out)
+    }
+
+    /// 9-bit codes: clear, up to 254 literals, clear, …, end.
+    private static func lzw(_ pixels: [UInt8]) -> [UInt8] {
+        var bytes: [UInt8] = [], buffer = 0, bits = 0
+        func emit(_ code: Int) {
+            buffer |= code << bits; bits += 9
+            while bits >= 8 { bytes.append(UInt8(buffer & 0xFF)); buffer >>= 8; bits -= 8 }
+        }
+        for (i, pixel) in pixels.enumerated() {
+            if i % 254 == 0 { emit(256) }
+            emit(Int(pixel))
+        }
+        emit(257)
+        if bits > 0 { bytes.append(UInt8(buffer & 0xFF)) }
+        return bytes
+    }
+
+    private static func subBlocks(_ data: [UInt8]) -> [UInt8] {
+        var out: [UInt8] = []
+        var i = 0
+        while i < data.count {
+            let n = min(255, data.count - i)
+            out.append(UInt8(n)); out += data[i..<(i + n)]; i += n
+        }
+        return out + [0]
+    }
+}
