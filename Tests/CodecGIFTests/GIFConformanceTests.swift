@@ -121,7 +121,9 @@ struct GIFConformanceTests {
             } catch let error as ImagePipelineError {
                 #expect(!error.description.isEmpty, "\(name)")
             }
-            #expect(ContinuousClock.now - start < .seconds(1), "\(name) took \(ContinuousClock.now - start)")
+            // The bound is a second (each takes milliseconds alone); the test allows a
+            // starved 2-core machine 20 s, which still catches an endless loop of blocks.
+            #expect(ContinuousClock.now - start < .seconds(20), "\(name) took \(ContinuousClock.now - start)")
         }
     }
 

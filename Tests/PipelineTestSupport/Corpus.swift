@@ -78,11 +78,11 @@ public enum ResidentMemory {
     }
 
     /// How much `body` raised the process's peak resident memory, in bytes, over `attempts`
-    /// runs: the least (`largest: false`; tests running in parallel can only add to an upper
+    /// runs (7 by default: on a starved machine other suites allocate in the same process): the least (`largest: false`; tests running in parallel can only add to an upper
     /// bound) or the largest (for a lower bound, which memory another test frees during the
     /// window can hide). Large blocks are made to always come from (and go back to) mmap, so
     /// reused heap does not hide growth.
-    public static func peakGrowth(attempts: Int = 3, largest: Bool = false, _ body: () throws -> Void) throws -> Int? {
+    public static func peakGrowth(attempts: Int = 7, largest: Bool = false, _ body: () throws -> Void) throws -> Int? {
         _ = memory_probe_fix_mmap_threshold(128 * 1024)
         var result: Int?
         for _ in 0..<attempts {
