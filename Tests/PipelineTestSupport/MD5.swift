@@ -1,13 +1,13 @@
 import Foundation
 
-/// RFC 1321 MD5, for comparing decoded bytes with the md5 sums libwebp's test set lists.
+/// RFC 1321 MD5, for comparing decoded bytes with the md5 sums the corpus lists (libwebp's test set, GIF frames).
 /// (Not for security: the corpus's reference list is md5.)
-enum MD5 {
+public enum MD5 {
     private static let shifts: [UInt32] = [7, 12, 17, 22, 5, 9, 14, 20, 4, 11, 16, 23, 6, 10, 15, 21]
     private static let constants: [UInt32] = (0..<64).map { UInt32(truncatingIfNeeded: Int64(abs(sin(Double($0 + 1))) * 4_294_967_296)) }
 
     /// The lower-case hex digest of `message`.
-    static func hex(_ message: [UInt8]) -> String {
+    public static func hex(_ message: [UInt8]) -> String {
         var bytes = message
         let bitLength = UInt64(message.count) &* 8
         bytes.append(0x80)
