@@ -154,7 +154,8 @@ struct FilterTable {
             }
             if taps.isEmpty { taps = [(min(max(Int(start), 0), sourceLength - 1), 1)] }
             // Merge clamped duplicates and normalise so the weights sum to 1.
-            let first = taps.map(\.0).min()!, last = taps.map(\.0).max()!
+            let indices = taps.map(\.0)  // never empty (one tap at least, above)
+            let first = indices.min() ?? 0, last = indices.max() ?? first
             var dense = [Double](repeating: 0, count: last - first + 1)
             for (k, w) in taps { dense[k - first] += w }
             let total = dense.reduce(0, +)
