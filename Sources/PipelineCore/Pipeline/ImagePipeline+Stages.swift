@@ -12,6 +12,7 @@ extension ImagePipeline {
     /// revalidation do not decode, the stale copy they were to replace answers instead.
     func performDecode(request: ImageRequest, key: ImageKey, work: InFlightWork<ImageResponse>) async throws -> ImageResponse {
         try Task.checkCancellation()
+        if !key.processors.isEmpty { return try await performProcessing(request: request, key: key, work: work) }
         let download = downloadWork(for: request, url: key.fetchURL)
         let loaded = try await wait(on: download, in: downloads, key: key.fetchURL, priority: work.priority.current,
                                     upstreamOf: work)
@@ -42,6 +43,47 @@ extension ImagePipeline {
         decodeFailures.removeValue(for: key)
         emit(.decoded(key, seconds: seconds))
         let replaced = loaded.pendingStore == nil && (replacedAt.value(for: key.fetchURL) ?? 0) > loaded.generation
+        if !replaced { memoryCache.insert(response, for: key, cost: response.bitmap.cost) }
+        return response
+    }
+
+    /// A processed key's work: the unprocessed result (from memory, or by joining the decode
+    /// work of ``ImageKey/unprocessed``, which other processor lists share, with its download),
+    /// then the processors in order on the decode pool. The unprocessed result stays in the
+    /// memory cache like any decode; the processed one is stored under `key`.
+    private func performProcessing(request: ImageRequest, key: ImageKey,
+                                   work: InFlightWork<ImageResponse>) async throws -> ImageResponse {
+        let generation = replacements
+        let baseKey = key.unprocessed
+        var base: ImageResponse
+        if request.cachePolicy != .reloadIgnoringCaches, let cached = memoryCache.value(for: baseKey) {
+            base = cached
+            base.source = .memory
+        } else {
+            var baseRequest = request
+            baseRequest.processors = []
+            let decode = decodeWork(for: baseRequest, key: baseKey)
+            base = try await wait(on: decode, in: decodes, key: baseKey, priority: work.priority.current, upstreamOf: work)
+        }
+        try Task.checkCancellation()
+        let processors = key.processors
+        let clock = configuration.now
+        let input = base
+        let (response, seconds): (ImageResponse, TimeInterval)
+        do {
+            (response, seconds) = try await decodePool.run(priority: work.priority) {
+                let start = clock()
+                var bitmap = input.bitmap
+                for processor in processors { bitmap = try processor.process(bitmap) }
+                var processed = input
+                processed.bitmap = bitmap
+                return (processed, clock().timeIntervalSince(start))
+            }
+        } catch let error where !(error is CancellationError) {
+            throw Self.wrap(error, processing: key.fetchURL)
+        }
+        emit(.processed(key, seconds: seconds))
+        let replaced = (replacedAt.value(for: key.fetchURL) ?? 0) > generation
         if !replaced { memoryCache.insert(response, for: key, cost: response.bitmap.cost) }
         return response
     }
@@ -96,6 +138,12 @@ extension ImagePipeline {
     static func wrap(_ error: any Error, loading url: URL) -> ImagePipelineError {
         if let own = error as? ImagePipelineError, own.isWrapped { return own }
         return .loadingFailed(url, underlying: error)
+    }
+
+    /// As ``wrap(_:loading:)``, for a processor's error.
+    static func wrap(_ error: any Error, processing url: URL) -> ImagePipelineError {
+        if let own = error as? ImagePipelineError, own.isWrapped { return own }
+        return .processingFailed(url, underlying: error)
     }
 
     /// As ``wrap(_:loading:)``, for decoding.

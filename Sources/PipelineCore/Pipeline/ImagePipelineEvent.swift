@@ -15,6 +15,8 @@ public enum ImagePipelineEvent: Sendable {
     case revalidated(URL, modified: Bool)
     /// A decode (and resample) finished, taking `seconds` on the decode pool.
     case decoded(ImageKey, seconds: TimeInterval)
+    /// A key's processors (``ImageRequest/processors``) ran, taking `seconds` on the decode pool.
+    case processed(ImageKey, seconds: TimeInterval)
     /// The request was answered, `seconds` after it started.
     case completed(ImageRequest, source: ImageSource, seconds: TimeInterval)
     /// The caller cancelled.
