@@ -17,6 +17,10 @@ public enum ImagePipelineEvent: Sendable {
     case decoded(ImageKey, seconds: TimeInterval)
     /// A key's processors (``ImageRequest/processors``) ran, taking `seconds` on the decode pool.
     case processed(ImageKey, seconds: TimeInterval)
+    /// A request with processors was answered by its rendition on disk (no original decode).
+    case renditionHit(ImageKey)
+    /// A processed result was stored on disk as a rendition of `bytes` encoded bytes.
+    case renditionStored(ImageKey, bytes: Int)
     /// The request was answered, `seconds` after it started.
     case completed(ImageRequest, source: ImageSource, seconds: TimeInterval)
     /// The caller cancelled.

@@ -91,6 +91,9 @@ public struct ImageRequest: Hashable, Sendable {
     /// Steps applied in order after decoding and resampling, on the decode pool (a round
     /// avatar, a blur). Their identifiers take part in the memory key. Default none.
     public var processors: [ImageProcessor]
+    /// Overrides ``ImagePipeline/Configuration/diskCachePolicy`` for this request when set.
+    /// Not part of any key. Default `nil`.
+    public var diskCachePolicy: DiskCachePolicy?
 
     /// Creates a request for `url` at `size`.
     public init(
