@@ -84,6 +84,8 @@ var targets: [Target] = [
     .executableTarget(name: "ColorBenchmark", dependencies: ["PipelineCore", "CodecJPEG", "CodecPNG", "CodecWebP", "CodecHEIF",
                                                          "ColorManagement"],
                       path: "Benchmarks/ColorBenchmark"),
+    .executableTarget(name: "ProcessorBenchmark", dependencies: ["PipelineCore"],
+                      path: "Benchmarks/ProcessorBenchmark"),
     .executableTarget(name: "DiskCacheBenchmark", dependencies: ["PipelineCore"],
                       path: "Benchmarks/DiskCacheBenchmark"),
 ]
