@@ -111,6 +111,29 @@ private let pillowBlur2 = Data(base64Encoded: "VgAAXQABaAACcgIDegoEfBwFeDsHcmcHc
         #expect(Double(total) / Double(32 * 32 * 3) <= 1.5)
     }
 
+    @Test func largeBlurRadiiStayCloseToTheExactGaussian() throws {
+        // Above a standard deviation of 3 the box approximation runs: compare it with the exact
+        // 2-D Gaussian (edges extended) computed here in Double.
+        let input = pattern32(), sigma = 4.0, reach = 12
+        let out = try ImageProcessor.gaussianBlur(radius: sigma).process(input)
+        let k = (-reach...reach).map { exp(-Double($0 * $0) / (2 * sigma * sigma)) }
+        let total = k.reduce(0, +)
+        var worst = 0.0
+        for y in 8..<24 {
+            for x in 8..<24 {
+                var exact = 0.0
+                for j in -reach...reach {
+                    for i in -reach...reach {
+                        let p = input.pixel(x: min(max(x + i, 0), 31), y: min(max(y + j, 0), 31))
+                        exact += k[j + reach] * k[i + reach] * Double(p.r)
+                    }
+                }
+                worst = max(worst, abs(exact / (total * total) - Double(out.pixel(x: x, y: y).r)))
+            }
+        }
+        #expect(worst <= 1.5, "worst difference \(worst)")
+    }
+
     @Test func gaussianBlurDoesNotDarkenTransparentEdges() throws {
         // Left half opaque red, right half transparent: with premultiplied pixels the fringe
         // fades in alpha but stays red (straight blur of RGBA would darken it towards black).
