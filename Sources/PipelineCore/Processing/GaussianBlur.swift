@@ -137,7 +137,10 @@ public enum BoxBlurApproximation {
 
     private static func horizontal(_ s: UnsafeBufferPointer<UInt8>, _ d: UnsafeMutableBufferPointer<UInt8>,
                                    _ w: Int, _ h: Int, _ r: Int) {
-        let n = UInt32(2 * r + 1), half = n / 2
+        let n = UInt64(2 * r + 1), half = n / 2, recip = (UInt64(1) << 32) / n + 1
+        // (sum + half) / n as a multiply and shift: exact for boxes up to 4095 wide (256·n² < 2^32),
+        // at most one level low beyond.
+        @inline(__always) func div(_ v: UInt32) -> UInt8 { UInt8(truncatingIfNeeded: ((UInt64(v) + half) &* recip) >> 32) }
         for y in 0..<h {
             let row = y * w * 4
             var s0: UInt32 = 0, s1: UInt32 = 0, s2: UInt32 = 0, s3: UInt32 = 0
@@ -147,8 +150,7 @@ public enum BoxBlurApproximation {
             }
             for x in 0..<w {
                 let o = row + x * 4
-                d[o] = UInt8(truncatingIfNeeded: (s0 + half) / n); d[o + 1] = UInt8(truncatingIfNeeded: (s1 + half) / n)
-                d[o + 2] = UInt8(truncatingIfNeeded: (s2 + half) / n); d[o + 3] = UInt8(truncatingIfNeeded: (s3 + half) / n)
+                d[o] = div(s0); d[o + 1] = div(s1); d[o + 2] = div(s2); d[o + 3] = div(s3)
                 let add = row + min(x + r + 1, w - 1) * 4, sub = row + max(x - r, 0) * 4
                 s0 = s0 &+ UInt32(s[add]) &- UInt32(s[sub]); s1 = s1 &+ UInt32(s[add + 1]) &- UInt32(s[sub + 1])
                 s2 = s2 &+ UInt32(s[add + 2]) &- UInt32(s[sub + 2]); s3 = s3 &+ UInt32(s[add + 3]) &- UInt32(s[sub + 3])
@@ -158,7 +160,7 @@ public enum BoxBlurApproximation {
 
     private static func vertical(_ s: UnsafeBufferPointer<UInt8>, _ d: UnsafeMutableBufferPointer<UInt8>,
                                  _ w: Int, _ h: Int, _ r: Int) {
-        let n = w * 4, count = UInt32(2 * r + 1), half = count / 2
+        let n = w * 4, count = UInt64(2 * r + 1), half = count / 2, recip = (UInt64(1) << 32) / count + 1
         var sums = [UInt32](repeating: 0, count: n)
         sums.withUnsafeMutableBufferPointer { sum in
             for k in -r...r {
@@ -167,7 +169,7 @@ public enum BoxBlurApproximation {
             }
             for y in 0..<h {
                 let out = y * n
-                for i in 0..<n { d[out + i] = UInt8(truncatingIfNeeded: (sum[i] + half) / count) }
+                for i in 0..<n { d[out + i] = UInt8(truncatingIfNeeded: ((UInt64(sum[i]) + half) &* recip) >> 32) }
                 let add = min(y + r + 1, h - 1) * n, sub = max(y - r, 0) * n
                 for i in 0..<n { sum[i] = sum[i] &+ UInt32(s[add + i]) &- UInt32(s[sub + i]) }
             }
