@@ -60,6 +60,20 @@ private func renditionPipeline(loader: HeldLoader, decoder: CountingDecoder, dis
         #expect(decoder3.decodeCount == 1)
         #expect(fresh.bitmap.pixel(x: 16, y: 16) == (0, 0, 255, 255))
         #expect(events3.count { if case .renditionStored = $0 { true } else { false } } == 1)
+
+        // A stale original: the rendition still answers at once (stale-while-revalidate) and the
+        // original is revalidated in the background, whose new bytes stop the rendition answering.
+        clock.advance(200)
+        let events4 = EventRecorder(), decoder4 = CountingDecoder()
+        let fourth = renditionPipeline(loader: loader, decoder: decoder4, diskCache: try makeCache(directory),
+                                       clock: clock, events: events4)
+        #expect(try await fourth.image(for: round).bitmap == fresh.bitmap)
+        await fourth.waitForBackgroundWork()
+        #expect(decoder4.decodeCount == 1 && loader.loadCount(url) == 2)  // the check of the new bytes
+        fourth.memoryCache.removeAll()
+        let red = try await fourth.image(for: round)
+        #expect(red.bitmap.pixel(x: 16, y: 16) != (0, 0, 255, 255))
+        #expect(events4.count { if case .renditionHit = $0 { true } else { false } } == 1)
     }
 
     @Test func theDefaultPolicyStoresNoRendition() async throws {

@@ -56,7 +56,7 @@ extension ImagePipeline {
         let generation = replacements
         let rendition = renditionStore(for: request, key: key)
         if let rendition, request.cachePolicy != .reloadIgnoringCaches,
-           let answer = try await cachedRendition(rendition, key: key, priority: work.priority) {
+           let answer = try await cachedRendition(rendition, request: request, key: key, priority: work.priority) {
             if replacements == generation { memoryCache.insert(answer, for: key, cost: answer.bitmap.cost) }
             return answer
         }
@@ -108,14 +108,19 @@ extension ImagePipeline {
     }
 
     /// The rendition for `key` decoded, when one is stored and was made from the original bytes
-    /// on disk now, and those are fresh (a stale original goes the normal way, through
-    /// revalidation). Reads the original's bytes to check the tag, but does not decode them.
-    private func cachedRendition(_ store: RenditionStore, key: ImageKey,
+    /// on disk now. A stale original follows the request's ``RevalidationPolicy`` as a plain
+    /// disk hit would: with `staleWhileRevalidate` the rendition answers and the original is
+    /// revalidated in the background (new bytes change the tag); `revalidateBeforeAnswering`
+    /// goes the normal way. Reads the original's bytes to check the tag, but does not decode them.
+    private func cachedRendition(_ store: RenditionStore, request: ImageRequest, key: ImageKey,
                                  priority: PriorityHandle) async throws -> ImageResponse? {
         guard let original = await store.disk.cachedData(for: key.fetchURL),
-              original.info.isFresh(at: configuration.now()),
               let stored = await store.disk.cachedData(for: store.url),
               stored.info.etag == renditionTag(of: original.data) else { return nil }
+        if !original.info.isFresh(at: configuration.now()), request.cachePolicy != .returnCacheDataDontLoad {
+            guard request.revalidation == .staleWhileRevalidate else { return nil }
+            revalidateInBackground(url: key.fetchURL, cached: original.info, headers: request.headers)
+        }
         var plain = key.unprocessed
         plain.targetSize = .original
         plain.processing = ProcessingOptions(appliesOrientation: false, convertsToSRGB: false)
