@@ -84,7 +84,7 @@ var targets: [Target] = [
     .executableTarget(name: "ColorBenchmark", dependencies: ["PipelineCore", "CodecJPEG", "CodecPNG", "CodecWebP", "CodecHEIF",
                                                          "ColorManagement"],
                       path: "Benchmarks/ColorBenchmark"),
-    .executableTarget(name: "ProcessorBenchmark", dependencies: ["PipelineCore"],
+    .executableTarget(name: "ProcessorBenchmark", dependencies: ["PipelineCore", "CodecJPEG", "CodecPNG", "LoaderFile"],
                       path: "Benchmarks/ProcessorBenchmark"),
     .executableTarget(name: "DiskCacheBenchmark", dependencies: ["PipelineCore"],
                       path: "Benchmarks/DiskCacheBenchmark"),

@@ -7,7 +7,22 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${RUNS:-7}
 swift build -c release --product ProcessorBenchmark >&2
-"$(swift build -c release --show-bin-path)/ProcessorBenchmark" "$runs"
+bin="$(swift build -c release --show-bin-path)/ProcessorBenchmark"
+"$bin" "$runs"
+# Second launch of a 100-photo grid (1280 px JPEGs -> 256x256 round): renditions vs originals on
+# disk. Needs Benchmarks/.inputs/photo-baseline.jpg (run Benchmarks/thumbnails.sh once) and vips.
+grid="$PWD/Benchmarks/.inputs/grid-1280"
+if [ ! -d "$grid" ] && [ -f Benchmarks/.inputs/photo-baseline.jpg ]; then
+  mkdir -p "$grid"
+  for i in $(seq 0 99); do
+    vips crop Benchmarks/.inputs/photo-baseline.jpg "$grid/tmp.v" $(( (i % 10) * 400 )) $(( (i / 10) * 280 )) 1280 960
+    vips copy "$grid/tmp.v" "$grid/$(printf %03d $i).jpg[Q=85]"
+  done
+  rm -f "$grid/tmp.v"
+fi
+if [ -d "$grid" ]; then
+  cache=$(mktemp -d); "$bin" "$runs" grid "$grid" "$cache"; rm -rf "$cache"
+fi
 python3 - "$runs" <<'PY'
 import sys, time, subprocess, tempfile, os
 from PIL import Image, ImageFilter, ImageOps, ImageDraw
