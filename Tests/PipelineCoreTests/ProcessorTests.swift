@@ -157,14 +157,14 @@ private let pillowBlur2 = Data(base64Encoded: "VgAAXQABaAACcgIDegoEfBwFeDsHcmcHc
     }
 }
 
-/// The README's custom processor: sepia by the classic matrix, premultiplied-safe (clamped to alpha).
+/// The README's custom processor (same body): sepia by the classic matrix, clamped to alpha.
 struct Sepia: ImageProcessing {
     var identifier: String { "sepia" }
     func process(_ bitmap: Bitmap) throws -> Bitmap {
         var out = bitmap
         out.withUnsafeMutableBytes { p in
             for i in stride(from: 0, to: p.count, by: 4) {
-                let (r, g, b) = (Double(p[i]), Double(p[i + 1]), Double(p[i + 2])), a = Double(p[i + 3])
+                let (r, g, b, a) = (Double(p[i]), Double(p[i + 1]), Double(p[i + 2]), Double(p[i + 3]))
                 p[i] = UInt8(min(a, 0.393 * r + 0.769 * g + 0.189 * b).rounded())
                 p[i + 1] = UInt8(min(a, 0.349 * r + 0.686 * g + 0.168 * b).rounded())
                 p[i + 2] = UInt8(min(a, 0.272 * r + 0.534 * g + 0.131 * b).rounded())
