@@ -41,7 +41,8 @@ var targets: [Target] = [
     .target(name: "PipelineTestSupport", dependencies: ["PipelineCore", "CMemoryProbe"], path: "Tests/PipelineTestSupport"),
     .testTarget(name: "PipelineCoreTests", dependencies: ["PipelineCore", "PipelineTestSupport"]),
     .executableTarget(name: "DiskCacheCrashWriter", dependencies: ["PipelineCore", "PipelineTestSupport"], path: "Tests/DiskCacheCrashWriter"),
-    .testTarget(name: "DiskCacheTests", dependencies: ["PipelineCore", "LoaderHTTP", "PipelineTestSupport", "DiskCacheCrashWriter"]),
+    .testTarget(name: "DiskCacheTests", dependencies: ["PipelineCore", "LoaderHTTP", "PipelineTestSupport", "DiskCacheCrashWriter",
+                                                    "CodecPNG"]),
     .target(name: "CJPEGTestEncoder", dependencies: ["CJPEG"], path: "Tests/CJPEGTestEncoder"),
     .target(name: "CMemoryProbe", path: "Tests/CMemoryProbe"),
     .testTarget(name: "CodecJPEGTests", dependencies: ["CodecJPEG", "CJPEGTestEncoder", "PipelineCore", "PipelineTestSupport"]),
@@ -83,6 +84,8 @@ var targets: [Target] = [
     .executableTarget(name: "ColorBenchmark", dependencies: ["PipelineCore", "CodecJPEG", "CodecPNG", "CodecWebP", "CodecHEIF",
                                                          "ColorManagement"],
                       path: "Benchmarks/ColorBenchmark"),
+    .executableTarget(name: "ProcessorBenchmark", dependencies: ["PipelineCore", "CodecJPEG", "CodecPNG", "LoaderFile"],
+                      path: "Benchmarks/ProcessorBenchmark"),
     .executableTarget(name: "DiskCacheBenchmark", dependencies: ["PipelineCore"],
                       path: "Benchmarks/DiskCacheBenchmark"),
 ]

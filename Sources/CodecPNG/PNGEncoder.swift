@@ -5,7 +5,7 @@ import PipelineCore
 /// Encodes a ``PipelineCore/Bitmap`` (RGBA8 premultiplied) as an 8-bit PNG, dividing alpha
 /// back out first, since PNG stores straight alpha. A bitmap without a transparent pixel is
 /// written as RGB (no alpha channel), any other as RGBA.
-public struct PNGEncoder: Sendable {
+public struct PNGEncoder: Sendable, RenditionEncoding {
     /// The zlib level, 0 (store) to 9 (smallest). Default 6, libpng's own default.
     public var compressionLevel: Int
 

@@ -90,10 +90,13 @@ extension Command {
         positionals: 1...1,
         options: [.value("size", "N", "fit inside N×N pixels"),
                   .value("fill", "WxH", "fill exactly W×H pixels, centre-cropped"),
-                  .value("out", "FILE", "where to write it: .png, or .pam (straight RGBA)")],
+                  .value("out", "FILE", "where to write it: .png, or .pam (straight RGBA)"),
+                  .value("blur", "R", "Gaussian blur, standard deviation R output pixels"),
+                  .value("corner-radius", "R", "round the corners by R output pixels"),
+                  .flag("round", "crop to a circle (transparent outside)")],
         run: { invocation in
             let output = try invocation.output(allowed: ["png", "pam"])
-            let request: ImageRequest
+            var request: ImageRequest
             let url = try Sources.url(invocation.positionals[0])
             if let fill = try invocation.size("fill") {
                 request = ImageRequest(url: url, width: fill.width, height: fill.height, contentMode: .fill)
@@ -102,6 +105,7 @@ extension Command {
                 let size = try invocation.positiveInteger("size")
                 request = ImageRequest(url: url, width: size, height: size)
             }
+            request.processors = try processors(invocation)
             return try await render(request, to: output, invocation)
         })
 
@@ -115,6 +119,23 @@ extension Command {
             let output = try invocation.output(allowed: ["png", "pam"])
             return try await render(ImageRequest(url: try Sources.url(invocation.positionals[0])), to: output, invocation)
         })
+
+    /// The built-in processors `thumb`'s `--blur`, `--corner-radius` and `--round` ask for,
+    /// in that order.
+    private static func processors(_ invocation: Invocation) throws -> [ImageProcessor] {
+        func radius(_ name: String) throws -> Double? {
+            guard let text = invocation.options[name] else { return nil }
+            guard let value = Double(text), value > 0, value <= 10_000 else {
+                throw UsageError(message: "--\(name) needs a positive number of pixels (at most 10000), got '\(text)'")
+            }
+            return value
+        }
+        var list = [ImageProcessor]()
+        if let blur = try radius("blur") { list.append(.gaussianBlur(radius: blur)) }
+        if let corner = try radius("corner-radius") { list.append(.roundedCorners(radius: corner)) }
+        if invocation.flag("round") { list.append(.circle) }
+        return list
+    }
 
     private static func render(_ request: ImageRequest, to output: String, _ invocation: Invocation) async throws -> Int32 {
         let environment = try Environment(invocation, sources: [request.url])

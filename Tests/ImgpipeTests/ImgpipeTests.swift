@@ -18,6 +18,7 @@ struct ImgpipeTests {
         (["thumb", "a.jpg", "--size", "0", "--out", "x.png"], "--size needs a positive whole number, got '0'"),
         (["thumb", "a.jpg", "--size", "5", "--out", "x.gif"], "--out must end in .png or .pam"),
         (["thumb", "a.jpg", "--fill", "5by5", "--out", "x.png"], "--fill needs WIDTHxHEIGHT"),
+        (["thumb", "a.jpg", "--size", "5", "--blur", "-1", "--out", "x.png"], "--blur needs a positive number of pixels"),
         (["decode", "a.jpg"], "needs --out FILE"),
         (["info"], "'info' needs at least one SOURCE"),
         (["info", "a", "--json=yes"], "'--json' takes no value"),
@@ -98,6 +99,21 @@ struct ImgpipeTests {
             let png = directory.appendingPathComponent("thumb.png")
             #expect(try await Imgpipe.run(["thumb", balloon, "--size", "32", "--out", png.path]).status == 0)
             #expect(try Data(contentsOf: png).starts(with: [0x89, 0x50, 0x4E, 0x47]))
+        }
+    }
+
+    @Test func thumbRoundsBlursAndRoundsCorners() async throws {
+        try await Imgpipe.withTemporaryDirectory { (directory: URL) async throws in
+            let mandelbrot = Imgpipe.samples.appendingPathComponent("mandelbrot.jpg").path
+            let round = directory.appendingPathComponent("round.pam")
+            let result = try await Imgpipe.run(["thumb", mandelbrot, "--fill", "40x40", "--blur", "1.5", "--corner-radius", "4",
+                                                "--round", "--out", round.path, "--no-disk-cache"])
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(try pamSize(round) == [40, 40])
+            let data = [UInt8](try Data(contentsOf: round))
+            let start = try #require(data.indices.first { data[$0...].starts(with: Array("ENDHDR\n".utf8)) }) + 7
+            #expect(data[start + 3] == 0)                          // corner: outside the circle
+            #expect(data[start + (20 * 40 + 20) * 4 + 3] == 255)   // centre
         }
     }
 

@@ -16,6 +16,12 @@ extension ImagePipeline {
         /// The URL schemes whose bytes go through the disk cache. Default `["http", "https"]`:
         /// a `file` URL is on disk already, and a copy would only cost space.
         public var diskCachedSchemes: Set<String> = ["http", "https"]
+        /// Whether processed results (renditions) go to ``diskCache`` too; a request may
+        /// override it (``ImageRequest/diskCachePolicy``). Default ``DiskCachePolicy/originals``.
+        public var diskCachePolicy: DiskCachePolicy = .originals
+        /// Encodes renditions (``DiskCachePolicy/originalsAndRenditions``); without one no
+        /// rendition is stored. Default `nil`; `PNGEncoder()` from `CodecPNG` is lossless.
+        public var renditionEncoder: (any RenditionEncoding)?
         /// Decodes that run at once. Default: the number of active cores.
         public var maxConcurrentDecodes: Int
         /// The largest stored picture accepted, in pixels (checked from the header before

@@ -12,6 +12,7 @@ extension ImagePipeline {
     /// revalidation do not decode, the stale copy they were to replace answers instead.
     func performDecode(request: ImageRequest, key: ImageKey, work: InFlightWork<ImageResponse>) async throws -> ImageResponse {
         try Task.checkCancellation()
+        if !key.processors.isEmpty { return try await performProcessing(request: request, key: key, work: work) }
         let download = downloadWork(for: request, url: key.fetchURL)
         let loaded = try await wait(on: download, in: downloads, key: key.fetchURL, priority: work.priority.current,
                                     upstreamOf: work)
@@ -46,6 +47,114 @@ extension ImagePipeline {
         return response
     }
 
+    /// A processed key's work: the unprocessed result (from memory, or by joining the decode
+    /// work of ``ImageKey/unprocessed``, which other processor lists share, with its download),
+    /// then the processors in order on the decode pool. The unprocessed result stays in the
+    /// memory cache like any decode; the processed one is stored under `key`.
+    private func performProcessing(request: ImageRequest, key: ImageKey,
+                                   work: InFlightWork<ImageResponse>) async throws -> ImageResponse {
+        let generation = replacements
+        let rendition = renditionStore(for: request, key: key)
+        if let rendition, request.cachePolicy != .reloadIgnoringCaches,
+           let answer = try await cachedRendition(rendition, request: request, key: key, priority: work.priority) {
+            if replacements == generation { memoryCache.insert(answer, for: key, cost: answer.bitmap.cost) }
+            return answer
+        }
+        let baseKey = key.unprocessed
+        var base: ImageResponse
+        if request.cachePolicy != .reloadIgnoringCaches, let cached = memoryCache.value(for: baseKey) {
+            base = cached
+            base.source = .memory
+        } else {
+            var baseRequest = request
+            baseRequest.processors = []
+            let decode = decodeWork(for: baseRequest, key: baseKey)
+            base = try await wait(on: decode, in: decodes, key: baseKey, priority: work.priority.current, upstreamOf: work)
+        }
+        try Task.checkCancellation()
+        let processors = key.processors
+        let clock = configuration.now
+        let input = base
+        let (response, seconds): (ImageResponse, TimeInterval)
+        do {
+            (response, seconds) = try await decodePool.run(priority: work.priority) {
+                let start = clock()
+                var bitmap = input.bitmap
+                for processor in processors { bitmap = try processor.process(bitmap) }
+                var processed = input
+                processed.bitmap = bitmap
+                return (processed, clock().timeIntervalSince(start))
+            }
+        } catch let error where !(error is CancellationError) {
+            throw Self.wrap(error, processing: key.fetchURL)
+        }
+        emit(.processed(key, seconds: seconds))
+        let replaced = (replacedAt.value(for: key.fetchURL) ?? 0) > generation
+        if !replaced { memoryCache.insert(response, for: key, cost: response.bitmap.cost) }
+        if let rendition, replacements == generation {
+            await storeRendition(response, in: rendition, key: key, priority: work.priority, generation: generation)
+        }
+        return response
+    }
+
+    /// Where `request`'s rendition would be kept: the disk cache, encoder and rendition URL
+    /// when the policy asks for renditions and the fetch URL's scheme is disk-cached.
+    private func renditionStore(for request: ImageRequest, key: ImageKey) -> RenditionStore? {
+        guard (request.diskCachePolicy ?? configuration.diskCachePolicy) == .originalsAndRenditions,
+              let disk = configuration.diskCache, let encoder = configuration.renditionEncoder,
+              configuration.diskCachedSchemes.contains(key.fetchURL.scheme?.lowercased() ?? ""),
+              let url = key.renditionURL else { return nil }
+        return RenditionStore(disk: disk, encoder: encoder, url: url)
+    }
+
+    /// The rendition for `key` decoded, when one is stored and was made from the original bytes
+    /// on disk now. A stale original follows the request's ``RevalidationPolicy`` as a plain
+    /// disk hit would: with `staleWhileRevalidate` the rendition answers and the original is
+    /// revalidated in the background (new bytes change the tag); `revalidateBeforeAnswering`
+    /// goes the normal way. Reads the original's bytes to check the tag, but does not decode them.
+    private func cachedRendition(_ store: RenditionStore, request: ImageRequest, key: ImageKey,
+                                 priority: PriorityHandle) async throws -> ImageResponse? {
+        guard let original = await store.disk.cachedData(for: key.fetchURL),
+              let stored = await store.disk.cachedData(for: store.url),
+              stored.info.etag == renditionTag(of: original.data) else { return nil }
+        if !original.info.isFresh(at: configuration.now()), request.cachePolicy != .returnCacheDataDontLoad {
+            guard request.revalidation == .staleWhileRevalidate else { return nil }
+            revalidateInBackground(url: key.fetchURL, cached: original.info, headers: request.headers)
+        }
+        var plain = key.unprocessed
+        plain.targetSize = .original
+        plain.processing = ProcessingOptions(appliesOrientation: false, convertsToSRGB: false)
+        guard let (decoded, _) = try? await decodeOnPool(stored.data, source: .disk, key: plain, priority: priority) else {
+            await store.disk.removeData(for: store.url)  // damaged or undecodable: a miss
+            return nil
+        }
+        var response = decoded
+        // The original's size and format, kept in the rendition's lastModified field.
+        if let meta = stored.info.lastModified?.split(separator: " "), meta.count == 3,
+           let width = Int(meta[0]), let height = Int(meta[1]) {
+            response.originalSize = PixelSize(width: width, height: height)
+            response.format = ImageFormat(rawValue: String(meta[2]))
+        }
+        emit(.renditionHit(key))
+        return response
+    }
+
+    /// Encodes `response` on the decode pool and stores it as `key`'s rendition, tagged with
+    /// the original bytes now on disk (those the decode just stored or read), unless they were
+    /// replaced meanwhile. An encoder's failure only skips the store.
+    private func storeRendition(_ response: ImageResponse, in store: RenditionStore, key: ImageKey,
+                                priority: PriorityHandle, generation: UInt64) async {
+        let encoder = store.encoder, bitmap = response.bitmap
+        guard let original = await store.disk.cachedData(for: key.fetchURL),
+              let data = try? await decodePool.run(priority: priority, { try encoder.encode(bitmap) }),
+              replacements == generation else { return }
+        let meta = "\(response.originalSize.width) \(response.originalSize.height) \(response.format.rawValue)"
+        let info = CacheEntryInfo(etag: renditionTag(of: original.data), lastModified: meta,
+                                  freshUntil: original.info.freshUntil)
+        await store.disk.storeData(data, info: info, for: store.url)
+        emit(.renditionStored(key, bytes: data.count))
+    }
+
     /// New bytes replace the stored ones for `url`: decoded copies of the old bytes must not
     /// answer again, nor be put in memory by a decode of them still running.
     func dropDecodedCopies(of url: URL) {
@@ -55,7 +164,7 @@ extension ImagePipeline {
     }
 
     /// Decodes `data` on the decode pool at `priority`; returns the response and the seconds it took.
-    private func decodeOnPool(_ data: Data, source: ImageSource, key: ImageKey,
+    func decodeOnPool(_ data: Data, source: ImageSource, key: ImageKey,
                               priority: PriorityHandle) async throws -> (ImageResponse, TimeInterval) {
         let decoders = configuration.decoders
         let maxPixels = configuration.maxPixelCount
@@ -96,6 +205,12 @@ extension ImagePipeline {
     static func wrap(_ error: any Error, loading url: URL) -> ImagePipelineError {
         if let own = error as? ImagePipelineError, own.isWrapped { return own }
         return .loadingFailed(url, underlying: error)
+    }
+
+    /// As ``wrap(_:loading:)``, for a processor's error.
+    static func wrap(_ error: any Error, processing url: URL) -> ImagePipelineError {
+        if let own = error as? ImagePipelineError, own.isWrapped { return own }
+        return .processingFailed(url, underlying: error)
     }
 
     /// As ``wrap(_:loading:)``, for decoding.
@@ -227,4 +342,11 @@ extension ImagePipeline {
         }
         return decoded == true
     }
+}
+
+/// A rendition's place: the disk cache, the encoder and its key there.
+struct RenditionStore: Sendable {
+    let disk: any DataCaching
+    let encoder: any RenditionEncoding
+    let url: URL
 }

@@ -45,12 +45,15 @@ public enum ImagePipelineError: Error, Sendable, CustomStringConvertible, Locali
     case loadingFailed(URL, underlying: any Error & Sendable)
     /// Decoding the bytes of `URL` failed; `underlying` is what the decoder threw, unchanged.
     case decodingFailed(URL, underlying: any Error & Sendable)
+    /// A processor (``ImageProcessing``) failed on the picture from `URL`; `underlying` is what
+    /// it threw, unchanged.
+    case processingFailed(URL, underlying: any Error & Sendable)
 
     /// The loader's or decoder's own error inside ``loadingFailed(_:underlying:)`` and
     /// ``decodingFailed(_:underlying:)`` (unwrapped all the way); `self` otherwise.
     public var underlyingError: any Error & Sendable {
         switch self {
-        case .loadingFailed(_, let error), .decodingFailed(_, let error):
+        case .loadingFailed(_, let error), .decodingFailed(_, let error), .processingFailed(_, let error):
             return (error as? ImagePipelineError)?.underlyingError ?? error
         default:
             return self
@@ -60,7 +63,7 @@ public enum ImagePipelineError: Error, Sendable, CustomStringConvertible, Locali
     /// `true` for ``loadingFailed(_:underlying:)`` and ``decodingFailed(_:underlying:)``.
     public var isWrapped: Bool {
         switch self {
-        case .loadingFailed, .decodingFailed: return true
+        case .loadingFailed, .decodingFailed, .processingFailed: return true
         default: return false
         }
     }
@@ -68,7 +71,8 @@ public enum ImagePipelineError: Error, Sendable, CustomStringConvertible, Locali
     /// The URL a wrapped failure names, if any.
     public var url: URL? {
         switch self {
-        case .loadingFailed(let url, _), .decodingFailed(let url, _), .notFound(let url): return url
+        case .loadingFailed(let url, _), .decodingFailed(let url, _), .processingFailed(let url, _), .notFound(let url):
+            return url
         default: return nil
         }
     }
@@ -79,7 +83,7 @@ public enum ImagePipelineError: Error, Sendable, CustomStringConvertible, Locali
     public var isPermanent: Bool {
         switch self {
         case .notFound, .noDecoder, .unsupported, .corruptData, .tooManyPixels: return true
-        case .loadingFailed(_, let error), .decodingFailed(_, let error):
+        case .loadingFailed(_, let error), .decodingFailed(_, let error), .processingFailed(_, let error):
             return (error as? any PipelineFailure)?.isPermanent ?? false
         default: return false
         }
@@ -110,6 +114,8 @@ public enum ImagePipelineError: Error, Sendable, CustomStringConvertible, Locali
             return Self.nested(error, url: url) ?? "cannot load \(Self.name(url)): \(Self.text(of: error))"
         case .decodingFailed(let url, let error):
             return Self.nested(error, url: url) ?? "cannot decode \(Self.name(url)): \(Self.text(of: error))"
+        case .processingFailed(let url, let error):
+            return Self.nested(error, url: url) ?? "cannot process \(Self.name(url)): \(Self.text(of: error))"
         }
     }
 
@@ -132,7 +138,8 @@ public enum ImagePipelineError: Error, Sendable, CustomStringConvertible, Locali
         case (.fileUnreadable(let a1, let a2), .fileUnreadable(let b1, let b2)): return a1 == b1 && a2 == b2
         case (.notCached, .notCached), (.unexpectedNotModified, .unexpectedNotModified): return true
         case (.loadingFailed(let a1, let a2), .loadingFailed(let b1, let b2)),
-             (.decodingFailed(let a1, let a2), .decodingFailed(let b1, let b2)):
+             (.decodingFailed(let a1, let a2), .decodingFailed(let b1, let b2)),
+             (.processingFailed(let a1, let a2), .processingFailed(let b1, let b2)):
             return a1 == b1 && equalErrors(a2, b2)
         default: return false
         }

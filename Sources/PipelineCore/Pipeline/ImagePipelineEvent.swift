@@ -15,6 +15,12 @@ public enum ImagePipelineEvent: Sendable {
     case revalidated(URL, modified: Bool)
     /// A decode (and resample) finished, taking `seconds` on the decode pool.
     case decoded(ImageKey, seconds: TimeInterval)
+    /// A key's processors (``ImageRequest/processors``) ran, taking `seconds` on the decode pool.
+    case processed(ImageKey, seconds: TimeInterval)
+    /// A request with processors was answered by its rendition on disk (no original decode).
+    case renditionHit(ImageKey)
+    /// A processed result was stored on disk as a rendition of `bytes` encoded bytes.
+    case renditionStored(ImageKey, bytes: Int)
     /// The request was answered, `seconds` after it started.
     case completed(ImageRequest, source: ImageSource, seconds: TimeInterval)
     /// The caller cancelled.

@@ -1,6 +1,7 @@
 import Foundation
 
-/// The memory-cache key: one decoded result per fetch URL, size, mode and processing.
+/// The memory-cache key: one decoded result per fetch URL, size, mode, processing options and
+/// processors.
 ///
 /// Two requests with equal keys share one decode and one cache entry. The download and
 /// the disk cache are keyed more coarsely, by ``fetchURL`` alone.
@@ -13,6 +14,10 @@ public struct ImageKey: Hashable, Sendable {
     public var contentMode: ContentMode
     /// Options that change the pixels.
     public var processing: ProcessingOptions
+    /// The request's processors, in order; compared by identifier. Keys that differ only
+    /// here share the download and the decode (the key with no processors) but not the
+    /// processing.
+    public var processors: [ImageProcessor]
 
     /// Creates the key for `request` fetched from `fetchURL`.
     public init(request: ImageRequest, fetchURL: URL) {
@@ -20,5 +25,13 @@ public struct ImageKey: Hashable, Sendable {
         self.targetSize = request.targetSize
         self.contentMode = request.targetSize == .original ? .fit : request.contentMode
         self.processing = request.processing
+        self.processors = request.processors
+    }
+
+    /// This key without processors: the decode that processed keys share.
+    public var unprocessed: ImageKey {
+        var key = self
+        key.processors = []
+        return key
     }
 }

@@ -88,6 +88,12 @@ public struct ImageRequest: Hashable, Sendable {
     public var processing: ProcessingOptions
     /// Extra request headers for loaders that speak HTTP. Not part of any cache key.
     public var headers: [String: String]
+    /// Steps applied in order after decoding and resampling, on the decode pool (a round
+    /// avatar, a blur). Their identifiers take part in the memory key. Default none.
+    public var processors: [ImageProcessor]
+    /// Overrides ``ImagePipeline/Configuration/diskCachePolicy`` for this request when set.
+    /// Not part of any key. Default `nil`.
+    public var diskCachePolicy: DiskCachePolicy?
 
     /// Creates a request for `url` at `size`.
     public init(
@@ -98,7 +104,8 @@ public struct ImageRequest: Hashable, Sendable {
         cachePolicy: CachePolicy = .useCaches,
         revalidation: RevalidationPolicy = .staleWhileRevalidate,
         processing: ProcessingOptions = ProcessingOptions(),
-        headers: [String: String] = [:]
+        headers: [String: String] = [:],
+        processors: [ImageProcessor] = []
     ) {
         self.url = url
         self.targetSize = targetSize
@@ -108,12 +115,13 @@ public struct ImageRequest: Hashable, Sendable {
         self.revalidation = revalidation
         self.processing = processing
         self.headers = headers
+        self.processors = processors
     }
 
     /// Creates a request for `url` at `width` × `height` pixels.
     public init(url: URL, width: Int, height: Int, contentMode: ContentMode = .fit,
-                priority: ImagePriority = .visible) {
+                priority: ImagePriority = .visible, processors: [ImageProcessor] = []) {
         self.init(url: url, targetSize: .pixels(PixelSize(width: width, height: height)),
-                  contentMode: contentMode, priority: priority)
+                  contentMode: contentMode, priority: priority, processors: processors)
     }
 }

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Built-in processors on a 512x512 bitmap (ProcessorBenchmark, release build) beside Pillow's
+# GaussianBlur / ImageOps.fit + ellipse mask / convert("L") and vips gaussblur, same machine,
+# minimum of $RUNS runs (default 7). Needs python3-pil and libvips-tools. Don't run it while
+# other builds share the machine.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+runs=${RUNS:-7}
+swift build -c release --product ProcessorBenchmark >&2
+bin="$(swift build -c release --show-bin-path)/ProcessorBenchmark"
+"$bin" "$runs"
+# Second launch of a 100-photo grid (1280 px JPEGs -> 256x256 round): renditions vs originals on
+# disk. Needs Benchmarks/.inputs/photo-baseline.jpg (run Benchmarks/thumbnails.sh once) and vips.
+grid="$PWD/Benchmarks/.inputs/grid-1280"
+if [ ! -d "$grid" ] && [ -f Benchmarks/.inputs/photo-baseline.jpg ]; then
+  mkdir -p "$grid"
+  for i in $(seq 0 99); do
+    vips crop Benchmarks/.inputs/photo-baseline.jpg "$grid/tmp.v" $(( (i % 10) * 400 )) $(( (i / 10) * 280 )) 1280 960
+    vips copy "$grid/tmp.v" "$grid/$(printf %03d $i).jpg[Q=85]"
+  done
+  rm -f "$grid/tmp.v"
+fi
+if [ -d "$grid" ]; then
+  cache=$(mktemp -d); "$bin" "$runs" grid "$grid" "$cache"; rm -rf "$cache"
+fi
+python3 - "$runs" <<'PY'
+import sys, time, subprocess, tempfile, os
+from PIL import Image, ImageFilter, ImageOps, ImageDraw
+runs = int(sys.argv[1]); side = 512
+im = Image.new("RGB", (side, side))
+im.putdata([((x * 37 + y * 11) & 255, (x ^ y) & 255, ((x * y) >> 10) & 255) for y in range(side) for x in range(side)])
+def best(f):
+    t = []
+    for _ in range(runs):
+        s = time.perf_counter(); f(); t.append((time.perf_counter() - s) * 1000)
+    return min(t)
+def circle():
+    out = ImageOps.fit(im, (side, side)); mask = Image.new("L", (side * 4, side * 4), 0)
+    ImageDraw.Draw(mask).ellipse((0, 0, side * 4, side * 4), fill=255)
+    out.putalpha(mask.resize((side, side), Image.LANCZOS)); return out
+print("| Pillow %s (512x512) | ms |" % __import__("PIL").__version__); print("|---|---:|")
+print("| ImageOps.fit + 4x ellipse mask (circle) | %.2f |" % best(circle))
+print("| convert('L') (grayscale) | %.2f |" % best(lambda: im.convert("L")))
+for r in (2, 8, 20):
+    print("| GaussianBlur(%d) | %.2f |" % (r, best(lambda: im.filter(ImageFilter.GaussianBlur(r)))))
+d = tempfile.mkdtemp(); src = os.path.join(d, "in.v"); im.save(os.path.join(d, "in.png"))
+subprocess.run(["vips", "copy", os.path.join(d, "in.png"), src], check=True)
+for r in (2, 8, 20):
+    # The whole vips process (start-up included), so an upper bound on its blur time.
+    ms = best(lambda: subprocess.run(["vips", "gaussblur", src, os.path.join(d, "out.v"), str(r)], check=True))
+    print("| vips gaussblur sigma %d (process, incl. start-up) | %.2f |" % (r, ms))
+PY
