@@ -38,6 +38,12 @@ public struct SharedTierLoader: DataLoading {
         let url = request.url
         let token = UUID().uuidString
         if await tier.acquireLease(for: url, token: token, duration: leaseDuration) {
+            // The previous holder may have published and released between the caller's cache
+            // lookup and this lease: look once more before going to the origin.
+            if let entry = await tier.cachedData(for: url) {
+                await tier.releaseLease(for: url, token: token)
+                return .data(entry.data, Self.metadata(entry))
+            }
             return try await fetchAndPublish(request, token: token)
         }
         let deadline = ContinuousClock.now.advanced(by: leaseDuration)
