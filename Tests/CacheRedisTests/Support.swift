@@ -46,7 +46,7 @@ struct Replica {
         directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("CacheRedisTests-\(UUID().uuidString)", isDirectory: true)
         let disk = try DiskCache(directory: directory)
-        tier = RedisCache(configuration: .init(port: redisPort, timeout: timeout, breakerCooldown: .milliseconds(200)))
+        tier = RedisCache(configuration: .init(port: redisPort, timeout: timeout, breakerCooldown: .seconds(30)))
         let loader = SharedTierLoader(base: HTTPDataLoader(), tier: tier, leaseDuration: leaseDuration)
         pipeline = ImagePipeline(configuration: .init(
             decoders: DecoderRegistry([TestImageDecoder()]), loaders: LoaderRegistry([loader]),
