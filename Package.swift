@@ -24,6 +24,9 @@ var targets: [Target] = [
     cLibrary("CGIF", pkgConfig: "libgif", apt: "libgif-dev"),
     cLibrary("CCurl", pkgConfig: "libcurl", apt: "libcurl4-openssl-dev"),
     cLibrary("CLCMS2", pkgConfig: "lcms2", apt: "liblcms2-dev"),
+    // No pkgConfig: hiredis.pc's Cflags carry -D_FILE_OFFSET_BITS=64, which SwiftPM rejects with a
+    // warning on every build; the headers are in /usr/include/hiredis and the module map links it.
+    .systemLibrary(name: "CHiredis", providers: [.apt(["libhiredis-dev"])]),
 
     .target(name: "CJPEGShim", dependencies: ["CJPEG"]),
     .target(name: "CPNGShim", dependencies: ["CPNG"]),
@@ -37,6 +40,7 @@ var targets: [Target] = [
     .target(name: "CCurlShim", dependencies: ["CCurl"]),
     .target(name: "LoaderHTTP", dependencies: ["PipelineCore", "CCurl", "CCurlShim"]),
     .target(name: "LoaderFile", dependencies: ["PipelineCore"]),
+    .target(name: "CacheRedis", dependencies: ["PipelineCore", "CHiredis"]),
 
     .target(name: "PipelineTestSupport", dependencies: ["PipelineCore", "CMemoryProbe"], path: "Tests/PipelineTestSupport"),
     .testTarget(name: "PipelineCoreTests", dependencies: ["PipelineCore", "PipelineTestSupport"]),
@@ -59,6 +63,7 @@ var targets: [Target] = [
     .testTarget(name: "CodecGIFTests", dependencies: ["CodecGIF", "CodecWebP", "CodecPNG", "LoaderFile", "PipelineCore",
                                                            "PipelineTestSupport"]),
     .testTarget(name: "ImgpipeTests", dependencies: ["imgpipe"]),
+    .testTarget(name: "CacheRedisTests", dependencies: ["CacheRedis", "PipelineCore", "LoaderHTTP", "CodecPNG"]),
     .testTarget(name: "LoaderTests", dependencies: ["PipelineCore", "LoaderHTTP", "LoaderFile", "CodecPNG"],
                 exclude: ["Fixtures"]),
 
@@ -106,6 +111,7 @@ let package = Package(
         .library(name: "CodecGIF", targets: ["CodecGIF"]),
         .library(name: "LoaderHTTP", targets: ["LoaderHTTP"]),
         .library(name: "LoaderFile", targets: ["LoaderFile"]),
+        .library(name: "CacheRedis", targets: ["CacheRedis"]),
         .executable(name: "imgpipe", targets: ["imgpipe"]),
     ],
     targets: targets,

@@ -87,7 +87,66 @@ struct MemoryCacheTests {
     }
 
     @Test func defaultBudgetIsAFifthOfMemoryCappedAt512MiB() {
+        let empty = try? FakeCgroup()
         let expected = min(ProcessInfo.processInfo.physicalMemory / 5, 512 << 20)
-        #expect(MemoryCache<Int, Int>.defaultCostLimit() == Int(expected))
+        #expect(MemoryCache<Int, Int>.defaultCostLimit(cgroupRoot: empty?.path ?? "/nonexistent") == Int(expected))
     }
+
+    @Test func defaultBudgetIsAFifthOfTheCgroupV2LimitInsideAContainer() throws {
+        let cgroup = try FakeCgroup()
+        try cgroup.write("memory.max", "536870912\n")  // a 512 MiB pod
+        let gib64: UInt64 = 64 << 30
+        #expect(MemoryCache<Int, Int>.containerMemoryLimit(cgroupRoot: cgroup.path) == 512 << 20)
+        #expect(MemoryCache<Int, Int>.defaultCostLimit(cgroupRoot: cgroup.path, physicalMemory: gib64)
+                == (512 << 20) / 5)
+        // A limit above physical memory changes nothing.
+        try cgroup.write("memory.max", "\(UInt64(1) << 40)\n")
+        #expect(MemoryCache<Int, Int>.defaultCostLimit(cgroupRoot: cgroup.path, physicalMemory: 1 << 30)
+                == (1 << 30) / 5)
+    }
+
+    @Test func cgroupV2MaxMeansNoLimit() throws {
+        let cgroup = try FakeCgroup()
+        try cgroup.write("memory.max", "max\n")
+        #expect(MemoryCache<Int, Int>.containerMemoryLimit(cgroupRoot: cgroup.path) == nil)
+        #expect(MemoryCache<Int, Int>.defaultCostLimit(cgroupRoot: cgroup.path, physicalMemory: 64 << 30) == 512 << 20)
+    }
+
+    @Test func cgroupV1LimitIsTheFallback() throws {
+        let cgroup = try FakeCgroup()
+        try cgroup.write("memory/memory.limit_in_bytes", "268435456\n")  // 256 MiB
+        #expect(MemoryCache<Int, Int>.defaultCostLimit(cgroupRoot: cgroup.path, physicalMemory: 64 << 30)
+                == (256 << 20) / 5)
+        // v1 spells "unlimited" as a huge number: physical memory decides.
+        try cgroup.write("memory/memory.limit_in_bytes", "9223372036854771712\n")
+        #expect(MemoryCache<Int, Int>.defaultCostLimit(cgroupRoot: cgroup.path, physicalMemory: 1 << 30)
+                == (1 << 30) / 5)
+    }
+
+    @Test func aMalformedCgroupFileCountsAsNoLimit() throws {
+        let cgroup = try FakeCgroup()
+        try cgroup.write("memory.max", "-1 garbage")
+        #expect(MemoryCache<Int, Int>.containerMemoryLimit(cgroupRoot: cgroup.path) == nil)
+        try cgroup.write("memory.max", String(repeating: "9", count: 5000))
+        #expect(MemoryCache<Int, Int>.containerMemoryLimit(cgroupRoot: cgroup.path) == nil)
+    }
+}
+
+/// A throw-away directory laid out like `/sys/fs/cgroup`, removed on deinit.
+private final class FakeCgroup {
+    let path: String
+
+    init() throws {
+        path = FileManager.default.temporaryDirectory
+            .appendingPathComponent("fake-cgroup-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    }
+
+    func write(_ name: String, _ text: String) throws {
+        let url = URL(fileURLWithPath: path).appendingPathComponent(name)
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try Data(text.utf8).write(to: url)
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: path) }
 }

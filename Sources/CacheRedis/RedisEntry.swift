@@ -1,0 +1,104 @@
+import Foundation
+import PipelineCore
+
+/// The value stored under an entry key: a self-checking record of the URL, validators,
+/// freshness and compressed bytes.
+///
+/// Layout (integers big-endian): `"IPR1"`, URL (u32 length + UTF-8), ETag and Last-Modified
+/// (u32 length + UTF-8, `0xFFFFFFFF` for none), fresh-until in Unix milliseconds (i64,
+/// `Int64.min` for none), bytes (u64 length + bytes), then an FNV-1a 64-bit checksum of
+/// everything before it. A value that fails to parse, whose checksum does not match, or whose
+/// URL is not the one asked for is a miss.
+enum RedisEntry {
+    static let magic = Data("IPR1".utf8)
+
+    static func encode(url: URL, data: Data, info: CacheEntryInfo) -> Data {
+        var out = Data()
+        out.reserveCapacity(data.count + 128)
+        out.append(magic)
+        appendString(url.absoluteString, to: &out)
+        appendString(info.etag, to: &out)
+        appendString(info.lastModified, to: &out)
+        let fresh = info.freshUntil.map { Int64(($0.timeIntervalSince1970 * 1000).rounded()) } ?? Int64.min
+        appendInteger(UInt64(bitPattern: fresh), to: &out)
+        appendInteger(UInt64(data.count), to: &out)
+        out.append(data)
+        appendInteger(checksum(out), to: &out)
+        return out
+    }
+
+    static func decode(_ value: Data, expecting url: URL) -> CachedData? {
+        let bytes = [UInt8](value)
+        guard bytes.count >= magic.count + 8, bytes.starts(with: magic) else { return nil }
+        let body = bytes[..<(bytes.count - 8)]
+        var reader = Reader(bytes: bytes, position: bytes.count - 8)
+        guard let stored = reader.integer(UInt64.self), stored == checksum(body) else { return nil }
+        reader = Reader(bytes: Array(body), position: magic.count)
+        guard let storedURL = reader.string(), storedURL == url.absoluteString,
+              let etag = reader.optionalString(), let lastModified = reader.optionalString(),
+              let freshBits = reader.integer(UInt64.self), let length = reader.integer(UInt64.self),
+              length == UInt64(body.count - reader.position)
+        else { return nil }
+        let fresh = Int64(bitPattern: freshBits)
+        let freshUntil = fresh == Int64.min ? nil : Date(timeIntervalSince1970: Double(fresh) / 1000)
+        let data = Data(body[(body.startIndex + reader.position)...])
+        return CachedData(data: data, info: CacheEntryInfo(etag: etag, lastModified: lastModified, freshUntil: freshUntil))
+    }
+
+    /// FNV-1a, 64 bits: catches truncation and bit rot; not a defence against a writer with
+    /// access to the Redis server.
+    static func checksum<C: Collection>(_ bytes: C) -> UInt64 where C.Element == UInt8 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in bytes {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x0000_0100_0000_01b3
+        }
+        return hash
+    }
+
+    private static func appendString(_ string: String?, to out: inout Data) {
+        guard let string else {
+            appendInteger(UInt32.max, to: &out)
+            return
+        }
+        let utf8 = Data(string.utf8)
+        appendInteger(UInt32(clamping: utf8.count), to: &out)
+        out.append(utf8.prefix(Int(UInt32.max - 1)))
+    }
+
+    private static func appendInteger<T: FixedWidthInteger>(_ value: T, to out: inout Data) {
+        withUnsafeBytes(of: value.bigEndian) { out.append(contentsOf: $0) }
+    }
+
+    private struct Reader {
+        let bytes: [UInt8]
+        var position: Int
+
+        mutating func integer<T: FixedWidthInteger>(_: T.Type) -> T? {
+            let size = MemoryLayout<T>.size
+            guard position >= 0, bytes.count - position >= size else { return nil }
+            var value: T = 0
+            for byte in bytes[position..<(position + size)] { value = value << 8 | T(byte) }
+            position += size
+            return value
+        }
+
+        mutating func optionalString() -> String?? {
+            guard let length = integer(UInt32.self) else { return nil }
+            if length == UInt32.max { return .some(nil) }
+            return read(Int(length)).map { .some($0) }
+        }
+
+        mutating func string() -> String? {
+            guard let length = integer(UInt32.self), length != UInt32.max else { return nil }
+            return read(Int(length))
+        }
+
+        private mutating func read(_ length: Int) -> String? {
+            guard bytes.count - position >= length else { return nil }
+            let text = String(decoding: bytes[position..<(position + length)], as: UTF8.self)
+            position += length
+            return text
+        }
+    }
+}

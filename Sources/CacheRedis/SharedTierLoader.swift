@@ -1,0 +1,81 @@
+import Foundation
+import PipelineCore
+
+/// Wraps an origin loader so that, across every pipeline sharing one ``RedisCache``, one
+/// origin fetch happens per URL at a time.
+///
+/// Before an unconditional load it takes a short lease (`SET <prefix>l:<url> <token> NX PX`).
+/// The holder fetches from the origin, stores the bytes in the shared tier and gives the lease
+/// back; the others poll the shared tier until the entry appears (answering with it, as if the
+/// origin had sent it) or the lease is gone or ``leaseDuration`` passed, and then fetch
+/// themselves. Conditional loads (revalidations) go straight to the origin. When Redis cannot
+/// answer, every caller fetches itself: the tier never fails a request.
+public struct SharedTierLoader: DataLoading {
+    /// The origin loader.
+    public let base: any DataLoading
+    /// The shared tier the lease and the result live in.
+    public let tier: RedisCache
+    /// How long a lease lasts, and the longest another pipeline waits for its result.
+    public let leaseDuration: Duration
+    /// How often a waiting pipeline asks for the result.
+    public let pollInterval: Duration
+
+    /// Creates the wrapper.
+    public init(base: any DataLoading, tier: RedisCache, leaseDuration: Duration = .seconds(5),
+                pollInterval: Duration = .milliseconds(10)) {
+        self.base = base
+        self.tier = tier
+        self.leaseDuration = leaseDuration
+        self.pollInterval = pollInterval
+    }
+
+    /// The base loader's schemes.
+    public var schemes: Set<String> { base.schemes }
+
+    /// Loads through the lease as described on the type.
+    public func load(_ request: DataLoadRequest) async throws -> DataLoadResult {
+        guard request.validator == nil else { return try await base.load(request) }
+        let url = request.url
+        let token = UUID().uuidString
+        if await tier.acquireLease(for: url, token: token, duration: leaseDuration) {
+            // The previous holder may have published and released between the caller's cache
+            // lookup and this lease: look once more before going to the origin.
+            if let entry = await tier.cachedData(for: url) {
+                await tier.releaseLease(for: url, token: token)
+                return .data(entry.data, Self.metadata(entry))
+            }
+            return try await fetchAndPublish(request, token: token)
+        }
+        let deadline = ContinuousClock.now.advanced(by: leaseDuration)
+        while ContinuousClock.now < deadline {
+            try await Task.sleep(for: pollInterval)
+            if let entry = await tier.cachedData(for: url) {
+                return .data(entry.data, Self.metadata(entry))
+            }
+            guard await tier.isLeased(url) else { break }  // the holder gave up: fetch ourselves
+        }
+        return try await fetchAndPublish(request, token: nil)
+    }
+
+    private func fetchAndPublish(_ request: DataLoadRequest, token: String?) async throws -> DataLoadResult {
+        let result: DataLoadResult
+        do {
+            result = try await base.load(request)
+        } catch {
+            if let token { await tier.releaseLease(for: request.url, token: token) }
+            throw error
+        }
+        if case .data(let data, let metadata) = result, !metadata.noStore {
+            await tier.storeData(data, info: CacheEntryInfo(metadata, receivedAt: Date()), for: request.url)
+        }
+        if let token { await tier.releaseLease(for: request.url, token: token) }
+        return result
+    }
+
+    /// The metadata an origin response with this entry's validators and freshness would carry.
+    static func metadata(_ entry: CachedData) -> ResponseMetadata {
+        ResponseMetadata(etag: entry.info.etag, lastModified: entry.info.lastModified,
+                         contentLength: Int64(entry.data.count),
+                         freshFor: entry.info.freshUntil.map { $0.timeIntervalSinceNow })
+    }
+}

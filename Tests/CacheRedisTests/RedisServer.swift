@@ -1,0 +1,90 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A real `redis-server` on 127.0.0.1, started by the test on a free port (found by binding a
+/// socket first: old servers do not support `--port 0`), without persistence.
+final class RedisServer: Sendable {
+    let port: Int
+    private let process: Process
+
+    enum Failure: Error { case notInstalled, didNotStart, noPort }
+
+    /// `nil` when `redis-server` is not installed (the tests then skip with a message).
+    static var executable: String? {
+        ["/usr/bin/redis-server", "/usr/local/bin/redis-server"].first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
+    /// Starts a server and waits (on a thread of its own) for "Ready to accept connections".
+    static func start(arguments: [String] = []) async throws -> RedisServer {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread { continuation.resume(with: Result { try RedisServer(arguments: arguments) }) }.start()
+        }
+    }
+
+    private init(arguments: [String]) throws {
+        guard let executable = Self.executable else { throw Failure.notInstalled }
+        let port = try Self.freePort()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                             "--dir", FileManager.default.temporaryDirectory.path] + arguments
+        let stdout = Pipe()
+        process.standardOutput = stdout
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        var log = Data()
+        while !log.contains("Ready to accept connections") {
+            let chunk = stdout.fileHandleForReading.availableData
+            guard !chunk.isEmpty else {
+                process.terminate()
+                throw Failure.didNotStart
+            }
+            log.append(chunk)
+        }
+        // Keep draining stdout so the server never blocks on a full pipe.
+        let reader = stdout.fileHandleForReading
+        Thread { while !reader.availableData.isEmpty {} }.start()
+        self.port = port
+        self.process = process
+    }
+
+    /// Ends the server with SIGKILL (like a crash; it keeps nothing on disk) and waits for it
+    /// to exit. Not SIGTERM: a child started by Foundation's `Process` from a test thread
+    /// inherits a signal mask that blocks it, and the server would never exit.
+    func stop() async {
+        kill(process.processIdentifier, SIGKILL)
+        let process = process
+        await withCheckedContinuation { continuation in
+            Thread {
+                process.waitUntilExit()
+                continuation.resume()
+            }.start()
+        }
+    }
+
+    /// A port nothing listens on now: bind port 0, read it back, close.
+    static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw Failure.noPort }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = 0
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+                bind(fd, pointer, length) == 0 && getsockname(fd, pointer, &length) == 0
+            }
+        }
+        guard bound else { throw Failure.noPort }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}
+
+extension Data {
+    fileprivate func contains(_ text: String) -> Bool { range(of: Data(text.utf8)) != nil }
+}

@@ -1,0 +1,119 @@
+@testable import CacheRedis
+import Foundation
+import PipelineCore
+import Testing
+
+@Suite("Shared cache tier on Redis")
+struct SharedTierTests {
+    @Test func twoPipelinesWithTheirOwnDiskCachesMakeOneOriginRequestBetweenThem() async throws {
+        try await withServers { redis, origin in
+            let first = try Replica(redisPort: redis.port), second = try Replica(redisPort: redis.port)
+            defer { first.remove(); second.remove() }
+            // At the same time: the slow origin keeps the first fetch in flight while the other waits on the lease.
+            let paths = (0..<6).map { "/delay/\($0)?ms=200&maxage=600" }
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for path in paths {
+                    for replica in [first, second] {
+                        group.addTask { _ = try await replica.pipeline.image(for: ImageRequest(url: origin.url(path))) }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            // One after the other: the second replica's disk misses, Redis answers.
+            _ = try await first.pipeline.image(for: ImageRequest(url: origin.url("/image/later?maxage=600")))
+            let response = try await second.pipeline.image(for: ImageRequest(url: origin.url("/image/later?maxage=600")))
+            let stats = try await origin.stats()
+            for index in 0..<6 { #expect(stats.hits["/delay/\(index)"] == 1, "path \(index)") }
+            #expect(stats.hits["/image/later"] == 1)
+            #expect(response.source == .disk)
+            #expect(second.tier.statistics.hits >= 1)
+        }
+    }
+
+    @Test func killingRedisMidTestNeverFailsARequest() async throws {
+        try await withServers { redis, origin in
+            let replica = try Replica(redisPort: redis.port, timeout: .milliseconds(50))
+            defer { replica.remove() }
+            for index in 0..<4 {
+                _ = try await replica.pipeline.image(for: ImageRequest(url: origin.url("/image/before\(index)?maxage=600")))
+            }
+            #expect(replica.tier.statistics.failures == 0)
+            await redis.stop()
+            // A second replica (cold disk) and the first keep working: new URLs and old ones.
+            let other = try Replica(redisPort: redis.port, timeout: .milliseconds(50))
+            defer { other.remove() }
+            for index in 0..<4 {
+                _ = try await other.pipeline.image(for: ImageRequest(url: origin.url("/image/before\(index)?maxage=600")))
+                _ = try await replica.pipeline.image(for: ImageRequest(url: origin.url("/image/after\(index)?maxage=600")))
+            }
+            #expect(other.tier.statistics.failures > 0)
+            #expect(other.tier.statistics.skipped > 0, "the breaker opened")
+            #expect(try await origin.hits("/image/after0") == 1)
+        }
+    }
+
+    @Test func aTierOnAPortWithNoServerNeverFailsARequest() async throws {
+        try await withServers { _, origin in
+            let replica = try Replica(redisPort: try RedisServer.freePort(), timeout: .milliseconds(20))
+            defer { replica.remove() }
+            for index in 0..<3 {
+                _ = try await replica.pipeline.image(for: ImageRequest(url: origin.url("/image/nowhere\(index)")))
+            }
+            #expect(replica.tier.statistics.hits == 0)
+        }
+    }
+
+    @Test func aCorruptedValueIsAMissNeverAWrongPicture() async throws {
+        try await withServers { redis, origin in
+            let tier = RedisCache(configuration: .init(port: redis.port, timeout: .milliseconds(500)))
+            let url = origin.url("/image/victim?maxage=600"), other = origin.url("/image/other?maxage=600")
+            let bytes = Data("TIMG".utf8) + Data([0, 4, 0, 3, 9, 9, 9, 255]) + Data(repeating: 7, count: 100)
+            let info = CacheEntryInfo(etag: "\"e\"", lastModified: nil, freshUntil: Date().addingTimeInterval(600))
+            await tier.storeData(bytes, info: info, for: url)
+            let stored = await tier.cachedData(for: url)
+            #expect(stored?.data == bytes && stored?.info == CacheEntryInfo(etag: "\"e\"", freshUntil: stored?.info.freshUntil))
+
+            let raw = try RedisConnection(host: "127.0.0.1", port: redis.port, timeout: .seconds(2))
+            // One flipped byte inside the picture.
+            _ = try raw.command([arg("SETRANGE"), tier.entryKey(url), arg("120"), arg("X")])
+            #expect(await tier.cachedData(for: url) == nil)
+            // A valid value under the wrong URL's key.
+            await tier.storeData(bytes, info: info, for: other)
+            guard case .string(let value) = try raw.command([arg("GET"), tier.entryKey(other)]) else {
+                Issue.record("no value stored")
+                return
+            }
+            _ = try raw.command([arg("SET"), tier.entryKey(url), value])
+            #expect(await tier.cachedData(for: url) == nil)
+            // Truncated.
+            _ = try raw.command([arg("SET"), tier.entryKey(url), value.prefix(value.count / 2)])
+            #expect(await tier.cachedData(for: url) == nil)
+            #expect(tier.statistics.corrupt == 3)
+
+            // Through a pipeline: the damaged entry is ignored and the origin answers.
+            _ = try raw.command([arg("SET"), tier.entryKey(url), value])
+            let replica = try Replica(redisPort: redis.port)
+            defer { replica.remove() }
+            let response = try await replica.pipeline.image(for: ImageRequest(url: url))
+            #expect(response.source == .network)
+            #expect(try await origin.hits("/image/victim") == 1)
+        }
+    }
+
+    @Test func entriesExpireAtFreshnessPlusTheStaleWindowAndBigOnesAreNotStored() async throws {
+        try await withServers { redis, _ in
+            let tier = RedisCache(configuration: .init(port: redis.port, timeout: .milliseconds(500),
+                                                       maxEntryBytes: 1000, staleWindow: 100))
+            let url = URL(string: "http://127.0.0.1:1/ttl")!
+            await tier.storeData(Data(count: 10), info: CacheEntryInfo(freshUntil: Date().addingTimeInterval(60)), for: url)
+            let raw = try RedisConnection(host: "127.0.0.1", port: redis.port, timeout: .seconds(2))
+            guard case .integer(let ttl) = try raw.command([arg("PTTL"), tier.entryKey(url)]) else {
+                Issue.record("no TTL")
+                return
+            }
+            #expect((155_000...160_000).contains(ttl), "\(ttl) ms")
+            await tier.storeData(Data(count: 1001), info: CacheEntryInfo(), for: url)
+            #expect(await tier.cachedData(for: url) == nil)
+        }
+    }
+}
