@@ -7,7 +7,10 @@ import Testing
 struct SharedTierTests {
     @Test func twoPipelinesWithTheirOwnDiskCachesMakeOneOriginRequestBetweenThem() async throws {
         try await withServers { redis, origin in
-            let first = try Replica(redisPort: redis.port), second = try Replica(redisPort: redis.port)
+            // Generous Redis timeouts: this test is about the lease, and on a starved machine a
+            // 200 ms timeout makes a replica give up on Redis and fetch itself (by design).
+            let first = try Replica(redisPort: redis.port, timeout: .seconds(5))
+            let second = try Replica(redisPort: redis.port, timeout: .seconds(5))
             defer { first.remove(); second.remove() }
             // At the same time: the slow origin keeps the first fetch in flight while the other waits on the lease.
             let paths = (0..<6).map { "/delay/\($0)?ms=200&maxage=600" }
