@@ -52,7 +52,12 @@ public struct SharedTierLoader: DataLoading {
             if let entry = await tier.cachedData(for: url) {
                 return .data(entry.data, Self.metadata(entry))
             }
-            guard await tier.isLeased(url) else { break }  // the holder gave up: fetch ourselves
+            guard await tier.isLeased(url) else {
+                // Released: the holder either published between the look above and this check
+                // (look once more) or gave up (fetch ourselves).
+                if let entry = await tier.cachedData(for: url) { return .data(entry.data, Self.metadata(entry)) }
+                break
+            }
         }
         return try await fetchAndPublish(request, token: nil)
     }
