@@ -63,8 +63,8 @@ var targets: [Target] = [
     .testTarget(name: "CodecGIFTests", dependencies: ["CodecGIF", "CodecWebP", "CodecPNG", "LoaderFile", "PipelineCore",
                                                            "PipelineTestSupport"]),
     .testTarget(name: "ImgpipeTests", dependencies: ["imgpipe"]),
-    .testTarget(name: "CacheRedisTests", dependencies: ["CacheRedis", "PipelineCore", "LoaderHTTP", "CodecPNG"]),
-    .testTarget(name: "LoaderTests", dependencies: ["PipelineCore", "LoaderHTTP", "LoaderFile", "CodecPNG"],
+    .testTarget(name: "CacheRedisTests", dependencies: ["CacheRedis", "PipelineCore", "LoaderHTTP", "CodecPNG", "PipelineTestSupport"]),
+    .testTarget(name: "LoaderTests", dependencies: ["PipelineCore", "LoaderHTTP", "LoaderFile", "CodecPNG", "PipelineTestSupport"],
                 exclude: ["Fixtures"]),
 
     .executableTarget(name: "imgpipe", dependencies: ["PipelineCore", "CodecJPEG", "CodecPNG", "CodecWebP", "CodecHEIF",

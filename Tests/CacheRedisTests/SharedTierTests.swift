@@ -1,6 +1,7 @@
 @testable import CacheRedis
 import Foundation
 import PipelineCore
+import PipelineTestSupport
 import Testing
 
 @Suite("Shared cache tier on Redis")

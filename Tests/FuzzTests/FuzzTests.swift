@@ -34,7 +34,9 @@ struct FuzzTests {
         var failing = 0
         for index in 0..<(Self.caseCounts[format] ?? 100) {
             let c = FuzzCase(format: format, index: UInt64(index), runSeed: Self.runSeed, seeds: seeds)
-            let report = await harness.run(c.bytes, variant: c.mutationSeed)
+            // Each case holds the memory tests' lock: they measure the process's peak, which a
+            // fuzzing case running beside them would raise.
+            let report = try await ResidentMemory.exclusively { await harness.run(c.bytes, variant: c.mutationSeed) }
             guard !report.problems.isEmpty else { continue }
             failing += 1
             Issue.record(Comment(rawValue: """

@@ -2,6 +2,7 @@ import CCurl
 import Foundation
 @testable import LoaderHTTP
 import PipelineCore
+import PipelineTestSupport
 import Testing
 
 /// A multi-interface call that fails (out of memory, an internal error) ends the transfers it

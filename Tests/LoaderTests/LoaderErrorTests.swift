@@ -4,6 +4,7 @@ import LoaderHTTP
 import Glibc
 #endif
 import PipelineCore
+import PipelineTestSupport
 import Testing
 
 /// One failure the fixture server can produce, the error the pipeline must report for it, and

@@ -1,6 +1,7 @@
 import Foundation
 import LoaderHTTP
 import PipelineCore
+import PipelineTestSupport
 import Testing
 
 @Suite("ImagePipeline over HTTPDataLoader", .timeLimit(.minutes(2)))

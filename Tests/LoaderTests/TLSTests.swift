@@ -1,6 +1,7 @@
 import Foundation
 import LoaderHTTP
 import PipelineCore
+import PipelineTestSupport
 import Testing
 
 /// HTTPS against the fixture server with a throw-away self-signed certificate for 127.0.0.1

@@ -59,13 +59,30 @@ public enum ResidentMemory {
     }
 
     /// Runs `body` while holding a process-wide file lock, so that the memory tests of the
-    /// codec test targets (one process, run in parallel) never measure each other.
+    /// codec test targets (one process, run in parallel) never measure each other, nor a
+    /// fuzzing case (which takes the lock around each case).
     ///
     /// Waiting for the lock never blocks a thread of the cooperative pool (it tries without
     /// blocking and suspends between tries): with two cores, two memory tests blocked in
     /// `flock` would stall every other suite, the fuzzing pass's deadlines included.
     public static func exclusively<R>(isolation: isolated (any Actor)? = #isolation,
                                       _ body: () throws -> R) async throws -> R {
+        let fd = try await lockMemoryTests()
+        defer { unlockMemoryTests(fd) }
+        return try body()
+    }
+
+    /// ``exclusively(isolation:_:)`` for an asynchronous body.
+    public static func exclusively<R>(isolation: isolated (any Actor)? = #isolation,
+                                      _ body: () async throws -> R) async throws -> R {
+        let fd = try await lockMemoryTests()
+        defer { unlockMemoryTests(fd) }
+        return try await body()
+    }
+
+    /// Takes the memory tests' lock, suspending between tries; the descriptor (or -1 when the
+    /// lock file cannot be opened: the tests then run unguarded).
+    private static func lockMemoryTests() async throws -> Int32 {
         let fd = open("/tmp/imagepipeline-codec-memory-tests.lock", O_CREAT | O_RDWR | O_CLOEXEC, 0o644)
         if fd >= 0 {
             while flock(fd, LOCK_EX | LOCK_NB) != 0 {
@@ -73,8 +90,11 @@ public enum ResidentMemory {
                 try await Task.sleep(nanoseconds: 2_000_000)
             }
         }
-        defer { if fd >= 0 { _ = flock(fd, LOCK_UN); close(fd) } }
-        return try body()
+        return fd
+    }
+
+    private static func unlockMemoryTests(_ fd: Int32) {
+        if fd >= 0 { _ = flock(fd, LOCK_UN); close(fd) }
     }
 
     /// How much `body` raised the process's peak resident memory, in bytes, over `attempts`
