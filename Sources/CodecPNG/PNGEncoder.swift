@@ -5,7 +5,10 @@ import PipelineCore
 /// Encodes a ``PipelineCore/Bitmap`` (RGBA8 premultiplied) as an 8-bit PNG, dividing alpha
 /// back out first, since PNG stores straight alpha. A bitmap without a transparent pixel is
 /// written as RGB (no alpha channel), any other as RGBA.
-public struct PNGEncoder: Sendable, RenditionEncoding {
+public struct PNGEncoder: Sendable, RenditionEncoding, ImageEncoding {
+    /// ``PipelineCore/ImageFormat/png``.
+    public var format: ImageFormat { .png }
+
     /// The zlib level, 0 (store) to 9 (smallest). Default 6, libpng's own default.
     public var compressionLevel: Int
 
@@ -15,9 +18,21 @@ public struct PNGEncoder: Sendable, RenditionEncoding {
     }
 
     /// The PNG bytes of `bitmap`.
-    /// - Throws: ``PipelineCore/ImagePipelineError/corruptData(format:message:)`` with libpng's
-    ///   message if libpng refuses (it does not for valid bitmaps).
+    /// - Throws: ``PipelineCore/EncodingError/failed(format:message:)`` with libpng's message if
+    ///   libpng refuses (it does not for valid bitmaps).
     public func encode(_ bitmap: Bitmap) throws -> Data {
+        try encode(bitmap, options: EncodeOptions(compressionLevel: compressionLevel))
+    }
+
+    /// The PNG bytes of `bitmap` with `options.compressionLevel` (0–9; `nil`: this encoder's
+    /// ``compressionLevel``). Other options do not apply to PNG and are ignored.
+    /// - Throws: ``PipelineCore/EncodingError``.
+    public func encode(_ bitmap: Bitmap, options: EncodeOptions) throws -> Data {
+        try validateCommonOptions(options)
+        let compressionLevel = options.compressionLevel ?? self.compressionLevel
+        guard (0...9).contains(compressionLevel) else {
+            throw EncodingError.invalidOptions(format: .png, message: "compression level \(compressionLevel) is outside 0...9")
+        }
         let straight = bitmap.unpremultipliedBytes()
         var output: UnsafeMutablePointer<UInt8>?
         var size = 0
@@ -31,7 +46,7 @@ public struct PNGEncoder: Sendable, RenditionEncoding {
         defer { pngshim_free(output) }
         guard code == Int32(PNGSHIM_OK), let output else {
             let text = String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            throw ImagePipelineError.corruptData(format: .png, message: text.isEmpty ? "libpng could not encode" : text)
+            throw EncodingError.failed(format: .png, message: text.isEmpty ? "libpng could not encode" : text)
         }
         return Data(bytes: output, count: size)
     }
