@@ -75,6 +75,8 @@ public final class RedisCache: DataCaching, Sendable {
     public let configuration: Configuration
     private let workers: WorkerPool
     private let idle = Mutex<[RedisConnection]>([])
+    /// Fetch leases this process holds, by URL: given back when the entry is stored or abandoned.
+    private let heldLeases = Mutex<[URL: String]>([:])
     private let breaker: Mutex<Breaker>
     private let stats = Mutex(Statistics())
     private let now: @Sendable () -> Date
@@ -113,10 +115,18 @@ public final class RedisCache: DataCaching, Sendable {
     public func storeData(_ data: Data, info: CacheEntryInfo, for url: URL) async {
         guard data.count <= configuration.maxEntryBytes else {
             await removeData(for: url)
+            await releaseHeldLease(for: url)
             return
         }
         let value = RedisEntry.encode(url: url, data: data, info: info)
         _ = await run([[arg("SET"), entryKey(url), value, arg("PX"), arg(String(ttlMilliseconds(info)))]])
+        await releaseHeldLease(for: url)
+    }
+
+    /// Gives back the fetch lease this process holds for `url`, if any: the bytes did not
+    /// decode and will not be stored, so another replica may fetch now.
+    public func abandonStore(for url: URL) async {
+        await releaseHeldLease(for: url)
     }
 
     /// Rewrites the entry's info (Redis has no partial update of a value: read, re-encode, write).
@@ -139,7 +149,15 @@ public final class RedisCache: DataCaching, Sendable {
         let milliseconds = max(1, Int(duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000))
         guard let reply = await run([[arg("SET"), leaseKey(url), Data(token.utf8), arg("NX"), arg("PX"), arg(String(milliseconds))]])?.first
         else { return true }
-        return reply != .null
+        guard reply != .null else { return false }
+        heldLeases.withLock { $0[url] = token }
+        return true
+    }
+
+    /// Gives back the lease this process took for `url` (if it still has one).
+    func releaseHeldLease(for url: URL) async {
+        guard let token = heldLeases.withLock({ $0.removeValue(forKey: url) }) else { return }
+        await releaseLease(for: url, token: token)
     }
 
     /// Whether some holder has the fetch lease for `url` now (`false` when Redis cannot tell).
@@ -150,6 +168,7 @@ public final class RedisCache: DataCaching, Sendable {
 
     /// Gives the lease back if `token` still holds it.
     public func releaseLease(for url: URL, token: String) async {
+        heldLeases.withLock { if $0[url] == token { $0[url] = nil } }
         let script = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end"
         _ = await run([[arg("EVAL"), Data(script.utf8), arg("1"), leaseKey(url), Data(token.utf8)]])
     }

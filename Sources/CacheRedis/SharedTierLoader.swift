@@ -5,10 +5,13 @@ import PipelineCore
 /// origin fetch happens per URL at a time.
 ///
 /// Before an unconditional load it takes a short lease (`SET <prefix>l:<url> <token> NX PX`).
-/// The holder fetches from the origin, stores the bytes in the shared tier and gives the lease
-/// back; the others poll the shared tier until the entry appears (answering with it, as if the
-/// origin had sent it) or the lease is gone or ``leaseDuration`` passed, and then fetch
-/// themselves. Conditional loads (revalidations) go straight to the origin. When Redis cannot
+/// The holder fetches from the origin; the pipeline stores the bytes in the shared tier once
+/// they decoded, which gives the lease back (bytes that do not decode are never published, and
+/// give it back too). The pipeline's data cache must therefore write to the same tier: a
+/// ``TieredDataCache`` with this ``RedisCache`` as its shared level (otherwise the lease just
+/// runs out after ``leaseDuration``). The others poll the shared tier until the entry appears
+/// (answering with it, as if the origin had sent it) or the lease is gone or ``leaseDuration``
+/// passed, and then fetch themselves. Conditional loads (revalidations) go straight to the origin. When Redis cannot
 /// answer, every caller fetches itself: the tier never fails a request.
 public struct SharedTierLoader: DataLoading {
     /// The origin loader.
@@ -62,6 +65,10 @@ public struct SharedTierLoader: DataLoading {
         return try await fetchAndPublish(request, token: nil)
     }
 
+    /// Fetches from the origin. The lease (when `token` holds one) stays taken after a
+    /// successful load: the pipeline stores the bytes in the shared tier only once they decoded
+    /// (``TieredDataCache`` writes to Redis, which gives the lease back), or abandons them
+    /// (which gives it back too). A failed load or a `no-store` answer gives it back at once.
     private func fetchAndPublish(_ request: DataLoadRequest, token: String?) async throws -> DataLoadResult {
         let result: DataLoadResult
         do {
@@ -70,10 +77,9 @@ public struct SharedTierLoader: DataLoading {
             if let token { await tier.releaseLease(for: request.url, token: token) }
             throw error
         }
-        if case .data(let data, let metadata) = result, !metadata.noStore {
-            await tier.storeData(data, info: CacheEntryInfo(metadata, receivedAt: Date()), for: request.url)
+        if let token, case .data(_, let metadata) = result, metadata.noStore {
+            await tier.releaseLease(for: request.url, token: token)
         }
-        if let token { await tier.releaseLease(for: request.url, token: token) }
         return result
     }
 

@@ -45,6 +45,13 @@ public struct TieredDataCache: DataCaching {
         _ = await (first, second)
     }
 
+    /// Tells both levels (the shared one gives back a fetch lease this process holds).
+    public func abandonStore(for url: URL) async {
+        async let first: Void = local.abandonStore(for: url)
+        async let second: Void = shared.abandonStore(for: url)
+        _ = await (first, second)
+    }
+
     /// Removes from both levels.
     public func removeData(for url: URL) async {
         async let first: Void = local.removeData(for: url)

@@ -34,6 +34,27 @@ struct SharedTierTests {
         }
     }
 
+    @Test func bytesThatDoNotDecodeNeverReachRedisAndGiveTheLeaseBack() async throws {
+        try await withServers { redis, origin in
+            let first = try Replica(redisPort: redis.port, timeout: .seconds(5))
+            let second = try Replica(redisPort: redis.port, timeout: .seconds(5))
+            defer { first.remove(); second.remove() }
+            let url = origin.url("/pngjunk/page")
+            await #expect(throws: ImagePipelineError.self) { _ = try await first.pipeline.image(for: ImageRequest(url: url)) }
+            // Not published (the old holder wrote to Redis before decoding), and the lease is
+            // free at once (the second replica does not wait for an entry that will not come).
+            #expect(await first.tier.cachedData(for: url) == nil)
+            #expect(await first.tier.isLeased(url) == false)
+            await #expect(throws: ImagePipelineError.self) { _ = try await second.pipeline.image(for: ImageRequest(url: url)) }
+            #expect(try await origin.stats().hits["/pngjunk/page"] == 2)
+            // Good bytes are published once they decoded, and the lease is given back.
+            let good = origin.url("/image/fine?maxage=600")
+            _ = try await first.pipeline.image(for: ImageRequest(url: good))
+            #expect(await first.tier.cachedData(for: good) != nil)
+            #expect(await first.tier.isLeased(good) == false)
+        }
+    }
+
     @Test func killingRedisMidTestNeverFailsARequest() async throws {
         try await withServers { redis, origin in
             let replica = try Replica(redisPort: redis.port, timeout: .milliseconds(50))

@@ -60,4 +60,14 @@ public protocol DataCaching: Sendable {
     func updateInfo(_ info: CacheEntryInfo, for url: URL) async
     /// Removes the entry for `url`, if any.
     func removeData(for url: URL) async
+    /// Tells the cache that bytes a loader just returned for `url` did not decode, so the
+    /// pipeline will not store them. A cache that coordinates loads across processes (a shared
+    /// tier's fetch lease) lets the others go ahead now instead of waiting for an entry that
+    /// will not come. The default does nothing.
+    func abandonStore(for url: URL) async
+}
+
+extension DataCaching {
+    /// Does nothing: a cache without coordination has nothing to give back.
+    public func abandonStore(for url: URL) async {}
 }

@@ -28,6 +28,7 @@ extension ImagePipeline {
             }
         } catch let error where !(error is CancellationError) {
             let wrapped = Self.wrap(error, decoding: key.fetchURL)
+            if let store = loaded.pendingStore { await store.disk.abandonStore(for: key.fetchURL) }
             guard let stale = loaded.staleFallback else {
                 if wrapped.isPermanent, let until = failureLifetime() { decodeFailures.insert(wrapped, until: until, for: key) }
                 throw wrapped
