@@ -128,6 +128,17 @@ int jpegshim_read_header(jpegshim_decoder *decoder, jpegshim_info *info) {
     info->precision = c->data_precision;
     info->adobe_inverted = c->saw_Adobe_marker ? 1 : 0;
     decoder->adobe_inverted = info->adobe_inverted;
+    // What jdcoefct.c allocates for buffered (progressive) decoding: one JBLOCK per block of
+    // every component, the block counts rounded up to whole MCUs.
+    info->coefficient_bytes = 0;
+    for (int i = 0; i < c->num_components; i++) {
+        const jpeg_component_info *component = &c->comp_info[i];
+        size_t across = ((size_t)component->width_in_blocks + component->h_samp_factor - 1)
+                        / component->h_samp_factor * component->h_samp_factor;
+        size_t down = ((size_t)component->height_in_blocks + component->v_samp_factor - 1)
+                      / component->v_samp_factor * component->v_samp_factor;
+        info->coefficient_bytes += across * down * sizeof(JBLOCK);
+    }
     free(decoder->icc);
     decoder->icc = NULL;
     decoder->icc_size = 0;

@@ -49,6 +49,15 @@ public struct GIFDecoder: AnimatedImageDecoding {
             info = GIFDecoder.info(structure)
         }
 
+        /// Full size: the RGBA8 canvas and the first frame's palette indices (1 byte a pixel,
+        /// counted at canvas size). Smaller: the output plus a canvas row; an interlaced frame's
+        /// indices are gathered whole first.
+        func estimatedPeakMemory(_ options: DecodeOptions) -> Int {
+            let canvas = info.size.pixelCount
+            guard let target = options.targetSize, target.isValid, target != info.size else { return canvas * 5 }
+            return target.pixelCount * 4 + info.size.width * 64 + (info.isProgressive ? canvas : 0)
+        }
+
         /// The first frame, resampled to the target when one is given. A frame whose pixel
         /// data is cut short gives a typed error.
         func decode(_ options: DecodeOptions) throws -> DecodedImage {

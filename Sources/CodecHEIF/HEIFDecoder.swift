@@ -110,6 +110,18 @@ public struct HEIFDecoder: ImageDecoding {
             self.quiet = quiet
         }
 
+        /// libheif decodes whole (``HEIFDecoder/decodeMemory(_:alpha:bitDepth:)``): the
+        /// primary image's size, or a covering thumbnail's; plus the RGBA8 output.
+        func estimatedPeakMemory(_ options: DecodeOptions) -> Int {
+            let output = HEIFDecoder.output(for: options.targetSize, size: info.size)
+            if let target = output, let thumbnail = HEIFDecoder.bestThumbnail(of: primary, covering: target, info: info) {
+                return HEIFDecoder.decodeMemory(thumbnail.size, alpha: info.hasAlpha, bitDepth: info.bitDepth)
+                    + thumbnail.size.pixelCount * 4
+            }
+            return HEIFDecoder.decodeMemory(info.size, alpha: info.hasAlpha, bitDepth: info.bitDepth)
+                + (output ?? info.size).pixelCount * 4
+        }
+
         func decode(_ options: DecodeOptions) throws -> DecodedImage {
             var decoded = try decodePixels(options)
             // On the output rows (a thumbnail's or the resampled plane's), with the primary
@@ -138,6 +150,15 @@ public struct HEIFDecoder: ImageDecoding {
     /// `nil` (decode the primary image) when there is none or it fails to decode.
     static func thumbnail(of primary: borrowing HEIFLibrary.Handle, covering target: PixelSize, info: ImageInfo,
                                   options: DecodeOptions, quiet: Bool) -> (Bitmap, [String])? {
+        guard let best = bestThumbnail(of: primary, covering: target, info: info), let handle = try? primary.thumbnail(best.id),
+              let decoded = try? handle.decode(strict: options.strict, maxPixelCount: options.maxPixelCount, quiet: quiet),
+              decoded.bitmap.size.width >= target.width, decoded.bitmap.size.height >= target.height else { return nil }
+        return (decoded.bitmap, decoded.warnings)
+    }
+
+    /// The smallest embedded thumbnail that covers `target` with the picture's aspect ratio.
+    static func bestThumbnail(of primary: borrowing HEIFLibrary.Handle, covering target: PixelSize,
+                              info: ImageInfo) -> (id: heif_item_id, size: PixelSize)? {
         var best: (id: heif_item_id, size: PixelSize)?
         for id in primary.thumbnailIDs {
             guard let handle = try? primary.thumbnail(id) else { continue }
@@ -149,10 +170,16 @@ public struct HEIFDecoder: ImageDecoding {
                   best.map({ size.pixelCount < $0.size.pixelCount }) ?? true else { continue }
             best = (id, size)
         }
-        guard let best, let handle = try? primary.thumbnail(best.id),
-              let decoded = try? handle.decode(strict: options.strict, maxPixelCount: options.maxPixelCount, quiet: quiet),
-              decoded.bitmap.size.width >= target.width, decoded.bitmap.size.height >= target.height else { return nil }
-        return (decoded.bitmap, decoded.warnings)
+        return best
+    }
+
+    /// libheif's peak for decoding a picture of `size`: the decoder's own picture and
+    /// libheif's copy as YCbCr 4:2:0 (1.5 bytes a pixel each, twice that above 8 bits), an
+    /// alpha plane, and the interleaved RGB(A) conversion.
+    static func decodeMemory(_ size: PixelSize, alpha: Bool, bitDepth: Int?) -> Int {
+        let sampleBytes = (bitDepth ?? 8) > 8 ? 2 : 1
+        let planes = size.pixelCount * 3 * sampleBytes + (alpha ? 2 * size.pixelCount * sampleBytes : 0)
+        return planes + size.pixelCount * (alpha ? 4 : 3)
     }
 
     /// The size the primary image is resampled to while it is read from libheif's plane:

@@ -45,16 +45,30 @@ public struct JPEGDecoder: ImageDecoding {
         private let isCMYK: Bool
         private let adobeInverted: Bool
         let info: ImageInfo
+        /// The whole-image coefficient arrays a progressive decode keeps, by the header.
+        private let coefficientBytes: Int
 
         init(bytes: UnsafeRawBufferPointer) throws {
             decoder = try JPEGSession(bytes: bytes)
             let header = try decoder.readHeader()
+            coefficientBytes = Int(clamping: header.coefficient_bytes)
             isCMYK = header.components == 4
             adobeInverted = header.adobe_inverted != 0
             var info = JPEGDecoder.info(header, bytes: bytes)
             profile = decoder.iccProfile.map { ColorManagement.profile(iccData: $0) }
             info.colorProfile = profile?.info
             self.info = info
+        }
+
+        /// The DCT-scaled RGBA8 bitmap (twice when orientation turns it), plus libjpeg's
+        /// whole-image coefficients for a progressive file (about 3 bytes a pixel for 4:2:0
+        /// colour, 6 for 4:4:4, kept at full resolution whatever the scale).
+        func estimatedPeakMemory(_ options: DecodeOptions) -> Int {
+            let orientation = options.appliesOrientation ? info.orientation : .up
+            let storedTarget = options.targetSize.map { orientation.swapsDimensions ? $0.transposed : $0 }
+            let scale = JPEGDecoder.scaleNumerator(for: info.size, covering: storedTarget)
+            let output = ((info.size.width * scale + 7) / 8) * ((info.size.height * scale + 7) / 8) * 4
+            return output * (orientation == .up ? 1 : 2) + (info.isProgressive ? coefficientBytes : 0)
         }
 
         func decode(_ options: DecodeOptions) throws -> DecodedImage {

@@ -53,6 +53,18 @@ public struct PNGDecoder: ImageDecoding {
             self.info = info
         }
 
+        /// Full size as RGBA8 when the whole picture is read (full size, or Adam7 interlace);
+        /// otherwise the shrunk output plus one batch of rows and the resampler's accumulators.
+        func estimatedPeakMemory(_ options: DecodeOptions) -> Int {
+            let full = info.size.pixelCount * 4
+            guard let target = options.targetSize, target.isValid,
+                  target.width < info.size.width || target.height < info.size.height else { return full }
+            let output = min(target.width, info.size.width) * min(target.height, info.size.height) * 4
+            if header.interlaced != 0 { return full + output }
+            // Rows as RGBA8 in one batch, and the resampler's per-column accumulators.
+            return output + info.size.width * 4 * min(PNGDecoder.rowBatch, info.size.height) + info.size.width * 32
+        }
+
         func decode(_ options: DecodeOptions) throws -> DecodedImage {
             try decoder.setRGBA8(&header)
             let bitmap: Bitmap

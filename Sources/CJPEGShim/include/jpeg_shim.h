@@ -32,6 +32,7 @@ typedef struct {
     int arithmetic;       ///< 1 for arithmetic-coded files.
     int precision;        ///< bits per sample (8, or 12 for files this build rejects).
     int adobe_inverted;   ///< 1 when an Adobe APP14 marker says CMYK is stored inverted.
+    size_t coefficient_bytes; ///< the whole-image DCT coefficient arrays a progressive decode keeps.
 } jpegshim_info;
 
 typedef struct jpegshim_decoder jpegshim_decoder;

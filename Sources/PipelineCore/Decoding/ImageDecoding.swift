@@ -154,6 +154,17 @@ public protocol ImageDecodingSession {
     /// than the upright size). Called at most once per session, after the caller checked the
     /// pixel limit: prefer ``decodeChecked(_:)``, which does.
     func decode(_ options: DecodeOptions) throws -> DecodedImage
+
+    /// An estimate of the most memory, in bytes, that ``decode(_:)`` with `options` holds at
+    /// once: the bitmap it returns plus the codec's own buffers (a progressive JPEG's
+    /// coefficients, a lossless WebP's full ARGB picture, libheif's full decode). The pipeline
+    /// admits decodes while the sum of their estimates fits its budget
+    /// (``ImagePipeline/Configuration/decodeMemoryBudget``), so an estimate should be close to
+    /// the real peak; a low one lets too much run at once, a high one only queues more.
+    ///
+    /// Default: the full stored size and the target size as RGBA8, for a decoder that decodes
+    /// whole and then scales down. Codecs that decode straight to a smaller size override it.
+    func estimatedPeakMemory(_ options: DecodeOptions) -> Int
 }
 
 extension ImageDecoding {
@@ -180,6 +191,11 @@ extension ImageDecoding {
 }
 
 extension ImageDecodingSession {
+    /// The full stored size plus the target size, as RGBA8 (see the requirement).
+    public func estimatedPeakMemory(_ options: DecodeOptions) -> Int {
+        info.size.pixelCount * 4 + (options.targetSize?.pixelCount ?? 0) * 4
+    }
+
     /// Decodes with the checks every codec shares, in one place: refuses a picture over
     /// `options.maxPixelCount` (or with an empty size) before any pixel buffer exists, clamps
     /// the target to the upright size (`nil` when it asks for full size, so no codec is asked

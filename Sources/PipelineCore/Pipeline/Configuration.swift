@@ -24,6 +24,11 @@ extension ImagePipeline {
         public var renditionEncoder: (any RenditionEncoding)?
         /// Decodes that run at once. Default: the number of active cores.
         public var maxConcurrentDecodes: Int
+        /// The most memory, in bytes, that running decodes may hold by their estimates
+        /// (``ImageDecodingSession/estimatedPeakMemory(_:)``); other decodes wait, visible ones
+        /// first. A decode larger than the budget runs alone. `nil` admits by
+        /// ``maxConcurrentDecodes`` only. Default ``defaultDecodeMemoryBudget(cgroupRoot:physicalMemory:)``.
+        public var decodeMemoryBudget: Int? = Configuration.defaultDecodeMemoryBudget()
         /// The largest stored picture accepted, in pixels (checked from the header before
         /// decoding). Default 100,000,000.
         public var maxPixelCount: Int
@@ -37,6 +42,20 @@ extension ImagePipeline {
         public var eventHandler: (@Sendable (ImagePipelineEvent) -> Void)?
         /// The clock for freshness and the negative cache. Default `Date.init`; tests move it.
         public var now: @Sendable () -> Date
+
+        /// A quarter of the memory this process may use (the smaller of physical memory and
+        /// the cgroup's limit, as for ``MemoryCache/defaultCostLimit(cgroupRoot:physicalMemory:)``),
+        /// between 64 MiB and 1 GiB: in a 512 MiB container 128 MiB, so four progressive
+        /// 24-megapixel JPEGs (about 75 MiB of coefficients each) do not all start at once.
+        public static func defaultDecodeMemoryBudget(cgroupRoot: String = "/sys/fs/cgroup",
+                                                     physicalMemory: UInt64 = ProcessInfo.processInfo.physicalMemory) -> Int {
+            var total = physicalMemory
+            if let limit = MemoryCache<ImageKey, ImageResponse>.containerMemoryLimit(cgroupRoot: cgroupRoot) {
+                total = min(total, limit)
+            }
+            let quarter = Int(clamping: total / 4)
+            return min(max(quarter, 64 << 20), 1 << 30)
+        }
 
         /// Creates a configuration from the app's registries.
         public init(decoders: DecoderRegistry, loaders: LoaderRegistry,

@@ -170,19 +170,56 @@ extension ImagePipeline {
         let decoders = configuration.decoders
         let maxPixels = configuration.maxPixelCount
         let clock = configuration.now
-        return try await decodePool.run(priority: priority) {
+        let admission = self.admission
+        let first = try await decodePool.run(priority: priority) { () throws -> DecodeOutcome in
             let start = clock()
-            let response = try Self.decode(data, source: source, key: key, decoders: decoders, maxPixelCount: maxPixels)
-            return (response, clock().timeIntervalSince(start))
+            let outcome = try Self.decode(data, source: source, key: key, decoders: decoders, maxPixelCount: maxPixels,
+                                          admission: admission, reserved: nil)
+            return outcome.timed(since: start, clock: clock)
+        }
+        guard case .needsMemory(let bytes) = first, let admission else { return try first.result() }
+        // Over the decode memory budget: wait (suspended, in priority order) for running decodes
+        // to finish, then decode holding the reservation.
+        try await admission.acquire(bytes, priority: priority)
+        defer { admission.release(bytes) }
+        return try await decodePool.run(priority: priority) { () throws -> DecodeOutcome in
+            let start = clock()
+            let outcome = try Self.decode(data, source: source, key: key, decoders: decoders, maxPixelCount: maxPixels,
+                                          admission: admission, reserved: bytes)
+            return outcome.timed(since: start, clock: clock)
+        }.result()
+    }
+
+    /// What one decode job did: decoded, or found that its estimated memory does not fit the
+    /// decode budget now.
+    enum DecodeOutcome: Sendable {
+        case decoded(ImageResponse, TimeInterval)
+        case needsMemory(Int)
+
+        func timed(since start: Date, clock: @Sendable () -> Date) -> DecodeOutcome {
+            guard case .decoded(let response, _) = self else { return self }
+            return .decoded(response, clock().timeIntervalSince(start))
+        }
+
+        func result() throws -> (ImageResponse, TimeInterval) {
+            guard case .decoded(let response, let seconds) = self else {
+                // Only a decode without a reservation reports this, and it is never returned here.
+                throw ImagePipelineError.corruptData(format: nil, message: "the decode was not admitted")
+            }
+            return (response, seconds)
         }
     }
 
     /// Decodes `data` to the size `key` asks for: one decoding session, whose header gives the
     /// plan (pixel limit, fit/fill, the decoder's target), then pixels. Runs on the decode pool.
+    ///
+    /// With `admission`, the session's memory estimate (plus the resampled result) must fit
+    /// the decode budget: a decode holding a `reserved` admission goes ahead, another takes
+    /// the memory if it fits now or returns ``DecodeOutcome/needsMemory(_:)`` to wait for it.
     static func decode(_ data: Data, source: ImageSource, key: ImageKey, decoders: DecoderRegistry,
-                       maxPixelCount: Int) throws -> ImageResponse {
+                       maxPixelCount: Int, admission: DecodeAdmission? = nil, reserved: Int? = nil) throws -> DecodeOutcome {
         let decoder = try decoders.requireDecoder(for: data)
-        return try decoder.withSession(for: data) { session in
+        return try decoder.withSession(for: data) { session -> DecodeOutcome in
             let info = session.info
             var options = DecodeOptions(appliesOrientation: key.processing.appliesOrientation,
                                         strict: key.processing.strictDecoding, maxPixelCount: maxPixelCount,
@@ -192,12 +229,19 @@ extension ImagePipeline {
             let plan = ResizePlan(source: upright, target: key.targetSize, contentMode: key.contentMode,
                                   allowsUpscaling: key.processing.allowsUpscaling)
             options.targetSize = plan.scaledSize == upright ? nil : plan.scaledSize
+            var admitted = 0
+            if let admission, reserved == nil {
+                let bytes = session.estimatedPeakMemory(options) + plan.outputSize.pixelCount * 4
+                guard admission.tryAcquire(bytes) else { return .needsMemory(bytes) }
+                admitted = bytes
+            }
+            defer { if admitted > 0 { admission?.release(admitted) } }
             let decoded = try session.decodeChecked(options)
             let bitmap = decoded.bitmap.size == plan.outputSize && plan.crop == PixelRect(upright)
                 ? decoded.bitmap
                 : Resampler.resample(decoded.bitmap, plan: plan)
-            return ImageResponse(bitmap: bitmap, source: source, originalSize: upright, format: info.format,
-                                 warnings: decoded.warnings)
+            return .decoded(ImageResponse(bitmap: bitmap, source: source, originalSize: upright, format: info.format,
+                                          warnings: decoded.warnings), 0)
         }
     }
 

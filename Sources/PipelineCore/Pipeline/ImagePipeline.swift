@@ -18,6 +18,8 @@ public actor ImagePipeline {
     public nonisolated let memoryCache: MemoryCache<ImageKey, ImageResponse>
 
     let decodePool: WorkerPool
+    /// Admits decodes by their estimated memory (``Configuration/decodeMemoryBudget``).
+    let admission: DecodeAdmission?
     /// Decodes in flight, by key.
     let decodes = InFlightTable<ImageKey, ImageResponse> { .decode($0) }
     /// Downloads in flight, by fetch URL.
@@ -41,8 +43,17 @@ public actor ImagePipeline {
         self.configuration = configuration
         self.memoryCache = configuration.memoryCache
         self.decodePool = WorkerPool(maxConcurrent: configuration.maxConcurrentDecodes, name: "ImagePipeline.decode")
+        self.admission = configuration.decodeMemoryBudget.map { DecodeAdmission(budget: $0) }
         self.failures = NegativeCache(limit: configuration.negativeCacheLimit)
         self.decodeFailures = NegativeCache(limit: configuration.negativeCacheLimit)
+    }
+
+    /// The decode memory in use now, its peak so far, and how many decodes wait for memory
+    /// (all zero without a ``Configuration/decodeMemoryBudget``): for a server's metrics.
+    public nonisolated var decodeMemory: DecodeMemoryUsage {
+        guard let admission else { return DecodeMemoryUsage(bytesInUse: 0, peakBytesInUse: 0, waitingDecodes: 0, budget: nil) }
+        return DecodeMemoryUsage(bytesInUse: admission.bytesInUse, peakBytesInUse: admission.peakBytesInUse,
+                                 waitingDecodes: admission.waitingCount, budget: admission.budget)
     }
 
     /// The fetch URL for `request`, by the configured URL builder.
