@@ -55,7 +55,7 @@ extension LoaderRegistry {
 extension ImagePipeline.Configuration {
     /// A configuration with every shipped decoder (``PipelineCore/DecoderRegistry/standard``) and
     /// loader (``PipelineCore/LoaderRegistry/standard(accept:)``), an HTTP `Accept` header
-    /// derived from those decoders' formats (``PipelineCore/DecoderRegistry/acceptHeader(fallback:)``),
+    /// derived from those decoders' formats (`DecoderRegistry.acceptHeader(fallback:)`),
     /// and a disk cache named `cacheName` under the user's cache directory
     /// (`$XDG_CACHE_HOME/<cacheName>`, else `~/.cache/<cacheName>`), or in `cacheDirectory` when
     /// given. Renditions, when an app opts in with `diskCachePolicy`, are encoded as PNG.
