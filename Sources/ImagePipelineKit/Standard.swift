@@ -32,7 +32,8 @@ extension EncoderRegistry {
     /// **The one place encoders are registered for the kit.** Today: `PNGEncoder`. When the
     /// JPEG, WebP and HEIC/AVIF encoders land in their codec modules, register them here (and
     /// nowhere else): `.registering(JPEGEncoder())`, `.registering(WebPEncoder())`,
-    /// `.registering(HEIFEncoder())`.
+    /// `.registering(HEIFEncoder())`; the configuration's rendition encoder should then be
+    /// built from this registry too (see `standard(cacheName:cacheDirectory:)`).
     public static var standard: EncoderRegistry {
         EncoderRegistry()
             .registering(PNGEncoder())
@@ -76,6 +77,8 @@ extension ImagePipeline.Configuration {
             decoders: decoders,
             loaders: .standard(accept: decoders.acceptHeader()),
             diskCache: diskCache)
+        // Renditions (opt-in through `diskCachePolicy`): PNG, the one encoder shipped today. With a
+        // registry-based rendition encoder, build it from `EncoderRegistry.standard` here.
         configuration.renditionEncoder = PNGEncoder()
         return configuration
     }
