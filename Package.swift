@@ -70,7 +70,7 @@ var targets: [Target] = [
     .testTarget(name: "ImgpipeTests", dependencies: ["imgpipe"]),
     .testTarget(name: "CacheRedisTests", dependencies: ["CacheRedis", "PipelineCore", "LoaderHTTP", "CodecPNG", "PipelineTestSupport"]),
     .testTarget(name: "ImagePipelineKitTests", dependencies: ["ImagePipelineKit", "ImagePipelineTesting", "PipelineCore",
-                                                            "LoaderFile", "PipelineTestSupport", "PNGFromFiles"]),
+                                                            "LoaderFile", "PipelineTestSupport", "PNGFromFiles", "imgpipe"]),
     .testTarget(name: "LoaderTests", dependencies: ["PipelineCore", "LoaderHTTP", "LoaderFile", "CodecPNG", "PipelineTestSupport"],
                 exclude: ["Fixtures"]),
 
