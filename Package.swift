@@ -41,8 +41,13 @@ var targets: [Target] = [
     .target(name: "LoaderHTTP", dependencies: ["PipelineCore", "CCurl", "CCurlShim"]),
     .target(name: "LoaderFile", dependencies: ["PipelineCore"]),
     .target(name: "CacheRedis", dependencies: ["PipelineCore", "CHiredis"]),
+    .target(name: "ImagePipelineKit", dependencies: ["PipelineCore", "CodecJPEG", "CodecPNG", "CodecWebP", "CodecHEIF",
+                                                   "CodecGIF", "LoaderFile", "LoaderHTTP"]),
+    // Published test support: no Swift Testing or XCTest inside, so apps use it from either.
+    .target(name: "ImagePipelineTesting", dependencies: ["PipelineCore"]),
 
-    .target(name: "PipelineTestSupport", dependencies: ["PipelineCore", "CMemoryProbe"], path: "Tests/PipelineTestSupport"),
+    .target(name: "PipelineTestSupport", dependencies: ["PipelineCore", "ImagePipelineTesting", "CMemoryProbe"],
+            path: "Tests/PipelineTestSupport"),
     .testTarget(name: "PipelineCoreTests", dependencies: ["PipelineCore", "PipelineTestSupport"]),
     .executableTarget(name: "DiskCacheCrashWriter", dependencies: ["PipelineCore", "PipelineTestSupport"], path: "Tests/DiskCacheCrashWriter"),
     .testTarget(name: "DiskCacheTests", dependencies: ["PipelineCore", "LoaderHTTP", "PipelineTestSupport", "DiskCacheCrashWriter",
@@ -64,6 +69,8 @@ var targets: [Target] = [
                                                            "PipelineTestSupport"]),
     .testTarget(name: "ImgpipeTests", dependencies: ["imgpipe"]),
     .testTarget(name: "CacheRedisTests", dependencies: ["CacheRedis", "PipelineCore", "LoaderHTTP", "CodecPNG", "PipelineTestSupport"]),
+    .testTarget(name: "ImagePipelineKitTests", dependencies: ["ImagePipelineKit", "ImagePipelineTesting", "PipelineCore",
+                                                            "LoaderFile", "PipelineTestSupport", "PNGFromFiles", "imgpipe"]),
     .testTarget(name: "LoaderTests", dependencies: ["PipelineCore", "LoaderHTTP", "LoaderFile", "CodecPNG", "PipelineTestSupport"],
                 exclude: ["Fixtures"]),
 
@@ -101,6 +108,9 @@ for index in targets.indices where targets[index].type != .system && targets[ind
 
 let package = Package(
     name: "ImagePipeline",
+    // `Mutex` (Synchronization) sets the floor. Tested on Linux only; these are the platforms
+    // the code is written to build on, not platforms CI runs.
+    platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
     products: [
         .library(name: "PipelineCore", targets: ["PipelineCore"]),
         .library(name: "CodecJPEG", targets: ["CodecJPEG"]),
@@ -112,6 +122,8 @@ let package = Package(
         .library(name: "LoaderHTTP", targets: ["LoaderHTTP"]),
         .library(name: "LoaderFile", targets: ["LoaderFile"]),
         .library(name: "CacheRedis", targets: ["CacheRedis"]),
+        .library(name: "ImagePipelineKit", targets: ["ImagePipelineKit"]),
+        .library(name: "ImagePipelineTesting", targets: ["ImagePipelineTesting"]),
         .executable(name: "imgpipe", targets: ["imgpipe"]),
     ],
     targets: targets,

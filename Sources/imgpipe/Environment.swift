@@ -44,10 +44,11 @@ struct Environment {
         let memoryBytes = memoryMB > (1 << 42) ? 1 << 62 : memoryMB << 20
         let stats = Stats()
         self.stats = stats
+        let decoders = DecoderRegistry().registering(JPEGDecoder()).registering(PNGDecoder()).registering(WebPDecoder())
+            .registering(HEIFDecoder(standardError: .discardedWhileDecoding)).registering(GIFDecoder())
         var configuration = ImagePipeline.Configuration(
-            decoders: DecoderRegistry().registering(JPEGDecoder()).registering(PNGDecoder()).registering(WebPDecoder())
-                .registering(HEIFDecoder(standardError: .discardedWhileDecoding)).registering(GIFDecoder()),
-            loaders: Self.loaders(remote: remote, concurrency: concurrency, timeout: timeout),
+            decoders: decoders,
+            loaders: Self.loaders(remote: remote, concurrency: concurrency, timeout: timeout, accept: decoders.acceptHeader()),
             memoryCache: MemoryCache(costLimit: memoryBytes),
             diskCache: diskCache,
             maxPixelCount: maxPixels,
@@ -59,15 +60,14 @@ struct Environment {
 
     /// The file loader (mapping inputs of 1 MiB or more: they are the user's own files), and
     /// libcurl only when a source needs it, so a local run does not pay for its start-up.
-    private static func loaders(remote: Bool, concurrency: Int, timeout: Double) -> LoaderRegistry {
+    private static func loaders(remote: Bool, concurrency: Int, timeout: Double, accept: String) -> LoaderRegistry {
         var registry = LoaderRegistry().registering(FileDataLoader(maxBodyBytes: 1 << 30, memoryMapThreshold: 1 << 20))
         if remote {
-            // imgpipe decodes WebP and HEIC too (AVIF when libheif has an AV1 decoder), so it
-            // may say so to a negotiating server.
-            let heif = HEIFDecoder.decodesAVIF ? "image/heic,image/avif," : "image/heic,"
+            // `accept` names what the registered decoders read (WebP, HEIC, AVIF when libheif
+            // has an AV1 decoder…), so a negotiating server may send it.
             registry.register(HTTPDataLoader(configuration: HTTPDataLoader.Configuration(
                 maxConnectionsPerHost: min(concurrency, 6), connectTimeout: timeout, idleTimeout: timeout,
-                headers: ["Accept": heif + "image/webp,image/jpeg,image/png,image/*;q=0.8,*/*;q=0.5"])))
+                headers: ["Accept": accept])))
         }
         return registry
     }

@@ -15,7 +15,7 @@ struct CoalescingTests {
         async let b = pipeline.image(for: request)
         #expect(await loader.waitUntil { $0.heldURLs.count == 1 })
         // Both callers wait in the one decode: a second load or decode could not start now.
-        #expect(await eventually { await pipeline.waiterCount(for: request) == 2 })
+        #expect(await pipeline.waitForWaiters(2, for: request))
         #expect(loader.releaseWithFakeData(url) == 1)
         let (ra, rb) = try await (a, b)
         #expect(loader.loadCount(url) == 1)
@@ -76,7 +76,7 @@ struct CoalescingTests {
         let url = testURL(64, 64, 4)
         let tasks = (0..<5).map { _ in Task { try await pipeline.image(for: ImageRequest(url: url)) } }
         #expect(await loader.waitUntil { $0.heldURLs.count == 1 })
-        #expect(await eventually { await pipeline.waiterCount(for: ImageRequest(url: url)) == 5 })
+        #expect(await pipeline.waitForWaiters(5, for: ImageRequest(url: url)))
         loader.release(url, with: .failure(FakeLoadError.status(500)))
         for task in tasks {
             await #expect(throws: ImagePipelineError.loadingFailed(url, underlying: FakeLoadError.status(500))) { try await task.value }

@@ -51,14 +51,3 @@ func colorBytes(_ n: Int) -> [UInt8] {
     let c = FakeImage.color(for: n)
     return [c.0, c.1, c.2, c.3]
 }
-
-/// Polls `condition` every millisecond for at most `timeout` seconds.
-func eventually(isolation: isolated (any Actor)? = #isolation, timeout: TimeInterval = 30,
-                _ condition: () async -> Bool) async -> Bool {
-    let deadline = Date().addingTimeInterval(timeout)
-    while await !condition() {
-        if Date() > deadline { return false }
-        try? await Task.sleep(nanoseconds: 1_000_000)
-    }
-    return true
-}

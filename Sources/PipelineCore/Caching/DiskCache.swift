@@ -36,7 +36,9 @@ public final class DiskCache: DataCaching, Sendable {
     let index = Mutex(DiskIndex())
 
     /// A cache in `$XDG_CACHE_HOME/<name>` (or `~/.cache/<name>`), created if missing.
-    /// - Parameter sizeLimit: bytes; default ``defaultSizeLimit(for:)``.
+    /// - Parameters:
+    ///   - name: the folder's name in the user's cache directory (``defaultDirectory(name:)``).
+    ///   - sizeLimit: bytes; default ``defaultSizeLimit(for:)``.
     public convenience init(name: String = "ImagePipeline", sizeLimit: Int? = nil) throws {
         try self.init(directory: Self.defaultDirectory(name: name), sizeLimit: sizeLimit)
     }
@@ -44,6 +46,7 @@ public final class DiskCache: DataCaching, Sendable {
     /// A cache in `directory`, created if missing. The directory may be shared by several
     /// instances and processes; it should hold nothing else.
     /// - Parameters:
+    ///   - directory: the cache's folder.
     ///   - sizeLimit: bytes; default ``defaultSizeLimit(for:)``.
     ///   - syncsWrites: `fsync` every write before its rename. Default `false`.
     ///   - trimRatio: the fraction of the cap an eviction pass trims to. Default 0.8.

@@ -18,7 +18,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
 
     /// Creates a cache.
     /// - Parameters:
-    ///   - costLimit: total budget in bytes. Default ``defaultCostLimit()``.
+    ///   - costLimit: total budget in bytes. Default ``defaultCostLimit(cgroupRoot:physicalMemory:)``.
     ///   - countLimit: maximum entry count; default `nil` (bytes alone bound the cache).
     ///   - entryCostFraction: an entry costing more than this fraction of `costLimit` is not
     ///     stored. Default 0.1 (as Nuke).

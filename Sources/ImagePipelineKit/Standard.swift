@@ -1,0 +1,99 @@
+import CodecGIF
+import CodecHEIF
+import CodecJPEG
+import CodecPNG
+import CodecWebP
+import Foundation
+import LoaderFile
+import LoaderHTTP
+import PipelineCore
+
+// ImagePipelineKit: everything this package ships, registered, for apps that want it all.
+// It links every codec's C library and libcurl; an app that wants less links the modules it
+// needs instead (`PipelineCore` + `CodecPNG` + `LoaderFile` links neither libjpeg nor libcurl).
+
+extension DecoderRegistry {
+    /// Every decoder this package ships, registered newest-preferred: GIF, HEIC (and AVIF when
+    /// libheif has an AV1 decoder), WebP, PNG, JPEG. The `Accept` header of
+    /// ``PipelineCore/ImagePipeline/Configuration/standard(cacheName:cacheDirectory:)`` follows this order.
+    public static var standard: DecoderRegistry {
+        DecoderRegistry()
+            .registering(JPEGDecoder())
+            .registering(PNGDecoder())
+            .registering(WebPDecoder())
+            .registering(HEIFDecoder())
+            .registering(GIFDecoder())
+    }
+}
+
+extension EncoderRegistry {
+    /// Every encoder this package ships.
+    ///
+    /// **The one place encoders are registered for the kit.** Today: `PNGEncoder`. When the
+    /// JPEG, WebP and HEIC/AVIF encoders land in their codec modules, register them here (and
+    /// nowhere else): `.registering(JPEGEncoder())`, `.registering(WebPEncoder())`,
+    /// `.registering(HEIFEncoder())`; the configuration's rendition encoder should then be
+    /// built from this registry too (see `standard(cacheName:cacheDirectory:)`).
+    public static var standard: EncoderRegistry {
+        EncoderRegistry()
+            .registering(PNGEncoder())
+    }
+}
+
+extension LoaderRegistry {
+    /// Every loader this package ships: `http`/`https` (libcurl, sending `accept` as the
+    /// `Accept` header), `file` and `data`.
+    public static func standard(accept: String) -> LoaderRegistry {
+        var http = HTTPDataLoader.Configuration()
+        http.headers["Accept"] = accept
+        return LoaderRegistry()
+            .registering(HTTPDataLoader(configuration: http))
+            .registering(FileDataLoader())
+            .registering(DataURLLoader())
+    }
+}
+
+extension ImagePipeline.Configuration {
+    /// A configuration with every shipped decoder (``PipelineCore/DecoderRegistry/standard``) and
+    /// loader (``PipelineCore/LoaderRegistry/standard(accept:)``), an HTTP `Accept` header
+    /// derived from those decoders' formats (`DecoderRegistry.acceptHeader(fallback:)`),
+    /// and a disk cache named `cacheName` under the user's cache directory
+    /// (`$XDG_CACHE_HOME/<cacheName>`, else `~/.cache/<cacheName>`), or in `cacheDirectory` when
+    /// given. Renditions, when an app opts in with `diskCachePolicy`, are encoded as PNG.
+    ///
+    /// Change any field before building the pipeline:
+    ///
+    /// ```swift
+    /// var configuration = try ImagePipeline.Configuration.standard(cacheName: "MyApp")
+    /// configuration.urlBuilder = WidthBucketURLBuilder()
+    /// let pipeline = ImagePipeline(configuration: configuration)
+    /// ```
+    ///
+    /// - Throws: the disk cache's error when its directory cannot be created or used.
+    public static func standard(cacheName: String, cacheDirectory: URL? = nil) throws -> ImagePipeline.Configuration {
+        let decoders = DecoderRegistry.standard
+        let diskCache = try cacheDirectory.map { try DiskCache(directory: $0) } ?? DiskCache(name: cacheName)
+        var configuration = ImagePipeline.Configuration(
+            decoders: decoders,
+            loaders: .standard(accept: decoders.acceptHeader()),
+            diskCache: diskCache)
+        // Renditions (opt-in through `diskCachePolicy`): PNG, the one encoder shipped today. With a
+        // registry-based rendition encoder, build it from `EncoderRegistry.standard` here.
+        configuration.renditionEncoder = PNGEncoder()
+        return configuration
+    }
+}
+
+extension ImagePipeline {
+    /// A pipeline with ``Configuration/standard(cacheName:cacheDirectory:)``: every shipped codec
+    /// and loader, and a disk cache at `$XDG_CACHE_HOME/<cacheName>` (or `~/.cache/<cacheName>`).
+    ///
+    /// ```swift
+    /// let pipeline = try ImagePipeline.standard(cacheName: "MyApp")
+    /// ```
+    ///
+    /// - Throws: the disk cache's error when its directory cannot be created or used.
+    public static func standard(cacheName: String) throws -> ImagePipeline {
+        ImagePipeline(configuration: try .standard(cacheName: cacheName))
+    }
+}

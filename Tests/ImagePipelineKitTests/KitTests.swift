@@ -1,0 +1,82 @@
+import Foundation
+import ImagePipelineKit
+import LoaderFile
+import PipelineCore
+import PipelineTestSupport
+import Testing
+
+@Suite("ImagePipelineKit", .timeLimit(.minutes(2)))
+struct KitTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    private func withTemporaryFolder<T>(_ body: (URL) async throws -> T) async throws -> T {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("KitTests-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        return try await body(folder)
+    }
+
+    @Test func theAcceptHeaderNamesTheRegisteredFormatsNewestFirst() {
+        let registry = DecoderRegistry([CountingDecoder(format: .jpeg), CountingDecoder(format: .png), TestImageDecoder(),
+                                        CountingDecoder(format: "nomime"), CountingDecoder(format: .jpeg)])
+        #expect(registry.acceptHeader() == "image/jpeg,image/x-test,image/png,image/*;q=0.8,*/*;q=0.5")
+        #expect(registry.acceptHeader(fallback: "") == "image/jpeg,image/x-test,image/png")
+        #expect(DecoderRegistry().acceptHeader() == "image/*;q=0.8,*/*;q=0.5")
+        let standard = DecoderRegistry.standard.acceptHeader()
+        let avif = DecoderRegistry.standard.formats.contains(.avif) ? "image/avif," : ""
+        #expect(standard == "image/gif,image/heic,\(avif)image/webp,image/png,image/jpeg,image/*;q=0.8,*/*;q=0.5")
+    }
+
+    @Test func theStandardRegistriesHoldEveryShippedPiece() {
+        #expect(DecoderRegistry.standard.formats.isSuperset(of: [.jpeg, .png, .webp, .heif, .gif]))
+        #expect(LoaderRegistry.standard(accept: "*/*").schemes == ["http", "https", "file", "data"])
+        #expect(EncoderRegistry.standard.formats.contains(.png))
+    }
+
+    /// Over HTTP (the fixture server answers `/header/…` only when `Accept` is exactly the
+    /// derived value) into the disk cache directory given; then every bundled sample from files.
+    @Test func theStandardPipelineSendsItsAcceptHeaderAndUsesItsDiskCache() async throws {
+        try await withTemporaryFolder { folder in
+            var configuration = try ImagePipeline.Configuration.standard(cacheName: "unused", cacheDirectory: folder)
+            let accept = DecoderRegistry.standard.acceptHeader()
+            configuration.decoders.register(TestImageDecoder())  // the fixture server's format
+            let pipeline = ImagePipeline(configuration: configuration)
+            try await withFixtureServer { server in
+                let value = try #require(accept.addingPercentEncoding(withAllowedCharacters: .alphanumerics))
+                let url = server.url("/header/kit?name=Accept&value=" + value)
+                let response = try await pipeline.image(for: ImageRequest(url: url))
+                #expect(response.source == .network && response.bitmap.size == PixelSize(width: 4, height: 3))
+                #expect(await configuration.diskCache?.cachedData(for: url) != nil)
+                #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).contains(DiskCache.fileName(for: url)))
+            }
+            for name in try FileManager.default.contentsOfDirectory(atPath: Self.root.appendingPathComponent("Samples").path) {
+                let file = Self.root.appendingPathComponent("Samples/\(name)")
+                let response = try await pipeline.image(for: ImageRequest(url: file, width: 64, height: 64))
+                #expect(response.bitmap.size.width <= 64 && response.bitmap.size.height <= 64, "\(name)")
+            }
+        }
+    }
+
+    @Test func theDefaultDiskCacheIsInTheXDGCacheDirectory() async throws {
+        let name = "ImagePipelineKitTests-\(UUID().uuidString)"
+        let directory = DiskCache.defaultDirectory(name: name)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let configuration = try ImagePipeline.Configuration.standard(cacheName: name)
+        let disk = try #require(configuration.diskCache as? DiskCache)
+        await disk.waitForMaintenance()  // its opening scan, before the folder is removed
+        #expect(disk.directory.standardizedFileURL == directory.standardizedFileURL)
+        let xdg = ProcessInfo.processInfo.environment["XDG_CACHE_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil }
+        let base = xdg ?? FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".cache").path
+        #expect(directory.standardizedFileURL.path == URL(fileURLWithPath: base).appendingPathComponent(name).standardizedFileURL.path)
+    }
+
+    @Test func dataURLsLoadThroughTheStandardPipeline() async throws {
+        try await withTemporaryFolder { folder in
+            let pipeline = ImagePipeline(configuration: try .standard(cacheName: "unused", cacheDirectory: folder))
+            let png = try Data(contentsOf: Self.root.appendingPathComponent("Samples/rings.png"))
+            let url = try #require(URL(string: "data:image/png;base64," + png.base64EncodedString()))
+            let response = try await pipeline.image(for: ImageRequest(url: url, width: 32, height: 32))
+            #expect(response.format == .png && response.bitmap.size.width <= 32)
+        }
+    }
+}

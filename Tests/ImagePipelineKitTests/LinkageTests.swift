@@ -1,0 +1,28 @@
+import Foundation
+import Testing
+
+/// "Link only what you import": an app of PipelineCore + CodecPNG + LoaderFile links libpng and
+/// neither libjpeg nor libcurl, with the umbrella product in the same package.
+@Suite("Linkage")
+struct LinkageTests {
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/ldd"), "ldd is not installed: skipped"))
+    func pngFromFilesLinksNeitherLibjpegNorLibcurl() throws {
+        let directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        let candidates = [directory, directory.deletingLastPathComponent()].map { $0.appendingPathComponent("PNGFromFiles") }
+        let binary = try #require(candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) },
+                                  "PNGFromFiles is not beside the test bundle (\(directory.path))")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/ldd")
+        process.arguments = [binary.path]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        #expect(text.contains("libpng"), "\(text)")
+        #expect(!text.contains("libjpeg") && !text.contains("libturbojpeg"), "\(text)")
+        #expect(!text.contains("libcurl"), "\(text)")
+        #expect(!text.contains("libwebp") && !text.contains("libheif") && !text.contains("libgif"), "\(text)")
+    }
+}

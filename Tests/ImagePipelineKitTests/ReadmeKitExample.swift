@@ -1,0 +1,14 @@
+import ImagePipelineKit
+import PipelineCore
+
+/// The README's `ImagePipelineKit` block, compiled here (never called: it would make a cache
+/// directory in the user's home). `ReadmeTests` checks the README prints exactly these lines.
+func readmeKitExample() throws -> (ImagePipeline, ImagePipeline.Configuration) {
+    // README begin
+    let pipeline = try ImagePipeline.standard(cacheName: "MyApp")   // disk cache in ~/.cache/MyApp
+    // or start from the configuration and change what you need:
+    var configuration = try ImagePipeline.Configuration.standard(cacheName: "MyApp")
+    configuration.urlBuilder = WidthBucketURLBuilder()
+    // README end
+    return (pipeline, configuration)
+}
