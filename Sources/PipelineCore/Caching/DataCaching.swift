@@ -60,4 +60,12 @@ public protocol DataCaching: Sendable {
     func updateInfo(_ info: CacheEntryInfo, for url: URL) async
     /// Removes the entry for `url`, if any.
     func removeData(for url: URL) async
+    /// Removes every entry (``ImagePipeline/removeAll()``). The default removes nothing: a
+    /// cache that others share may choose to keep its entries.
+    func removeAll() async
+}
+
+extension DataCaching {
+    /// Removes nothing (see ``DataCaching/removeAll()``).
+    public func removeAll() async {}
 }

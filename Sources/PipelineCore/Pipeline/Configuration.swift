@@ -37,6 +37,14 @@ extension ImagePipeline {
         public var eventHandler: (@Sendable (ImagePipelineEvent) -> Void)?
         /// The clock for freshness and the negative cache. Default `Date.init`; tests move it.
         public var now: @Sendable () -> Date
+        /// Maps a fetch URL (after the URL builder) to its identity in the caches, or `nil` to
+        /// keep the URL: for signed or rotating-token URLs (Nuke's `imageId`, SDWebImage's
+        /// cache-key filter). ``ImageRequest/cacheKey`` overrides it per request. A result that
+        /// parses as an absolute URL is used as that URL; any other text stands for itself.
+        /// Called on every lookup (``ImagePipeline/cachedImage(for:)`` too): keep it cheap, and
+        /// never let two different pictures map to one identity. Default `nil`.
+        /// ``ignoringQueryItems(_:)`` drops named query items.
+        public var cacheKey: (@Sendable (URL) -> String?)?
 
         /// Creates a configuration from the app's registries.
         public init(decoders: DecoderRegistry, loaders: LoaderRegistry,
@@ -58,6 +66,20 @@ extension ImagePipeline {
             self.negativeCacheLifetime = negativeCacheLifetime
             self.eventHandler = eventHandler
             self.now = now
+        }
+
+        /// A ``cacheKey`` mapping that drops the query items named `names` (`["token",
+        /// "Signature", "Expires"]`) and keeps everything else in order: `…/a.jpg?w=320&token=x`
+        /// → `…/a.jpg?w=320`. URLs without those items keep their identity.
+        public static func ignoringQueryItems(_ names: Set<String>) -> @Sendable (URL) -> String? {
+            { url in
+                guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false),
+                      let items = components.percentEncodedQueryItems,
+                      items.contains(where: { names.contains($0.name) }) else { return nil }
+                let kept = items.filter { !names.contains($0.name) }
+                components.percentEncodedQueryItems = kept.isEmpty ? nil : kept
+                return components.string
+            }
         }
     }
 }
