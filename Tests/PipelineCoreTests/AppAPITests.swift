@@ -263,3 +263,54 @@ struct ResponseBasicsAndDescriptionTests {
         #expect(long.description.count < 250)
     }
 }
+
+/// A loader that reports `steps` progress values from the loading task before answering, as a
+/// real loader does from its own thread.
+private struct ChattyLoader: DataLoading {
+    let steps: Int
+    let schemes: Set<String> = ["test"]
+
+    func load(_ request: DataLoadRequest) async throws -> DataLoadResult {
+        let data = HeldLoader.fakeData(for: request.url)
+        for step in 1...steps {
+            request.progress?(Int64(step), Int64(steps))
+            if step % 50 == 0 { await Task.yield() }
+        }
+        return .data(data, ResponseMetadata())
+    }
+}
+
+@Suite("ImageTask progress under churn", .timeLimit(.minutes(1)))
+struct ImageTaskChurnTests {
+    /// Forty tasks on four pictures while the loaders report 2,000 values each; half the tasks
+    /// are cancelled at once, some consumers stop reading early. No deadlock, every consumer's
+    /// values rise, every task that was not cancelled ends with its picture and the total.
+    @Test func manyTasksJoiningAndLeavingWhileProgressFlows() async throws {
+        let pipeline = ImagePipeline(configuration: .init(decoders: DecoderRegistry([CountingDecoder()]),
+                                                          loaders: LoaderRegistry([ChattyLoader(steps: 2000)])))
+        let tasks = (0..<40).map { pipeline.imageTask(for: ImageRequest(url: testURL(8, 8, $0 % 4))) }
+        for (index, task) in tasks.enumerated() where index % 2 == 1 { task.cancel() }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for (index, task) in tasks.enumerated() {
+                group.addTask {
+                    var last: Int64 = 0
+                    var count = 0
+                    for await value in task.progress {
+                        #expect(value.completed >= last && value.total == 2000)
+                        last = value.completed
+                        count += 1
+                        if index % 4 == 2 && count == 3 { break }  // stops reading early
+                    }
+                    if index % 2 == 1 {
+                        await #expect(throws: CancellationError.self) { _ = try await task.response }
+                    } else {
+                        let response = try await task.response
+                        #expect(firstPixel(response) == colorBytes(index % 4))
+                        if index % 4 == 0 { #expect(task.currentProgress?.completed ?? 2000 == 2000) }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+    }
+}
