@@ -114,6 +114,22 @@ struct CacheKeyTests {
         }
     }
 
+    /// The query-item filter keeps everything but the named items, in order.
+    @Test func ignoringQueryItemsDropsOnlyTheNamedItems() {
+        let map = ImagePipeline.Configuration.ignoringQueryItems(["token", "exp"])
+        let cases: [(String, String?)] = [
+            ("https://a.example/p.jpg?token=1&w=320", "https://a.example/p.jpg?w=320"),
+            ("https://a.example/p.jpg?w=320&token=1&exp=2&q=3", "https://a.example/p.jpg?w=320&q=3"),
+            ("https://a.example/p.jpg?token=1", "https://a.example/p.jpg"),
+            ("https://a.example/p.jpg?token&w=1#frag", "https://a.example/p.jpg?w=1#frag"),
+            ("https://a.example/p.jpg?tokens=1&w=320", nil),
+            ("https://a.example/p.jpg", nil),
+        ]
+        for (input, expected) in cases {
+            #expect(map(URL(string: input)!) == expected, "\(input)")
+        }
+    }
+
     /// Without a key each token is a picture of its own, in memory and on disk.
     @Test func withoutAKeyATokenIsANewEntry() async throws {
         try await withTemporaryDirectory { directory in

@@ -70,15 +70,21 @@ extension ImagePipeline {
 
         /// A ``cacheKey`` mapping that drops the query items named `names` (`["token",
         /// "Signature", "Expires"]`) and keeps everything else in order: `…/a.jpg?w=320&token=x`
-        /// → `…/a.jpg?w=320`. URLs without those items keep their identity.
+        /// → `…/a.jpg?w=320`. URLs without those items keep their identity. Works on the URL's
+        /// text (names compared as written, not percent-decoded), which is several times cheaper
+        /// than `URLComponents` on a path that runs per cell.
         public static func ignoringQueryItems(_ names: Set<String>) -> @Sendable (URL) -> String? {
             { url in
-                guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false),
-                      let items = components.percentEncodedQueryItems,
-                      items.contains(where: { names.contains($0.name) }) else { return nil }
-                let kept = items.filter { !names.contains($0.name) }
-                components.percentEncodedQueryItems = kept.isEmpty ? nil : kept
-                return components.string
+                let text = url.absoluteString
+                guard let mark = text.firstIndex(of: "?") else { return nil }
+                let end = text[mark...].firstIndex(of: "#") ?? text.endIndex
+                let items = text[text.index(after: mark)..<end].split(separator: "&", omittingEmptySubsequences: false)
+                let kept = items.filter { item in
+                    !names.contains(String(item.prefix { $0 != "=" }))
+                }
+                guard kept.count != items.count else { return nil }
+                let query = kept.isEmpty ? "" : "?" + kept.joined(separator: "&")
+                return String(text[..<mark]) + query + String(text[end...])
             }
         }
     }

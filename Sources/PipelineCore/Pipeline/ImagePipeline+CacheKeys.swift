@@ -36,7 +36,8 @@ extension ImagePipeline {
     private nonisolated func variantSuffix(for request: ImageRequest) -> String? {
         var probe = request
         let scheme = request.url.scheme?.lowercased() ?? "https"
-        guard let placeholder = URL(string: "\(scheme)://imgpipe.invalid/") else { return nil }
+        let known = scheme == "https" ? Self.httpsPlaceholder : scheme == "http" ? Self.httpPlaceholder : nil
+        guard let placeholder = known ?? URL(string: "\(scheme)://imgpipe.invalid/") else { return nil }
         probe.url = placeholder
         let built = configuration.urlBuilder.fetchURL(for: probe).absoluteString
         let base = placeholder.absoluteString
@@ -44,12 +45,16 @@ extension ImagePipeline {
         return built.hasPrefix(base) ? String(built.dropFirst(base.count)) : built
     }
 
+    private static let httpsPlaceholder = URL(string: "https://imgpipe.invalid/")
+    private static let httpPlaceholder = URL(string: "http://imgpipe.invalid/")
+
     /// The URL standing for identity `text` (itself when it is an absolute URL, else
     /// `imgpipe-key:<percent-encoded text>`), with `variant` appended: as is when it is a query
     /// and the URL has none, else as an encoded fragment.
     private static func identityURL(_ text: String, variant: String?) -> URL? {
         let allowed = CharacterSet.urlPathAllowed
-        let parsed = URL(string: text).flatMap { $0.scheme == nil ? nil : $0 }
+        // Only text with a colon can be an absolute URL: skip the parse for plain ids.
+        let parsed = text.contains(":") ? URL(string: text).flatMap { $0.scheme == nil ? nil : $0 } : nil
         guard let variant else {
             return parsed ?? text.addingPercentEncoding(withAllowedCharacters: allowed).flatMap { URL(string: "imgpipe-key:" + $0) }
         }
