@@ -124,6 +124,7 @@ struct CacheKeyTests {
             ("https://a.example/p.jpg?token&w=1#frag", "https://a.example/p.jpg?w=1#frag"),
             ("https://a.example/p.jpg?tokens=1&w=320", nil),
             ("https://a.example/p.jpg", nil),
+            ("https://a.example/p.jpg#x?token=1", nil),
         ]
         for (input, expected) in cases {
             #expect(map(URL(string: input)!) == expected, "\(input)")
@@ -328,5 +329,13 @@ struct ImageTaskChurnTests {
             }
             try await group.waitForAll()
         }
+
+        // A request with processors: the progress comes through the processing, the decode it
+        // joins and the download.
+        let processed = pipeline.imageTask(for: ImageRequest(url: testURL(8, 8, 9), processors: [.grayscale]))
+        var values: [ImageTask.Progress] = []
+        for await value in processed.progress { values.append(value) }
+        #expect(values.last == ImageTask.Progress(completed: 2000, total: 2000))
+        #expect(try await processed.response.downloadedBytes == HeldLoader.fakeData(for: testURL(8, 8, 9)).count)
     }
 }

@@ -74,17 +74,24 @@ extension ImagePipeline {
         /// text (names compared as written, not percent-decoded), which is several times cheaper
         /// than `URLComponents` on a path that runs per cell.
         public static func ignoringQueryItems(_ names: Set<String>) -> @Sendable (URL) -> String? {
-            { url in
-                let text = url.absoluteString
-                guard let mark = text.firstIndex(of: "?") else { return nil }
-                let end = text[mark...].firstIndex(of: "#") ?? text.endIndex
-                let items = text[text.index(after: mark)..<end].split(separator: "&", omittingEmptySubsequences: false)
+            let names = names.map { Array($0.utf8) }
+            return { url in
+                let bytes = Array(url.absoluteString.utf8)
+                let end = bytes.firstIndex(of: UInt8(ascii: "#")) ?? bytes.endIndex  // a fragment has no query
+                guard let mark = bytes[..<end].firstIndex(of: UInt8(ascii: "?")) else { return nil }
+                let items = bytes[(mark + 1)..<end].split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: false)
                 let kept = items.filter { item in
-                    !names.contains(String(item.prefix { $0 != "=" }))
+                    let name = item.prefix { $0 != UInt8(ascii: "=") }
+                    return !names.contains { $0.elementsEqual(name) }
                 }
                 guard kept.count != items.count else { return nil }
-                let query = kept.isEmpty ? "" : "?" + kept.joined(separator: "&")
-                return String(text[..<mark]) + query + String(text[end...])
+                var result = Array(bytes[..<mark])
+                for (index, item) in kept.enumerated() {
+                    result.append(index == 0 ? UInt8(ascii: "?") : UInt8(ascii: "&"))
+                    result += item
+                }
+                result += bytes[end...]
+                return String(decoding: result, as: UTF8.self)
             }
         }
     }

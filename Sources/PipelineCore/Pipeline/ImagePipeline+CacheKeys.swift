@@ -42,7 +42,22 @@ extension ImagePipeline {
         let built = configuration.urlBuilder.fetchURL(for: probe).absoluteString
         let base = placeholder.absoluteString
         guard built != base else { return nil }
-        return built.hasPrefix(base) ? String(built.dropFirst(base.count)) : built
+        return built.utf8.starts(with: base.utf8) ? String(decoding: built.utf8.dropFirst(base.utf8.count), as: UTF8.self) : built
+    }
+
+    /// `text` percent-encoded for a URL path; plain ids (letters, digits, `-._~/:@`) as they are.
+    private static func encoded(_ text: String) -> String? {
+        let plain = text.utf8.allSatisfy { byte in
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
+                 UInt8(ascii: "~"), UInt8(ascii: "/"), UInt8(ascii: ":"), UInt8(ascii: "@"):
+                return true
+            default:
+                return false
+            }
+        }
+        return plain ? text : text.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed)
     }
 
     private static let httpsPlaceholder = URL(string: "https://imgpipe.invalid/")
@@ -52,22 +67,21 @@ extension ImagePipeline {
     /// `imgpipe-key:<percent-encoded text>`), with `variant` appended: as is when it is a query
     /// and the URL has none, else as an encoded fragment.
     private static func identityURL(_ text: String, variant: String?) -> URL? {
-        let allowed = CharacterSet.urlPathAllowed
         // Only text with a colon can be an absolute URL: skip the parse for plain ids.
         let parsed = text.contains(":") ? URL(string: text).flatMap { $0.scheme == nil ? nil : $0 } : nil
         guard let variant else {
-            return parsed ?? text.addingPercentEncoding(withAllowedCharacters: allowed).flatMap { URL(string: "imgpipe-key:" + $0) }
+            return parsed ?? encoded(text).flatMap { URL(string: "imgpipe-key:" + $0) }
         }
         if let parsed, parsed.query == nil, parsed.fragment == nil, variant.hasPrefix("?"),
            let url = URL(string: parsed.absoluteString + variant) {
             return url
         }
-        guard let base = text.addingPercentEncoding(withAllowedCharacters: allowed) else { return nil }
+        guard let base = encoded(text) else { return nil }
         if variant.hasPrefix("?"), !variant.contains("#"), let url = URL(string: "imgpipe-key:" + base + variant) {
             return url
         }
-        guard let encoded = variant.addingPercentEncoding(withAllowedCharacters: allowed) else { return nil }
-        return URL(string: "imgpipe-key:" + base + "#" + encoded)
+        guard let suffix = variant.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) else { return nil }
+        return URL(string: "imgpipe-key:" + base + "#" + suffix)
     }
 
     /// Removes `request`'s picture from the caches: from memory every size and processor list of
