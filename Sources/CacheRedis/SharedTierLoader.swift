@@ -35,7 +35,7 @@ public struct SharedTierLoader: DataLoading {
     /// Loads through the lease as described on the type.
     public func load(_ request: DataLoadRequest) async throws -> DataLoadResult {
         guard request.validator == nil else { return try await base.load(request) }
-        let url = request.url
+        let url = request.cacheURL ?? request.url  // the pipeline's cache identity (a cache key), else the URL
         let token = UUID().uuidString
         if await tier.acquireLease(for: url, token: token, duration: leaseDuration) {
             // The previous holder may have published and released between the caller's cache
@@ -63,17 +63,18 @@ public struct SharedTierLoader: DataLoading {
     }
 
     private func fetchAndPublish(_ request: DataLoadRequest, token: String?) async throws -> DataLoadResult {
+        let url = request.cacheURL ?? request.url
         let result: DataLoadResult
         do {
             result = try await base.load(request)
         } catch {
-            if let token { await tier.releaseLease(for: request.url, token: token) }
+            if let token { await tier.releaseLease(for: url, token: token) }
             throw error
         }
         if case .data(let data, let metadata) = result, !metadata.noStore {
-            await tier.storeData(data, info: CacheEntryInfo(metadata, receivedAt: Date()), for: request.url)
+            await tier.storeData(data, info: CacheEntryInfo(metadata, receivedAt: Date()), for: url)
         }
-        if let token { await tier.releaseLease(for: request.url, token: token) }
+        if let token { await tier.releaseLease(for: url, token: token) }
         return result
     }
 

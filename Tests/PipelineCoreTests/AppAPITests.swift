@@ -93,6 +93,8 @@ struct CacheKeyTests {
             #expect(first.source == .network)
             #expect(first.fetchURL == URL(string: "https://cdn.example/64x48/5?token=a&w=160"))
             #expect(loader.loadOrder == [URL(string: "https://cdn.example/64x48/5?token=a&w=160")!])
+            // The loader learns the identity too (a shared tier leases and publishes by it).
+            #expect(loader.requests.first?.cacheURL == URL(string: "https://cdn.example/64x48/5?w=160"))
             #expect(pipeline.cacheURL(for: ImageRequest(url: signedURL("b"), width: 100, height: 100))
                     == URL(string: "https://cdn.example/64x48/5?w=160"))
 

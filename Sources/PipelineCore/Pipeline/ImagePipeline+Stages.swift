@@ -274,7 +274,8 @@ extension ImagePipeline {
         if request.cachePolicy == .returnCacheDataDontLoad { throw ImagePipelineError.notCached }
         try Task.checkCancellation()
         let loader = try configuration.loaders.requireLoader(for: url)
-        let load = DataLoadRequest(url: url, priority: priority, headers: request.headers, progress: progress)
+        let load = DataLoadRequest(url: url, priority: priority, headers: request.headers, progress: progress,
+                                   cacheURL: cacheURL == url ? nil : cacheURL)
         switch try await loader.load(load) {
         case .data(let data, let metadata):
             emit(.loaded(url, bytes: data.count))
@@ -301,7 +302,7 @@ extension ImagePipeline {
                             progress: (@Sendable (Int64, Int64?) -> Void)? = nil) async throws -> LoadedData {
         let loader = try configuration.loaders.requireLoader(for: url)
         let load = DataLoadRequest(url: url, priority: priority, validator: cached.info.validator, headers: headers,
-                                   progress: progress)
+                                   progress: progress, cacheURL: cacheURL == url ? nil : cacheURL)
         let result = try await loader.load(load)
         let now = configuration.now()
         switch result {
