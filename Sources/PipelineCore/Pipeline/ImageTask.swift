@@ -82,7 +82,8 @@ public final class ImageTask: Sendable, Hashable, CustomStringConvertible {
     /// The download's progress: the latest value first (if any), then each new one, finishing
     /// when the task does. A consumer that falls behind gets the newest value only (nothing
     /// queues up). Nothing comes for a memory or disk hit; a file or HTTP load reports as its
-    /// bytes arrive, and the last value then equals the total. Each access is a sequence of its
+    /// bytes arrive, and the last value then equals the total (values rise, except that a loader's
+    /// retry, such as `HTTPDataLoader`'s, starts again from 0). Each access is a sequence of its
     /// own, so several consumers may iterate at once.
     public var progress: AsyncStream<Progress> {
         AsyncStream(bufferingPolicy: .bufferingNewest(1)) { continuation in
