@@ -38,7 +38,7 @@ public struct SharedTierLoader: DataLoading {
     /// Loads through the lease as described on the type.
     public func load(_ request: DataLoadRequest) async throws -> DataLoadResult {
         guard request.validator == nil else { return try await base.load(request) }
-        let url = request.url
+        let url = request.cacheURL ?? request.url  // the pipeline's cache identity (a cache key), else the URL
         let token = UUID().uuidString
         if await tier.acquireLease(for: url, token: token, duration: leaseDuration) {
             // The previous holder may have published and released between the caller's cache
@@ -70,15 +70,16 @@ public struct SharedTierLoader: DataLoading {
     /// (``TieredDataCache`` writes to Redis, which gives the lease back), or abandons them
     /// (which gives it back too). A failed load or a `no-store` answer gives it back at once.
     private func fetchAndPublish(_ request: DataLoadRequest, token: String?) async throws -> DataLoadResult {
+        let url = request.cacheURL ?? request.url
         let result: DataLoadResult
         do {
             result = try await base.load(request)
         } catch {
-            if let token { await tier.releaseLease(for: request.url, token: token) }
+            if let token { await tier.releaseLease(for: url, token: token) }
             throw error
         }
         if let token, case .data(_, let metadata) = result, metadata.noStore {
-            await tier.releaseLease(for: request.url, token: token)
+            await tier.releaseLease(for: url, token: token)
         }
         return result
     }

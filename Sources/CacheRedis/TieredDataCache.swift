@@ -58,4 +58,10 @@ public struct TieredDataCache: DataCaching {
         async let second: Void = shared.removeData(for: url)
         _ = await (first, second)
     }
+
+    /// Empties the local level only: the shared level serves other pipelines too, and its
+    /// entries expire by their TTL.
+    public func removeAll() async {
+        await local.removeAll()
+    }
 }

@@ -65,9 +65,15 @@ public protocol DataCaching: Sendable {
     /// tier's fetch lease) lets the others go ahead now instead of waiting for an entry that
     /// will not come. The default does nothing.
     func abandonStore(for url: URL) async
+    /// Removes every entry (``ImagePipeline/removeAll()``). The default removes nothing: a
+    /// cache that others share may choose to keep its entries.
+    func removeAll() async
 }
 
 extension DataCaching {
     /// Does nothing: a cache without coordination has nothing to give back.
     public func abandonStore(for url: URL) async {}
+
+    /// Removes nothing (see ``DataCaching/removeAll()``).
+    public func removeAll() async {}
 }

@@ -9,6 +9,8 @@ final class InFlightWork<Value: Sendable> {
     struct Waiter {
         let continuation: CheckedContinuation<Value, any Error>
         var priority: ImagePriority
+        /// Its subscription to ``InFlightWork/progress``, if it follows it.
+        var progress: UInt64?
     }
 
     let id: UInt64
@@ -24,6 +26,9 @@ final class InFlightWork<Value: Sendable> {
     /// This work's own place among the waiters of the work it waits on (a decode's, in its
     /// download): moved when this work's priority moves.
     var upstream: WaiterToken?
+    /// The download progress of this work (a download's own; a decode's, forwarded from its
+    /// download), for the waiters that follow it.
+    let progress = ProgressRelay()
 
     init(id: UInt64, priority: ImagePriority, cachePolicy: CachePolicy) {
         self.id = id
@@ -106,6 +111,10 @@ struct LoadedData: Sendable {
     let source: ImageSource
     /// Bytes from a loader still to be written to the disk cache, by the first decode that succeeds.
     var pendingStore: PendingStore?
+    /// Bytes a loader delivered for this answer (0 from the disk cache or after a 304).
+    var downloadedBytes = 0
+    /// A stale disk copy, served while a background revalidation runs.
+    var isStale = false
     /// The stored copy a revalidation's new bytes replace: decoded instead when those do not decode.
     var staleFallback: Data?
     /// The pipeline's count of replaced stored bytes when these were read: a decode of stored

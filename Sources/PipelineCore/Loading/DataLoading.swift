@@ -28,15 +28,21 @@ public struct DataLoadRequest: Sendable {
     /// Called with (bytes received, bytes expected if known) as data arrives. May be called
     /// from any thread.
     public var progress: (@Sendable (Int64, Int64?) -> Void)?
+    /// The identity the pipeline caches these bytes under when a cache key maps `url` to
+    /// another (``ImagePipeline/cacheURL(for:)``); `nil` when it is `url` itself. For loaders
+    /// that coordinate through a cache (a shared tier's lease); never fetch it.
+    public var cacheURL: URL?
 
     /// Creates a load request.
     public init(url: URL, priority: PriorityHandle = PriorityHandle(.visible), validator: CacheValidator? = nil,
-                headers: [String: String] = [:], progress: (@Sendable (Int64, Int64?) -> Void)? = nil) {
+                headers: [String: String] = [:], progress: (@Sendable (Int64, Int64?) -> Void)? = nil,
+                cacheURL: URL? = nil) {
         self.url = url
         self.priority = priority
         self.validator = validator
         self.headers = headers
         self.progress = progress
+        self.cacheURL = cacheURL
     }
 }
 

@@ -92,7 +92,8 @@ extension ImagePipeline {
     /// reach the disk cache once the header read.
     public func animation(for request: ImageRequest) async throws -> ImageAnimation {
         let key = key(for: request)
-        let download = downloadWork(for: request, url: key.fetchURL)
+        let url = fetchURL(for: request)
+        let download = downloadWork(for: request, url: url, cacheURL: key.fetchURL)
         let loaded = try await wait(on: download, in: downloads, key: key.fetchURL, priority: request.priority)
         let decoders = configuration.decoders
         let maxPixelCount = configuration.maxPixelCount
@@ -107,10 +108,10 @@ extension ImagePipeline {
             let info = frames.animationInfo
             let plan = ResizePlan(source: info.canvasSize, target: key.targetSize, contentMode: key.contentMode,
                                   allowsUpscaling: key.processing.allowsUpscaling)
-            animation = ImageAnimation(format: format, info: info, plan: plan, url: key.fetchURL,
+            animation = ImageAnimation(format: format, info: info, plan: plan, url: url,
                                        data: loaded.data, decoder: animated, maxPixelCount: maxPixelCount)
         } catch {
-            throw Self.wrap(error, decoding: key.fetchURL)
+            throw Self.wrap(error, decoding: url)
         }
         if let store = loaded.pendingStore, store.claim() {
             await store.disk.storeData(store.data, info: store.info, for: key.fetchURL)

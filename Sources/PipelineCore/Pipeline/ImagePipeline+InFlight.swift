@@ -13,11 +13,13 @@ extension ImagePipeline {
         } completion: { _ in }
     }
 
-    /// The download work for `request`'s fetch URL, joined or created like ``decodeWork``.
-    /// A download's failure is wrapped with its URL and, when permanent, remembered for it.
-    func downloadWork(for request: ImageRequest, url: URL) -> InFlightWork<LoadedData> {
-        work(in: downloads, key: url, request: request) { work in
-            try await self.performDownload(request: request, url: url, priority: work.priority)
+    /// The download work for `request`'s fetch URL `url`, joined or created like ``decodeWork``:
+    /// by the URL's cache identity `cacheURL` (two tokens of one picture share one download,
+    /// made with the first caller's URL). A download's failure is wrapped with its URL and,
+    /// when permanent, remembered for it.
+    func downloadWork(for request: ImageRequest, url: URL, cacheURL: URL) -> InFlightWork<LoadedData> {
+        work(in: downloads, key: cacheURL, request: request) { work in
+            try await self.performDownload(request: request, url: url, cacheURL: cacheURL, work: work)
         } completion: { result in
             switch result {
             case .success:  // bytes in hand: a failure remembered for this URL no longer holds
@@ -53,14 +55,20 @@ extension ImagePipeline {
     /// priority while this waiter stays. The waiter is registered before this suspends; if the
     /// calling task is cancelled it leaves at once with `CancellationError`. `upstreamOf`, when
     /// given, is the work on whose behalf this waits (a decode waiting for its download): its
-    /// priority changes move this waiter's.
+    /// priority changes move this waiter's, and the work's progress is forwarded to its own.
+    /// `task`, for an ``ImageTask``'s caller: the waiter takes the task's current priority
+    /// (which the task may change later) and the task gets the work's progress.
     func wait<Key, Value>(on work: InFlightWork<Value>, in table: InFlightTable<Key, Value>, key: Key,
-                          priority: ImagePriority, upstreamOf dependent: (any UpstreamLinked)? = nil) async throws -> Value {
+                          priority: ImagePriority, upstreamOf dependent: (any UpstreamLinked)? = nil,
+                          task: ImageTask? = nil) async throws -> Value {
         let token = WaiterToken(table: table.tokenTable(key), workID: work.id, waiterID: nextID())
         dependent?.link(upstream: token)
+        let sink = dependent?.progress ?? task?.relay
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
+                let priority = task?.joined(as: token) ?? priority
                 work.waiters[token.waiterID] = .init(continuation: continuation, priority: priority)
+                if let sink { work.waiters[token.waiterID]?.progress = work.progress.subscribe(send: sink.send) }
                 if work.updatePriority() { propagatePriority(of: work) }
                 if Task.isCancelled { leave(token) }
             }
@@ -80,7 +88,10 @@ extension ImagePipeline {
 
     private func leave<Key, Value>(_ token: WaiterToken, table: InFlightTable<Key, Value>, key: Key) {
         guard let work = table.work(id: token.workID) else { return }
-        work.waiters.removeValue(forKey: token.waiterID)?.continuation.resume(throwing: CancellationError())
+        if let waiter = work.waiters.removeValue(forKey: token.waiterID) {
+            if let subscription = waiter.progress { work.progress.unsubscribe(subscription) }
+            waiter.continuation.resume(throwing: CancellationError())
+        }
         guard work.waiters.isEmpty else {
             if work.updatePriority() { propagatePriority(of: work) }
             return
@@ -94,6 +105,14 @@ extension ImagePipeline {
     private func propagatePriority<Value>(of work: InFlightWork<Value>) {
         guard let token = work.upstream else { return }
         let priority = work.priority.current
+        switch token.table {
+        case .decode(let key): setWaiterPriority(token, to: priority, table: decodes, key: key)
+        case .download(let url): setWaiterPriority(token, to: priority, table: downloads, key: url)
+        }
+    }
+
+    /// Moves one waiter to `priority` (an ``ImageTask``'s new priority), and its work with it.
+    func setWaiterPriority(_ token: WaiterToken, to priority: ImagePriority) {
         switch token.table {
         case .decode(let key): setWaiterPriority(token, to: priority, table: decodes, key: key)
         case .download(let url): setWaiterPriority(token, to: priority, table: downloads, key: url)
@@ -144,6 +163,8 @@ extension ImagePipeline {
 protocol UpstreamLinked: AnyObject {
     /// Records this work's waiter token in the work it waits on.
     func link(upstream: WaiterToken)
+    /// Where the progress of the work waited on goes.
+    var progress: ProgressRelay { get }
 }
 
 extension InFlightWork: UpstreamLinked {

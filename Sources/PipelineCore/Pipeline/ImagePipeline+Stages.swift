@@ -13,7 +13,8 @@ extension ImagePipeline {
     func performDecode(request: ImageRequest, key: ImageKey, work: InFlightWork<ImageResponse>) async throws -> ImageResponse {
         try Task.checkCancellation()
         if !key.processors.isEmpty { return try await performProcessing(request: request, key: key, work: work) }
-        let download = downloadWork(for: request, url: key.fetchURL)
+        let url = fetchURL(for: request)
+        let download = downloadWork(for: request, url: url, cacheURL: key.fetchURL)
         let loaded = try await wait(on: download, in: downloads, key: key.fetchURL, priority: work.priority.current,
                                     upstreamOf: work)
         try Task.checkCancellation()
@@ -27,7 +28,7 @@ extension ImagePipeline {
                 await store.disk.storeData(store.data, info: store.info, for: key.fetchURL)
             }
         } catch let error where !(error is CancellationError) {
-            let wrapped = Self.wrap(error, decoding: key.fetchURL)
+            let wrapped = Self.wrap(error, decoding: url)
             if let store = loaded.pendingStore { await store.disk.abandonStore(for: key.fetchURL) }
             guard let stale = loaded.staleFallback else {
                 if wrapped.isPermanent, let until = failureLifetime() { decodeFailures.insert(wrapped, until: until, for: key) }
@@ -37,13 +38,15 @@ extension ImagePipeline {
             do {
                 (response, seconds) = try await decodeOnPool(stale, source: .disk, key: key, priority: work.priority)
             } catch let error where !(error is CancellationError) {
-                throw Self.wrap(error, decoding: key.fetchURL)
+                throw Self.wrap(error, decoding: url)
             }
             response.warnings.append("the revalidated bytes did not decode (\(wrapped)); the stored copy was used")
         }
         decodeFailures.removeValue(for: key)
         emit(.decoded(key, seconds: seconds))
-        let replaced = loaded.pendingStore == nil && (replacedAt.value(for: key.fetchURL) ?? 0) > loaded.generation
+        response.downloadedBytes = loaded.downloadedBytes
+        response.isStale = loaded.isStale
+        let replaced = loaded.pendingStore == nil && replacedGeneration(of: key.fetchURL) > loaded.generation
         if !replaced { memoryCache.insert(response, for: key, cost: response.bitmap.cost) }
         return response
     }
@@ -73,6 +76,7 @@ extension ImagePipeline {
             base = try await wait(on: decode, in: decodes, key: baseKey, priority: work.priority.current, upstreamOf: work)
         }
         try Task.checkCancellation()
+        let url = fetchURL(for: request)
         let processors = key.processors
         let clock = configuration.now
         let input = base
@@ -87,10 +91,10 @@ extension ImagePipeline {
                 return (processed, clock().timeIntervalSince(start))
             }
         } catch let error where !(error is CancellationError) {
-            throw Self.wrap(error, processing: key.fetchURL)
+            throw Self.wrap(error, processing: url)
         }
         emit(.processed(key, seconds: seconds))
-        let replaced = (replacedAt.value(for: key.fetchURL) ?? 0) > generation
+        let replaced = replacedGeneration(of: key.fetchURL) > generation
         if !replaced { memoryCache.insert(response, for: key, cost: response.bitmap.cost) }
         if let rendition, replacements == generation {
             await storeRendition(response, in: rendition, key: key, priority: work.priority, generation: generation)
@@ -103,7 +107,7 @@ extension ImagePipeline {
     private func renditionStore(for request: ImageRequest, key: ImageKey) -> RenditionStore? {
         guard (request.diskCachePolicy ?? configuration.diskCachePolicy) == .originalsAndRenditions,
               let disk = configuration.diskCache, let encoder = configuration.renditionEncoder,
-              configuration.diskCachedSchemes.contains(key.fetchURL.scheme?.lowercased() ?? ""),
+              configuration.diskCachedSchemes.contains(fetchURL(for: request).scheme?.lowercased() ?? ""),
               let url = key.renditionURL else { return nil }
         return RenditionStore(disk: disk, encoder: encoder, url: url)
     }
@@ -120,7 +124,7 @@ extension ImagePipeline {
               stored.info.etag == renditionTag(of: original.data) else { return nil }
         if !original.info.isFresh(at: configuration.now()), request.cachePolicy != .returnCacheDataDontLoad {
             guard request.revalidation == .staleWhileRevalidate else { return nil }
-            revalidateInBackground(url: key.fetchURL, cached: original.info, headers: request.headers)
+            revalidateInBackground(url: fetchURL(for: request), cacheURL: key.fetchURL, headers: request.headers)
         }
         var plain = key.unprocessed
         plain.targetSize = .original
@@ -130,6 +134,7 @@ extension ImagePipeline {
             return nil
         }
         var response = decoded
+        response.isStale = !original.info.isFresh(at: configuration.now()) && request.cachePolicy != .returnCacheDataDontLoad
         // The original's size and format, kept in the rendition's lastModified field.
         if let meta = stored.info.lastModified?.split(separator: " "), meta.count == 3,
            let width = Int(meta[0]), let height = Int(meta[1]) {
@@ -162,6 +167,11 @@ extension ImagePipeline {
         replacements += 1
         replacedAt.insert(replacements, for: url, cost: 1)
         memoryCache.removeValues { $0.fetchURL == url }
+    }
+
+    /// When the stored bytes of `url` (a cache identity) were last replaced or removed.
+    func replacedGeneration(of url: URL) -> UInt64 {
+        max(replacedAt.value(for: url) ?? 0, allReplacedAt)
     }
 
     /// Decodes `data` on the decode pool at `priority`; returns the response and the seconds it took.
@@ -275,12 +285,16 @@ extension ImagePipeline {
         return configuration.now().addingTimeInterval(configuration.negativeCacheLifetime)
     }
 
-    /// The bytes for `url`: the disk cache when it may be used, else the loader (storing the
-    /// result on disk). Runs as a download work's task.
-    func performDownload(request: ImageRequest, url: URL, priority: PriorityHandle) async throws -> LoadedData {
+    /// The bytes for `url`: the disk cache (under `cacheURL`, the URL's cache identity) when it
+    /// may be used, else the loader (storing the result on disk), reporting its progress to the
+    /// work's ``InFlightWork/progress``. Runs as a download work's task.
+    func performDownload(request: ImageRequest, url: URL, cacheURL: URL, work: InFlightWork<LoadedData>) async throws -> LoadedData {
         try Task.checkCancellation()
+        let priority = work.priority
+        let relay = work.progress
+        let progress: @Sendable (Int64, Int64?) -> Void = { relay.send(ImageTask.Progress(completed: $0, total: $1)) }
         let disk = configuration.diskCachedSchemes.contains(url.scheme?.lowercased() ?? "") ? configuration.diskCache : nil
-        if request.cachePolicy != .reloadIgnoringCaches, let disk, let cached = await disk.cachedData(for: url) {
+        if request.cachePolicy != .reloadIgnoringCaches, let disk, let cached = await disk.cachedData(for: cacheURL) {
             let fresh = cached.info.isFresh(at: configuration.now())
             emit(.diskHit(url, fresh: fresh))
             var stored = LoadedData(data: cached.data, source: .disk)
@@ -289,11 +303,13 @@ extension ImagePipeline {
                 return stored
             }
             if request.revalidation == .staleWhileRevalidate {
-                revalidateInBackground(url: url, cached: cached.info, headers: request.headers)
+                revalidateInBackground(url: url, cacheURL: cacheURL, headers: request.headers)
+                stored.isStale = true
                 return stored
             }
             do {
-                return try await revalidate(url: url, cached: cached, headers: request.headers, priority: priority)
+                return try await revalidate(url: url, cacheURL: cacheURL, cached: cached, headers: request.headers,
+                                            priority: priority, progress: progress)
             } catch is CancellationError {
                 throw CancellationError()
             } catch {
@@ -303,18 +319,20 @@ extension ImagePipeline {
         if request.cachePolicy == .returnCacheDataDontLoad { throw ImagePipelineError.notCached }
         try Task.checkCancellation()
         let loader = try configuration.loaders.requireLoader(for: url)
-        let load = DataLoadRequest(url: url, priority: priority, headers: request.headers)
+        let load = DataLoadRequest(url: url, priority: priority, headers: request.headers, progress: progress,
+                                   cacheURL: cacheURL == url ? nil : cacheURL)
         switch try await loader.load(load) {
         case .data(let data, let metadata):
             emit(.loaded(url, bytes: data.count))
             var loaded = LoadedData(data: data, source: .network)
+            loaded.downloadedBytes = data.count
             if let disk, !metadata.noStore {
                 // Stored by the first decode that succeeds (``performDecode``), never before.
                 loaded.pendingStore = PendingStore(disk: disk, data: data,
                                                    info: CacheEntryInfo(metadata, receivedAt: configuration.now()),
                                                    replacesStoredBytes: false)
             } else if let disk, request.cachePolicy == .reloadIgnoringCaches {
-                await disk.removeData(for: url)  // a reload may have skipped an entry these bytes replace
+                await disk.removeData(for: cacheURL)  // a reload may have skipped an entry these bytes replace
             }
             return loaded
         case .notModified:
@@ -322,11 +340,14 @@ extension ImagePipeline {
         }
     }
 
-    /// Asks the origin whether `cached` is current: 304 refreshes its info, new bytes replace it.
-    private func revalidate(url: URL, cached: CachedData, headers: [String: String],
-                            priority: PriorityHandle) async throws -> LoadedData {
+    /// Asks the origin whether `cached` (stored under `cacheURL`) is current: 304 refreshes its
+    /// info, new bytes replace it.
+    private func revalidate(url: URL, cacheURL: URL, cached: CachedData, headers: [String: String],
+                            priority: PriorityHandle,
+                            progress: (@Sendable (Int64, Int64?) -> Void)? = nil) async throws -> LoadedData {
         let loader = try configuration.loaders.requireLoader(for: url)
-        let load = DataLoadRequest(url: url, priority: priority, validator: cached.info.validator, headers: headers)
+        let load = DataLoadRequest(url: url, priority: priority, validator: cached.info.validator, headers: headers,
+                                   progress: progress, cacheURL: cacheURL == url ? nil : cacheURL)
         let result = try await loader.load(load)
         let now = configuration.now()
         switch result {
@@ -334,17 +355,18 @@ extension ImagePipeline {
             var info = CacheEntryInfo(metadata, receivedAt: now)
             info.etag = info.etag ?? cached.info.etag
             info.lastModified = info.lastModified ?? cached.info.lastModified
-            await configuration.diskCache?.updateInfo(info, for: url)
+            await configuration.diskCache?.updateInfo(info, for: cacheURL)
             emit(.revalidated(url, modified: false))
             return LoadedData(data: cached.data, source: .revalidated)
         case .data(let data, let metadata):
             emit(.loaded(url, bytes: data.count))
             emit(.revalidated(url, modified: true))
             var loaded = LoadedData(data: data, source: .network)
+            loaded.downloadedBytes = data.count
             loaded.staleFallback = cached.data
             if metadata.noStore {
-                await configuration.diskCache?.removeData(for: url)
-                dropDecodedCopies(of: url)
+                await configuration.diskCache?.removeData(for: cacheURL)
+                dropDecodedCopies(of: cacheURL)
             } else if let disk = configuration.diskCache {
                 // Replaces the stored bytes (and drops decoded copies of them) once it decodes.
                 loaded.pendingStore = PendingStore(disk: disk, data: data, info: CacheEntryInfo(metadata, receivedAt: now),
@@ -354,24 +376,25 @@ extension ImagePipeline {
         }
     }
 
-    /// Stale-while-revalidate: checks `url` with the origin in the background, once at a time.
-    /// A failure (offline) keeps the stale copy. ``waitForBackgroundWork()`` waits for these.
-    private func revalidateInBackground(url: URL, cached info: CacheEntryInfo, headers: [String: String]) {
-        guard !revalidating.contains(url) else { return }
-        revalidating.insert(url)
+    /// Stale-while-revalidate: checks `url` with the origin in the background, once at a time per
+    /// cache identity `cacheURL` (where the copy is stored). A failure (offline) keeps the stale
+    /// copy. ``waitForBackgroundWork()`` waits for these.
+    private func revalidateInBackground(url: URL, cacheURL: URL, headers: [String: String]) {
+        guard !revalidating.contains(cacheURL) else { return }
+        revalidating.insert(cacheURL)
         let id = nextID()
         background[id] = Task {
-            if let cached = await self.configuration.diskCache?.cachedData(for: url),
-               let loaded = try? await self.revalidate(url: url, cached: cached, headers: headers,
+            if let cached = await self.configuration.diskCache?.cachedData(for: cacheURL),
+               let loaded = try? await self.revalidate(url: url, cacheURL: cacheURL, cached: cached, headers: headers,
                                                        priority: PriorityHandle(.prefetch)),
                let store = loaded.pendingStore {
                 // Nobody decodes these bytes now: they replace the stored copy only once they decode.
                 if await self.decodes(loaded.data), store.claim() {
-                    self.dropDecodedCopies(of: url)
-                    await store.disk.storeData(store.data, info: store.info, for: url)
+                    self.dropDecodedCopies(of: cacheURL)
+                    await store.disk.storeData(store.data, info: store.info, for: cacheURL)
                 }
             }
-            self.revalidating.remove(url)
+            self.revalidating.remove(cacheURL)
             self.background[id] = nil
         }
     }

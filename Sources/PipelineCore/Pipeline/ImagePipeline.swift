@@ -33,6 +33,8 @@ public actor ImagePipeline {
     /// last was (bounded): a decode of bytes read before their replacement is not kept in memory.
     var replacements: UInt64 = 0
     let replacedAt = MemoryCache<URL, UInt64>(costLimit: Int.max, countLimit: 1000, entryCostFraction: 1)
+    /// The count of replacements when every cache was last emptied (``removeAll()``).
+    var allReplacedAt: UInt64 = 0
     var prefetches: [ImageKey: (id: UInt64, task: Task<Void, Never>)] = [:]
     var background: [UInt64: Task<Void, Never>] = [:]
     var revalidating: Set<URL> = []
@@ -61,16 +63,22 @@ public actor ImagePipeline {
         configuration.urlBuilder.fetchURL(for: request)
     }
 
-    /// The memory key for `request`.
+    /// The memory key for `request` (its ``ImageKey/fetchURL`` is the cache identity,
+    /// ``cacheURL(for:)``).
     public nonisolated func key(for request: ImageRequest) -> ImageKey {
-        ImageKey(request: request, fetchURL: fetchURL(for: request))
+        ImageKey(request: request, fetchURL: cacheURL(for: request))
     }
 
     /// The picture for `request` if the memory cache has it; synchronous, callable from any
     /// thread (a UI thread too). Never loads.
     public nonisolated func cachedImage(for request: ImageRequest) -> ImageResponse? {
-        guard var response = memoryCache.value(for: key(for: request)) else { return nil }
+        let fetchURL = fetchURL(for: request)
+        let key = ImageKey(request: request, fetchURL: cacheURL(for: request, fetchURL: fetchURL))
+        guard var response = memoryCache.value(for: key) else { return nil }
         response.source = .memory
+        response.fetchURL = fetchURL
+        response.downloadedBytes = 0
+        response.isStale = false
         return response
     }
 
@@ -79,11 +87,18 @@ public actor ImagePipeline {
     /// - Throws: ``ImagePipelineError`` for failures, `CancellationError` when the calling task
     ///   is cancelled (at once, even if others still wait for the same work).
     public func image(for request: ImageRequest) async throws -> ImageResponse {
+        try await image(for: request, task: nil)
+    }
+
+    /// ``image(for:)`` for an ``ImageTask`` (whose priority and progress it follows), or for a
+    /// plain caller with `task` `nil`.
+    func image(for request: ImageRequest, task: ImageTask?) async throws -> ImageResponse {
         let started = configuration.now()
         emit(.started(request))
         let key = key(for: request)
         do {
-            let response = try await response(for: request, key: key)
+            var response = try await response(for: request, key: key, task: task)
+            response.fetchURL = fetchURL(for: request)
             emit(.completed(request, source: response.source, seconds: configuration.now().timeIntervalSince(started)))
             return response
         } catch is CancellationError {
@@ -95,7 +110,7 @@ public actor ImagePipeline {
         }
     }
 
-    private func response(for request: ImageRequest, key: ImageKey) async throws -> ImageResponse {
+    private func response(for request: ImageRequest, key: ImageKey, task: ImageTask?) async throws -> ImageResponse {
         try Task.checkCancellation()
         if request.cachePolicy != .reloadIgnoringCaches, let hit = cachedImage(for: request) {
             emit(.memoryHit(request))
@@ -103,14 +118,16 @@ public actor ImagePipeline {
         }
         if request.cachePolicy != .reloadIgnoringCaches {
             let now = configuration.now()
-            if let error = failures.error(for: key.fetchURL, now: now) ?? decodeFailures.error(for: key, now: now) {
+            // Download failures by the URL fetched (a new signature deserves a try), decode
+            // failures by key (the same bytes, whatever the token).
+            if let error = failures.error(for: fetchURL(for: request), now: now) ?? decodeFailures.error(for: key, now: now) {
                 throw error
             }
         }
         // Why "straight away": the entry goes into the table before the first `await`, so a
         // second caller arriving while this one is suspended finds it and joins.
         let work = decodeWork(for: request, key: key)
-        return try await wait(on: work, in: decodes, key: key, priority: request.priority)
+        return try await wait(on: work, in: decodes, key: key, priority: request.priority, task: task)
     }
 
     /// Starts loading and decoding `requests` at prefetch priority, so a later `image(for:)`

@@ -1,3 +1,5 @@
+import Foundation
+
 /// Where a response's pixels came from.
 public enum ImageSource: String, Hashable, Sendable {
     /// The memory cache: no loading, no decoding.
@@ -22,6 +24,16 @@ public struct ImageResponse: Sendable {
     public var format: ImageFormat
     /// The codec's warnings about corrupt-but-decodable data.
     public var warnings: [String]
+    /// The URL the request maps to (after the URL builder): what was or would have been
+    /// downloaded. `nil` only for responses made outside a pipeline.
+    public var fetchURL: URL?
+    /// Bytes a loader delivered for this answer: 0 from memory, from the disk cache and after a
+    /// 304. Callers that shared one download each see its size.
+    public var downloadedBytes: Int
+    /// `true` when a stale disk copy answered while a background revalidation runs
+    /// (``RevalidationPolicy/staleWhileRevalidate``); the picture may change once it is done.
+    /// Always `false` from memory.
+    public var isStale: Bool
 
     /// Creates a response.
     public init(bitmap: Bitmap, source: ImageSource, originalSize: PixelSize, format: ImageFormat, warnings: [String] = []) {
@@ -30,5 +42,8 @@ public struct ImageResponse: Sendable {
         self.originalSize = originalSize
         self.format = format
         self.warnings = warnings
+        self.fetchURL = nil
+        self.downloadedBytes = 0
+        self.isStale = false
     }
 }

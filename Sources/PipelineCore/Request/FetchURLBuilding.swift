@@ -7,6 +7,17 @@ import Foundation
 public protocol FetchURLBuilding: Sendable {
     /// The URL to fetch for `request`.
     func fetchURL(for request: ImageRequest) -> URL
+
+    /// Requests for `request`'s URL that lead to the other fetch URLs this builder may pick
+    /// (one per width bucket), so ``ImagePipeline/removeCachedImage(for:allSizes:)`` can find
+    /// every disk entry of the picture. Default: none beyond the request itself and its
+    /// original size.
+    func variantRequests(for request: ImageRequest) -> [ImageRequest]
+}
+
+extension FetchURLBuilding {
+    /// No variants: the default for builders that keep one fetch URL per picture.
+    public func variantRequests(for request: ImageRequest) -> [ImageRequest] { [] }
 }
 
 /// Fetches every request from its own URL: for sources without a resizing CDN.

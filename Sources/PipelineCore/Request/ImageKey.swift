@@ -6,7 +6,10 @@ import Foundation
 /// Two requests with equal keys share one decode and one cache entry. The download and
 /// the disk cache are keyed more coarsely, by ``fetchURL`` alone.
 public struct ImageKey: Hashable, Sendable {
-    /// The URL that is actually fetched (after the URL builder picked a width bucket).
+    /// The fetch URL's identity in the caches: the URL that is actually fetched (after the URL
+    /// builder picked a width bucket), or, when a cache key applies (``ImageRequest/cacheKey``,
+    /// ``ImagePipeline/Configuration/cacheKey``), the URL standing for it
+    /// (``ImagePipeline/cacheURL(for:)``), so a rotating `?token=` does not make a new entry.
     public var fetchURL: URL
     /// The size asked for.
     public var targetSize: TargetSize

@@ -94,6 +94,13 @@ public struct ImageRequest: Hashable, Sendable {
     /// Overrides ``ImagePipeline/Configuration/diskCachePolicy`` for this request when set.
     /// Not part of any key. Default `nil`.
     public var diskCachePolicy: DiskCachePolicy?
+    /// The picture's identity in the caches instead of its URL, for URLs that change while the
+    /// picture does not (a signed URL with a rotating `?token=`, an asset id behind several
+    /// CDN hosts). When set, the memory key, the joining of downloads in flight, the disk-cache
+    /// entry and the undecodable-bytes memory use it (with the URL builder's variant, such as
+    /// the width bucket, kept apart); the download still uses `url`. Overrides
+    /// ``ImagePipeline/Configuration/cacheKey``. Default `nil`: the fetch URL is the identity.
+    public var cacheKey: String?
 
     /// Creates a request for `url` at `size`.
     public init(

@@ -23,6 +23,16 @@ public struct WidthBucketURLBuilder: FetchURLBuilding {
         buckets.first { $0 >= width }
     }
 
+    /// One request per bucket (`request` at bucket × bucket pixels): every fetch URL this builder
+    /// may pick for `request.url` besides the original.
+    public func variantRequests(for request: ImageRequest) -> [ImageRequest] {
+        buckets.map { width in
+            var variant = request
+            variant.targetSize = .pixels(PixelSize(width: width, height: width))
+            return variant
+        }
+    }
+
     /// The URL with the `w` query item set to the covering bucket (replacing any existing one).
     ///
     /// Works on the URL string (dropping `w=` items, appending the bucket before any fragment)

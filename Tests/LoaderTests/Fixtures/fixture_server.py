@@ -12,6 +12,9 @@ Endpoints (the query string selects behaviour; counters are kept per path, query
   /status/<code>?retry_after=S    that status with a small body
   /delay/<name>?ms=N              waits N ms before the headers, then an image
   /slow/<name>?chunks=N&interval_ms=M&chunk=B   a body sent in timed chunks
+  /steps/<name>?chunks=N&chunk=B  Content-Length N*B and the first chunk of B bytes; chunk i
+                                  (i >= 1) only after /release/<name>.<i> (at most 60 s each):
+                                  the test decides when each piece of the body arrives
   /hold/<name>                    waits until /release/<name> (at most 60 s: a guard for a test that never releases; a starved machine can outlast 10 s), then an image
   /release/<name>                 releases the holds of <name> (not counted)
   /truncated/<name>               Content-Length 2000, 500 bytes, then close
@@ -193,6 +196,29 @@ class Handler(BaseHTTPRequestHandler):
                     STATS["disconnects"][self.route] = time.time()
                 self.close_connection = True
                 return
+
+    def route_steps(self, name):
+        chunks = int(self.query.get("chunks", ["4"])[0])
+        chunk = int(self.query.get("chunk", ["1000"])[0])
+        body = image_bytes(name, chunks * chunk)
+        self.record(200)
+        self.send_response(200)
+        self.send_header("Content-Type", "image/x-test")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "max-age=600")
+        self.end_headers()
+        try:
+            for index in range(chunks):
+                if index > 0:
+                    with LOCK:
+                        event = HOLDS.setdefault("%s.%d" % (name, index), threading.Event())
+                    event.wait(60)
+                self.wfile.write(body[index * chunk:(index + 1) * chunk])
+                self.wfile.flush()
+        except OSError:
+            with LOCK:
+                STATS["disconnects"][self.route] = time.time()
+            self.close_connection = True
 
     def route_truncated(self, name):
         self.record(200)

@@ -1,0 +1,222 @@
+import Foundation
+import Synchronization
+
+/// A handle on one running image request (``ImagePipeline/imageTask(for:)``): its download
+/// progress, a priority that can change while it runs, cancellation, and the response.
+///
+/// The work starts when the handle is made. Several handles for the same picture share one
+/// download and one decode like any callers of ``ImagePipeline/image(for:)``; each sees the
+/// download's progress (one that joins late sees the latest value first), and cancelling one
+/// never cancels work another still needs.
+public final class ImageTask: Sendable, Hashable, CustomStringConvertible {
+    /// Bytes of the download received so far, and the total when the source announced it.
+    public struct Progress: Hashable, Sendable, CustomStringConvertible {
+        /// Bytes received.
+        public let completed: Int64
+        /// Bytes expected (`Content-Length`, a file's size), or `nil` when unknown.
+        public let total: Int64?
+
+        /// Creates a progress value.
+        public init(completed: Int64, total: Int64?) {
+            self.completed = completed
+            self.total = total
+        }
+
+        /// `completed / total` between 0 and 1, or `nil` when the total is unknown (or 0).
+        public var fraction: Double? {
+            guard let total, total > 0 else { return nil }
+            return min(1, Double(completed) / Double(total))
+        }
+
+        /// `"1200/4000 bytes"`, or `"1200 bytes"` with no total.
+        public var description: String {
+            total.map { "\(completed)/\($0) bytes" } ?? "\(completed) bytes"
+        }
+    }
+
+    /// The request this task answers.
+    public let request: ImageRequest
+    let relay = ProgressRelay()
+    private struct State {
+        var priority: ImagePriority
+        /// The caller's place among the waiters of the decode it joined, once it joined one.
+        var waiter: WaiterToken?
+        var task: Task<ImageResponse, any Error>?
+    }
+    private let state: Mutex<State>
+    private let pipeline: ImagePipeline
+
+    init(request: ImageRequest, pipeline: ImagePipeline) {
+        self.request = request
+        self.pipeline = pipeline
+        self.state = Mutex(State(priority: request.priority))
+        let task = Task(priority: request.priority == .visible ? nil : .low) { [self] in
+            defer { relay.finish() }
+            return try await pipeline.image(for: request, task: self)
+        }
+        state.withLock { $0.task = task }
+    }
+
+    /// The priority the task's work runs at (as a waiter: shared work runs at the highest
+    /// priority of its current waiters). Setting it moves the work in flight — the loader's
+    /// queue and the decode pool — at once, without waiting; ``setPriority(_:)`` waits until it
+    /// has. Starts at the request's priority.
+    public var priority: ImagePriority {
+        get { state.withLock { $0.priority } }
+        set {
+            let changed = state.withLock { state -> Bool in
+                defer { state.priority = newValue }
+                return state.priority != newValue
+            }
+            guard changed else { return }
+            Task { [pipeline] in await pipeline.applyPriority(of: self) }
+        }
+    }
+
+    /// Sets ``priority`` and returns once the work in flight (if any) has it.
+    public func setPriority(_ priority: ImagePriority) async {
+        state.withLock { $0.priority = priority }
+        await pipeline.applyPriority(of: self)
+    }
+
+    /// The download's progress: the latest value first (if any), then each new one, finishing
+    /// when the task does. A consumer that falls behind gets the newest value only (nothing
+    /// queues up). Nothing comes for a memory or disk hit; a file or HTTP load reports as its
+    /// bytes arrive, and the last value then equals the total (values rise, except that a loader's
+    /// retry, such as `HTTPDataLoader`'s, starts again from 0). Each access is a sequence of its
+    /// own, so several consumers may iterate at once.
+    public var progress: AsyncStream<Progress> {
+        AsyncStream(bufferingPolicy: .bufferingNewest(1)) { continuation in
+            let id = relay.subscribe(send: { continuation.yield($0) }, finish: { continuation.finish() })
+            continuation.onTermination = { [relay] _ in relay.unsubscribe(id) }
+        }
+    }
+
+    /// The latest progress value, or `nil` before the first.
+    public var currentProgress: Progress? { relay.latest }
+
+    /// Cancels the task: its caller gets `CancellationError` at once; shared work goes on while
+    /// another caller still waits for it.
+    public func cancel() {
+        state.withLock { $0.task }?.cancel()
+    }
+
+    /// Whether ``cancel()`` was called.
+    public var isCancelled: Bool { state.withLock { $0.task }?.isCancelled ?? false }
+
+    /// The response, once the task has it. Cancelling the task that awaits this cancels the
+    /// image task too (as in Nuke).
+    /// - Throws: what ``ImagePipeline/image(for:)`` throws.
+    public var response: ImageResponse {
+        get async throws {
+            guard let task = state.withLock({ $0.task }) else { throw CancellationError() }
+            return try await withTaskCancellationHandler {
+                try await task.value
+            } onCancel: {
+                task.cancel()
+            }
+        }
+    }
+
+    /// `"ImageTask(<request>, visible, 1200/4000 bytes)"`.
+    public var description: String {
+        "ImageTask(\(request), \(priority)\(currentProgress.map { ", \($0)" } ?? ""))"
+    }
+
+    /// Identity.
+    public static func == (lhs: ImageTask, rhs: ImageTask) -> Bool { lhs === rhs }
+    /// Hashes the identity.
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+
+    /// Records where the caller waits (the pipeline, when it joins a decode); returns the
+    /// priority to wait at.
+    func joined(as token: WaiterToken) -> ImagePriority {
+        state.withLock {
+            $0.waiter = token
+            return $0.priority
+        }
+    }
+
+    /// Where the caller waits, and at which priority now.
+    var placement: (waiter: WaiterToken?, priority: ImagePriority) {
+        state.withLock { ($0.waiter, $0.priority) }
+    }
+}
+
+extension ImagePipeline {
+    /// Starts loading `request` and returns a handle on it: progress, priority, cancellation
+    /// and the response (`try await task.response`). The same work as ``image(for:)``.
+    public nonisolated func imageTask(for request: ImageRequest) -> ImageTask {
+        ImageTask(request: request, pipeline: self)
+    }
+
+    /// Moves `task`'s waiter (and so the work it waits on, and that work's upstream) to the
+    /// task's current priority.
+    func applyPriority(of task: ImageTask) {
+        let (token, priority) = task.placement
+        guard let token else { return }
+        setWaiterPriority(token, to: priority)
+    }
+}
+
+/// Progress values fanned out to subscribers, keeping the latest for late ones. Shared by a
+/// piece of work in flight (a download's loader reports into it; a decode forwards its
+/// download's) and an ``ImageTask`` (whose streams subscribe). Values are delivered under the
+/// lock, so every subscriber sees them in order (a late subscriber's first value is never
+/// older than the next one it gets); subscribers only ever forward downstream, so no cycle.
+final class ProgressRelay: Sendable {
+    private struct Subscriber {
+        let send: @Sendable (ImageTask.Progress) -> Void
+        let finish: (@Sendable () -> Void)?
+    }
+    private struct State {
+        var latest: ImageTask.Progress?
+        var subscribers: [UInt64: Subscriber] = [:]
+        var nextID: UInt64 = 0
+        var finished = false
+    }
+    private let state = Mutex(State())
+
+    /// The latest value.
+    var latest: ImageTask.Progress? { state.withLock { $0.latest } }
+
+    /// Delivers `progress` to every subscriber and keeps it as the latest.
+    func send(_ progress: ImageTask.Progress) {
+        state.withLock { state in
+            guard !state.finished else { return }
+            state.latest = progress
+            for subscriber in state.subscribers.values { subscriber.send(progress) }
+        }
+    }
+
+    /// Adds a subscriber, which gets the latest value at once (and `finish` at once when the
+    /// relay has finished); returns its id.
+    @discardableResult
+    func subscribe(send: @escaping @Sendable (ImageTask.Progress) -> Void,
+                   finish: (@Sendable () -> Void)? = nil) -> UInt64 {
+        let (id, finished) = state.withLock { state in
+            state.nextID += 1
+            if let latest = state.latest { send(latest) }
+            if !state.finished { state.subscribers[state.nextID] = Subscriber(send: send, finish: finish) }
+            return (state.nextID, state.finished)
+        }
+        if finished { finish?() }
+        return id
+    }
+
+    /// Removes a subscriber.
+    func unsubscribe(_ id: UInt64) {
+        _ = state.withLock { $0.subscribers.removeValue(forKey: id) }
+    }
+
+    /// Finishes every subscriber; later values are dropped. The finish calls run outside the
+    /// lock: a stream's termination handler unsubscribes.
+    func finish() {
+        let subscribers = state.withLock { state in
+            state.finished = true
+            defer { state.subscribers = [:] }
+            return Array(state.subscribers.values)
+        }
+        for subscriber in subscribers { subscriber.finish?() }
+    }
+}
