@@ -179,6 +179,37 @@ struct HEIFEncoderTests {
         #expect(try Self.heifConvert(fast, codec).size == bitmap.size)
     }
 
+    /// Sizes the encoders pad (odd sides under 4:2:0, below x265's and libaom's block sizes)
+    /// come back at their own size, with and without alpha.
+    @Test(arguments: HEIFEncoderFixtures.available)
+    func tinyAndOddSizesRoundTrip(_ codec: HEIFEncoder.Codec) throws {
+        for (width, height) in [(1, 1), (2, 1), (1, 3), (17, 1), (7, 65)] {
+            for opaque in [true, false] {
+                var bitmap = Bitmap(zeroed: PixelSize(width: width, height: height))
+                bitmap.withUnsafeMutableBytes { bytes in
+                    for index in bytes.indices { bytes[index] = index % 4 == 3 ? (opaque ? 255 : 200) : UInt8(index % 200) }
+                }
+                let data = try HEIFEncoder(codec: codec).encode(bitmap)
+                let decoded = try Self.heifConvert(data, codec)
+                #expect(decoded.size == bitmap.size && decoded.hasAlpha == !opaque, "\(codec) \(width)×\(height)")
+            }
+        }
+    }
+
+    /// Encodes running at once (as a batch on every core does) give the same bytes as one alone.
+    @Test(arguments: HEIFEncoderFixtures.available)
+    func concurrentEncodesAgree(_ codec: HEIFEncoder.Codec) async throws {
+        let bitmap = try Self.photo(alphaRamp: true)
+        let alone = try HEIFEncoder(codec: codec).encode(bitmap)
+        let together = try await withThrowingTaskGroup(of: Data.self) { group in
+            for _ in 0..<4 { group.addTask { try HEIFEncoder(codec: codec).encode(bitmap) } }
+            var all: [Data] = []
+            for try await data in group { all.append(data) }
+            return all
+        }
+        #expect(together.count == 4 && together.allSatisfy { $0 == alone })
+    }
+
     @Test func registryFindsBothFormats() throws {
         let registry = EncoderRegistry().registering(HEIFEncoder.heic).registering(HEIFEncoder.avif)
         #expect(registry.formats == [.heif, .avif])
