@@ -34,6 +34,20 @@ public struct WebPEncoder: ImageEncoding {
     ///   ``PipelineCore/EncodingError/failed(format:message:)`` with libwebp's error
     ///   (`WebPPicture.error_code`), e.g. for a side over 16383 pixels.
     public func encode(_ bitmap: Bitmap, options: EncodeOptions) throws -> Data {
+        var config = try configuration(options)
+        return try encode(straight: bitmap.unpremultipliedBytes(), size: bitmap.size, config: &config, lossless: options.lossless)
+    }
+
+    /// Encodes straight RGBA (tightly packed, `size.pixelCount × 4` bytes) with `options`: what
+    /// ``encode(_:options:)`` does after dividing alpha out, reachable by tests with colour
+    /// under transparent pixels, which a premultiplied bitmap cannot hold.
+    func encode(straight: [UInt8], size: PixelSize, options: EncodeOptions) throws -> Data {
+        var config = try configuration(options)
+        return try encode(straight: straight, size: size, config: &config, lossless: options.lossless)
+    }
+
+    /// libwebp's configuration for `options`, validated.
+    private func configuration(_ options: EncodeOptions) throws -> WebPConfig {
         try validateCommonOptions(options)
         if !options.lossless, let chroma = options.chromaSubsampling, chroma != .yuv420 {
             throw EncodingError.invalidOptions(format: .webp, message: "lossy WebP is always 4:2:0, not \(chroma.rawValue) (lossless keeps full colour)")
@@ -51,17 +65,23 @@ public struct WebPEncoder: ImageEncoding {
         guard WebPValidateConfig(&config) != 0 else {
             throw EncodingError.invalidOptions(format: .webp, message: "libwebp rejected the configuration")
         }
+        return config
+    }
 
-        let straight = bitmap.unpremultipliedBytes()
+    /// Encodes straight, tightly packed RGBA with `config`.
+    private func encode(straight: [UInt8], size: PixelSize, config: inout WebPConfig, lossless: Bool) throws -> Data {
+        guard size.isValid, straight.count == size.pixelCount * 4 else {
+            throw EncodingError.failed(format: .webp, message: "\(straight.count) bytes are not \(size.width)×\(size.height) RGBA pixels")
+        }
         let opaque = Self.isOpaque(straight)
         var picture = WebPPicture()
         guard WebPPictureInit(&picture) != 0 else {
             throw EncodingError.failed(format: .webp, message: "libwebp \(Self.version) does not match the headers it was built with")
         }
         defer { WebPPictureFree(&picture) }
-        picture.use_argb = options.lossless ? 1 : 0
-        picture.width = Int32(clamping: bitmap.width)
-        picture.height = Int32(clamping: bitmap.height)
+        picture.use_argb = lossless ? 1 : 0
+        picture.width = Int32(clamping: size.width)
+        picture.height = Int32(clamping: size.height)
 
         let writer = UnsafeMutablePointer<WebPMemoryWriter>.allocate(capacity: 1)
         writer.initialize(to: WebPMemoryWriter())
@@ -75,16 +95,16 @@ public struct WebPEncoder: ImageEncoding {
         picture.custom_ptr = UnsafeMutableRawPointer(writer)
 
         let imported: Int32
-        if bitmap.width > Int(WEBP_MAX_DIMENSION) || bitmap.height > Int(WEBP_MAX_DIMENSION) {
+        if size.width > Int(WEBP_MAX_DIMENSION) || size.height > Int(WEBP_MAX_DIMENSION) {
             imported = 1  // WebPEncode reports VP8_ENC_ERROR_BAD_DIMENSION without importing pixels
         } else if opaque {
             let rgb = Self.dropAlpha(straight)
-            imported = rgb.withUnsafeBufferPointer { WebPPictureImportRGB(&picture, $0.baseAddress, Int32(bitmap.width * 3)) }
+            imported = rgb.withUnsafeBufferPointer { WebPPictureImportRGB(&picture, $0.baseAddress, Int32(size.width * 3)) }
         } else {
-            imported = straight.withUnsafeBufferPointer { WebPPictureImportRGBA(&picture, $0.baseAddress, Int32(bitmap.width * 4)) }
+            imported = straight.withUnsafeBufferPointer { WebPPictureImportRGBA(&picture, $0.baseAddress, Int32(size.width * 4)) }
         }
         guard imported != 0, WebPEncode(&config, &picture) != 0 else {
-            throw EncodingError.failed(format: .webp, message: Self.message(picture.error_code, bitmap.size))
+            throw EncodingError.failed(format: .webp, message: Self.message(picture.error_code, size))
         }
         guard let bytes = writer.pointee.mem, writer.pointee.size > 0 else {
             throw EncodingError.failed(format: .webp, message: "libwebp wrote nothing")

@@ -1,4 +1,4 @@
-import CodecWebP
+@testable import CodecWebP
 import Foundation
 import PipelineCore
 import PipelineTestSupport
@@ -64,6 +64,24 @@ struct WebPEncoderTests {
         let expected = bitmap.unpremultipliedBytes()
         let differing = zip(decoded.rgba, expected).filter { $0 != $1 }.count
         #expect(differing == 0, "\(differing) channel values differ from our straight RGBA")
+    }
+
+    /// `exact`: lossless keeps the colour of fully transparent pixels, which a straight bitmap
+    /// (a full-size decode) carries and libwebp would otherwise replace to save bytes. Fed as
+    /// straight bytes, since a premultiplied bitmap has none to keep.
+    @Test func losslessKeepsColourUnderTransparentPixels() throws {
+        let size = PixelSize(width: 40, height: 24)
+        var straight = [UInt8](repeating: 0, count: size.pixelCount * 4)
+        for pixel in 0..<size.pixelCount {
+            straight[pixel * 4] = UInt8(pixel % 256)
+            straight[pixel * 4 + 1] = UInt8((pixel * 7) % 256)
+            straight[pixel * 4 + 2] = 200
+            straight[pixel * 4 + 3] = pixel % 3 == 0 ? 0 : UInt8(pixel % 256)
+        }
+        let data = try WebPEncoder().encode(straight: straight, size: size, options: EncodeOptions(lossless: true))
+        let decoded = try Self.dwebpDecode(data)
+        let differing = zip(decoded.rgba, straight).filter { $0 != $1 }.count
+        #expect(differing == 0, "\(differing) channel values differ (colour under alpha 0 dropped?)")
     }
 
     /// Lossy at the default quality (80), opaque: VP8 with 4:2:0 on a photo. PSNR against our
