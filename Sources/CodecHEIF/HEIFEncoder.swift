@@ -87,9 +87,17 @@ public struct HEIFEncoder: ImageEncoding {
     ///   out of range, or lossless with chroma other than 4:4:4;
     ///   ``PipelineCore/EncodingError/failed(format:message:)`` with libheif's message.
     public func encode(_ bitmap: Bitmap, options: EncodeOptions) throws -> Data {
-        try validateCommonOptions(options)
-        if options.lossless, let chroma = options.chromaSubsampling, chroma != .yuv444 {
-            throw EncodingError.invalidOptions(format: format, message: "lossless needs 4:4:4, not \(chroma.rawValue)")
+        try validateOptions(options)
+        return try encode(straight: bitmap.unpremultipliedBytes(), size: bitmap.size, options: options)
+    }
+
+    /// Encodes straight RGBA (tightly packed, `size.pixelCount × 4` bytes) with `options`: what
+    /// ``encode(_:options:)`` does after dividing alpha out, reachable by tests with colour
+    /// under transparent pixels, which a premultiplied bitmap cannot hold.
+    func encode(straight: [UInt8], size: PixelSize, options: EncodeOptions) throws -> Data {
+        try validateOptions(options)
+        guard size.isValid, straight.count == size.pixelCount * 4 else {
+            throw EncodingError.failed(format: format, message: "\(straight.count) bytes are not \(size.width)×\(size.height) RGBA pixels")
         }
         guard HEIFLibrary.initialized else { throw EncodingError.unsupported(format: format, message: "libheif failed to initialise") }
         guard heif_have_encoder_for_format(compressionFormat) != 0 else {
@@ -107,8 +115,7 @@ public struct HEIFEncoder: ImageEncoding {
         defer { heif_encoder_release(encoder) }
         try configure(encoder, options)
 
-        let straight = bitmap.unpremultipliedBytes()
-        let image = try makeImage(straight, size: bitmap.size, alpha: !Self.isOpaque(straight))
+        let image = try makeImage(straight, size: size, alpha: !Self.isOpaque(straight))
         defer { heif_image_release(image) }
         guard let nclx = heif_nclx_color_profile_alloc() else { throw EncodingError.failed(format: format, message: "heif_nclx_color_profile_alloc failed") }
         defer { heif_nclx_color_profile_free(nclx) }
@@ -142,6 +149,14 @@ public struct HEIFEncoder: ImageEncoding {
         try check(written, "writing the file")
         guard !output.data.isEmpty else { throw EncodingError.failed(format: format, message: "libheif wrote nothing") }
         return output.data
+    }
+
+    /// Quality and effort in range; lossless only with 4:4:4.
+    private func validateOptions(_ options: EncodeOptions) throws {
+        try validateCommonOptions(options)
+        if options.lossless, let chroma = options.chromaSubsampling, chroma != .yuv444 {
+            throw EncodingError.invalidOptions(format: format, message: "lossless needs 4:4:4, not \(chroma.rawValue)")
+        }
     }
 
     /// The bytes `heif_context_write` hands over.

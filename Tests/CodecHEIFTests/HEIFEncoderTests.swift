@@ -123,6 +123,54 @@ struct HEIFEncoderTests {
         }
     }
 
+    /// Lossless keeps the colour of fully transparent pixels (a straight bitmap carries it; fed
+    /// as straight bytes here). Read back with `heif-convert` and netpbm's `pngtopam -alphapam`,
+    /// which keeps straight bytes (``PNGDecoder`` would premultiply them away).
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/pngtopam"), "netpbm's pngtopam is not installed"),
+          arguments: HEIFEncoderFixtures.available)
+    func losslessKeepsColourUnderTransparentPixels(_ codec: HEIFEncoder.Codec) throws {
+        let size = PixelSize(width: 40, height: 24)
+        var straight = [UInt8](repeating: 0, count: size.pixelCount * 4)
+        for pixel in 0..<size.pixelCount {
+            straight[pixel * 4] = UInt8(pixel % 256)
+            straight[pixel * 4 + 1] = UInt8((pixel * 7) % 256)
+            straight[pixel * 4 + 2] = 200
+            straight[pixel * 4 + 3] = pixel % 3 == 0 ? 0 : UInt8(pixel % 256)
+        }
+        let data = try HEIFEncoder(codec: codec).encode(straight: straight, size: size, options: EncodeOptions(lossless: true))
+        let stem = FileManager.default.temporaryDirectory.appendingPathComponent("heifenc-\(UUID().uuidString)")
+        let file = stem.appendingPathExtension(codec == .av1 ? "avif" : "heic"), png = stem.appendingPathExtension("png")
+        defer {
+            try? FileManager.default.removeItem(at: file)
+            try? FileManager.default.removeItem(at: png)
+        }
+        try data.write(to: file)
+        try Self.run("/usr/bin/heif-convert", [file.path, png.path])
+        let pam = try Self.run("/usr/bin/pngtopam", ["-alphapam", png.path])
+        let header = try #require(pam.range(of: Data("ENDHDR\n".utf8)))
+        let text = String(decoding: pam[..<header.lowerBound], as: UTF8.self)
+        #expect(text.contains("WIDTH 40") && text.contains("HEIGHT 24") && text.contains("DEPTH 4"), "\(text)")
+        let pixels = [UInt8](pam[header.upperBound...])
+        let differing = zip(pixels, straight).filter { $0 != $1 }.count
+        #expect(pixels.count == straight.count && differing == 0, "\(codec): \(differing) channel values differ")
+    }
+
+    /// Runs `tool`; its stdout, read to the end while it runs.
+    @discardableResult
+    static func run(_ tool: String, _ arguments: [String]) throws -> Data {
+        let process = Process()
+        let pipe = Pipe()
+        process.executableURL = URL(fileURLWithPath: tool)
+        process.arguments = arguments
+        process.standardOutput = pipe
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let output = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        try #require(process.terminationStatus == 0, "\(tool) \(arguments) failed")
+        return output
+    }
+
     @Test(arguments: HEIFEncoderFixtures.available)
     func invalidOptionsAreTypedErrors(_ codec: HEIFEncoder.Codec) throws {
         let bitmap = Bitmap(zeroed: PixelSize(width: 16, height: 16))
