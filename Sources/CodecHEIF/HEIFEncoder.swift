@@ -23,8 +23,9 @@ import PipelineCore
 ///   interleaved RGBA and libheif stores an alpha plane beside the colour (lossless in
 ///   lossless mode); an opaque one as RGB, without an alpha plane.
 ///
-/// No metadata and no thumbnail are written. Neither encoder writes to stderr: libheif's
-/// logging level is 0, at which x265 and libaom print nothing.
+/// No metadata and no thumbnail are written. Neither encoder writes to stderr: libheif's x265
+/// plugin keeps x265 at `X265_LOG_NONE` unless a logging level is set (this encoder sets none),
+/// and libheif's libaom plugin hands libaom no logger; a test captures fd 2 to check.
 ///
 /// When this libheif was built without the encoder, ``encode(_:options:)`` throws
 /// ``PipelineCore/EncodingError/unsupported(format:message:)``; ``isAvailable`` says so
@@ -182,9 +183,10 @@ public struct HEIFEncoder: ImageEncoding {
         return heif_encoder_descriptor_supports_lossless_compression(descriptor) != 0
     }
 
-    /// Quality or lossless, chroma, effort and logging.
+    /// Quality or lossless, chroma and effort.
     private func configure(_ encoder: OpaquePointer, _ options: EncodeOptions) throws {
-        _ = heif_encoder_set_logging_level(encoder, 0)
+        // No heif_encoder_set_logging_level: libheif's x265 plugin starts at X265_LOG_NONE, and
+        // its level 0 would be X265_LOG_ERROR (x265 printing its errors to stderr).
         if options.lossless {
             try check(heif_encoder_set_lossless(encoder, 1), "switching to lossless")
         } else {

@@ -201,14 +201,15 @@ struct HEIFEncoderTests {
         }
     }
 
-    /// x265 and libaom print nothing on fd 2 while encoding (libheif's logging level 0). fd 2
-    /// is shared with tests running meanwhile, so only the encoders' own words are looked for.
+    /// x265 and libaom print nothing on fd 2 while encoding, odd and 1×1 pictures included. fd
+    /// 2 is shared with tests running meanwhile, so only the encoders' own words are looked for.
     @Test func encodersWriteNothingToStandardError() throws {
         let bitmap = try Self.photo(alphaRamp: true)
         let (_, captured) = try HEIFStandardErrorTests.capturingStandardError {
             for codec in Self.available {
                 _ = try HEIFEncoder(codec: codec).encode(bitmap, options: EncodeOptions(effort: 6))
                 _ = try HEIFEncoder(codec: codec).encode(bitmap, options: EncodeOptions(lossless: true))
+                _ = try HEIFEncoder(codec: codec).encode(Bitmap(zeroed: PixelSize(width: 1, height: 1)), options: EncodeOptions(effort: 0))
             }
         }
         for word in ["x265", "aom", "AV1", "HEVC", "encoder", "[info]", "[warning]"] {
