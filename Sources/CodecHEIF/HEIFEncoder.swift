@@ -10,10 +10,11 @@ import PipelineCore
 ///   libheif's (`heif-enc`). For AV1, libheif turns it into a constant-quality level
 ///   `cq-level = round((100 − quality) × 63 / 100)` (quality 50 → 32).
 /// - **Lossless** (``PipelineCore/EncodeOptions/lossless``): libheif's lossless mode with
-///   4:4:4 and RGB stored as such (identity matrix, `matrix_coefficients` 0); an opaque picture
-///   comes back exactly. (Asking for lossless with other than 4:4:4 subsampling is an error.)
-/// - **Chroma** (``PipelineCore/EncodeOptions/chromaSubsampling``, default 4:2:0): the
-///   encoders' `chroma` parameter. Lossy pictures are stored as full-range BT.601 YCbCr
+///   4:4:4 and RGB stored as such (identity matrix, `matrix_coefficients` 0) and a lossless
+///   alpha plane: every byte comes back, colour under fully transparent pixels included.
+///   (Asking for lossless with other than 4:4:4 subsampling is an error.)
+/// - **Chroma** (``PipelineCore/EncodeOptions/chromaSubsampling``, default 4:2:0 at every
+///   quality; vips switches to 4:4:4 from Q 90): the encoders' `chroma` parameter. Lossy pictures are stored as full-range BT.601 YCbCr
 ///   with sRGB primaries and transfer in an `nclx` box, as `heif-enc` and vips write them.
 /// - **Effort** (``PipelineCore/EncodeOptions/effort``, 0–6, default 4): for AV1 the encoder's
 ///   `speed` = 9 − effort (so the default is speed 5, what vips's `heifsave` uses by default);
