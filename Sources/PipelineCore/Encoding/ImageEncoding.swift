@@ -17,7 +17,8 @@ public enum ChromaSubsampling: String, Hashable, Sendable, CaseIterable {
 /// ``EncodingError/invalidOptions(format:message:)`` for values out of range.
 public struct EncodeOptions: Hashable, Sendable {
     /// Lossy quality, 0 (worst) to 100 (best). `nil`: the encoder's default (JPEG 80, WebP 80,
-    /// HEIC/AVIF 60: the same as vips). Ignored by lossless encoders and with ``lossless``.
+    /// HEIC/AVIF 50; vips's own defaults are 75 for `jpegsave`/`webpsave` and 50 for
+    /// `heifsave`). Ignored by lossless encoders and with ``lossless``.
     public var quality: Int?
     /// Store the pixels exactly (WebP lossless, AVIF/HEIC lossless where libheif supports it).
     /// PNG is always lossless; JPEG throws ``EncodingError/invalidOptions(format:message:)``.
