@@ -100,6 +100,8 @@ var targets: [Target] = [
                       path: "Benchmarks/ProcessorBenchmark"),
     .executableTarget(name: "DiskCacheBenchmark", dependencies: ["PipelineCore"],
                       path: "Benchmarks/DiskCacheBenchmark"),
+    .executableTarget(name: "DecodeMemoryBenchmark", dependencies: ["PipelineCore", "CMemoryProbe", "CodecJPEG", "CodecPNG", "CodecWebP", "CodecHEIF", "CodecGIF"],
+                      path: "Benchmarks/DecodeMemoryBenchmark"),
     .executableTarget(name: "EncoderBenchmark", dependencies: ["PipelineCore", "CodecPNG", "CodecWebP", "CodecHEIF"],
                       path: "Benchmarks/EncoderBenchmark"),
 ]

@@ -49,13 +49,13 @@ public struct GIFDecoder: AnimatedImageDecoding {
             info = GIFDecoder.info(structure)
         }
 
-        /// Full size: the RGBA8 canvas and the first frame's palette indices (1 byte a pixel,
-        /// counted at canvas size). Smaller: the output plus a canvas row; an interlaced frame's
-        /// indices are gathered whole first.
+        /// Full size: the RGBA8 canvas. Smaller: the output plus a canvas row. An interlaced
+        /// frame's palette indices are gathered whole first (1 byte a pixel, at canvas size).
         func estimatedPeakMemory(_ options: DecodeOptions) -> Int {
             let canvas = info.size.pixelCount
-            guard let target = options.targetSize, target.isValid, target != info.size else { return canvas * 5 }
-            return target.pixelCount * 4 + info.size.width * 64 + (info.isProgressive ? canvas : 0)
+            let interlace = info.isProgressive ? canvas : 0
+            guard let target = options.targetSize, target.isValid, target != info.size else { return canvas * 4 + interlace }
+            return target.pixelCount * 4 + info.size.width * 64 + interlace
         }
 
         /// The first frame, resampled to the target when one is given. A frame whose pixel

@@ -110,16 +110,17 @@ public struct HEIFDecoder: ImageDecoding {
             self.quiet = quiet
         }
 
-        /// libheif decodes whole (``HEIFDecoder/decodeMemory(_:alpha:bitDepth:)``): the
-        /// primary image's size, or a covering thumbnail's; plus the RGBA8 output.
+        /// libheif decodes whole (``HEIFDecoder/decodeMemory(_:output:alpha:bitDepth:av1:)``):
+        /// the primary image, or an embedded thumbnail that covers the target.
         func estimatedPeakMemory(_ options: DecodeOptions) -> Int {
             let output = HEIFDecoder.output(for: options.targetSize, size: info.size)
+            let av1 = info.format == .avif
             if let target = output, let thumbnail = HEIFDecoder.bestThumbnail(of: primary, covering: target, info: info) {
-                return HEIFDecoder.decodeMemory(thumbnail.size, alpha: info.hasAlpha, bitDepth: info.bitDepth)
-                    + thumbnail.size.pixelCount * 4
+                return HEIFDecoder.decodeMemory(thumbnail.size, output: thumbnail.size, alpha: info.hasAlpha,
+                                                bitDepth: info.bitDepth, av1: av1)
             }
-            return HEIFDecoder.decodeMemory(info.size, alpha: info.hasAlpha, bitDepth: info.bitDepth)
-                + (output ?? info.size).pixelCount * 4
+            return HEIFDecoder.decodeMemory(info.size, output: output ?? info.size, alpha: info.hasAlpha,
+                                            bitDepth: info.bitDepth, av1: av1)
         }
 
         func decode(_ options: DecodeOptions) throws -> DecodedImage {
@@ -173,13 +174,16 @@ public struct HEIFDecoder: ImageDecoding {
         return best
     }
 
-    /// libheif's peak for decoding a picture of `size`: the decoder's own picture and
-    /// libheif's copy as YCbCr 4:2:0 (1.5 bytes a pixel each, twice that above 8 bits), an
-    /// alpha plane, and the interleaved RGB(A) conversion.
-    static func decodeMemory(_ size: PixelSize, alpha: Bool, bitDepth: Int?) -> Int {
+    /// The peak of decoding a picture of `size` to RGBA8 at `output` pixels: while libheif
+    /// decodes, the decoder's own picture and libheif's copy as YCbCr 4:2:0 (1.5 bytes a pixel
+    /// each, twice that above 8 bits; dav1d's padded AV1 pictures and frame buffers measure
+    /// about 5 in all), an alpha plane, and the interleaved RGB(A) conversion; afterwards that
+    /// conversion and the output bitmap (the planes are freed by then).
+    static func decodeMemory(_ size: PixelSize, output: PixelSize, alpha: Bool, bitDepth: Int?, av1: Bool) -> Int {
         let sampleBytes = (bitDepth ?? 8) > 8 ? 2 : 1
-        let planes = size.pixelCount * 3 * sampleBytes + (alpha ? 2 * size.pixelCount * sampleBytes : 0)
-        return planes + size.pixelCount * (alpha ? 4 : 3)
+        let pictures = size.pixelCount * (av1 ? 5 : 3) * sampleBytes + (alpha ? 2 * size.pixelCount * sampleBytes : 0)
+        let interleaved = size.pixelCount * (alpha ? 4 : 3)
+        return max(pictures + interleaved, interleaved + output.pixelCount * 4)
     }
 
     /// The size the primary image is resampled to while it is read from libheif's plane:

@@ -55,10 +55,11 @@ public struct WebPDecoder: ImageDecoding {
         }
 
         /// By the bitstream: lossless keeps the whole picture as ARGB inside libwebp (4 bytes a
-        /// pixel) besides the output; lossy decodes to the output through a few macroblock rows,
-        /// plus a full alpha plane (1 byte a pixel) when there is alpha, and the whole picture
-        /// when lossy alpha is shrunk (see ``still(_:features:size:output:)``); an animation's
-        /// first frame counts as a canvas-size picture.
+        /// pixel) besides the output; lossy decodes to the output through a few macroblock rows.
+        /// Lossy alpha adds a full alpha plane (1 byte a pixel) and, while the losslessly
+        /// compressed alpha is decoded, libwebp's ARGB buffer for it (4 more), and needs the
+        /// whole picture when it is shrunk (see ``still(_:features:size:output:)``); an
+        /// animation's first frame counts as a canvas-size picture.
         func estimatedPeakMemory(_ options: DecodeOptions) -> Int {
             var output = info.size
             if let target = options.targetSize, target.isValid,
@@ -66,12 +67,13 @@ public struct WebPDecoder: ImageDecoding {
                 output = PixelSize(width: min(target.width, info.size.width), height: min(target.height, info.size.height))
             }
             let full = info.size.pixelCount * 4, out = output.pixelCount * 4
-            let rows = info.size.width * 64  // macroblock row caches, rescaler rows
+            let rows = info.size.width * 128  // macroblock row caches, rescaler rows
             if features.has_animation != 0 { return full + (output == info.size ? 0 : out) + rows }
             if features.format == 2 { return full + out + rows }
             let alpha = features.has_alpha != 0
-            if alpha, output != info.size { return full + info.size.pixelCount + out + rows }
-            return out + (alpha ? info.size.pixelCount : 0) + rows
+            let alphaPlanes = alpha ? info.size.pixelCount * 5 : 0
+            if alpha, output != info.size { return full + alphaPlanes + out + rows }
+            return out + alphaPlanes + rows
         }
 
         func decode(_ options: DecodeOptions) throws -> DecodedImage {

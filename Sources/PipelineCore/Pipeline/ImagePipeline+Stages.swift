@@ -241,7 +241,9 @@ extension ImagePipeline {
             options.targetSize = plan.scaledSize == upright ? nil : plan.scaledSize
             var admitted = 0
             if let admission, reserved == nil {
-                let bytes = session.estimatedPeakMemory(options) + plan.outputSize.pixelCount * 4
+                // The resampler's output, unless the decoder's full-size bitmap is the answer.
+                let resamples = options.targetSize != nil || plan.outputSize != upright || plan.crop != PixelRect(upright)
+                let bytes = session.estimatedPeakMemory(options) + (resamples ? plan.outputSize.pixelCount * 4 : 0)
                 guard admission.tryAcquire(bytes) else { return .needsMemory(bytes) }
                 admitted = bytes
             }
