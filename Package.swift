@@ -46,7 +46,7 @@ var targets: [Target] = [
     .testTarget(name: "PipelineCoreTests", dependencies: ["PipelineCore", "PipelineTestSupport"]),
     .executableTarget(name: "DiskCacheCrashWriter", dependencies: ["PipelineCore", "PipelineTestSupport"], path: "Tests/DiskCacheCrashWriter"),
     .testTarget(name: "DiskCacheTests", dependencies: ["PipelineCore", "LoaderHTTP", "PipelineTestSupport", "DiskCacheCrashWriter",
-                                                    "CodecPNG"]),
+                                                    "CodecPNG", "CodecJPEG"]),
     .target(name: "CJPEGTestEncoder", dependencies: ["CJPEG"], path: "Tests/CJPEGTestEncoder"),
     .target(name: "CMemoryProbe", path: "Tests/CMemoryProbe"),
     .testTarget(name: "CodecJPEGTests", dependencies: ["CodecJPEG", "CJPEGTestEncoder", "PipelineCore", "PipelineTestSupport"]),
