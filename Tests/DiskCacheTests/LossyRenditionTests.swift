@@ -53,6 +53,7 @@ import Testing
         #expect(decoder2.decodeCount == 0 && loader.loadCount(url) == 1)
         #expect(events2.count { if case .renditionHit = $0 { true } else { false } } == 2)
         #expect(againRound.bitmap == madeRound.bitmap, "PNG: exact")
+        #expect(againRound.source == .rendition && againBlurred.source == .rendition)
         // JPEG of a flat colour at q85: within 2 levels everywhere (DCT rounding and YCbCr).
         #expect(againBlurred.bitmap.size == madeBlurred.bitmap.size)
         var worst = 0

@@ -125,7 +125,7 @@ extension ImagePipeline {
         var plain = key.unprocessed
         plain.targetSize = .original
         plain.processing = ProcessingOptions(appliesOrientation: false, convertsToSRGB: false)
-        guard let (decoded, _) = try? await decodeOnPool(stored.data, source: .disk, key: plain, priority: priority) else {
+        guard let (decoded, _) = try? await decodeOnPool(stored.data, source: .rendition, key: plain, priority: priority) else {
             await store.disk.removeData(for: store.url)  // damaged or undecodable: a miss
             return nil
         }
