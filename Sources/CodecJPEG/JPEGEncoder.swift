@@ -24,8 +24,13 @@ import PipelineCore
 /// **Alpha.** JPEG has none, so the pixels are composited over ``background``, black by default
 /// — what vips's `jpegsave` and a browser canvas's `toBlob("image/jpeg")` do. For premultiplied
 /// bitmaps that is exactly the stored colour, so their rows go to libjpeg without any copy; use
-/// `.white` for documents and logos meant for a white page. Memory: the output buffer plus, for
-/// another background (or straight pixels), one scratch row.
+/// `.white` for documents and logos meant for a white page.
+///
+/// **Memory.** Rows are read from the bitmap in place (another background, or straight pixels,
+/// add one scratch row). With `optimizesCoding: false` libjpeg streams: a few MCU rows plus the
+/// output. Optimised tables (the default) and progressive files make libjpeg keep every DCT
+/// coefficient for its second pass: about 3 bytes a pixel at 4:2:0 (6 at 4:4:4), e.g. 36 MB for
+/// a 12-megapixel picture; turn them off for very large pictures on a tight budget.
 public struct JPEGEncoder: ImageEncoding {
     /// The colour transparent pixels are composited over (JPEG stores no alpha).
     public struct Background: Hashable, Sendable {

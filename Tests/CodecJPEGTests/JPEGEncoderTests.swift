@@ -263,6 +263,26 @@ struct JPEGEncoderTests {
         #expect(try JPEGTools.decode(JPEGEncoder().encode(bitmap)).size == PixelSize(width: 37, height: 23))
     }
 
+    /// Rows go from the bitmap to libjpeg without a copy: with standard tables libjpeg streams
+    /// (a few MCU rows), so a 3000×2000 (24 MB) bitmap's encode grows the peak by less than
+    /// 4 MB plus the output. Optimised tables (the default) make libjpeg keep every DCT
+    /// coefficient for its second pass: about 2 bytes a sample, 18 MB here at 4:2:0, still
+    /// under one copy of the bitmap.
+    @Test func encodingStreamsRowsFromTheBitmap() async throws {
+        try await ResidentMemory.exclusively {
+            let bitmap = Fixtures.patternBitmap(width: 3000, height: 2000)
+            var size = 0
+            let streaming = try #require(try ResidentMemory.peakGrowth(attempts: 3) {
+                size = try JPEGEncoder().encode(bitmap, options: EncodeOptions(optimizesCoding: false)).count
+            }, "cannot measure the peak RSS on this system")
+            #expect(streaming < 4_000_000 + 2 * size, "standard tables: the peak grew by \(streaming) bytes (output \(size))")
+            let optimised = try #require(try ResidentMemory.peakGrowth(attempts: 3) {
+                size = try JPEGEncoder().encode(bitmap).count
+            })
+            #expect(optimised < bitmap.cost, "optimised tables: the peak grew by \(optimised) bytes (output \(size))")
+        }
+    }
+
     @Test func registeredEncoderIsFoundByFormat() throws {
         let registry = EncoderRegistry().registering(JPEGEncoder(quality: 60))
         let bitmap = Fixtures.patternBitmap(width: 20, height: 10)
