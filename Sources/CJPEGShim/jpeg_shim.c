@@ -280,6 +280,18 @@ static void flatten_row(const unsigned char *in, unsigned char *out, unsigned in
     }
 }
 
+/// One row's first channel, composited like flatten_row when `flatten`, as one byte a pixel.
+static void gray_row(const unsigned char *in, unsigned char *out, unsigned int width, int flatten, int straight,
+                     unsigned char background) {
+    for (unsigned int x = 0; x < width; x++) {
+        const unsigned char *p = in + (size_t)x * 4;
+        if (!flatten) { out[x] = p[0]; continue; }
+        unsigned int a = p[3];
+        unsigned int colour = straight ? p[0] * a : p[0] * 255u;
+        out[x] = (unsigned char)((colour + background * (255 - a) + 127) / 255);
+    }
+}
+
 int jpegshim_encode_rgba(const unsigned char *pixels, unsigned int width, unsigned int height, size_t stride,
                          const jpegshim_encode_options *options, unsigned char **out, size_t *out_size,
                          char *message, size_t message_size) {
@@ -320,16 +332,17 @@ int jpegshim_encode_rgba(const unsigned char *pixels, unsigned int width, unsign
 
     c->image_width = width;
     c->image_height = height;
-    c->input_components = 4;
-    c->in_color_space = JCS_EXT_RGBX;  // the fourth byte (alpha) is skipped by libjpeg
-    jpeg_set_defaults(c);              // YCbCr, JFIF marker, 4:2:0, baseline tables
+    int gray = options->grayscale != 0;
+    c->input_components = gray ? 1 : 4;
+    c->in_color_space = gray ? JCS_GRAYSCALE : JCS_EXT_RGBX;  // RGBX: libjpeg skips the alpha byte
+    jpeg_set_defaults(c);              // YCbCr (or gray), JFIF marker, 4:2:0, baseline tables
     jpeg_set_quality(c, options->quality < 1 ? 1 : (options->quality > 100 ? 100 : options->quality), TRUE);
     int h = 2, v = 2;
     if (options->subsampling == JPEGSHIM_SUBSAMPLING_422) { h = 2; v = 1; }
-    if (options->subsampling == JPEGSHIM_SUBSAMPLING_444) { h = 1; v = 1; }
+    if (options->subsampling == JPEGSHIM_SUBSAMPLING_444 || gray) { h = 1; v = 1; }
     c->comp_info[0].h_samp_factor = h;
     c->comp_info[0].v_samp_factor = v;
-    for (int i = 1; i < 3; i++) {
+    for (int i = 1; i < c->num_components; i++) {
         c->comp_info[i].h_samp_factor = 1;
         c->comp_info[i].v_samp_factor = 1;
     }
@@ -341,14 +354,17 @@ int jpegshim_encode_rgba(const unsigned char *pixels, unsigned int width, unsign
     // Otherwise each row is composited into one scratch row first.
     int flatten = options->straight_alpha || options->background[0] || options->background[1]
         || options->background[2];
-    if (flatten) {
+    if (flatten || gray) {
         scratch = malloc((size_t)width * 4 + 1);
         if (scratch == NULL) ERREXIT1((j_common_ptr)c, JERR_OUT_OF_MEMORY, 13);
     }
     jpeg_start_compress(c, TRUE);
     while (c->next_scanline < c->image_height) {
         const unsigned char *row = pixels + (size_t)c->next_scanline * stride;
-        if (flatten) {
+        if (gray) {
+            gray_row(row, scratch, width, flatten, options->straight_alpha, options->background[0]);
+            row = scratch;
+        } else if (flatten) {
             flatten_row(row, scratch, width, options->straight_alpha, options->background);
             row = scratch;
         }

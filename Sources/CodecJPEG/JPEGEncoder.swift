@@ -21,6 +21,9 @@ import PipelineCore
 /// The bitmap is already upright (decoders apply EXIF orientation), so its pixels are written as
 /// they are and no EXIF block is written; nor is an ICC profile (the pixels are sRGB).
 ///
+/// A bitmap whose every pixel is gray (R = G = B) is written as a one-component grayscale JPEG
+/// (as vips does for black-and-white pictures): the same pixels, no chroma to store or decode.
+///
 /// **Alpha.** JPEG has none, so the pixels are composited over ``background``, black by default
 /// — what vips's `jpegsave` and a browser canvas's `toBlob("image/jpeg")` do. For premultiplied
 /// bitmaps that is exactly the stored colour, so their rows go to libjpeg without any copy; use
@@ -104,6 +107,8 @@ public struct JPEGEncoder: ImageEncoding {
         settings.optimize_coding = options.optimizesCoding ? 1 : 0
         settings.straight_alpha = bitmap.pixelFormat == .rgba8Premultiplied ? 0 : 1
         settings.background = (background.red, background.green, background.blue)
+        let grayBackground = background.red == background.green && background.green == background.blue
+        settings.grayscale = Self.isGray(bitmap, overGrayBackground: grayBackground) ? 1 : 0
 
         var output: UnsafeMutablePointer<UInt8>?
         var size = 0
@@ -122,5 +127,22 @@ public struct JPEGEncoder: ImageEncoding {
         }
         // The malloc'd buffer becomes the Data's storage (no copy); Data frees it.
         return Data(bytesNoCopy: output, count: size, deallocator: .free)
+    }
+
+    /// Whether every pixel has R = G = B and so does its composite: always over a gray
+    /// background, over another only when the pixel is opaque.
+    static func isGray(_ bitmap: Bitmap, overGrayBackground: Bool) -> Bool {
+        bitmap.withUnsafeBytes { bytes in
+            for y in 0..<bitmap.height {
+                var i = y * bitmap.bytesPerRow
+                let end = i + bitmap.width * 4
+                while i < end {
+                    if bytes[i] != bytes[i + 1] || bytes[i] != bytes[i + 2] { return false }
+                    if !overGrayBackground, bytes[i + 3] != 255 { return false }
+                    i += 4
+                }
+            }
+            return true
+        }
     }
 }

@@ -32,7 +32,7 @@ enum JPEGTools {
 
     /// `djpeg -pnm` of `jpeg`: the independent decoder's pixels, as an opaque bitmap.
     static func decode(_ jpeg: Data) throws -> Bitmap {
-        try #require(Fixtures.ppm(run(djpeg, ["-pnm", "-dct", "int"], input: jpeg)), "djpeg wrote no P6 PPM")
+        try #require(Fixtures.ppm(run(djpeg, ["-pnm", "-rgb", "-dct", "int"], input: jpeg)), "djpeg wrote no P6 PPM")
     }
 
     /// A P6 PPM of the bitmap's colour (for cjpeg).
@@ -174,6 +174,41 @@ struct JPEGEncoderTests {
         #expect(components.count == 3)
         #expect(components.first?.h == h && components.first?.v == v)
         #expect(components.dropFirst().allSatisfy { $0.h == 1 && $0.v == 1 })
+    }
+
+    /// A gray picture (R = G = B everywhere) is written with one component: the same pixels as
+    /// `cjpeg -grayscale` makes of it, and a smaller file than its three-component encoding.
+    @Test func grayPicturesAreOneComponentFiles() throws {
+        let photo = try Self.photo()
+        var bytes = [UInt8](repeating: 255, count: photo.width * photo.height * 4)
+        for y in 0..<photo.height {
+            for x in 0..<photo.width {
+                let p = photo.pixel(x: x, y: y), i = (y * photo.width + x) * 4
+                bytes[i] = p.g; bytes[i + 1] = p.g; bytes[i + 2] = p.g
+            }
+        }
+        let gray = try #require(Bitmap(width: photo.width, height: photo.height, bytesPerRow: photo.width * 4, bytes: bytes))
+        let ours = try JPEGEncoder().encode(gray)
+        #expect(JPEGMarkers(ours).components.count == 1)
+        let decoded = try JPEGTools.decode(ours)
+        #expect(decoded.size == gray.size && psnr(decoded, gray) >= 40, "PSNR \(psnr(decoded, gray)) dB")
+        let theirs = try JPEGTools.run(JPEGTools.cjpeg, ["-quality", "80", "-optimize", "-grayscale", "-dct", "int"],
+                                       input: JPEGTools.ppm(gray))
+        #expect(decoded == (try JPEGTools.decode(theirs)))
+        let colour = try JPEGTools.run(JPEGTools.cjpeg, ["-quality", "80", "-optimize", "-dct", "int"], input: JPEGTools.ppm(gray))
+        #expect(ours.count < colour.count, "\(ours.count) vs \(colour.count) bytes")
+        // One coloured pixel makes it a colour file.
+        bytes[0] = 200
+        let tinted = try #require(Bitmap(width: gray.width, height: gray.height, bytesPerRow: gray.bytesPerRow, bytes: bytes))
+        #expect(JPEGMarkers(try JPEGEncoder().encode(tinted)).components.count == 3)
+        // Over a coloured background an opaque gray picture stays gray, a translucent one does not.
+        let red = JPEGEncoder(background: JPEGEncoder.Background(red: 255, green: 0, blue: 0))
+        #expect(JPEGMarkers(try red.encode(gray)).components.count == 1)
+        var translucentBytes = [UInt8](repeating: 0, count: 16 * 16 * 4)
+        for i in stride(from: 0, to: translucentBytes.count, by: 4) { translucentBytes[i + 3] = 128 }
+        let translucent = try #require(Bitmap(width: 16, height: 16, bytesPerRow: 64, bytes: translucentBytes))
+        #expect(JPEGMarkers(try red.encode(translucent)).components.count == 3)
+        #expect(JPEGMarkers(try JPEGEncoder().encode(translucent)).components.count == 1)
     }
 
     @Test func higherQualityMakesBiggerFiles() throws {

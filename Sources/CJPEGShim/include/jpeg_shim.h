@@ -94,6 +94,7 @@ typedef struct {
     int optimize_coding;  ///< non-zero: optimal Huffman tables (a second pass over the coefficients).
     int straight_alpha;   ///< non-zero: the pixels are straight RGBA; zero: premultiplied.
     unsigned char background[3];  ///< RGB the pixels are composited over (JPEG has no alpha).
+    int grayscale;        ///< non-zero: write one component, the red channel (the caller checked R = G = B).
 } jpegshim_encode_options;
 
 /// Encodes RGBA8 pixels (rows `stride` bytes apart) as a baseline or progressive JFIF file,
