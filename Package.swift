@@ -93,8 +93,8 @@ var targets: [Target] = [
                       path: "Benchmarks/ProcessorBenchmark"),
     .executableTarget(name: "DiskCacheBenchmark", dependencies: ["PipelineCore"],
                       path: "Benchmarks/DiskCacheBenchmark"),
-    .executableTarget(name: "EncoderBenchmark", dependencies: ["PipelineCore", "CodecJPEG", "CodecPNG"],
-                      path: "Benchmarks/EncoderBenchmark"),
+    .executableTarget(name: "JPEGEncoderBenchmark", dependencies: ["PipelineCore", "CodecJPEG", "CodecPNG"],
+                      path: "Benchmarks/JPEGEncoderBenchmark"),
 ]
 
 for index in targets.indices where targets[index].type != .system && targets[index].name != "CCurlShim" {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # JPEG encoder quality and size beside vips: for each photo, our 256-px thumbnail is written
-# once as a lossless PNG (EncoderBenchmark, release build); our JPEGEncoder and
+# once as a lossless PNG (JPEGEncoderBenchmark, release build); our JPEGEncoder and
 # `vips jpegsave --Q $Q` (default settings, and with --optimize-coding) then encode exactly
 # those pixels, so only the encoder differs. Each JPEG is scored against the PNG with
 # SSIMULACRA2 (PyPI `ssimulacra2`, in a venv under Benchmarks/.venv) and PSNR; prints a row
@@ -35,8 +35,8 @@ else
   mapfile -t photos < <(find "$walls/usr/share/wallpapers" -path "*/contents/images/2560x1600.jpg" | sort)
 fi
 
-swift build -c release --product EncoderBenchmark >&2
-bin="$(swift build -c release --show-bin-path)/EncoderBenchmark"
+swift build -c release --product JPEGEncoderBenchmark >&2
+bin="$(swift build -c release --show-bin-path)/JPEGEncoderBenchmark"
 "$bin" "$out" "$q" "$runs" "${photos[@]}" > "$out/ours.tsv"
 for png in "$out"/[0-9][0-9].png; do
   stem="${png%.png}"

@@ -47,24 +47,6 @@ public struct CachedData: Sendable {
     }
 }
 
-/// What identifies a stored entry's bytes without the bytes: their length and CRC-32, and the
-/// entry's info. Renditions are tagged with their original's digest.
-public struct CachedDigest: Hashable, Sendable {
-    /// How many bytes are stored.
-    public var length: Int
-    /// Their CRC-32 (IEEE, as ``DiskCache`` keeps it in each entry's header).
-    public var crc32: UInt32
-    /// Validators and freshness.
-    public var info: CacheEntryInfo
-
-    /// Creates a digest.
-    public init(length: Int, crc32: UInt32, info: CacheEntryInfo) {
-        self.length = length
-        self.crc32 = crc32
-        self.info = info
-    }
-}
-
 /// The pipeline's disk-cache slot: compressed bytes keyed by fetch URL.
 ///
 /// Implementations do their file work off the pipeline actor and off the cooperative pool,
@@ -72,22 +54,13 @@ public struct CachedDigest: Hashable, Sendable {
 public protocol DataCaching: Sendable {
     /// The entry for `url`, fresh or stale, or `nil`.
     func cachedData(for url: URL) async -> CachedData?
+    /// The length, CRC-32 and info of `url`'s entry, or `nil`. Has a default (reads the entry);
+    /// a cache that keeps both in a header answers without reading the bytes.
+    func cachedDigest(for url: URL) async -> CachedDigest?
     /// Stores `data` for `url` with `info`, replacing any entry. Callers skip `no-store` responses.
     func storeData(_ data: Data, info: CacheEntryInfo, for url: URL) async
     /// Replaces the info of an existing entry without rewriting its bytes (after a 304).
     func updateInfo(_ info: CacheEntryInfo, for url: URL) async
     /// Removes the entry for `url`, if any.
     func removeData(for url: URL) async
-    /// The length, CRC-32 and info of `url`'s entry, or `nil`. Has a default (reads the entry);
-    /// a cache that keeps both in a header answers without reading the bytes.
-    func cachedDigest(for url: URL) async -> CachedDigest?
-}
-
-extension DataCaching {
-    /// The digest of `url`'s entry, or `nil`. This default reads the whole entry and computes
-    /// the CRC-32; ``DiskCache`` reads only the entry's header, which holds both.
-    public func cachedDigest(for url: URL) async -> CachedDigest? {
-        guard let cached = await cachedData(for: url) else { return nil }
-        return CachedDigest(length: cached.data.count, crc32: CRC32.checksum(cached.data), info: cached.info)
-    }
 }

@@ -3,7 +3,7 @@
 // JPEG at quality Q (default 80), and prints the JPEG encode time (minimum of N runs).
 // Run by Benchmarks/encoders-jpeg.sh, which encodes the same PNGs with vips and scores both.
 //
-// Usage: EncoderBenchmark OUT_DIR QUALITY RUNS PHOTO...
+// Usage: JPEGEncoderBenchmark OUT_DIR QUALITY RUNS PHOTO...
 import CodecJPEG
 import CodecPNG
 import Foundation
@@ -11,7 +11,7 @@ import PipelineCore
 
 let arguments = CommandLine.arguments
 guard arguments.count >= 5, let quality = Int(arguments[2]), let runs = Int(arguments[3]) else {
-    FileHandle.standardError.write(Data("usage: EncoderBenchmark OUT_DIR QUALITY RUNS PHOTO...\n".utf8))
+    FileHandle.standardError.write(Data("usage: JPEGEncoderBenchmark OUT_DIR QUALITY RUNS PHOTO...\n".utf8))
     exit(2)
 }
 let out = URL(fileURLWithPath: arguments[1])
