@@ -51,7 +51,7 @@ var targets: [Target] = [
     .testTarget(name: "PipelineCoreTests", dependencies: ["PipelineCore", "PipelineTestSupport"]),
     .executableTarget(name: "DiskCacheCrashWriter", dependencies: ["PipelineCore", "PipelineTestSupport"], path: "Tests/DiskCacheCrashWriter"),
     .testTarget(name: "DiskCacheTests", dependencies: ["PipelineCore", "LoaderHTTP", "PipelineTestSupport", "DiskCacheCrashWriter",
-                                                    "CodecPNG"]),
+                                                    "CodecPNG", "CodecJPEG"]),
     .target(name: "CJPEGTestEncoder", dependencies: ["CJPEG"], path: "Tests/CJPEGTestEncoder"),
     .target(name: "CMemoryProbe", path: "Tests/CMemoryProbe"),
     .testTarget(name: "CodecJPEGTests", dependencies: ["CodecJPEG", "CJPEGTestEncoder", "PipelineCore", "PipelineTestSupport"]),
@@ -104,6 +104,8 @@ var targets: [Target] = [
                       path: "Benchmarks/DecodeMemoryBenchmark"),
     .executableTarget(name: "EncoderBenchmark", dependencies: ["PipelineCore", "CodecPNG", "CodecWebP", "CodecHEIF"],
                       path: "Benchmarks/EncoderBenchmark"),
+    .executableTarget(name: "JPEGEncoderBenchmark", dependencies: ["PipelineCore", "CodecJPEG", "CodecPNG"],
+                      path: "Benchmarks/JPEGEncoderBenchmark"),
 ]
 
 for index in targets.indices where targets[index].type != .system && targets[index].name != "CCurlShim" {

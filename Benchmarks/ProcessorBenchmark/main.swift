@@ -49,43 +49,121 @@ for sigma in [2.0, 8.0, 20.0] {
     print("| three-pass box, sigma \(Int(sigma)) | \(String(format: "%.2f", time { BoxBlurApproximation.blur(input, sigma: sigma) })) |")
 }
 
-/// Second launch of a grid: every JPEG in `photos` as a 256×256 round thumbnail, by a new
-/// pipeline on a warm disk cache in `cache`, answered from renditions or from the originals.
+/// Second launch of a grid: every JPEG in `photos` as a 256×256 thumbnail with a processor, by
+/// a new pipeline on a warm disk cache in `cache`, answered from renditions (`RenditionEncoder`:
+/// JPEG q85 when opaque, PNG otherwise) or from the originals. "Fresh" originals come from
+/// `FreshFileLoader` (as an HTTP answer with `max-age` would); plain `file` answers carry no
+/// lifetime, so each hit on a stale original also revalidates it in the background (a reload:
+/// `FileDataLoader` has no 304), which is timed until ``ImagePipeline/waitForBackgroundWork()``.
 func grid(photos: URL, cache: URL) async throws {
     let files = try FileManager.default.contentsOfDirectory(at: photos, includingPropertiesForKeys: nil)
         .filter { $0.pathExtension == "jpg" }.sorted { $0.path < $1.path }
-    let requests = files.map { ImageRequest(url: $0, width: 256, height: 256, contentMode: .fill, processors: [.circle]) }
-    let renditionBytes = Counter()
-    func pipeline(_ policy: DiskCachePolicy) throws -> ImagePipeline {
-        var configuration = ImagePipeline.Configuration(
-            decoders: DecoderRegistry([JPEGDecoder(), PNGDecoder()]), loaders: LoaderRegistry([FileDataLoader()]),
-            diskCache: try DiskCache(directory: cache, sizeLimit: 1 << 30))
-        configuration.diskCachedSchemes = ["file"]
-        configuration.diskCachePolicy = policy
-        configuration.renditionEncoder = PNGEncoder()
-        configuration.eventHandler = { if case .renditionStored(_, let bytes) = $0 { renditionBytes.add(bytes) } }
-        return ImagePipeline(configuration: configuration)
-    }
-    func load(_ pipeline: ImagePipeline) async throws -> Double {
-        let start = DispatchTime.now().uptimeNanoseconds
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for request in requests { group.addTask { _ = try await pipeline.image(for: request) } }
-            try await group.waitForAll()
-        }
-        await pipeline.waitForBackgroundWork()
-        return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6
-    }
-    _ = try await load(try pipeline(.originalsAndRenditions))  // first launch: originals and renditions stored
-    var fromRenditions = Double.infinity, fromOriginals = Double.infinity
-    for _ in 0..<runs {
-        fromRenditions = min(fromRenditions, try await load(try pipeline(.originalsAndRenditions)))
-        fromOriginals = min(fromOriginals, try await load(try pipeline(.originals)))
-    }
     let originalBytes = files.reduce(0) { $0 + ((try? $1.resourceValues(forKeys: [.fileSizeKey]).fileSize) ?? 0) }
-    print("| second launch, \(files.count) photos → 256×256 round | ms |")
+    let encoders = EncoderRegistry().registering(JPEGEncoder()).registering(PNGEncoder())
+    print("| second launch, \(files.count) photos → 256×256 | renditions on disk | from renditions ms | from originals ms (\(originalBytes / 1024) KiB of JPEG) | speed-up |")
+    print("|---|---|---:|---:|---:|")
+    let cases: [(String, ImageProcessor, Bool)] = [
+        (".circle, fresh originals", .circle, true), (".grayscale, fresh originals", .grayscale, true),
+        (".gaussianBlur(radius: 2), fresh originals", .gaussianBlur(radius: 2), true),
+        (".grayscale, stale originals (file URLs: background reloads)", .grayscale, false),
+    ]
+    for (name, processor, fresh) in cases {
+        let caseCache = cache.appendingPathComponent(fresh ? "fresh" : "stale")
+        let requests = files.map { ImageRequest(url: $0, width: 256, height: 256, contentMode: .fill, processors: [processor]) }
+        let renditionBytes = Counter()
+        func pipeline(_ policy: DiskCachePolicy) throws -> ImagePipeline {
+            let loader: any DataLoading = fresh ? FreshFileLoader() : FileDataLoader()
+            var configuration = ImagePipeline.Configuration(
+                decoders: DecoderRegistry([JPEGDecoder(), PNGDecoder()]), loaders: LoaderRegistry([loader]),
+                diskCache: try DiskCache(directory: caseCache, sizeLimit: 1 << 30))
+            configuration.diskCachedSchemes = ["file"]
+            configuration.diskCachePolicy = policy
+            configuration.renditionEncoder = RenditionEncoder(encoders: encoders)
+            configuration.eventHandler = { if case .renditionStored(_, let bytes) = $0 { renditionBytes.add(bytes) } }
+            return ImagePipeline(configuration: configuration)
+        }
+        func load(_ pipeline: ImagePipeline) async throws -> Double {
+            let start = DispatchTime.now().uptimeNanoseconds
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for request in requests { group.addTask { _ = try await pipeline.image(for: request) } }
+                try await group.waitForAll()
+            }
+            await pipeline.waitForBackgroundWork()
+            return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6
+        }
+        _ = try await load(try pipeline(.originalsAndRenditions))  // first launch: originals and renditions stored
+        let sample = try await pipeline(.originals).image(for: requests[0]).bitmap
+        let format = RenditionEncoder(encoders: encoders).choice(for: sample).format.rawValue.uppercased()
+        var fromRenditions = Double.infinity, fromOriginals = Double.infinity
+        for _ in 0..<runs {
+            fromRenditions = min(fromRenditions, try await load(try pipeline(.originalsAndRenditions)))
+            fromOriginals = min(fromOriginals, try await load(try pipeline(.originals)))
+        }
+        print("| \(name) | \(renditionBytes.value / 1024) KiB of \(format) | \(String(format: "%.0f", fromRenditions)) | "
+              + "\(String(format: "%.0f", fromOriginals)) | \(String(format: "%.1f", fromOriginals / fromRenditions))× |")
+    }
+    try await breakdown(files: files, cache: cache.appendingPathComponent("fresh"))
+}
+
+/// `FileDataLoader` answering as an HTTP server with `Cache-Control: max-age=3600` would
+/// (a `file` answer carries no lifetime, so the disk cache would see every original as stale).
+struct FreshFileLoader: DataLoading {
+    let files = FileDataLoader()
+    var schemes: Set<String> { files.schemes }
+    func load(_ request: DataLoadRequest) async throws -> DataLoadResult {
+        switch try await files.load(request) {
+        case .data(let data, var metadata):
+            metadata.freshFor = 3600
+            return .data(data, metadata)
+        case .notModified(var metadata):
+            metadata.freshFor = 3600
+            return .notModified(metadata)
+        }
+    }
+}
+
+/// Where a second launch from renditions spends its time, step by step, one thread, no
+/// pipeline: opening the cache (and its background index scan), the originals' digests (the
+/// tag check: headers only), reading the JPEG renditions' files and decoding them.
+func breakdown(files: [URL], cache: URL) async throws {
+    func ms(_ start: UInt64) -> Double { Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6 }
+    var best = [Double](repeating: .infinity, count: 5)
+    for _ in 0..<runs {
+        var start = DispatchTime.now().uptimeNanoseconds
+        let disk = try DiskCache(directory: cache, sizeLimit: 1 << 30)
+        await disk.waitForMaintenance()
+        best[0] = min(best[0], ms(start))
+        start = DispatchTime.now().uptimeNanoseconds
+        for file in files { _ = await disk.cachedDigest(for: file) }
+        best[1] = min(best[1], ms(start))
+        // The JPEG renditions' entry files (small; the originals are over 100 KB): read whole,
+        // then the JPEG inside decoded at full size, as a rendition hit does.
+        let names = try FileManager.default.contentsOfDirectory(atPath: cache.path)
+        var bodies: [Data] = [], pngs: [Data] = []
+        start = DispatchTime.now().uptimeNanoseconds
+        for name in names {
+            let data = try Data(contentsOf: cache.appendingPathComponent(name))
+            if data.count < 40_000, let at = data.range(of: Data([0xFF, 0xD8, 0xFF])) { bodies.append(data[at.lowerBound...]) }
+            if data.count < 1_000_000, let at = data.range(of: Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A])) {
+                pngs.append(data[at.lowerBound...])
+            }
+        }
+        best[2] = min(best[2], ms(start))
+        start = DispatchTime.now().uptimeNanoseconds
+        for body in bodies { _ = try JPEGDecoder().decode(Data(body), options: DecodeOptions()) }
+        best[3] = min(best[3], ms(start) * 100 / Double(max(1, bodies.count)))  // per 100
+        start = DispatchTime.now().uptimeNanoseconds
+        for body in pngs { _ = try PNGDecoder().decode(Data(body), options: DecodeOptions()) }
+        best[4] = min(best[4], ms(start) * 100 / Double(max(1, pngs.count)))
+    }
+    print("")
+    print("| one thread, no pipeline (per 100 pictures) | ms |")
     print("|---|---:|")
-    print("| from renditions on disk (\(renditionBytes.value / 1024) KiB of PNG) | \(String(format: "%.0f", fromRenditions)) |")
-    print("| from originals on disk (\(originalBytes / 1024) KiB of JPEG) | \(String(format: "%.0f", fromOriginals)) |")
+    print("| open the cache + its index scan (\((try? FileManager.default.contentsOfDirectory(atPath: cache.path).count) ?? 0) files) | \(String(format: "%.1f", best[0])) |")
+    print("| 100 originals' digests (header reads: the tag check) | \(String(format: "%.1f", best[1])) |")
+    print("| read every small entry file (renditions) | \(String(format: "%.1f", best[2])) |")
+    print("| decode 100 JPEG renditions (256×256) | \(String(format: "%.1f", best[3])) |")
+    print("| decode 100 PNG renditions (256×256 RGBA) | \(String(format: "%.1f", best[4])) |")
 }
 
 /// A thread-safe sum.

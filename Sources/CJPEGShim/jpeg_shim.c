@@ -223,3 +223,173 @@ const char *jpegshim_warning(const jpegshim_decoder *decoder, int index) {
     if (index < 0 || index >= JPEGSHIM_MAX_WARNINGS || index >= decoder->warning_count) return "";
     return decoder->warnings[index];
 }
+
+// MARK: - Encoding
+
+/// The first output buffer; it doubles as needed (a 256-px thumbnail fits in one).
+#define JPEGSHIM_FIRST_OUTPUT 16384
+
+typedef struct {
+    struct jpeg_compress_struct cinfo;
+    struct jpeg_error_mgr errors;
+    struct jpeg_destination_mgr destination;
+    jmp_buf jump;
+    unsigned char *bytes;   ///< the output, owned here until handed to the caller
+    size_t capacity;
+    char *message;
+    size_t message_size;
+} jpegshim_encoder;
+
+static void on_encode_error(j_common_ptr cinfo) {
+    jpegshim_encoder *encoder = (jpegshim_encoder *)cinfo->client_data;
+    char text[JMSG_LENGTH_MAX];
+    (*cinfo->err->format_message)(cinfo, text);
+    if (encoder->message_size > 0) snprintf(encoder->message, encoder->message_size, "%s", text);
+    longjmp(encoder->jump, 1);
+}
+
+static void on_encode_message(j_common_ptr cinfo, int level) {
+    (void)cinfo;
+    (void)level;  // the compressor's warnings and traces are not actionable; never printed
+}
+
+static void destination_init(j_compress_ptr cinfo) {
+    jpegshim_encoder *encoder = (jpegshim_encoder *)cinfo->client_data;
+    encoder->destination.next_output_byte = encoder->bytes;
+    encoder->destination.free_in_buffer = encoder->capacity;
+}
+
+/// libjpeg filled the whole buffer: double it (the filled part is kept).
+static boolean destination_empty(j_compress_ptr cinfo) {
+    jpegshim_encoder *encoder = (jpegshim_encoder *)cinfo->client_data;
+    size_t used = encoder->capacity;
+    if (encoder->capacity > ((size_t)-1) / 2) ERREXIT1(cinfo, JERR_OUT_OF_MEMORY, 11);
+    size_t capacity = encoder->capacity * 2;
+    unsigned char *grown = realloc(encoder->bytes, capacity);
+    if (grown == NULL) ERREXIT1(cinfo, JERR_OUT_OF_MEMORY, 12);
+    encoder->bytes = grown;
+    encoder->capacity = capacity;
+    encoder->destination.next_output_byte = grown + used;
+    encoder->destination.free_in_buffer = capacity - used;
+    return TRUE;
+}
+
+static void destination_term(j_compress_ptr cinfo) { (void)cinfo; }
+
+/// One row of premultiplied or straight RGBA composited over `background`, as RGBX.
+static void flatten_row(const unsigned char *in, unsigned char *out, unsigned int width, int straight,
+                        const unsigned char background[3]) {
+    for (unsigned int x = 0; x < width; x++) {
+        const unsigned char *p = in + (size_t)x * 4;
+        unsigned char *q = out + (size_t)x * 4;
+        unsigned int a = p[3], rest = 255 - a;
+        for (int c = 0; c < 3; c++) {
+            unsigned int colour = straight ? p[c] * a : p[c] * 255u;  // colour × alpha, ×255
+            q[c] = (unsigned char)((colour + background[c] * rest + 127) / 255);  // rounded
+        }
+        q[3] = 255;
+    }
+}
+
+/// One row's first channel, composited like flatten_row when `flatten`, as one byte a pixel.
+static void gray_row(const unsigned char *in, unsigned char *out, unsigned int width, int flatten, int straight,
+                     unsigned char background) {
+    for (unsigned int x = 0; x < width; x++) {
+        const unsigned char *p = in + (size_t)x * 4;
+        if (!flatten) { out[x] = p[0]; continue; }
+        unsigned int a = p[3];
+        unsigned int colour = straight ? p[0] * a : p[0] * 255u;
+        out[x] = (unsigned char)((colour + background * (255 - a) + 127) / 255);
+    }
+}
+
+int jpegshim_encode_rgba(const unsigned char *pixels, unsigned int width, unsigned int height, size_t stride,
+                         const jpegshim_encode_options *options, unsigned char **out, size_t *out_size,
+                         char *message, size_t message_size) {
+    *out = NULL;
+    *out_size = 0;
+    if (message_size > 0) message[0] = 0;
+    // Volatile: they change after setjmp and are read after a longjmp.
+    jpegshim_encoder *volatile encoder = calloc(1, sizeof(jpegshim_encoder));
+    unsigned char *volatile scratch = NULL;
+    volatile int created = 0;
+    if (encoder == NULL) return JPEGSHIM_NO_MEMORY;
+    encoder->message = message;
+    encoder->message_size = message_size;
+    encoder->capacity = JPEGSHIM_FIRST_OUTPUT;
+    encoder->bytes = malloc(encoder->capacity);
+    if (encoder->bytes == NULL) {
+        free(encoder);
+        return JPEGSHIM_NO_MEMORY;
+    }
+    struct jpeg_compress_struct *c = &encoder->cinfo;
+    c->err = jpeg_std_error(&encoder->errors);
+    encoder->errors.error_exit = on_encode_error;
+    encoder->errors.emit_message = on_encode_message;
+    c->client_data = encoder;
+    if (setjmp(encoder->jump)) {
+        if (created) jpeg_destroy_compress(c);  // frees libjpeg's own memory only
+        free(scratch);
+        free(encoder->bytes);
+        free(encoder);
+        return JPEGSHIM_ERROR;
+    }
+    jpeg_create_compress(c);
+    created = 1;
+    encoder->destination.init_destination = destination_init;
+    encoder->destination.empty_output_buffer = destination_empty;
+    encoder->destination.term_destination = destination_term;
+    c->dest = &encoder->destination;
+
+    c->image_width = width;
+    c->image_height = height;
+    int gray = options->grayscale != 0;
+    c->input_components = gray ? 1 : 4;
+    c->in_color_space = gray ? JCS_GRAYSCALE : JCS_EXT_RGBX;  // RGBX: libjpeg skips the alpha byte
+    jpeg_set_defaults(c);              // YCbCr (or gray), JFIF marker, 4:2:0, baseline tables
+    jpeg_set_quality(c, options->quality < 1 ? 1 : (options->quality > 100 ? 100 : options->quality), TRUE);
+    int h = 2, v = 2;
+    if (options->subsampling == JPEGSHIM_SUBSAMPLING_422) { h = 2; v = 1; }
+    if (options->subsampling == JPEGSHIM_SUBSAMPLING_444 || gray) { h = 1; v = 1; }
+    c->comp_info[0].h_samp_factor = h;
+    c->comp_info[0].v_samp_factor = v;
+    for (int i = 1; i < c->num_components; i++) {
+        c->comp_info[i].h_samp_factor = 1;
+        c->comp_info[i].v_samp_factor = 1;
+    }
+    c->optimize_coding = options->optimize_coding ? TRUE : FALSE;
+    c->dct_method = JDCT_ISLOW;
+    if (options->progressive) jpeg_simple_progression(c);  // libjpeg then optimises Huffman tables too
+
+    // Premultiplied pixels over black are the pixels themselves: rows go to libjpeg as they are.
+    // Otherwise each row is composited into one scratch row first.
+    int flatten = options->straight_alpha || options->background[0] || options->background[1]
+        || options->background[2];
+    if (flatten || gray) {
+        scratch = malloc((size_t)width * 4 + 1);
+        if (scratch == NULL) ERREXIT1((j_common_ptr)c, JERR_OUT_OF_MEMORY, 13);
+    }
+    jpeg_start_compress(c, TRUE);
+    while (c->next_scanline < c->image_height) {
+        const unsigned char *row = pixels + (size_t)c->next_scanline * stride;
+        if (gray) {
+            gray_row(row, scratch, width, flatten, options->straight_alpha, options->background[0]);
+            row = scratch;
+        } else if (flatten) {
+            flatten_row(row, scratch, width, options->straight_alpha, options->background);
+            row = scratch;
+        }
+        JSAMPROW rows[1] = {(JSAMPROW)row};  // libjpeg only reads input rows
+        jpeg_write_scanlines(c, rows, 1);
+    }
+    jpeg_finish_compress(c);
+    size_t size = encoder->capacity - encoder->destination.free_in_buffer;
+    jpeg_destroy_compress(c);
+    free(scratch);
+    *out = encoder->bytes;
+    *out_size = size;
+    free(encoder);
+    return JPEGSHIM_OK;
+}
+
+void jpegshim_free(void *buffer) { free(buffer); }

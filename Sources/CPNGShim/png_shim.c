@@ -252,6 +252,12 @@ static void flush_nothing(png_structp png) { (void)png; }
 
 int pngshim_encode_rgba(const unsigned char *pixels, unsigned int width, unsigned int height, size_t stride,
                         int level, unsigned char **out, size_t *out_size, char *message, size_t message_size) {
+    return pngshim_encode_rgba_interlaced(pixels, width, height, stride, level, 0, out, out_size, message, message_size);
+}
+
+int pngshim_encode_rgba_interlaced(const unsigned char *pixels, unsigned int width, unsigned int height, size_t stride,
+                                   int level, int interlaced, unsigned char **out, size_t *out_size,
+                                   char *message, size_t message_size) {
     pngshim_sink sink = {NULL, 0, 0, message, message_size};
     *out = NULL;
     *out_size = 0;
@@ -280,10 +286,15 @@ int pngshim_encode_rgba(const unsigned char *pixels, unsigned int width, unsigne
         }
     }
     png_set_IHDR(png, info, width, height, 8, opaque ? PNG_COLOR_TYPE_RGB : PNG_COLOR_TYPE_RGB_ALPHA,
-                 PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+                 interlaced ? PNG_INTERLACE_ADAM7 : PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
+                 PNG_FILTER_TYPE_DEFAULT);
     png_write_info(png, info);
     if (opaque) png_set_filler(png, 0, PNG_FILLER_AFTER);  // drop the alpha byte of each pixel
-    for (unsigned int y = 0; y < height; y++) png_write_row(png, pixels + (size_t)y * stride);
+    // Adam7: libpng picks each pass's pixels out of whole rows, so every row goes in once a pass.
+    int passes = interlaced ? png_set_interlace_handling(png) : 1;
+    for (int pass = 0; pass < passes; pass++) {
+        for (unsigned int y = 0; y < height; y++) png_write_row(png, pixels + (size_t)y * stride);
+    }
     png_write_end(png, info);
     png_destroy_write_struct(&png, &info);
     *out = sink.bytes;

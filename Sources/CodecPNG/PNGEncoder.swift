@@ -25,7 +25,9 @@ public struct PNGEncoder: Sendable, RenditionEncoding, ImageEncoding {
     }
 
     /// The PNG bytes of `bitmap` with `options.compressionLevel` (0–9; `nil`: this encoder's
-    /// ``compressionLevel``). Other options do not apply to PNG and are ignored.
+    /// ``compressionLevel``); `options.progressive` writes Adam7 interlacing (a coarse picture
+    /// after the first seventh of the file; typically a few percent bigger). PNG is always
+    /// lossless: `quality`, `lossless`, `chromaSubsampling` and `optimizesCoding` are ignored.
     /// - Throws: ``PipelineCore/EncodingError``.
     public func encode(_ bitmap: Bitmap, options: EncodeOptions) throws -> Data {
         try validateCommonOptions(options)
@@ -39,8 +41,9 @@ public struct PNGEncoder: Sendable, RenditionEncoding, ImageEncoding {
         var message = [CChar](repeating: 0, count: 256)
         let code = straight.withUnsafeBufferPointer { pixels in
             message.withUnsafeMutableBufferPointer { text in
-                pngshim_encode_rgba(pixels.baseAddress, UInt32(bitmap.width), UInt32(bitmap.height), bitmap.width * 4,
-                                    Int32(compressionLevel), &output, &size, text.baseAddress, text.count)
+                pngshim_encode_rgba_interlaced(pixels.baseAddress, UInt32(bitmap.width), UInt32(bitmap.height),
+                                               bitmap.width * 4, Int32(compressionLevel), options.progressive ? 1 : 0,
+                                               &output, &size, text.baseAddress, text.count)
             }
         }
         defer { pngshim_free(output) }

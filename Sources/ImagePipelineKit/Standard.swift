@@ -27,16 +27,16 @@ extension DecoderRegistry {
 }
 
 extension EncoderRegistry {
-    /// Every encoder this package ships.
-    ///
-    /// **The one place encoders are registered for the kit.** Today: `PNGEncoder`. When the
-    /// JPEG, WebP and HEIC/AVIF encoders land in their codec modules, register them here (and
-    /// nowhere else): `.registering(JPEGEncoder())`, `.registering(WebPEncoder())`,
-    /// `.registering(HEIFEncoder())`; the configuration's rendition encoder should then be
-    /// built from this registry too (see `standard(cacheName:cacheDirectory:)`).
+    /// Every encoder this package ships: JPEG (libjpeg-turbo), PNG (libpng), WebP (libwebp),
+    /// and HEIC and AVIF through libheif (x265 and aom; `HEIFEncoder.isAvailable` says
+    /// whether this machine's libheif has them).
     public static var standard: EncoderRegistry {
         EncoderRegistry()
+            .registering(JPEGEncoder())
             .registering(PNGEncoder())
+            .registering(WebPEncoder())
+            .registering(HEIFEncoder.heic)
+            .registering(HEIFEncoder.avif)
     }
 }
 
@@ -59,7 +59,8 @@ extension ImagePipeline.Configuration {
     /// derived from those decoders' formats (`DecoderRegistry.acceptHeader(fallback:)`),
     /// and a disk cache named `cacheName` under the user's cache directory
     /// (`$XDG_CACHE_HOME/<cacheName>`, else `~/.cache/<cacheName>`), or in `cacheDirectory` when
-    /// given. Renditions, when an app opts in with `diskCachePolicy`, are encoded as PNG.
+    /// given. Renditions, when an app opts in with `diskCachePolicy`, are JPEG (q85) when
+    /// opaque and PNG otherwise (`RenditionEncoder` over ``PipelineCore/EncoderRegistry/standard``).
     ///
     /// Change any field before building the pipeline:
     ///
@@ -77,9 +78,8 @@ extension ImagePipeline.Configuration {
             decoders: decoders,
             loaders: .standard(accept: decoders.acceptHeader()),
             diskCache: diskCache)
-        // Renditions (opt-in through `diskCachePolicy`): PNG, the one encoder shipped today. With a
-        // registry-based rendition encoder, build it from `EncoderRegistry.standard` here.
-        configuration.renditionEncoder = PNGEncoder()
+        // Renditions (opt-in through `diskCachePolicy`): JPEG for opaque results, PNG otherwise.
+        configuration.renditionEncoder = RenditionEncoder(encoders: .standard)
         return configuration
     }
 }

@@ -20,7 +20,7 @@ final class Stats: Sendable {
                 case .completed(_, let source, _):
                     switch source {
                     case .memory: counts.memory += 1
-                    case .disk: counts.disk += 1
+                    case .disk, .rendition: counts.disk += 1
                     case .network: counts.network += 1
                     case .revalidated: counts.revalidated += 1
                     }

@@ -42,7 +42,7 @@ private func renditionPipeline(loader: HeldLoader, decoder: CountingDecoder, dis
         let second = renditionPipeline(loader: loader, decoder: decoder2, diskCache: try makeCache(directory),
                                        clock: clock, events: events2)
         let again = try await second.image(for: round)
-        #expect(again.source == .disk && again.bitmap == made.bitmap)
+        #expect(again.source == .rendition && again.bitmap == made.bitmap)
         #expect(again.originalSize == made.originalSize && again.format == made.format)
         let blurredAgain = try await second.image(for: blurred)
         #expect(blurredAgain.bitmap != again.bitmap && blurredAgain.bitmap.pixel(x: 0, y: 0).a == 255)

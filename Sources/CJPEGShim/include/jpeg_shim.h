@@ -80,4 +80,34 @@ const char *jpegshim_warning(const jpegshim_decoder *decoder, int index);
 /// How many warning texts are kept; later ones are only counted.
 #define JPEGSHIM_MAX_WARNINGS 8
 
+/// Chroma subsampling of an encoded file.
+enum {
+    JPEGSHIM_SUBSAMPLING_420 = 0,
+    JPEGSHIM_SUBSAMPLING_422 = 1,
+    JPEGSHIM_SUBSAMPLING_444 = 2,
+};
+
+/// How jpegshim_encode_rgba writes.
+typedef struct {
+    int quality;          ///< 1–100 (libjpeg's scale; clamped).
+    int progressive;      ///< non-zero: libjpeg's simple progression script (SOF2).
+    int subsampling;      ///< JPEGSHIM_SUBSAMPLING_*.
+    int optimize_coding;  ///< non-zero: optimal Huffman tables (a second pass over the coefficients).
+    int straight_alpha;   ///< non-zero: the pixels are straight RGBA; zero: premultiplied.
+    unsigned char background[3];  ///< RGB the pixels are composited over (JPEG has no alpha).
+    int grayscale;        ///< non-zero: write one component, the red channel (the caller checked R = G = B).
+} jpegshim_encode_options;
+
+/// Encodes RGBA8 pixels (rows `stride` bytes apart) as a baseline or progressive JFIF file,
+/// composited over `options->background`; premultiplied pixels over black are handed to libjpeg
+/// row by row with no copy. On success (JPEGSHIM_OK) `*out` is a malloc'd buffer of `*out_size`
+/// bytes the caller frees with jpegshim_free; on failure nothing is left allocated and `message`
+/// receives libjpeg's message. libjpeg never prints: its warnings are dropped.
+int jpegshim_encode_rgba(const unsigned char *pixels, unsigned int width, unsigned int height, size_t stride,
+                         const jpegshim_encode_options *options, unsigned char **out, size_t *out_size,
+                         char *message, size_t message_size);
+
+/// Frees a buffer returned by jpegshim_encode_rgba.
+void jpegshim_free(void *buffer);
+
 #endif

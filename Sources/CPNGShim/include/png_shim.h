@@ -75,7 +75,13 @@ const char *pngshim_warning(const pngshim_reader *reader, int index);
 int pngshim_encode_rgba(const unsigned char *pixels, unsigned int width, unsigned int height, size_t stride,
                         int level, unsigned char **out, size_t *out_size, char *message, size_t message_size);
 
-/// Frees a buffer returned by pngshim_encode_rgba.
+/// pngshim_encode_rgba, with Adam7 interlacing when `interlaced` is non-zero (the rows are
+/// still read in place, once per pass: no copy of the picture).
+int pngshim_encode_rgba_interlaced(const unsigned char *pixels, unsigned int width, unsigned int height, size_t stride,
+                                   int level, int interlaced, unsigned char **out, size_t *out_size,
+                                   char *message, size_t message_size);
+
+/// Frees a buffer returned by pngshim_encode_rgba or pngshim_encode_rgba_interlaced.
 void pngshim_free(void *buffer);
 
 #endif

@@ -54,6 +54,9 @@ public struct CachedData: Sendable {
 public protocol DataCaching: Sendable {
     /// The entry for `url`, fresh or stale, or `nil`.
     func cachedData(for url: URL) async -> CachedData?
+    /// The length, CRC-32 and info of `url`'s entry, or `nil`. Has a default (reads the entry);
+    /// a cache that keeps both in a header answers without reading the bytes.
+    func cachedDigest(for url: URL) async -> CachedDigest?
     /// Stores `data` for `url` with `info`, replacing any entry. Callers skip `no-store` responses.
     func storeData(_ data: Data, info: CacheEntryInfo, for url: URL) async
     /// Replaces the info of an existing entry without rewriting its bytes (after a 304).

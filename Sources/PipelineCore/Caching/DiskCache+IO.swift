@@ -40,6 +40,30 @@ extension DiskCache {
         return CachedData(data: body, info: info)
     }
 
+    /// The digest of `url`'s entry in file `name` from its header (and sidecar) alone: the body
+    /// is neither read nor checked (a torn body is found by the next full ``read(url:name:)``).
+    /// Counts as an access for LRU order, like a read. A header that does not match the file's
+    /// length is damage: the file is removed, as by a read.
+    package func readDigest(url: URL, name: String) -> CachedDigest? {
+        guard let file = DiskFiles.openRegular(entryPath(name), flags: O_RDONLY) else { return nil }
+        guard let status = file.status(), status.st_mode & S_IFMT == S_IFREG else { return nil }
+        let fileSize = Int(status.st_size)
+        guard fileSize <= maxEntryFileSize, let header = readHeader(file, kind: .entry, fileSize: fileSize),
+              UInt64(fileSize - header.length) == header.value.bodyLength else {
+            removeDamaged(name, status: status)
+            return nil
+        }
+        guard header.value.url == url.absoluteString else { return nil }  // a collision: not ours
+        var info = header.value.info
+        if let sidecar = readInfo(name), sidecar.applies(to: header.value) { info = sidecar.info }
+        let persist = index.withLock {
+            $0.recordAccess(name, size: fileSize, modified: DiskFiles.modificationTime(status),
+                            persistInterval: accessPersistInterval)
+        }
+        if persist { futimens(file.fd, nil) }
+        return CachedDigest(length: Int(header.value.bodyLength), crc32: header.value.bodyCRC, info: info)
+    }
+
     /// Removes damaged entry file `name` if it is still the file `status` describes, and forgets
     /// it in the index (else its bytes would count against the cap until the next scan).
     private func removeDamaged(_ name: String, status: stat) {

@@ -105,6 +105,13 @@ public final class DiskCache: DataCaching, Sendable {
         return try? await pool.run(priority: PriorityHandle(.visible)) { [self] in read(url: url, name: name) }
     }
 
+    /// The length, CRC-32 and info of `url`'s entry, read from its header only (no body read):
+    /// what a rendition's tag check needs. `nil` when there is none or its header is damaged.
+    public func cachedDigest(for url: URL) async -> CachedDigest? {
+        let name = fileName(url)
+        return try? await pool.run(priority: PriorityHandle(.visible)) { [self] in readDigest(url: url, name: name) }
+    }
+
     /// Stores `data` for `url` atomically, replacing any entry. Entries larger than the cap or
     /// with a URL over 32 KiB are not stored (and any old entry for `url` is removed).
     public func storeData(_ data: Data, info: CacheEntryInfo, for url: URL) async {

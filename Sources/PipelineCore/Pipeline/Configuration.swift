@@ -20,7 +20,9 @@ extension ImagePipeline {
         /// override it (``ImageRequest/diskCachePolicy``). Default ``DiskCachePolicy/originals``.
         public var diskCachePolicy: DiskCachePolicy = .originals
         /// Encodes renditions (``DiskCachePolicy/originalsAndRenditions``); without one no
-        /// rendition is stored. Default `nil`; `PNGEncoder()` from `CodecPNG` is lossless.
+        /// rendition is stored. Default `nil`. ``RenditionEncoder`` writes opaque results as JPEG
+        /// and the others losslessly, with the encoders of an ``EncoderRegistry``;
+        /// `PNGEncoder()` from `CodecPNG` alone writes every rendition as PNG.
         public var renditionEncoder: (any RenditionEncoding)?
         /// Decodes that run at once. Default: the number of active cores.
         public var maxConcurrentDecodes: Int

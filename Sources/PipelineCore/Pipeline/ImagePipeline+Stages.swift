@@ -108,7 +108,7 @@ extension ImagePipeline {
         guard (request.diskCachePolicy ?? configuration.diskCachePolicy) == .originalsAndRenditions,
               let disk = configuration.diskCache, let encoder = configuration.renditionEncoder,
               configuration.diskCachedSchemes.contains(fetchURL(for: request).scheme?.lowercased() ?? ""),
-              let url = key.renditionURL else { return nil }
+              let url = key.renditionURL(encoding: encoder.renditionIdentifier) else { return nil }
         return RenditionStore(disk: disk, encoder: encoder, url: url)
     }
 
@@ -116,12 +116,13 @@ extension ImagePipeline {
     /// on disk now. A stale original follows the request's ``RevalidationPolicy`` as a plain
     /// disk hit would: with `staleWhileRevalidate` the rendition answers and the original is
     /// revalidated in the background (new bytes change the tag); `revalidateBeforeAnswering`
-    /// goes the normal way. Reads the original's bytes to check the tag, but does not decode them.
+    /// goes the normal way. The original's bytes are neither decoded nor read: the tag is checked
+    /// against its digest (``DataCaching/cachedDigest(for:)``; ``DiskCache`` reads the header).
     private func cachedRendition(_ store: RenditionStore, request: ImageRequest, key: ImageKey,
                                  priority: PriorityHandle) async throws -> ImageResponse? {
-        guard let original = await store.disk.cachedData(for: key.fetchURL),
+        guard let original = await store.disk.cachedDigest(for: key.fetchURL),
               let stored = await store.disk.cachedData(for: store.url),
-              stored.info.etag == renditionTag(of: original.data) else { return nil }
+              stored.info.etag == renditionTag(of: original) else { return nil }
         if !original.info.isFresh(at: configuration.now()), request.cachePolicy != .returnCacheDataDontLoad {
             guard request.revalidation == .staleWhileRevalidate else { return nil }
             revalidateInBackground(url: fetchURL(for: request), cacheURL: key.fetchURL, headers: request.headers)
@@ -129,7 +130,7 @@ extension ImagePipeline {
         var plain = key.unprocessed
         plain.targetSize = .original
         plain.processing = ProcessingOptions(appliesOrientation: false, convertsToSRGB: false)
-        guard let (decoded, _) = try? await decodeOnPool(stored.data, source: .disk, key: plain, priority: priority) else {
+        guard let (decoded, _) = try? await decodeOnPool(stored.data, source: .rendition, key: plain, priority: priority) else {
             await store.disk.removeData(for: store.url)  // damaged or undecodable: a miss
             return nil
         }
@@ -151,11 +152,11 @@ extension ImagePipeline {
     private func storeRendition(_ response: ImageResponse, in store: RenditionStore, key: ImageKey,
                                 priority: PriorityHandle, generation: UInt64) async {
         let encoder = store.encoder, bitmap = response.bitmap
-        guard let original = await store.disk.cachedData(for: key.fetchURL),
+        guard let original = await store.disk.cachedDigest(for: key.fetchURL),
               let data = try? await decodePool.run(priority: priority, { try encoder.encode(bitmap) }),
               replacements == generation else { return }
         let meta = "\(response.originalSize.width) \(response.originalSize.height) \(response.format.rawValue)"
-        let info = CacheEntryInfo(etag: renditionTag(of: original.data), lastModified: meta,
+        let info = CacheEntryInfo(etag: renditionTag(of: original), lastModified: meta,
                                   freshUntil: original.info.freshUntil)
         await store.disk.storeData(data, info: info, for: store.url)
         emit(.renditionStored(key, bytes: data.count))

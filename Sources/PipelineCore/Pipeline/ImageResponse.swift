@@ -6,6 +6,9 @@ public enum ImageSource: String, Hashable, Sendable {
     case memory
     /// The disk cache, without asking the origin.
     case disk
+    /// A processed rendition on disk (``DiskCachePolicy/originalsAndRenditions``): the small
+    /// encoded result was decoded; the original was neither read nor decoded.
+    case rendition
     /// The disk cache, after the origin confirmed it is current (HTTP 304).
     case revalidated
     /// A loader (network or file).
