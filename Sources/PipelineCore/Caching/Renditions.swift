@@ -28,7 +28,7 @@ extension RenditionEncoding {
     public var renditionIdentifier: String { "" }
 }
 
-/// Stores opaque renditions lossy (JPEG at ``quality`` by default) and renditions with any
+/// Stores opaque renditions lossy (JPEG at quality 85 by default, ``opaqueOptions``) and renditions with any
 /// non-opaque pixel lossless (PNG by default), with encoders from a registry:
 ///
 /// ```swift
