@@ -79,17 +79,29 @@ struct LanczosTable {
     /// The last source index output `i` needs.
     func lastSource(_ i: Int) -> Int { starts[i] + counts[i] - 1 }
 
-    /// Filters one row of `SIMD4<Float>` pixels into `out` (one pixel per output index).
-    func apply(_ row: UnsafeBufferPointer<SIMD4<Float>>, into out: UnsafeMutableBufferPointer<SIMD4<Float>>) {
+    /// Filters one row of RGBA float pixels (4 floats each) into `out` (4 floats per output index).
+    func apply(_ row: UnsafePointer<Float>, into out: UnsafeMutablePointer<Float>) {
         weights.withUnsafeBufferPointer { w in
             starts.withUnsafeBufferPointer { starts in
                 counts.withUnsafeBufferPointer { counts in
                     offsets.withUnsafeBufferPointer { offsets in
                         for i in 0..<starts.count {
-                            var sum = SIMD4<Float>()
-                            let p = starts[i], base = offsets[i]
-                            for k in 0..<counts[i] { sum += row[p + k] * w[base + k] }
-                            out[i] = sum
+                            var r: Float = 0, g: Float = 0, b: Float = 0, a: Float = 0
+                            var p = row + starts[i] * 4
+                            let base = offsets[i]
+                            for k in 0..<counts[i] {
+                                let weight = w[base + k]
+                                r += p[0] * weight
+                                g += p[1] * weight
+                                b += p[2] * weight
+                                a += p[3] * weight
+                                p += 4
+                            }
+                            let o = out + i * 4
+                            o[0] = r
+                            o[1] = g
+                            o[2] = b
+                            o[3] = a
                         }
                     }
                 }
@@ -109,24 +121,24 @@ final class LanczosRows: RowFiltering {
 
     private let sourceSize: PixelSize
     private let outputSize: PixelSize
-    /// Integer box factors (1: none) and the reduced grid's size.
+    /// Integer box factors (1: none) and the reduced grid's width.
     private let boxX: Int, boxY: Int
-    private let reducedWidth: Int, reducedHeight: Int
+    private let reducedWidth: Int
     private let horizontal: LanczosTable
     private let vertical: LanczosTable
     private var output: Bitmap
     private var nextSourceRow = 0
-    /// The source row as floats, box-reduced horizontally (reducedWidth pixels).
-    private var line: [SIMD4<Float>]
+    /// The source row as RGBA floats, box-reduced horizontally (`reducedWidth` pixels).
+    private var line: [Float]
     /// Sum of the current band of `boxY` source rows (box reduction only).
-    private var band: [SIMD4<Float>]
+    private var band: [Float]
     private var bandRows = 0
-    /// Ring of horizontally filtered reduced rows, `vertical.widest` rows of `outputSize.width`.
-    private var ring: [SIMD4<Float>]
+    /// Ring of horizontally filtered reduced rows: `vertical.widest` rows of `outputSize.width` pixels.
+    private var ring: [Float]
     /// Which reduced row each ring slot holds (-1: none).
     private var slotRow: [Int]
     private var firstOpenRow = 0
-    private var sum: [SIMD4<Float>]
+    private var sum: [Float]
 
     init(sourceSize: PixelSize, crop: PixelRect, outputSize: PixelSize) {
         self.sourceSize = sourceSize
@@ -135,17 +147,17 @@ final class LanczosRows: RowFiltering {
         boxX = max(1, min(sourceSize.width, Int((scaleX / Self.gap).rounded(.down))))
         boxY = max(1, min(sourceSize.height, Int((scaleY / Self.gap).rounded(.down))))
         reducedWidth = (sourceSize.width + boxX - 1) / boxX
-        reducedHeight = (sourceSize.height + boxY - 1) / boxY
+        let reducedHeight = (sourceSize.height + boxY - 1) / boxY
         horizontal = LanczosTable(sourceLength: reducedWidth, start: crop.x / Double(boxX), span: crop.width / Double(boxX),
                                   outputLength: outputSize.width)
         vertical = LanczosTable(sourceLength: reducedHeight, start: crop.y / Double(boxY), span: crop.height / Double(boxY),
                                 outputLength: outputSize.height)
         output = Bitmap(zeroed: outputSize)
-        line = [SIMD4<Float>](repeating: .zero, count: reducedWidth)
-        band = boxY > 1 ? [SIMD4<Float>](repeating: .zero, count: reducedWidth) : []
-        ring = [SIMD4<Float>](repeating: .zero, count: vertical.widest * outputSize.width)
+        line = [Float](repeating: 0, count: reducedWidth * 4)
+        band = boxY > 1 ? [Float](repeating: 0, count: reducedWidth * 4) : []
+        ring = [Float](repeating: 0, count: vertical.widest * outputSize.width * 4)
         slotRow = [Int](repeating: -1, count: vertical.widest)
-        sum = [SIMD4<Float>](repeating: .zero, count: outputSize.width)
+        sum = [Float](repeating: 0, count: outputSize.width * 4)
     }
 
     var nextRowIsNeeded: Bool {
@@ -166,9 +178,10 @@ final class LanczosRows: RowFiltering {
             line.withUnsafeBufferPointer { add(reducedRow: reduced, $0) }
             return
         }
+        let first = bandRows == 0
         band.withUnsafeMutableBufferPointer { band in
             line.withUnsafeBufferPointer { line in
-                if bandRows == 0 {
+                if first {
                     for i in 0..<band.count { band[i] = line[i] }
                 } else {
                     for i in 0..<band.count { band[i] += line[i] }
@@ -190,40 +203,45 @@ final class LanczosRows: RowFiltering {
         let width = sourceSize.width, box = boxX
         line.withUnsafeMutableBufferPointer { line in
             if box == 1 {
-                for x in 0..<width {
-                    let p = x * 4
-                    line[x] = SIMD4<Float>(Float(row[p]), Float(row[p + 1]), Float(row[p + 2]), Float(row[p + 3]))
-                }
+                for i in 0..<(width * 4) { line[i] = Float(row[i]) }
                 return
             }
-            for j in 0..<line.count {
+            for j in 0..<reducedWidth {
                 let x0 = j * box, x1 = min(width, x0 + box)
-                var s = SIMD4<UInt32>()
-                for x in x0..<x1 {
-                    let p = x * 4
-                    s &+= SIMD4<UInt32>(UInt32(row[p]), UInt32(row[p + 1]), UInt32(row[p + 2]), UInt32(row[p + 3]))
+                var r: UInt32 = 0, g: UInt32 = 0, b: UInt32 = 0, a: UInt32 = 0
+                var p = x0 * 4
+                for _ in x0..<x1 {
+                    r &+= UInt32(row[p])
+                    g &+= UInt32(row[p + 1])
+                    b &+= UInt32(row[p + 2])
+                    a &+= UInt32(row[p + 3])
+                    p += 4
                 }
-                line[j] = SIMD4<Float>(s) / Float(x1 - x0)
+                let scale = 1 / Float(x1 - x0), q = j * 4
+                line[q] = Float(r) * scale
+                line[q + 1] = Float(g) * scale
+                line[q + 2] = Float(b) * scale
+                line[q + 3] = Float(a) * scale
             }
         }
     }
 
     /// The mean of the band's rows becomes the next reduced row.
     private func flushBand() {
-        let reduced = (nextSourceRow - 1) / boxY, count = Float(bandRows)
+        let reduced = (nextSourceRow - 1) / boxY, scale = 1 / Float(bandRows)
         bandRows = 0
         band.withUnsafeMutableBufferPointer { band in
-            for i in 0..<band.count { band[i] /= count }
+            for i in 0..<band.count { band[i] *= scale }
             add(reducedRow: reduced, UnsafeBufferPointer(band))
         }
     }
 
     /// Filters reduced row `r` horizontally into the ring and writes every output row it completes.
-    private func add(reducedRow r: Int, _ pixels: UnsafeBufferPointer<SIMD4<Float>>) {
-        let slot = r % slotRow.count, width = outputSize.width
+    private func add(reducedRow r: Int, _ pixels: UnsafeBufferPointer<Float>) {
+        let slot = r % slotRow.count, stride = outputSize.width * 4
         ring.withUnsafeMutableBufferPointer { ring in
-            guard let base = ring.baseAddress else { return }
-            horizontal.apply(pixels, into: UnsafeMutableBufferPointer(start: base + slot * width, count: width))
+            guard let base = ring.baseAddress, let from = pixels.baseAddress else { return }
+            horizontal.apply(from, into: base + slot * stride)
         }
         slotRow[slot] = r
         finishRows(through: r)
@@ -232,7 +250,7 @@ final class LanczosRows: RowFiltering {
     /// Writes out every output row whose last reduced row is at or before `r`; rows never
     /// pushed (a truncated source) count as transparent.
     private func finishRows(through r: Int) {
-        let width = outputSize.width, slots = slotRow.count
+        let stride = outputSize.width * 4, slots = slotRow.count
         while firstOpenRow < outputSize.height, vertical.lastSource(firstOpenRow) <= r {
             let y = firstOpenRow
             firstOpenRow += 1
@@ -244,12 +262,12 @@ final class LanczosRows: RowFiltering {
                         for k in 0..<count {
                             let s = first + k, slot = s % slots
                             guard slotRow[slot] == s else { continue }
-                            let weight = w[base + k], offset = slot * width
+                            let weight = w[base + k], offset = slot * stride
                             if !reached {
-                                for i in 0..<width { sum[i] = ring[offset + i] * weight }
+                                for i in 0..<stride { sum[i] = ring[offset + i] * weight }
                                 reached = true
                             } else {
-                                for i in 0..<width { sum[i] += ring[offset + i] * weight }
+                                for i in 0..<stride { sum[i] += ring[offset + i] * weight }
                             }
                         }
                     }
@@ -257,15 +275,13 @@ final class LanczosRows: RowFiltering {
                 guard reached else { return }
                 let rowOffset = y * output.bytesPerRow
                 output.withUnsafeMutableBytes { out in
-                    for i in 0..<width {
-                        // Round and clamp; colour never above alpha (ringing at an alpha edge).
-                        let v = (sum[i] + 0.5).clamped(lowerBound: .zero, upperBound: SIMD4(repeating: 255))
-                        let a = v[3].rounded(.down)
-                        let p = rowOffset + i * 4
-                        out[p] = UInt8(min(v[0], a))
-                        out[p + 1] = UInt8(min(v[1], a))
-                        out[p + 2] = UInt8(min(v[2], a))
-                        out[p + 3] = UInt8(a)
+                    for i in Swift.stride(from: 0, to: stride, by: 4) {
+                        // Round and clamp to 0…255; colour never above alpha (ringing at an alpha edge).
+                        let a = min(255, max(0, sum[i + 3] + 0.5)).rounded(.down)
+                        out[rowOffset + i] = UInt8(min(a, max(0, sum[i] + 0.5)))
+                        out[rowOffset + i + 1] = UInt8(min(a, max(0, sum[i + 1] + 0.5)))
+                        out[rowOffset + i + 2] = UInt8(min(a, max(0, sum[i + 2] + 0.5)))
+                        out[rowOffset + i + 3] = UInt8(a)
                     }
                 }
             }
