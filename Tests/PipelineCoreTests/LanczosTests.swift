@@ -156,6 +156,29 @@ struct LanczosTests {
         #expect(streaming.finish() == oneShot)
     }
 
+    @Test func aTruncatedSourceLeavesTheRowsItNeverReachedTransparent() {
+        let pixel: [UInt8] = [40, 80, 120, 255]
+        let width = 64, height = 64
+        let row = Array([[UInt8]](repeating: pixel, count: width).joined())
+        var resampler = RowResampler(sourceSize: PixelSize(width: width, height: height),
+                                     outputSize: PixelSize(width: 8, height: 8), filter: .lanczos3)
+        row.withUnsafeBufferPointer { for _ in 0..<(height / 2) { resampler.push(row: $0) } }
+        let out = resampler.finish()
+        #expect(out.pixel(x: 3, y: 0) == (40, 80, 120, 255), "rows fully reached are whole")
+        #expect(out.pixel(x: 3, y: 7) == (0, 0, 0, 0), "rows never reached are transparent")
+    }
+
+    @Test func anExtremeFillUpscaleEnlargesOnlyTheCrop() {
+        // A 1×300 strip filled into 300×1 with upscaling: the plan crops one pixel's height of
+        // it and enlarges that 300×; the ring holds six source rows, not the picture.
+        let strip = Self.picture(1, 300, alpha: false)
+        let plan = ResizePlan(source: strip.size, target: .pixels(PixelSize(width: 300, height: 1)), contentMode: .fill,
+                              allowsUpscaling: true)
+        let out = Resampler.resample(strip, plan: plan, filter: .lanczos3)
+        #expect(out.size == PixelSize(width: 300, height: 1))
+        #expect(Self.maxDifference(out, Self.reference(strip, crop: plan.crop, to: plan.outputSize)) <= 1)
+    }
+
     @Test func aUniformPictureStaysUniformAtEveryScale() {
         let pixel: [UInt8] = [10, 200, 77, 255]
         let uniform = Bitmap(width: 37, height: 23, bytesPerRow: 37 * 4, bytes: Array([[UInt8]](repeating: pixel, count: 37 * 23).joined()))!
