@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Thumbnail benchmark: a whole `imgpipe thumb --size 256` process beside vipsthumbnail and
 # Pillow (draft + thumbnail) on 6000x4000 photos: baseline and progressive JPEG (q90), PNG RGB
-# and RGBA. Prints the minimum of $RUNS runs (default 7) of wall time and peak RSS
+# and RGBA, lossy WebP (cwebp -q 90; with `dwebp -scale`, libwebp's own scaled decode, as the
+# floor). Prints the minimum of $RUNS runs (default 7) of wall time and peak RSS
 # (/usr/bin/time -f %M) per tool and input.
 #
 # Idempotent: installs missing peers (libvips-tools, time, Pillow), builds the release
@@ -20,6 +21,7 @@ sudo=""
 missing=()
 command -v vipsthumbnail >/dev/null || missing+=(libvips-tools)
 [ -x /usr/bin/time ] || missing+=(time)
+command -v cwebp >/dev/null || missing+=(webp)
 if [ "${#missing[@]}" -gt 0 ]; then
   echo "thumbnails: installing ${missing[*]}" >&2
   export DEBIAN_FRONTEND=noninteractive
@@ -37,6 +39,7 @@ if [ ! -f "$inputs/photo-rgba.png" ]; then
   python3 Benchmarks/make_inputs.py "$tmp/unpacked/usr/share/wallpapers" "$inputs"
   rm -rf "$tmp"
 fi
+[ -f "$inputs/photo-lossy.webp" ] || cwebp -quiet -q 90 "$inputs/photo-rgb.png" -o "$inputs/photo-lossy.webp"
 
 pillow='import sys
 from PIL import Image
@@ -61,13 +64,16 @@ measure() {
 }
 
 printf "%-22s %-14s %8s %10s\n" input tool "ms" "peak MiB"
-for input in photo-baseline.jpg photo-progressive.jpg photo-rgb.png photo-rgba.png; do
+for input in photo-baseline.jpg photo-progressive.jpg photo-rgb.png photo-rgba.png photo-lossy.webp; do
   file="$inputs/$input"
-  for tool in imgpipe vipsthumbnail pillow; do
+  tools="imgpipe vipsthumbnail pillow"
+  [[ $input == *.webp ]] && tools+=" dwebp-scale"
+  for tool in $tools; do
     case $tool in
       imgpipe) result=$(measure "$imgpipe" thumb "$file" --size $size --out "$out/t.png") ;;
       vipsthumbnail) result=$(measure vipsthumbnail "$file" -s $size -o "$out/v.png") ;;
       pillow) result=$(measure python3 -c "$pillow" "$file" "$out/p.png") ;;
+      dwebp-scale) result=$(measure dwebp "$file" -scale $size 0 -pam -o "$out/d.pam") ;;
     esac
     read -r ms kb <<<"$result"
     printf "%-22s %-14s %8s %10s\n" "$input" "$tool" "$ms" "$(python3 -c "print(f'{$kb/1024:.1f}')")"

@@ -63,7 +63,7 @@ public struct GIFDecoder: AnimatedImageDecoding {
         func decode(_ options: DecodeOptions) throws -> DecodedImage {
             let reader = try GIFFrameReader(data, maxPixelCount: options.maxPixelCount)
             if let target = options.targetSize, target.isValid, target != info.size {
-                return DecodedImage(bitmap: try reader.firstFrame(resampledTo: target), info: info)
+                return DecodedImage(bitmap: try reader.firstFrame(resampledTo: target, filter: options.resamplingFilter), info: info)
             }
             guard let frame = try reader.nextFrame() else {
                 throw ImagePipelineError.corruptData(format: .gif, message: "the file has no frame")

@@ -155,7 +155,7 @@ final class GIFFrameReader {
     /// frame lies) stream through a ``PipelineCore/RowResampler`` as giflib decodes them.
     /// Memory is one canvas row, the output, and for an interlaced frame its indices (a quarter
     /// of a canvas at most). Only before any ``nextFrame()``.
-    func firstFrame(resampledTo output: PixelSize) throws -> Bitmap {
+    func firstFrame(resampledTo output: PixelSize, filter: ResamplingFilter = .default) throws -> Bitmap {
         try checkCanvas()
         guard framesRead == 0, let control = try nextImage() else {
             throw ImagePipelineError.corruptData(format: .gif, message: "the file has no frame")
@@ -188,7 +188,7 @@ final class GIFFrameReader {
                 }
             }
         }
-        var resampler = RowResampler(sourceSize: canvasSize, outputSize: output)
+        var resampler = RowResampler(sourceSize: canvasSize, outputSize: output, filter: filter)
         let transparent = [UInt8](repeating: 0, count: canvasSize.width * 4)
         var row = transparent
         for y in 0..<canvasSize.height {

@@ -138,7 +138,8 @@ public struct HEIFDecoder: ImageDecoding {
                 return DecodedImage(bitmap: thumbnail.0, info: info, warnings: thumbnail.1)
             }
             let decoded = try primary.decode(strict: options.strict, maxPixelCount: options.maxPixelCount, quiet: quiet,
-                                             output: HEIFDecoder.output(for: options.targetSize, size: info.size))
+                                             output: HEIFDecoder.output(for: options.targetSize, size: info.size),
+                                             filter: options.resamplingFilter)
             guard decoded.decodedSize == info.size else {
                 throw ImagePipelineError.corruptData(format: info.format,
                                                      message: "libheif decoded \(decoded.decodedSize), the header says \(info.size)")

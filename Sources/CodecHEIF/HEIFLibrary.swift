@@ -144,7 +144,8 @@ enum HEIFLibrary {
         /// ours exists beside libheif's. `decodedSize` is libheif's size (checked by the caller).
         /// With `quiet`, fd 2 points at `/dev/null` during `heif_decode_image` (``StandardErrorSilencer``).
         func decode(strict: Bool, maxPixelCount: Int, quiet: Bool,
-                    output: PixelSize? = nil) throws(ImagePipelineError) -> (bitmap: Bitmap, warnings: [String], decodedSize: PixelSize) {
+                    output: PixelSize? = nil, filter: ResamplingFilter = .default)
+            throws(ImagePipelineError) -> (bitmap: Bitmap, warnings: [String], decodedSize: PixelSize) {
             guard let options = heif_decoding_options_alloc() else {
                 throw .corruptData(format: format, message: "heif_decoding_options_alloc failed")
             }
@@ -177,7 +178,7 @@ enum HEIFLibrary {
                                  premultiply: alpha && !isPremultiplied)
             let bitmap: Bitmap
             if let output, output.isValid, output.width <= width, output.height <= height, output != size {
-                bitmap = rows.resampled(to: output)
+                bitmap = rows.resampled(to: output, filter: filter)
             } else {
                 bitmap = rows.bitmap()
             }
@@ -235,8 +236,8 @@ enum HEIFLibrary {
 
         /// The plane resampled to `output`, one row at a time (rows the resampler does not
         /// need are not converted).
-        func resampled(to output: PixelSize) -> Bitmap {
-            var resampler = RowResampler(sourceSize: size, outputSize: output)
+        func resampled(to output: PixelSize, filter: ResamplingFilter) -> Bitmap {
+            var resampler = RowResampler(sourceSize: size, outputSize: output, filter: filter)
             var scratch = [UInt8](repeating: 0, count: size.width * 4)
             scratch.withUnsafeMutableBufferPointer { buffer in
                 for y in 0..<size.height {

@@ -72,9 +72,11 @@ public struct PNGDecoder: ImageDecoding {
                target.width < info.size.width || target.height < info.size.height {
                 let output = PixelSize(width: min(target.width, info.size.width), height: min(target.height, info.size.height))
                 if header.interlaced != 0 {
-                    bitmap = Resampler.resample(try PNGDecoder.readWhole(decoder, size: info.size), to: output)
+                    bitmap = Resampler.resample(try PNGDecoder.readWhole(decoder, size: info.size), to: output,
+                                                    filter: options.resamplingFilter)
                 } else {
-                    bitmap = try PNGDecoder.readShrinking(decoder, size: info.size, to: output, alpha: info.hasAlpha)
+                    bitmap = try PNGDecoder.readShrinking(decoder, size: info.size, to: output, alpha: info.hasAlpha,
+                                                             filter: options.resamplingFilter)
                 }
             } else {
                 bitmap = try PNGDecoder.readWhole(decoder, size: info.size)
@@ -99,8 +101,8 @@ public struct PNGDecoder: ImageDecoding {
     /// Reads rows in small batches and pushes each into a resampler: memory is the output plus
     /// one batch of rows.
     static func readShrinking(_ session: borrowing PNGSession, size: PixelSize, to output: PixelSize,
-                                      alpha: Bool) throws -> Bitmap {
-        var resampler = RowResampler(sourceSize: size, outputSize: output)
+                                      alpha: Bool, filter: ResamplingFilter = .default) throws -> Bitmap {
+        var resampler = RowResampler(sourceSize: size, outputSize: output, filter: filter)
         let stride = size.width * 4
         let batch = min(rowBatch, size.height)
         var rows = [UInt8](repeating: 0, count: stride * batch)

@@ -84,8 +84,8 @@ public struct WebPDecoder: ImageDecoding {
                 output = PixelSize(width: min(target.width, info.size.width), height: min(target.height, info.size.height))
             }
             let bitmap = features.has_animation != 0
-                ? try WebPDecoder.firstFrame(bytes, canvas: info.size, output: output)
-                : try WebPDecoder.still(bytes, features: features, size: info.size, output: output)
+                ? try WebPDecoder.firstFrame(bytes, canvas: info.size, output: output, filter: options.resamplingFilter)
+                : try WebPDecoder.still(bytes, features: features, size: info.size, output: output, filter: options.resamplingFilter)
             var decoded = DecodedImage(bitmap: consume bitmap, info: info)
             // On the output rows (already scaled by libwebp or resampled for a thumbnail).
             decoded.applyColorProfile(profile, options: options, pictureIsGray: false)
@@ -98,11 +98,11 @@ public struct WebPDecoder: ImageDecoding {
     /// pixels bleeds into the edges): that is decoded whole and resampled premultiplied, like
     /// every other codec.
     static func still(_ bytes: UnsafeBufferPointer<UInt8>, features: WebPBitstreamFeatures, size: PixelSize,
-                              output: PixelSize) throws -> Bitmap {
+                              output: PixelSize, filter: ResamplingFilter = .default) throws -> Bitmap {
         if output != size, features.has_alpha != 0, features.format != 2 {
             var whole = Bitmap(zeroed: size)
             try WebPInput.decode(bytes, into: &whole, at: (0, 0), size: size, scaled: false)
-            return Resampler.resample(whole, to: output)
+            return Resampler.resample(whole, to: output, filter: filter)
         }
         var bitmap = Bitmap(zeroed: output)
         try WebPInput.decode(bytes, into: &bitmap, at: (0, 0), size: output, scaled: output != size)
@@ -118,7 +118,8 @@ public struct WebPDecoder: ImageDecoding {
     /// through a ``PipelineCore/RowResampler``: memory is the frame, one canvas row and the
     /// output (a 64×64 frame on a 9999×9999 canvas no longer costs a 400 MB bitmap), and the
     /// result is exactly the canvas's resampling.
-    static func firstFrame(_ bytes: UnsafeBufferPointer<UInt8>, canvas: PixelSize, output: PixelSize) throws -> Bitmap {
+    static func firstFrame(_ bytes: UnsafeBufferPointer<UInt8>, canvas: PixelSize, output: PixelSize,
+                           filter: ResamplingFilter = .default) throws -> Bitmap {
         let (x, y, frame, fragment) = try WebPInput.Demuxer(bytes).firstFrame()
         guard frame.isValid, x >= 0, y >= 0, x + frame.width <= canvas.width, y + frame.height <= canvas.height else {
             throw ImagePipelineError.corruptData(format: .webp, message: "the first frame (\(frame) at \(x),\(y)) is outside the \(canvas) canvas")
@@ -133,16 +134,17 @@ public struct WebPDecoder: ImageDecoding {
             return bitmap
         }
         if frame == canvas {
-            return try still(fragment, features: features, size: frame, output: output)
+            return try still(fragment, features: features, size: frame, output: output, filter: filter)
         }
         var pixels = Bitmap(zeroed: frame)
         try WebPInput.decode(fragment, into: &pixels, at: (0, 0), size: frame, scaled: false)
-        return placed(pixels, at: (x, y), on: canvas, resampledTo: output)
+        return placed(pixels, at: (x, y), on: canvas, resampledTo: output, filter: filter)
     }
 
     /// `frame` at `origin` on a transparent `canvas`, resampled to `output` one canvas row at a time.
-    private static func placed(_ frame: Bitmap, at origin: (x: Int, y: Int), on canvas: PixelSize, resampledTo output: PixelSize) -> Bitmap {
-        var resampler = RowResampler(sourceSize: canvas, outputSize: output)
+    private static func placed(_ frame: Bitmap, at origin: (x: Int, y: Int), on canvas: PixelSize, resampledTo output: PixelSize,
+                               filter: ResamplingFilter) -> Bitmap {
+        var resampler = RowResampler(sourceSize: canvas, outputSize: output, filter: filter)
         let rowBytes = canvas.width * 4
         let transparent = [UInt8](repeating: 0, count: rowBytes)
         var row = transparent  // zero outside the frame's columns, always

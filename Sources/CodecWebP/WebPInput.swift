@@ -47,6 +47,9 @@ enum WebPInput {
         }
         config.output.colorspace = MODE_rgbA
         config.output.is_external_memory = 1
+        // Lossy: in-loop filtering and output run on a second thread (as libvips and `dwebp -mt`
+        // decode); no effect on lossless bitstreams.
+        config.options.use_threads = 1
         if scaled {
             config.options.use_scaling = 1
             config.options.scaled_width = Int32(size.width)

@@ -93,7 +93,8 @@ extension Command {
                   .value("out", "FILE", "where to write it: .png, or .pam (straight RGBA)"),
                   .value("blur", "R", "Gaussian blur, standard deviation R output pixels"),
                   .value("corner-radius", "R", "round the corners by R output pixels"),
-                  .flag("round", "crop to a circle (transparent outside)")],
+                  .flag("round", "crop to a circle (transparent outside)"),
+                  .value("filter", "F", "resampling filter: lanczos3 or area (default \(ResamplingFilter.default.rawValue))")],
         run: { invocation in
             let output = try invocation.output(allowed: ["png", "pam"])
             var request: ImageRequest
@@ -106,6 +107,13 @@ extension Command {
                 request = ImageRequest(url: url, width: size, height: size)
             }
             request.processors = try processors(invocation)
+            if let name = invocation.options["filter"] {
+                guard let filter = ResamplingFilter(rawValue: name) else {
+                    let names = ResamplingFilter.allCases.map(\.rawValue).joined(separator: ", ")
+                    throw UsageError(message: "--filter must be one of \(names), got '\(name)'")
+                }
+                request.processing.resamplingFilter = filter
+            }
             return try await render(request, to: output, invocation)
         })
 

@@ -36,6 +36,29 @@ struct PipelineIntegrationTests {
         #expect(response.bitmap == (try Fixtures.thumbnail(JPEGDecoder(), data, box: PixelSize(width: 64, height: 64))))
     }
 
+    /// The request's filter is applied after the DCT scaling, and each filter gets its own
+    /// memory-cache entry: asking for both gives two different pictures, each exactly the
+    /// scaled decode resampled with that filter.
+    @Test func theRequestsFilterResamplesTheScaledDecode() async throws {
+        let data = try Corpus.data("exif-orientation", "Landscape_1.jpg")
+        let pipeline = ImagePipeline(configuration: .init(
+            decoders: DecoderRegistry().registering(JPEGDecoder()),
+            loaders: LoaderRegistry().registering(MemoryLoader(files: ["photo": data]))))
+        let url = try #require(URL(string: "memory://photo"))
+        let info = try JPEGDecoder().readInfo(data)
+        let plan = ResizePlan(source: info.uprightSize, target: .pixels(PixelSize(width: 100, height: 100)), contentMode: .fit)
+        let scaled = try JPEGDecoder().decode(data, options: DecodeOptions(targetSize: plan.scaledSize)).bitmap
+        var results: [Bitmap] = []
+        for filter in [ResamplingFilter.lanczos3, .areaAverage] {
+            var request = ImageRequest(url: url, width: 100, height: 100)
+            request.processing.resamplingFilter = filter
+            let response = try await pipeline.image(for: request)
+            #expect(response.bitmap == Resampler.resample(scaled, plan: plan, filter: filter), "\(filter)")
+            results.append(response.bitmap)
+        }
+        #expect(results[0] != results[1])
+    }
+
     @Test func aDamagedJPEGReachesTheCallerAsATypedError() async throws {
         let pipeline = ImagePipeline(configuration: .init(
             decoders: DecoderRegistry().registering(JPEGDecoder()),

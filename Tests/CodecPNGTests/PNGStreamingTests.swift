@@ -44,6 +44,18 @@ struct PNGStreamingTests {
         #expect(shrunk == Resampler.resample(full, to: target))
     }
 
+    /// The decoder shrinks with the filter it is asked for (rows streamed through it).
+    @Test(arguments: ResamplingFilter.allCases)
+    func shrinkingWhileReadingUsesTheRequestedFilter(_ filter: ResamplingFilter) throws {
+        let data = try PNGEncoder(compressionLevel: 1).encode(Self.pattern(width: 300, height: 200))
+        let full = try PNGDecoder().decode(data, options: DecodeOptions()).bitmap
+        let target = PixelSize(width: 45, height: 30)
+        let shrunk = try PNGDecoder().decode(data, options: DecodeOptions(targetSize: target, resamplingFilter: filter)).bitmap
+        #expect(shrunk == Resampler.resample(full, to: target, filter: filter))
+        let other: ResamplingFilter = filter == .lanczos3 ? .areaAverage : .lanczos3
+        #expect(shrunk != Resampler.resample(full, to: target, filter: other))
+    }
+
     @Test func aTargetLargerThanThePictureGivesFullSize() throws {
         let data = try PNGEncoder().encode(Self.pattern(width: 20, height: 10))
         let decoded = try PNGDecoder().decode(data, options: DecodeOptions(targetSize: PixelSize(width: 200, height: 100)))

@@ -35,12 +35,12 @@ struct ResamplerTests {
     @Test func downscalingIsAnExactAreaAverage() {
         // 4×2 → 2×1: each output pixel averages a 2×2 block.
         let source = bitmap(4, 2) { x, y in [UInt8(x * 40 + y * 10), 0, 0, 255] }
-        let out = Resampler.resample(source, to: PixelSize(width: 2, height: 1))
+        let out = Resampler.resample(source, to: PixelSize(width: 2, height: 1), filter: .areaAverage)
         #expect(out.pixel(x: 0, y: 0).r == 25)  // (0 + 40 + 10 + 50) / 4
         #expect(out.pixel(x: 1, y: 0).r == 105)  // (80 + 120 + 90 + 130) / 4
         // 3 → 2 weights partial pixels: output 0 = (p0 + p1/2) / 1.5.
         let row = bitmap(3, 1) { x, _ in [[0, 90, 180][x], 0, 0, 255] }
-        let two = Resampler.resample(row, to: PixelSize(width: 2, height: 1))
+        let two = Resampler.resample(row, to: PixelSize(width: 2, height: 1), filter: .areaAverage)
         #expect(two.pixel(x: 0, y: 0).r == 30 && two.pixel(x: 1, y: 0).r == 150)
     }
 
@@ -48,7 +48,7 @@ struct ResamplerTests {
         // Opaque red beside fully transparent pixels: the average is half-transparent red,
         // which un-premultiplies to pure red, not a darkened red.
         let source = bitmap(2, 1) { x, _ in x == 0 ? [255, 0, 0, 255] : [0, 0, 0, 0] }
-        let out = Resampler.resample(source, to: PixelSize(width: 1, height: 1))
+        let out = Resampler.resample(source, to: PixelSize(width: 1, height: 1), filter: .areaAverage)
         #expect(out.pixel(x: 0, y: 0) == (r: 128, g: 0, b: 0, a: 128))
         #expect(out.unpremultipliedBytes() == [255, 0, 0, 128])
     }
@@ -56,7 +56,7 @@ struct ResamplerTests {
     @Test func aUniformPictureStaysUniformAtEveryScale() {
         let source = bitmap(37, 23) { _, _ in [10, 200, 77, 255] }
         for size in [PixelSize(width: 5, height: 3), PixelSize(width: 36, height: 22), PixelSize(width: 80, height: 51)] {
-            let out = Resampler.resample(source, to: size)
+            let out = Resampler.resample(source, to: size, filter: .areaAverage)
             #expect(out.size == size)
             #expect(out.bytes.count == size.width * size.height * 4)
             for y in 0..<size.height { for x in 0..<size.width { #expect(out.pixel(x: x, y: y) == (10, 200, 77, 255)) } }
@@ -67,15 +67,15 @@ struct ResamplerTests {
         // Left third red, middle third green, right third blue; a square fill keeps green.
         let source = bitmap(30, 10) { x, _ in x < 10 ? [255, 0, 0, 255] : x < 20 ? [0, 255, 0, 255] : [0, 0, 255, 255] }
         let plan = ResizePlan(source: source.size, target: .pixels(PixelSize(width: 5, height: 5)), contentMode: .fill)
-        let out = Resampler.resample(source, plan: plan)
+        let out = Resampler.resample(source, plan: plan, filter: .areaAverage)
         #expect(out.size == PixelSize(width: 5, height: 5))
         for x in 0..<5 { #expect(out.pixel(x: x, y: 2) == (0, 255, 0, 255)) }
     }
 
     @Test func streamingRowsGiveTheSameResultAsOneShot() {
         let source = bitmap(50, 40) { x, y in [UInt8(x * 5), UInt8(y * 6), UInt8((x * y) % 256), 255] }
-        let oneShot = Resampler.resample(source, to: PixelSize(width: 13, height: 9))
-        var streaming = RowResampler(sourceSize: source.size, outputSize: PixelSize(width: 13, height: 9))
+        let oneShot = Resampler.resample(source, to: PixelSize(width: 13, height: 9), filter: .areaAverage)
+        var streaming = RowResampler(sourceSize: source.size, outputSize: PixelSize(width: 13, height: 9), filter: .areaAverage)
         source.withUnsafeBytes { bytes in
             for y in 0..<40 { streaming.push(row: UnsafeBufferPointer(rebasing: bytes[(y * 200)..<(y * 200 + 200)])) }
         }

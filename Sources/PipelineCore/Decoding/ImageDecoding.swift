@@ -78,15 +78,21 @@ public struct DecodeOptions: Hashable, Sendable {
     /// `false` the stored values are returned unchanged; ``ImageInfo/colorProfile`` still
     /// reports the profile.
     public var convertsToSRGB: Bool
+    /// The filter a decoder that resamples as it reads (PNG, GIF, HEIF, some WebP) uses to reach
+    /// ``targetSize``; shrink-on-load (JPEG DCT scaling, libwebp's scaling) comes first.
+    /// Default ``ResamplingFilter/default``.
+    public var resamplingFilter: ResamplingFilter
 
     /// Creates options.
     public init(targetSize: PixelSize? = nil, appliesOrientation: Bool = true, strict: Bool = false,
-                maxPixelCount: Int = 100_000_000, convertsToSRGB: Bool = true) {
+                maxPixelCount: Int = 100_000_000, convertsToSRGB: Bool = true,
+                resamplingFilter: ResamplingFilter = .default) {
         self.targetSize = targetSize
         self.appliesOrientation = appliesOrientation
         self.strict = strict
         self.maxPixelCount = maxPixelCount
         self.convertsToSRGB = convertsToSRGB
+        self.resamplingFilter = resamplingFilter
     }
 
     /// Throws ``ImagePipelineError/tooManyPixels(_:limit:)`` when `info` is over the limit,

@@ -20,9 +20,11 @@ public struct ImageAnimation: Sendable {
     private let data: Data
     private let decoder: any AnimatedImageDecoding
     private let maxPixelCount: Int
+    private let filter: ResamplingFilter
 
     init(format: ImageFormat, info: AnimationInfo, plan: ResizePlan, url: URL, data: Data, decoder: any AnimatedImageDecoding,
-         maxPixelCount: Int) {
+         maxPixelCount: Int, filter: ResamplingFilter = .default) {
+        self.filter = filter
         self.format = format
         self.url = url
         self.info = info
@@ -36,7 +38,7 @@ public struct ImageAnimation: Sendable {
     /// last frame; for damaged data, after the frames before it, throws the codec's typed error
     /// wrapped with the URL (``ImagePipelineError/decodingFailed(_:underlying:)``).
     public func frames() -> AsyncThrowingStream<AnimationFrame, any Error> {
-        let cursor = FrameCursor(data: data, decoder: decoder, maxPixelCount: maxPixelCount, plan: plan)
+        let cursor = FrameCursor(data: data, decoder: decoder, maxPixelCount: maxPixelCount, plan: plan, filter: filter)
         let url = url
         return AsyncThrowingStream(unfolding: {
             do {
@@ -56,9 +58,11 @@ private final class FrameCursor: @unchecked Sendable {
     private let decoder: any AnimatedImageDecoding
     private let maxPixelCount: Int
     private let plan: ResizePlan
+    private let filter: ResamplingFilter
     private var frames: (any AnimationFrameDecoding)?
 
-    init(data: Data, decoder: any AnimatedImageDecoding, maxPixelCount: Int, plan: ResizePlan) {
+    init(data: Data, decoder: any AnimatedImageDecoding, maxPixelCount: Int, plan: ResizePlan, filter: ResamplingFilter) {
+        self.filter = filter
         self.data = data
         self.decoder = decoder
         self.maxPixelCount = maxPixelCount
@@ -77,7 +81,7 @@ private final class FrameCursor: @unchecked Sendable {
             return nil
         }
         if frame.bitmap.size != plan.outputSize || plan.crop != PixelRect(plan.sourceSize) {
-            frame.bitmap = Resampler.resample(frame.bitmap, plan: plan)
+            frame.bitmap = Resampler.resample(frame.bitmap, plan: plan, filter: filter)
         }
         return frame
     }
@@ -109,7 +113,8 @@ extension ImagePipeline {
             let plan = ResizePlan(source: info.canvasSize, target: key.targetSize, contentMode: key.contentMode,
                                   allowsUpscaling: key.processing.allowsUpscaling)
             animation = ImageAnimation(format: format, info: info, plan: plan, url: url,
-                                       data: loaded.data, decoder: animated, maxPixelCount: maxPixelCount)
+                                       data: loaded.data, decoder: animated, maxPixelCount: maxPixelCount,
+                                       filter: key.processing.resamplingFilter)
         } catch {
             throw Self.wrap(error, decoding: url)
         }

@@ -234,7 +234,8 @@ extension ImagePipeline {
             let info = session.info
             var options = DecodeOptions(appliesOrientation: key.processing.appliesOrientation,
                                         strict: key.processing.strictDecoding, maxPixelCount: maxPixelCount,
-                                        convertsToSRGB: key.processing.convertsToSRGB)
+                                        convertsToSRGB: key.processing.convertsToSRGB,
+                                        resamplingFilter: key.processing.resamplingFilter)
             try options.checkPixelLimit(info)
             let upright = options.appliesOrientation ? info.uprightSize : info.size
             let plan = ResizePlan(source: upright, target: key.targetSize, contentMode: key.contentMode,
@@ -252,7 +253,7 @@ extension ImagePipeline {
             let decoded = try session.decodeChecked(options)
             let bitmap = decoded.bitmap.size == plan.outputSize && plan.crop == PixelRect(upright)
                 ? decoded.bitmap
-                : Resampler.resample(decoded.bitmap, plan: plan)
+                : Resampler.resample(decoded.bitmap, plan: plan, filter: key.processing.resamplingFilter)
             return .decoded(ImageResponse(bitmap: bitmap, source: source, originalSize: upright, format: info.format,
                                           warnings: decoded.warnings), 0)
         }

@@ -59,14 +59,18 @@ public struct ProcessingOptions: Hashable, Sendable {
     /// `ColorManagement`). Default `true`; `false` keeps the stored values
     /// (``DecodeOptions/convertsToSRGB``).
     public var convertsToSRGB: Bool
+    /// The filter that resamples to the target after the decoder's shrink-on-load. Default
+    /// ``ResamplingFilter/default``.
+    public var resamplingFilter: ResamplingFilter
 
     /// Creates options; the defaults suit almost every caller.
     public init(appliesOrientation: Bool = true, strictDecoding: Bool = false, allowsUpscaling: Bool = false,
-                convertsToSRGB: Bool = true) {
+                convertsToSRGB: Bool = true, resamplingFilter: ResamplingFilter = .default) {
         self.appliesOrientation = appliesOrientation
         self.strictDecoding = strictDecoding
         self.allowsUpscaling = allowsUpscaling
         self.convertsToSRGB = convertsToSRGB
+        self.resamplingFilter = resamplingFilter
     }
 }
 
