@@ -4,7 +4,8 @@ import Foundation
 import PipelineCore
 
 /// Decodes HEIF (HEVC, `.heic`) and, when libheif has an AV1 decoder, AVIF with libheif: the
-/// primary image, output RGBA8 premultiplied.
+/// primary image, output RGBA8 premultiplied or, as ``PipelineCore/DecodeOptions/pixelFormat``
+/// asks, straight (libheif's own values at full size; a resampled picture is made straight once).
 ///
 /// Register it with ``PipelineCore/DecoderRegistry/registering(_:)``:
 /// `DecoderRegistry().registering(HEIFDecoder())`.
@@ -125,7 +126,8 @@ public struct HEIFDecoder: ImageDecoding {
                 return DecodedImage(bitmap: thumbnail.0, info: info, warnings: thumbnail.1)
             }
             let decoded = try primary.decode(strict: options.strict, maxPixelCount: options.maxPixelCount, quiet: quiet,
-                                             output: HEIFDecoder.output(for: options.targetSize, size: info.size))
+                                             output: HEIFDecoder.output(for: options.targetSize, size: info.size),
+                                             pixelFormat: options.pixelFormat)
             guard decoded.decodedSize == info.size else {
                 throw ImagePipelineError.corruptData(format: info.format,
                                                      message: "libheif decoded \(decoded.decodedSize), the header says \(info.size)")
@@ -150,7 +152,8 @@ public struct HEIFDecoder: ImageDecoding {
             best = (id, size)
         }
         guard let best, let handle = try? primary.thumbnail(best.id),
-              let decoded = try? handle.decode(strict: options.strict, maxPixelCount: options.maxPixelCount, quiet: quiet),
+              let decoded = try? handle.decode(strict: options.strict, maxPixelCount: options.maxPixelCount, quiet: quiet,
+                                               pixelFormat: options.pixelFormat),
               decoded.bitmap.size.width >= target.width, decoded.bitmap.size.height >= target.height else { return nil }
         return (decoded.bitmap, decoded.warnings)
     }

@@ -123,6 +123,39 @@ struct HEIFDecoderTests {
         #expect((0..<full.height).contains { y in (0..<full.width).contains { full.pixel(x: $0, y: y).a < 255 } }, "the picture has transparent parts")
     }
 
+    /// HEIC and AVIF with alpha (made by `heif-enc` from `Samples/glass-alpha.png`) decoded at
+    /// full size with straight alpha give exactly `heif-convert`'s straight RGBA PNG (the same
+    /// libheif conversion; read back straight by ``PNGDecoder``, exact on PngSuite).
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/heif-enc") && heifConvert != nil,
+                   "heif-enc or heif-convert is not installed"),
+          arguments: [[], ["-A"]])
+    func aStraightDecodeWithAlphaMatchesHeifConvertExactly(encoderArguments: [String]) throws {
+        guard encoderArguments.isEmpty || HEIFDecoder.decodesAVIF else { return }
+        let png = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Samples/glass-alpha.png")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("heif-alpha-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let encoded = directory.appendingPathComponent("alpha.heif"), reference = directory.appendingPathComponent("reference.png")
+        for (tool, arguments) in [("/usr/bin/heif-enc", encoderArguments + ["-q", "80", png.standardizedFileURL.path, "-o", encoded.path]),
+                                  (try #require(Self.heifConvert).path, [encoded.path, reference.path])] {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: tool)
+            process.arguments = arguments
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            process.waitUntilExit()
+            try #require(process.terminationStatus == 0, "\(tool) failed")
+        }
+        let expected = try PNGDecoder().decode(try Data(contentsOf: reference), options: DecodeOptions(pixelFormat: .rgba8Straight)).bitmap
+        let decoded = try HEIFDecoder().decode(try Data(contentsOf: encoded), options: DecodeOptions(pixelFormat: .rgba8Straight)).bitmap
+        #expect(decoded.pixelFormat == .rgba8Straight)
+        #expect(decoded.size == expected.size)
+        let translucent = expected.bytes.enumerated().filter { $0.offset % 4 == 3 && $0.element > 0 && $0.element < 255 }.count
+        #expect(translucent > 1000, "the picture has semi-transparent parts")
+        #expect(decoded.unpremultipliedBytes() == expected.unpremultipliedBytes(), "straight pixels differ from heif-convert's")
+    }
+
     @Test func rainbowMatchesHeifConvert() throws {
         let decoded = try HEIFDecoder().decode(try Corpus.data("heif", "rainbow-451x461.heic"), options: DecodeOptions())
         #expect(decoded.bitmap.size == PixelSize(width: 451, height: 461))

@@ -60,7 +60,10 @@ extension ImagePipeline {
             if replacements == generation { memoryCache.insert(answer, for: key, cost: answer.bitmap.cost) }
             return answer
         }
-        let baseKey = key.unprocessed
+        // Processors work on premultiplied pixels: a straight request shares the premultiplied
+        // decode and makes the processed result straight once.
+        var baseKey = key.unprocessed
+        baseKey.processing.pixelFormat = .rgba8Premultiplied
         var base: ImageResponse
         if request.cachePolicy != .reloadIgnoringCaches, let cached = memoryCache.value(for: baseKey) {
             base = cached
@@ -68,21 +71,22 @@ extension ImagePipeline {
         } else {
             var baseRequest = request
             baseRequest.processors = []
+            baseRequest.processing.pixelFormat = .rgba8Premultiplied
             let decode = decodeWork(for: baseRequest, key: baseKey)
             base = try await wait(on: decode, in: decodes, key: baseKey, priority: work.priority.current, upstreamOf: work)
         }
         try Task.checkCancellation()
-        let processors = key.processors
+        let processors = key.processors, pixelFormat = key.processing.pixelFormat
         let clock = configuration.now
         let input = base
         let (response, seconds): (ImageResponse, TimeInterval)
         do {
             (response, seconds) = try await decodePool.run(priority: work.priority) {
                 let start = clock()
-                var bitmap = input.bitmap
+                var bitmap = input.bitmap.premultiplied()
                 for processor in processors { bitmap = try processor.process(bitmap) }
                 var processed = input
-                processed.bitmap = bitmap
+                processed.bitmap = bitmap.converted(to: pixelFormat)
                 return (processed, clock().timeIntervalSince(start))
             }
         } catch let error where !(error is CancellationError) {
@@ -123,7 +127,8 @@ extension ImagePipeline {
         }
         var plain = key.unprocessed
         plain.targetSize = .original
-        plain.processing = ProcessingOptions(appliesOrientation: false, convertsToSRGB: false)
+        plain.processing = ProcessingOptions(appliesOrientation: false, convertsToSRGB: false,
+                                             pixelFormat: key.processing.pixelFormat)
         guard let (decoded, _) = try? await decodeOnPool(stored.data, source: .disk, key: plain, priority: priority) else {
             await store.disk.removeData(for: store.url)  // damaged or undecodable: a miss
             return nil
@@ -191,11 +196,16 @@ extension ImagePipeline {
             let plan = ResizePlan(source: upright, target: key.targetSize, contentMode: key.contentMode,
                                   allowsUpscaling: key.processing.allowsUpscaling)
             options.targetSize = plan.scaledSize == upright ? nil : plan.scaledSize
+            // Straight pixels from the decoder only when nothing resamples them: resampling
+            // works on premultiplied ones, and the result is made straight once, at the end.
+            let wanted = key.processing.pixelFormat
+            let resamples = options.targetSize != nil || plan.outputSize != upright || plan.crop != PixelRect(upright)
+            options.pixelFormat = resamples ? .rgba8Premultiplied : wanted
             let decoded = try session.decodeChecked(options)
             let bitmap = decoded.bitmap.size == plan.outputSize && plan.crop == PixelRect(upright)
                 ? decoded.bitmap
-                : Resampler.resample(decoded.bitmap, plan: plan)
-            return ImageResponse(bitmap: bitmap, source: source, originalSize: upright, format: info.format,
+                : Resampler.resample(decoded.bitmap.premultiplied(), plan: plan)
+            return ImageResponse(bitmap: bitmap.converted(to: wanted), source: source, originalSize: upright, format: info.format,
                                  warnings: decoded.warnings)
         }
     }

@@ -59,14 +59,22 @@ public struct ProcessingOptions: Hashable, Sendable {
     /// `ColorManagement`). Default `true`; `false` keeps the stored values
     /// (``DecodeOptions/convertsToSRGB``).
     public var convertsToSRGB: Bool
+    /// The alpha representation of the response's bitmap. Default
+    /// ``PixelFormat/rgba8Premultiplied``, for display. ``PixelFormat/rgba8Straight`` is for
+    /// writing files: at full size the decoder's stored values come back exactly; resampled
+    /// and processed pictures are computed premultiplied and made straight once at the end
+    /// (``DecodeOptions/pixelFormat``). Part of the key, so the memory cache never answers one
+    /// representation with the other.
+    public var pixelFormat: PixelFormat
 
     /// Creates options; the defaults suit almost every caller.
     public init(appliesOrientation: Bool = true, strictDecoding: Bool = false, allowsUpscaling: Bool = false,
-                convertsToSRGB: Bool = true) {
+                convertsToSRGB: Bool = true, pixelFormat: PixelFormat = .rgba8Premultiplied) {
         self.appliesOrientation = appliesOrientation
         self.strictDecoding = strictDecoding
         self.allowsUpscaling = allowsUpscaling
         self.convertsToSRGB = convertsToSRGB
+        self.pixelFormat = pixelFormat
     }
 }
 
