@@ -74,6 +74,32 @@ struct ImgpipeStraightAlphaTests {
         }
     }
 
+    /// `.png` output holds the same straight pixels as `.pam` output (read back by netpbm's
+    /// `pngtopam -alphapam`, an independent decoder).
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/pngtopam"), "pngtopam (netpbm) is not installed"),
+          arguments: ["png-suite/png/basn6a08.png", "png-suite/png/basn4a16.png", "webp/lossy_alpha1.webp", "webp/lossless1.webp"])
+    func pngOutputHoldsTheSameStraightPixels(_ file: String) async throws {
+        try await Imgpipe.withTemporaryDirectory { (directory: URL) async throws in
+            let source = Self.corpus.appendingPathComponent(file).path
+            let pam = directory.appendingPathComponent("out.pam"), png = directory.appendingPathComponent("out.png")
+            for out in [pam, png] {
+                let result = try await Imgpipe.run(["decode", source, "--out", out.path])
+                try #require(result.status == 0, "\(file): \(result.stderr)")
+            }
+            let readBack = directory.appendingPathComponent("back.pam")
+            try #require(FileManager.default.createFile(atPath: readBack.path, contents: nil))
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/pngtopam")
+            process.arguments = ["-alphapam", png.path]
+            process.standardOutput = try FileHandle(forWritingTo: readBack)
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            process.waitUntilExit()
+            try #require(process.terminationStatus == 0, "pngtopam failed on our PNG of \(file)")
+            #expect(try Self.pamPixels(readBack) == (try Self.pamPixels(pam)), "\(file): the PNG's pixels differ from the PAM's")
+        }
+    }
+
     @Test func fullSizeDecodesOfWebPsWithAlphaHaveDwebpsMD5() async throws {
         let folder = Self.corpus.appendingPathComponent("webp")
         let list = try String(contentsOf: folder.appendingPathComponent("libwebp_tests.md5"), encoding: .utf8)
