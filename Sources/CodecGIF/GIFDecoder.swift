@@ -49,11 +49,12 @@ public struct GIFDecoder: AnimatedImageDecoding {
             info = GIFDecoder.info(structure)
         }
 
-        /// The first frame, resampled to the target when one is given (premultiplied, then
-        /// converted once to ``PipelineCore/DecodeOptions/pixelFormat``). At full size the canvas
-        /// is both straight and premultiplied (alpha is 0 or 255, transparent pixels zero), so
-        /// it is only labelled. A frame whose pixel data is cut short gives a typed error.
+        /// The first frame, resampled to the target when one is given. A frame whose pixel
+        /// data is cut short gives a typed error.
         func decode(_ options: DecodeOptions) throws -> DecodedImage {
+            // In `options.pixelFormat`: a thumbnail is resampled premultiplied and converted
+            // once; the full canvas is both straight and premultiplied (alpha is 0 or 255,
+            // transparent pixels zero), so it is only relabelled.
             let reader = try GIFFrameReader(data, maxPixelCount: options.maxPixelCount)
             if let target = options.targetSize, target.isValid, target != info.size {
                 return DecodedImage(bitmap: try reader.firstFrame(resampledTo: target).converted(to: options.pixelFormat), info: info)

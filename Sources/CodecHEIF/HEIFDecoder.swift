@@ -123,7 +123,8 @@ public struct HEIFDecoder: ImageDecoding {
             if let target = options.targetSize, target.isValid,
                target.width < info.size.width || target.height < info.size.height,
                let thumbnail = HEIFDecoder.thumbnail(of: primary, covering: target, info: info, options: options, quiet: quiet) {
-                return DecodedImage(bitmap: thumbnail.0, info: info, warnings: thumbnail.1)
+                // A smaller rendition, like a resampled one: premultiplied, converted once.
+                return DecodedImage(bitmap: thumbnail.0.converted(to: options.pixelFormat), info: info, warnings: thumbnail.1)
             }
             let decoded = try primary.decode(strict: options.strict, maxPixelCount: options.maxPixelCount, quiet: quiet,
                                              output: HEIFDecoder.output(for: options.targetSize, size: info.size),
@@ -152,8 +153,7 @@ public struct HEIFDecoder: ImageDecoding {
             best = (id, size)
         }
         guard let best, let handle = try? primary.thumbnail(best.id),
-              let decoded = try? handle.decode(strict: options.strict, maxPixelCount: options.maxPixelCount, quiet: quiet,
-                                               pixelFormat: options.pixelFormat),
+              let decoded = try? handle.decode(strict: options.strict, maxPixelCount: options.maxPixelCount, quiet: quiet),
               decoded.bitmap.size.width >= target.width, decoded.bitmap.size.height >= target.height else { return nil }
         return (decoded.bitmap, decoded.warnings)
     }
