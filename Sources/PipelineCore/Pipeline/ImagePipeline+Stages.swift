@@ -76,9 +76,10 @@ extension ImagePipeline {
             base = try await wait(on: decode, in: decodes, key: baseKey, priority: work.priority.current, upstreamOf: work)
         }
         try Task.checkCancellation()
-        let processors = key.processors, pixelFormat = key.processing.pixelFormat
+        let processors = key.processors
         let clock = configuration.now
         let input = base
+        let pixelFormat = key.processing.pixelFormat
         let (response, seconds): (ImageResponse, TimeInterval)
         do {
             (response, seconds) = try await decodePool.run(priority: work.priority) {
@@ -195,12 +196,13 @@ extension ImagePipeline {
             let upright = options.appliesOrientation ? info.uprightSize : info.size
             let plan = ResizePlan(source: upright, target: key.targetSize, contentMode: key.contentMode,
                                   allowsUpscaling: key.processing.allowsUpscaling)
-            options.targetSize = plan.scaledSize == upright ? nil : plan.scaledSize
             // Straight pixels from the decoder only when nothing resamples them: resampling
             // works on premultiplied ones, and the result is made straight once, at the end.
             let wanted = key.processing.pixelFormat
-            let resamples = options.targetSize != nil || plan.outputSize != upright || plan.crop != PixelRect(upright)
+            let resamples = plan.scaledSize != upright || plan.outputSize != upright || plan.crop != PixelRect(upright)
             options.pixelFormat = resamples ? .rgba8Premultiplied : wanted
+
+            options.targetSize = plan.scaledSize == upright ? nil : plan.scaledSize
             let decoded = try session.decodeChecked(options)
             let bitmap = decoded.bitmap.size == plan.outputSize && plan.crop == PixelRect(upright)
                 ? decoded.bitmap
