@@ -201,7 +201,6 @@ extension ImagePipeline {
             let wanted = key.processing.pixelFormat
             let resamples = plan.scaledSize != upright || plan.outputSize != upright || plan.crop != PixelRect(upright)
             options.pixelFormat = resamples ? .rgba8Premultiplied : wanted
-
             options.targetSize = plan.scaledSize == upright ? nil : plan.scaledSize
             let decoded = try session.decodeChecked(options)
             let bitmap = decoded.bitmap.size == plan.outputSize && plan.crop == PixelRect(upright)
