@@ -129,8 +129,8 @@ struct HEIFDecoderTests {
     @Test(.enabled(if: ["/usr/bin/heif-enc", "/usr/bin/heif-convert", "/usr/bin/pngtopam"].allSatisfy {
               FileManager.default.isExecutableFile(atPath: $0) }, "heif-enc, heif-convert or pngtopam is not installed"),
           arguments: [[], ["-A"]])
-    func aStraightDecodeWithAlphaMatchesHeifConvertExactly(encoderArguments: [String]) throws {
-        guard encoderArguments.isEmpty || HEIFDecoder.decodesAVIF else { return }
+    func aStraightDecodeWithAlphaMatchesHeifConvertExactly(heifEncArguments: [String]) throws {
+        guard heifEncArguments.isEmpty || HEIFDecoder.decodesAVIF else { return }
         let png = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Samples/glass-alpha.png")
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("heif-alpha-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -138,7 +138,7 @@ struct HEIFDecoderTests {
         let encoded = directory.appendingPathComponent("alpha.heif"), reference = directory.appendingPathComponent("reference.png")
         let pam = directory.appendingPathComponent("reference.pam")
         for (tool, arguments, output) in [
-            ("/usr/bin/heif-enc", encoderArguments + ["-q", "80", png.standardizedFileURL.path, "-o", encoded.path], nil),
+            ("/usr/bin/heif-enc", heifEncArguments + ["-q", "80", png.standardizedFileURL.path, "-o", encoded.path], nil),
             ("/usr/bin/heif-convert", [encoded.path, reference.path], nil),
             ("/usr/bin/pngtopam", ["-alphapam", reference.path], pam),
         ] as [(String, [String], URL?)] {
