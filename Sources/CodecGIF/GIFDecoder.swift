@@ -61,14 +61,18 @@ public struct GIFDecoder: AnimatedImageDecoding {
         /// The first frame, resampled to the target when one is given. A frame whose pixel
         /// data is cut short gives a typed error.
         func decode(_ options: DecodeOptions) throws -> DecodedImage {
+            // In `options.pixelFormat`: a thumbnail is resampled premultiplied and converted
+            // once; the full canvas is both straight and premultiplied (alpha is 0 or 255,
+            // transparent pixels zero), so it is only relabelled.
             let reader = try GIFFrameReader(data, maxPixelCount: options.maxPixelCount)
             if let target = options.targetSize, target.isValid, target != info.size {
-                return DecodedImage(bitmap: try reader.firstFrame(resampledTo: target, filter: options.resamplingFilter), info: info)
+                return DecodedImage(bitmap: try reader.firstFrame(resampledTo: target, filter: options.resamplingFilter)
+                    .converted(to: options.pixelFormat), info: info)
             }
             guard let frame = try reader.nextFrame() else {
                 throw ImagePipelineError.corruptData(format: .gif, message: "the file has no frame")
             }
-            return DecodedImage(bitmap: frame.canvas, info: info)
+            return DecodedImage(bitmap: frame.canvas.converted(to: options.pixelFormat), info: info)
         }
     }
 

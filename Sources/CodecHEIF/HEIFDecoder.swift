@@ -4,7 +4,8 @@ import Foundation
 import PipelineCore
 
 /// Decodes HEIF (HEVC, `.heic`) and, when libheif has an AV1 decoder, AVIF with libheif: the
-/// primary image, output RGBA8 premultiplied.
+/// primary image, output RGBA8 premultiplied or, as ``PipelineCore/DecodeOptions/pixelFormat``
+/// asks, straight (libheif's own values at full size; a resampled picture is made straight once).
 ///
 /// Register it with ``PipelineCore/DecoderRegistry/registering(_:)``:
 /// `DecoderRegistry().registering(HEIFDecoder())`.
@@ -135,11 +136,12 @@ public struct HEIFDecoder: ImageDecoding {
             if let target = options.targetSize, target.isValid,
                target.width < info.size.width || target.height < info.size.height,
                let thumbnail = HEIFDecoder.thumbnail(of: primary, covering: target, info: info, options: options, quiet: quiet) {
-                return DecodedImage(bitmap: thumbnail.0, info: info, warnings: thumbnail.1)
+                // A smaller rendition, like a resampled one: premultiplied, converted once.
+                return DecodedImage(bitmap: thumbnail.0.converted(to: options.pixelFormat), info: info, warnings: thumbnail.1)
             }
             let decoded = try primary.decode(strict: options.strict, maxPixelCount: options.maxPixelCount, quiet: quiet,
                                              output: HEIFDecoder.output(for: options.targetSize, size: info.size),
-                                             filter: options.resamplingFilter)
+                                             filter: options.resamplingFilter, pixelFormat: options.pixelFormat)
             guard decoded.decodedSize == info.size else {
                 throw ImagePipelineError.corruptData(format: info.format,
                                                      message: "libheif decoded \(decoded.decodedSize), the header says \(info.size)")

@@ -138,13 +138,14 @@ enum HEIFLibrary {
 
         /// Decodes to 8-bit interleaved RGB (RGBA when the image has alpha) with the file's
         /// transformations applied, refusing more than `maxPixelCount` pixels, and turns it into
-        /// a premultiplied ``PipelineCore/Bitmap``: copied row by row at full size, or, when
-        /// `output` is smaller, pushed row by row (premultiplied one row at a time) through a
-        /// ``PipelineCore/RowResampler`` straight from libheif's plane, so no full-size bitmap of
-        /// ours exists beside libheif's. `decodedSize` is libheif's size (checked by the caller).
+        /// a ``PipelineCore/Bitmap`` in `pixelFormat`: copied row by row at full size (libheif's
+        /// straight values unchanged when straight is asked), or, when `output` is smaller, pushed
+        /// row by row (premultiplied one row at a time) through a ``PipelineCore/RowResampler``
+        /// straight from libheif's plane, so no full-size bitmap of ours exists beside libheif's,
+        /// and the result converted to `pixelFormat` once. `decodedSize` is libheif's size (checked by the caller).
         /// With `quiet`, fd 2 points at `/dev/null` during `heif_decode_image` (``StandardErrorSilencer``).
-        func decode(strict: Bool, maxPixelCount: Int, quiet: Bool,
-                    output: PixelSize? = nil, filter: ResamplingFilter = .default)
+        func decode(strict: Bool, maxPixelCount: Int, quiet: Bool, output: PixelSize? = nil,
+                    filter: ResamplingFilter = .default, pixelFormat: PixelFormat = .rgba8Premultiplied)
             throws(ImagePipelineError) -> (bitmap: Bitmap, warnings: [String], decodedSize: PixelSize) {
             guard let options = heif_decoding_options_alloc() else {
                 throw .corruptData(format: format, message: "heif_decoding_options_alloc failed")
@@ -174,13 +175,21 @@ enum HEIFLibrary {
             }
             let size = PixelSize(width: width, height: height)
             guard size.pixelCount <= maxPixelCount else { throw .tooManyPixels(size, limit: maxPixelCount) }
-            let rows = PlaneRows(plane: plane, stride: Int(stride), size: size, channels: channels,
-                                 premultiply: alpha && !isPremultiplied)
+            // The plane's colour is straight unless the file says it is premultiplied.
+            let stored: PixelFormat = alpha && isPremultiplied ? .rgba8Premultiplied : .rgba8Straight
             let bitmap: Bitmap
             if let output, output.isValid, output.width <= width, output.height <= height, output != size {
-                bitmap = rows.resampled(to: output, filter: filter)
+                let rows = PlaneRows(plane: plane, stride: Int(stride), size: size, channels: channels,
+                                     premultiply: alpha && stored == .rgba8Straight)
+                bitmap = rows.resampled(to: output, filter: filter).converted(to: pixelFormat)
+            } else if !alpha || stored == pixelFormat {
+                // The plane's own values are what is asked: copied unchanged.
+                let rows = PlaneRows(plane: plane, stride: Int(stride), size: size, channels: channels, premultiply: false)
+                bitmap = rows.bitmap(format: pixelFormat)
             } else {
-                bitmap = rows.bitmap()
+                let rows = PlaneRows(plane: plane, stride: Int(stride), size: size, channels: channels,
+                                     premultiply: stored == .rgba8Straight)
+                bitmap = rows.bitmap(format: .rgba8Premultiplied).converted(to: pixelFormat)
             }
             return (bitmap, Self.warnings(image), size)
         }
@@ -195,7 +204,8 @@ enum HEIFLibrary {
         }
     }
 
-    /// libheif's interleaved 8-bit RGB or RGBA plane, read one row at a time as premultiplied RGBA8.
+    /// libheif's interleaved 8-bit RGB or RGBA plane, read one row at a time as RGBA8
+    /// (premultiplied on the way with ``premultiply``).
     struct PlaneRows {
         let plane: UnsafePointer<UInt8>
         let stride: Int
@@ -205,7 +215,7 @@ enum HEIFLibrary {
         /// Whether the plane's alpha is straight and must be multiplied in.
         let premultiply: Bool
 
-        /// Row `y` as premultiplied RGBA8 into `out` (`size.width × 4` bytes).
+        /// Row `y` as RGBA8 into `out` (`size.width × 4` bytes), premultiplied with ``premultiply``.
         func row(_ y: Int, into out: UnsafeMutableBufferPointer<UInt8>) {
             guard let target = out.baseAddress else { return }
             let source = plane + y * stride
@@ -222,9 +232,9 @@ enum HEIFLibrary {
             }
         }
 
-        /// The whole plane as a bitmap of its size.
-        func bitmap() -> Bitmap {
-            var bitmap = Bitmap(zeroed: size)
+        /// The whole plane as a bitmap of its size, labelled `format`.
+        func bitmap(format: PixelFormat) -> Bitmap {
+            var bitmap = Bitmap(zeroed: size, pixelFormat: format)
             let bytesPerRow = bitmap.bytesPerRow
             bitmap.withUnsafeMutableBytes { pixels in
                 for y in 0..<size.height {

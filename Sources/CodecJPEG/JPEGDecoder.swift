@@ -83,7 +83,8 @@ public struct JPEGDecoder: ImageDecoding {
             guard outputSize.isValid else {
                 throw ImagePipelineError.corruptData(format: .jpeg, message: "the decoder produced an empty \(outputSize) picture")
             }
-            var bitmap = Bitmap(zeroed: outputSize)
+            // Opaque: the same bytes in either alpha representation.
+            var bitmap = Bitmap(zeroed: outputSize, pixelFormat: options.pixelFormat)
             try decoder.readRGBA(into: &bitmap)
             var warnings = decoder.warnings
             if let trailing = decoder.finish() { warnings.append(trailing) }

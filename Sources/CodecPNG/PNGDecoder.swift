@@ -4,7 +4,9 @@ import Foundation
 import PipelineCore
 
 /// Decodes PNG with libpng: every colour type and bit depth, palettes with tRNS, 16-bit
-/// (scaled to 8), Adam7; output RGBA8 premultiplied. An `iCCP` profile is converted to sRGB on
+/// (scaled to 8), Adam7; output RGBA8, premultiplied or straight as
+/// ``PipelineCore/DecodeOptions/pixelFormat`` asks (straight at full size is libpng's values
+/// exactly; a smaller target is resampled premultiplied, then made straight). An `iCCP` profile is converted to sRGB on
 /// the output rows (`ColorManagement`; off with ``PipelineCore/DecodeOptions/convertsToSRGB``).
 /// Without one, `gAMA`/`cHRM` are left as stored (libpng applies none unless asked), like
 /// PngSuite's references; `sRGB` needs nothing.
@@ -71,15 +73,17 @@ public struct PNGDecoder: ImageDecoding {
             if let target = options.targetSize, target.isValid,
                target.width < info.size.width || target.height < info.size.height {
                 let output = PixelSize(width: min(target.width, info.size.width), height: min(target.height, info.size.height))
+                // Resampled premultiplied (no fringes), then made straight once if asked.
                 if header.interlaced != 0 {
-                    bitmap = Resampler.resample(try PNGDecoder.readWhole(decoder, size: info.size), to: output,
-                                                    filter: options.resamplingFilter)
+                    let whole = try PNGDecoder.readWhole(decoder, size: info.size, alpha: info.hasAlpha, format: .rgba8Premultiplied)
+                    bitmap = Resampler.resample(whole, to: output, filter: options.resamplingFilter).converted(to: options.pixelFormat)
                 } else {
                     bitmap = try PNGDecoder.readShrinking(decoder, size: info.size, to: output, alpha: info.hasAlpha,
-                                                             filter: options.resamplingFilter)
+                                                          filter: options.resamplingFilter)
+                        .converted(to: options.pixelFormat)
                 }
             } else {
-                bitmap = try PNGDecoder.readWhole(decoder, size: info.size)
+                bitmap = try PNGDecoder.readWhole(decoder, size: info.size, alpha: info.hasAlpha, format: options.pixelFormat)
             }
             var warnings = decoder.warnings
             if let trailing = decoder.readEnd() { warnings.append(trailing) }
@@ -90,11 +94,12 @@ public struct PNGDecoder: ImageDecoding {
         }
     }
 
-    /// Decodes every row into a full-size bitmap and premultiplies it.
-    static func readWhole(_ session: borrowing PNGSession, size: PixelSize) throws -> Bitmap {
-        var bitmap = Bitmap(zeroed: size)
+    /// Decodes every row into a full-size bitmap in `format`: libpng's straight rows as they
+    /// are, or premultiplied (only a picture with `alpha` needs it).
+    static func readWhole(_ session: borrowing PNGSession, size: PixelSize, alpha: Bool, format: PixelFormat) throws -> Bitmap {
+        var bitmap = Bitmap(zeroed: size, pixelFormat: format)
         try session.readImage(into: &bitmap)
-        bitmap.withUnsafeMutableBytes { Bitmap.premultiply($0) }
+        if alpha && format.isPremultiplied { bitmap.withUnsafeMutableBytes { Bitmap.premultiply($0) } }
         return bitmap
     }
 

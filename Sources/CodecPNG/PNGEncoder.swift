@@ -2,8 +2,9 @@ import CPNGShim
 import Foundation
 import PipelineCore
 
-/// Encodes a ``PipelineCore/Bitmap`` (RGBA8 premultiplied) as an 8-bit PNG, dividing alpha
-/// back out first, since PNG stores straight alpha. A bitmap without a transparent pixel is
+/// Encodes a ``PipelineCore/Bitmap`` as an 8-bit PNG, which stores straight alpha: a straight
+/// bitmap's bytes are written unchanged, a premultiplied one has alpha divided back out first.
+/// A bitmap without a transparent pixel is
 /// written as RGB (no alpha channel), any other as RGBA.
 public struct PNGEncoder: Sendable, RenditionEncoding, ImageEncoding {
     /// ``PipelineCore/ImageFormat/png``.

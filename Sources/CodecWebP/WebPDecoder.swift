@@ -4,8 +4,11 @@ import Foundation
 import PipelineCore
 
 /// Decodes WebP with libwebp: lossy (VP8), lossless (VP8L), alpha (ALPH), and the first frame
-/// of an animation; output RGBA8 premultiplied, written by libwebp straight into the
-/// ``PipelineCore/Bitmap``'s bytes (`MODE_rgbA`, external memory: no intermediate copy).
+/// of an animation; output RGBA8 premultiplied (`MODE_rgbA`) or, when
+/// ``PipelineCore/DecodeOptions/pixelFormat`` asks for straight alpha at full size, libwebp's
+/// straight values exactly (`MODE_RGBA`, what `dwebp -pam` writes), written by libwebp straight
+/// into the ``PipelineCore/Bitmap``'s bytes (external memory: no intermediate copy). A smaller
+/// target is always scaled premultiplied and made straight once at the end.
 ///
 /// Register it with ``PipelineCore/DecoderRegistry/registering(_:)``:
 /// `DecoderRegistry().registering(WebPDecoder())`.
@@ -83,9 +86,12 @@ public struct WebPDecoder: ImageDecoding {
                target.width < info.size.width || target.height < info.size.height {
                 output = PixelSize(width: min(target.width, info.size.width), height: min(target.height, info.size.height))
             }
+            let format = options.pixelFormat
             let bitmap = features.has_animation != 0
-                ? try WebPDecoder.firstFrame(bytes, canvas: info.size, output: output, filter: options.resamplingFilter)
-                : try WebPDecoder.still(bytes, features: features, size: info.size, output: output, filter: options.resamplingFilter)
+                ? try WebPDecoder.firstFrame(bytes, canvas: info.size, output: output, format: format,
+                                             filter: options.resamplingFilter)
+                : try WebPDecoder.still(bytes, features: features, size: info.size, output: output, format: format,
+                                        filter: options.resamplingFilter)
             var decoded = DecodedImage(bitmap: consume bitmap, info: info)
             // On the output rows (already scaled by libwebp or resampled for a thumbnail).
             decoded.applyColorProfile(profile, options: options, pictureIsGray: false)
@@ -96,17 +102,18 @@ public struct WebPDecoder: ImageDecoding {
     /// A still bitstream at `output` (≤ `size`): scaled by libwebp while decoding, except lossy
     /// with alpha, which libwebp scales with straight colour (colour hidden under transparent
     /// pixels bleeds into the edges): that is decoded whole and resampled premultiplied, like
-    /// every other codec.
+    /// every other codec. The result is in `format`: straight at full size is libwebp's
+    /// `MODE_RGBA` output itself; a scaled picture is made straight after scaling.
     static func still(_ bytes: UnsafeBufferPointer<UInt8>, features: WebPBitstreamFeatures, size: PixelSize,
-                              output: PixelSize, filter: ResamplingFilter = .default) throws -> Bitmap {
+                              output: PixelSize, format: PixelFormat, filter: ResamplingFilter = .default) throws -> Bitmap {
         if output != size, features.has_alpha != 0, features.format != 2 {
             var whole = Bitmap(zeroed: size)
             try WebPInput.decode(bytes, into: &whole, at: (0, 0), size: size, scaled: false)
-            return Resampler.resample(whole, to: output, filter: filter)
+            return Resampler.resample(whole, to: output, filter: filter).converted(to: format)
         }
-        var bitmap = Bitmap(zeroed: output)
+        var bitmap = Bitmap(zeroed: output, pixelFormat: output == size ? format : .rgba8Premultiplied)
         try WebPInput.decode(bytes, into: &bitmap, at: (0, 0), size: output, scaled: output != size)
-        return bitmap
+        return bitmap.converted(to: format)
     }
 
     /// Frame 1 of an animation on a transparent canvas, at `output` (≤ `canvas`): over
@@ -119,7 +126,7 @@ public struct WebPDecoder: ImageDecoding {
     /// output (a 64×64 frame on a 9999×9999 canvas no longer costs a 400 MB bitmap), and the
     /// result is exactly the canvas's resampling.
     static func firstFrame(_ bytes: UnsafeBufferPointer<UInt8>, canvas: PixelSize, output: PixelSize,
-                           filter: ResamplingFilter = .default) throws -> Bitmap {
+                           format: PixelFormat, filter: ResamplingFilter = .default) throws -> Bitmap {
         let (x, y, frame, fragment) = try WebPInput.Demuxer(bytes).firstFrame()
         guard frame.isValid, x >= 0, y >= 0, x + frame.width <= canvas.width, y + frame.height <= canvas.height else {
             throw ImagePipelineError.corruptData(format: .webp, message: "the first frame (\(frame) at \(x),\(y)) is outside the \(canvas) canvas")
@@ -129,16 +136,16 @@ public struct WebPDecoder: ImageDecoding {
             throw ImagePipelineError.corruptData(format: .webp, message: "the first frame's bitstream is \(features.width)×\(features.height), its header says \(frame)")
         }
         if output == canvas {
-            var bitmap = Bitmap(zeroed: canvas)
+            var bitmap = Bitmap(zeroed: canvas, pixelFormat: format)
             try WebPInput.decode(fragment, into: &bitmap, at: (x, y), size: frame, scaled: false)
             return bitmap
         }
         if frame == canvas {
-            return try still(fragment, features: features, size: frame, output: output, filter: filter)
+            return try still(fragment, features: features, size: frame, output: output, format: format, filter: filter)
         }
         var pixels = Bitmap(zeroed: frame)
         try WebPInput.decode(fragment, into: &pixels, at: (0, 0), size: frame, scaled: false)
-        return placed(pixels, at: (x, y), on: canvas, resampledTo: output, filter: filter)
+        return placed(pixels, at: (x, y), on: canvas, resampledTo: output, filter: filter).converted(to: format)
     }
 
     /// `frame` at `origin` on a transparent `canvas`, resampled to `output` one canvas row at a time.

@@ -37,15 +37,17 @@ enum WebPInput {
         return (try? Demuxer(bytes))?.iccProfile
     }
 
-    /// Decodes a still bitstream (or an animation frame's fragment) as `MODE_rgbA` straight into
-    /// `bitmap` at `origin`, `size` pixels large; with `scaled`, libwebp scales to `size` as it decodes.
+    /// Decodes a still bitstream (or an animation frame's fragment) straight into `bitmap` at
+    /// `origin`, `size` pixels large, as `MODE_rgbA` or, for a bitmap labelled
+    /// ``PipelineCore/PixelFormat/rgba8Straight``, `MODE_RGBA`; with `scaled`, libwebp scales to
+    /// `size` as it decodes.
     static func decode(_ bytes: UnsafeBufferPointer<UInt8>, into bitmap: inout Bitmap, at origin: (x: Int, y: Int),
                        size: PixelSize, scaled: Bool) throws(ImagePipelineError) {
         var config = WebPDecoderConfig()
         guard WebPInitDecoderConfig(&config) != 0 else {
             throw .corruptData(format: .webp, message: "libwebp's decoder ABI does not match its headers")
         }
-        config.output.colorspace = MODE_rgbA
+        config.output.colorspace = bitmap.pixelFormat.isPremultiplied ? MODE_rgbA : MODE_RGBA
         config.output.is_external_memory = 1
         // Lossy: in-loop filtering and output run on a second thread (as libvips and `dwebp -mt`
         // decode); no effect on lossless bitstreams.

@@ -63,9 +63,10 @@ public final class ColorProfile: @unchecked Sendable {
         if let context { cmsDeleteContext(context) }
     }
 
-    /// Converts `bitmap`'s rows to sRGB in place; alpha is untouched. With `hasAlpha`, each
-    /// row's pixels with alpha below 255 are divided out (straight colour), converted and
-    /// multiplied back in, so the colour converted is the stored colour (lcms 2.14's own
+    /// Converts `bitmap`'s rows to sRGB in place; alpha is untouched. A straight bitmap's colour
+    /// is converted as it is. A premultiplied one with `hasAlpha` has, in each row, its pixels
+    /// with alpha below 255 divided out (straight colour), converted and multiplied back in,
+    /// so the colour converted is the stored colour (lcms 2.14's own
     /// `TYPE_RGBA_8_PREMUL` gets 8-bit premultiplied pixels wrong). A gray profile reads the red
     /// byte (gray pictures decode with R = G = B) and is applied only to opaque pictures.
     /// Does nothing when ``isApplicable`` is false. Matrix-shaper profiles take a table-driven
@@ -73,18 +74,19 @@ public final class ColorProfile: @unchecked Sendable {
     public func convertToSRGB(_ bitmap: inout Bitmap, hasAlpha: Bool) {
         guard let transform = opaqueTransform, !(hasAlpha && isGray) else { return }
         let width = bitmap.width, height = bitmap.height, stride = bitmap.bytesPerRow
+        let premultiplied = hasAlpha && bitmap.pixelFormat.isPremultiplied
         bitmap.withUnsafeMutableBytes { pixels in
             guard let base = pixels.baseAddress else { return }
             if let matrixShaper {
                 for y in 0..<height {
                     let row = UnsafeMutableBufferPointer(start: base + y * stride, count: width * 4)
-                    let translucent = hasAlpha && ColorProfile.unpremultiply(row)
+                    let translucent = premultiplied && ColorProfile.unpremultiply(row)
                     matrixShaper.convert(base + y * stride, count: width)
                     if translucent { Bitmap.premultiply(row) }
                 }
                 return
             }
-            guard hasAlpha else {
+            guard premultiplied else {
                 cmsDoTransformLineStride(transform, base, base, cmsUInt32Number(width), cmsUInt32Number(height),
                                          cmsUInt32Number(stride), cmsUInt32Number(stride), 0, 0)
                 return

@@ -146,6 +146,9 @@ extension Command {
     }
 
     private static func render(_ request: ImageRequest, to output: String, _ invocation: Invocation) async throws -> Int32 {
+        // Files store straight alpha: a full-size decode is written with the stored values exactly.
+        var request = request
+        request.processing.pixelFormat = .rgba8Straight
         let environment = try Environment(invocation, sources: [request.url])
         let response: ImageResponse
         do {

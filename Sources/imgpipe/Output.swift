@@ -12,7 +12,7 @@ enum OutputFormat {
 
     /// Writes `bitmap` to `path` atomically (a temporary file beside it, then `rename`).
     ///
-    /// PAM is streamed: rows are un-premultiplied into a buffer of ``pamChunkRows`` rows and
+    /// PAM is streamed: rows are un-premultiplied (a straight bitmap's copied) into a buffer of ``pamChunkRows`` rows and
     /// written, so a full-size decode costs its bitmap plus that buffer (it used to build three
     /// more full copies: straight bytes, a `Data`, and header + body). PNG goes through
     /// ``CodecPNG/PNGEncoder``, which holds one straight copy and the compressed output.
@@ -47,8 +47,13 @@ enum OutputFormat {
                 let rows = min(pamChunkRows, bitmap.height - y)
                 try chunk.withUnsafeMutableBufferPointer { out in
                     for r in 0..<rows {
-                        unpremultiply(UnsafeBufferPointer(rebasing: pixels[((y + r) * bitmap.bytesPerRow)...].prefix(rowBytes)),
-                                      into: UnsafeMutableBufferPointer(rebasing: out[(r * rowBytes)..<((r + 1) * rowBytes)]))
+                        let source = UnsafeBufferPointer(rebasing: pixels[((y + r) * bitmap.bytesPerRow)...].prefix(rowBytes))
+                        let target = UnsafeMutableBufferPointer(rebasing: out[(r * rowBytes)..<((r + 1) * rowBytes)])
+                        if bitmap.pixelFormat.isPremultiplied {
+                            unpremultiply(source, into: target)
+                        } else {
+                            _ = target.update(fromContentsOf: source)
+                        }
                     }
                     try file.write(contentsOf: UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(out)[0..<(rows * rowBytes)]))
                 }

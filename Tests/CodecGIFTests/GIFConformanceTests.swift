@@ -101,6 +101,9 @@ struct GIFConformanceTests {
             // The still picture is the first frame.
             let still = try GIFDecoder().decode(data, options: DecodeOptions())
             #expect(referenceMD5(still.bitmap) == reference.frames[0].md5, "\(name) still")
+            // Asked for straight: the bytes themselves are the reference's (no conversion).
+            let straight = try GIFDecoder().decode(data, options: DecodeOptions(pixelFormat: .rgba8Straight)).bitmap
+            #expect(straight.pixelFormat == .rgba8Straight && MD5.hex(straight.bytes) == reference.frames[0].md5, "\(name) straight still")
         }
     }
 

@@ -123,6 +123,54 @@ struct HEIFDecoderTests {
         #expect((0..<full.height).contains { y in (0..<full.width).contains { full.pixel(x: $0, y: y).a < 255 } }, "the picture has transparent parts")
     }
 
+    /// HEIC and AVIF with alpha (made by `heif-enc` from `Samples/glass-alpha.png`) decoded at
+    /// full size with straight alpha give exactly `heif-convert`'s straight RGBA PNG (the same
+    /// libheif conversion), read by an independent decoder, netpbm's `pngtopam -alphapam`.
+    @Test(.enabled(if: ["/usr/bin/heif-enc", "/usr/bin/heif-convert", "/usr/bin/pngtopam"].allSatisfy {
+              FileManager.default.isExecutableFile(atPath: $0) }, "heif-enc, heif-convert or pngtopam is not installed"),
+          arguments: [[], ["-A"]])
+    func aStraightDecodeWithAlphaMatchesHeifConvertExactly(heifEncArguments: [String]) throws {
+        guard heifEncArguments.isEmpty || HEIFDecoder.decodesAVIF else { return }
+        let png = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Samples/glass-alpha.png")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("heif-alpha-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let encoded = directory.appendingPathComponent("alpha.heif"), reference = directory.appendingPathComponent("reference.png")
+        let pam = directory.appendingPathComponent("reference.pam")
+        for (tool, arguments, output) in [
+            ("/usr/bin/heif-enc", heifEncArguments + ["-q", "80", png.standardizedFileURL.path, "-o", encoded.path], nil),
+            ("/usr/bin/heif-convert", [encoded.path, reference.path], nil),
+            ("/usr/bin/pngtopam", ["-alphapam", reference.path], pam),
+        ] as [(String, [String], URL?)] {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: tool)
+            process.arguments = arguments
+            if let output {
+                try #require(FileManager.default.createFile(atPath: output.path, contents: nil))
+                process.standardOutput = try FileHandle(forWritingTo: output)
+            } else {
+                process.standardOutput = FileHandle.nullDevice
+            }
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            process.waitUntilExit()
+            try #require(process.terminationStatus == 0, "\(tool) failed")
+        }
+        let pamData = try Data(contentsOf: pam)
+        let header = try #require(pamData.range(of: Data("ENDHDR\n".utf8)), "pngtopam wrote no PAM")
+        let headerText = String(decoding: pamData[..<header.lowerBound], as: UTF8.self)
+        try #require(headerText.contains("TUPLTYPE RGB_ALPHA") && headerText.contains("MAXVAL 255"), "\(headerText)")
+        let expected = [UInt8](pamData[header.upperBound...])
+        let decoded = try HEIFDecoder().decode(try Data(contentsOf: encoded), options: DecodeOptions(pixelFormat: .rgba8Straight)).bitmap
+        #expect(decoded.pixelFormat == .rgba8Straight)
+        try #require(expected.count == decoded.width * decoded.height * 4, "\(headerText) vs \(decoded.size)")
+        let translucent = stride(from: 3, to: expected.count, by: 4).filter { expected[$0] > 0 && expected[$0] < 255 }.count
+        #expect(translucent > 1000, "the picture has semi-transparent parts")
+        let ours = decoded.unpremultipliedBytes()
+        let differing = zip(ours, expected).filter { $0 != $1 }.count
+        #expect(differing == 0, "\(differing) channel values differ from heif-convert's")
+    }
+
     @Test func rainbowMatchesHeifConvert() throws {
         let decoded = try HEIFDecoder().decode(try Corpus.data("heif", "rainbow-451x461.heic"), options: DecodeOptions())
         #expect(decoded.bitmap.size == PixelSize(width: 451, height: 461))

@@ -22,46 +22,52 @@ struct PngSuiteTests {
         #expect(Self.corruptFiles.count >= 14)
     }
 
-    /// 8-bit files must match exactly; 16-bit ones, scaled to 8 bits, within ±1 of `*_to8.json`.
-    /// Compared straight (un-premultiplied): where alpha is below 255 the premultiplied byte
-    /// cannot carry all 8 bits of colour, so the round trip may move a channel by at most
-    /// `ceil(127.5 / alpha)`; colour under alpha 0 does not exist once premultiplied.
-    /// The premultiplied values themselves must match the premultiplied reference exactly.
+    /// Decoded at full size with straight alpha, every file gives the reference's values
+    /// themselves, colour under transparent pixels included: 8-bit files exactly; 16-bit ones,
+    /// scaled to 8 bits, within ±1 of `*_to8.json` (libpng's `png_set_scale_16` rounds, the
+    /// references truncate).
     @Test(arguments: validFiles)
     func decodesToTheReferencePixels(_ name: String) throws {
         let data = try Corpus.data("png-suite/png", name)
-        let decoded = try PNGDecoder().decode(data, options: DecodeOptions())
+        let decoded = try PNGDecoder().decode(data, options: DecodeOptions(pixelFormat: .rgba8Straight))
         let stem = String(name.dropLast(4))
         let is16 = decoded.info.bitDepth == 16
         let reference = try Self.reference(stem, sixteenBit: is16)
         let bitmap = decoded.bitmap
+        #expect(bitmap.pixelFormat == .rgba8Straight)
         try #require(reference.count == bitmap.width * bitmap.height * 4, "\(name): reference has \(reference.count / 4) pixels, decoded \(bitmap.size)")
-
-        let straight = bitmap.unpremultipliedBytes()
-        var premultipliedReference = reference
-        premultipliedReference.withUnsafeMutableBufferPointer { Bitmap.premultiply($0) }
+        let ours = bitmap.unpremultipliedBytes()
+        #expect(ours == Array(bitmap.bytes.prefix(ours.count)), "\(name): a straight bitmap's bytes go to encoders unchanged")
         let tolerance = is16 ? 1 : 0
         var mismatches = 0
         var first: String?
-        for p in 0..<(reference.count / 4) {
-            let x = p % bitmap.width, y = p / bitmap.width
-            let ours = bitmap.pixel(x: x, y: y)
-            let oursPremultiplied = [Int(ours.r), Int(ours.g), Int(ours.b), Int(ours.a)]
-            let alpha = Int(reference[p * 4 + 3])
-            for c in 0..<4 {
-                let refStraight = Int(reference[p * 4 + c]), gotStraight = Int(straight[p * 4 + c])
-                let roundTrip = c == 3 || alpha == 255 ? 0 : (alpha == 0 ? 255 : (255 + 2 * alpha - 1) / (2 * alpha))
-                let straightOK = abs(refStraight - gotStraight) <= tolerance + roundTrip
-                let premultipliedOK = abs(Int(premultipliedReference[p * 4 + c]) - oursPremultiplied[c]) <= tolerance
-                if !(straightOK && premultipliedOK) {
-                    mismatches += 1
-                    if first == nil {
-                        first = "(\(x),\(y)) channel \(c): got \(gotStraight) (premultiplied \(oursPremultiplied[c])), reference \(refStraight)"
-                    }
-                }
-            }
+        for i in 0..<reference.count where abs(Int(reference[i]) - Int(ours[i])) > tolerance {
+            mismatches += 1
+            if first == nil { first = "(\(i / 4 % bitmap.width),\(i / 4 / bitmap.width)) channel \(i % 4): got \(ours[i]), reference \(reference[i])" }
         }
         #expect(mismatches == 0, "\(name): \(mismatches) channel values differ; first at \(first ?? "")")
+    }
+
+    /// The default (premultiplied, for display) decode is the straight decode premultiplied
+    /// (`round(c × a / 255)`), and converting it back gives the straight values within the
+    /// round trip premultiplying allows (`⌈127.5 / a⌉`; none under alpha 0).
+    @Test(arguments: ["basn6a08.png", "basn4a16.png", "tbbn3p08.png", "basi6a08.png", "pp0n6a08.png"])
+    func thePremultipliedDecodeIsTheStraightOnePremultiplied(_ name: String) throws {
+        let data = try Corpus.data("png-suite/png", name)
+        let straight = try PNGDecoder().decode(data, options: DecodeOptions(pixelFormat: .rgba8Straight)).bitmap
+        let premultiplied = try PNGDecoder().decode(data, options: DecodeOptions()).bitmap
+        #expect(premultiplied.pixelFormat == .rgba8Premultiplied)
+        #expect(premultiplied == straight.premultiplied(), "\(name)")
+        let back = premultiplied.straightened()
+        #expect(back.pixelFormat == .rgba8Straight)
+        for i in stride(from: 0, to: back.bytes.count, by: 4) {
+            let a = Int(straight.bytes[i + 3])
+            let bound = a == 255 ? 0 : (a == 0 ? 255 : (255 + 2 * a - 1) / (2 * a))
+            for c in 0..<3 where abs(Int(back.bytes[i + c]) - Int(straight.bytes[i + c])) > bound {
+                Issue.record("\(name): pixel \(i / 4) channel \(c): \(back.bytes[i + c]) back, \(straight.bytes[i + c]) stored")
+                return
+            }
+        }
     }
 
     /// The 8-bit reference: `NAME.json`, or for 16-bit sources `NAME_to8.json`, or when the
@@ -94,6 +100,18 @@ struct PngSuiteTests {
         let palette = try PNGDecoder().readInfo(Corpus.data("png-suite/png", "tbbn3p08.png"))
         #expect(palette.hasAlpha, "a palette with tRNS has alpha")
         #expect(!palette.isProgressive)
+    }
+
+    /// A smaller target is resampled premultiplied whatever is asked, and a straight request
+    /// gets that result made straight once: shrinking while reading and the interlaced path alike.
+    @Test(arguments: ["basn6a08.png", "basi6a08.png", "basn4a16.png", "tbbn3p08.png"])
+    func aSmallerStraightDecodeIsThePremultipliedOneStraightened(_ name: String) throws {
+        let data = try Corpus.data("png-suite/png", name)
+        let target = PixelSize(width: 11, height: 7)
+        let premultiplied = try PNGDecoder().decode(data, options: DecodeOptions(targetSize: target)).bitmap
+        let straight = try PNGDecoder().decode(data, options: DecodeOptions(targetSize: target, pixelFormat: .rgba8Straight)).bitmap
+        #expect(straight.size == target && straight.pixelFormat == .rgba8Straight)
+        #expect(straight == premultiplied.straightened(), "\(name)")
     }
 
     /// Interlaced files are decoded whole, then resampled: same pixels as the non-interlaced twin.

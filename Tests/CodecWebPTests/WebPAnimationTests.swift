@@ -59,6 +59,35 @@ struct WebPAnimationTests {
         #expect(outside == 0, "the rest of the canvas is transparent")
     }
 
+    /// Asked for straight alpha at full size, the first frame (lossless with alpha) on its
+    /// transparent canvas is the still's straight values exactly (dwebp's, by the conformance
+    /// test), and transparent black around it.
+    @Test func aStraightFirstFrameKeepsTheStoredValues() throws {
+        let still = [UInt8](try Corpus.data("webp", "lossless1.webp"))
+        try #require(String(decoding: still[12..<16], as: UTF8.self) == "VP8L", "lossless1.webp is a simple lossless file")
+        let frameSize = PixelSize(width: 1000, height: 307), canvas = PixelSize(width: 1010, height: 320)
+        let header = Self.le(2, 3) + Self.le(3, 3) + Self.le(frameSize.width - 1, 3) + Self.le(frameSize.height - 1, 3) + Self.le(100, 3) + [0]
+        let body = Array("WEBP".utf8) + Self.chunk("VP8X", [0x02 | 0x10, 0, 0, 0] + Self.le(canvas.width - 1, 3) + Self.le(canvas.height - 1, 3))
+            + Self.chunk("ANIM", [0, 0, 0, 0] + Self.le(0, 2)) + Self.chunk("ANMF", header + Array(still[12...]))
+        let data = Data(Array("RIFF".utf8) + Self.le(body.count, 4) + body)
+        let straight = try WebPDecoder().decode(data, options: DecodeOptions(pixelFormat: .rgba8Straight)).bitmap
+        let expected = try WebPDecoder().decode(Data(still), options: DecodeOptions(pixelFormat: .rgba8Straight)).bitmap
+        #expect(straight.pixelFormat == .rgba8Straight && straight.size == canvas)
+        var differ = 0, outside = 0
+        for y in 0..<canvas.height {
+            for x in 0..<canvas.width {
+                let px = straight.pixel(x: x, y: y)
+                if (4..<1004).contains(x), (6..<313).contains(y) {
+                    if px != expected.pixel(x: x - 4, y: y - 6) { differ += 1 }
+                } else if px != (0, 0, 0, 0) {
+                    outside += 1
+                }
+            }
+        }
+        #expect(differ == 0, "the frame's pixels are lossless1.webp's straight values")
+        #expect(outside == 0, "the rest of the canvas is transparent")
+    }
+
     @Test func aScaledFirstFrameHasTheTargetSize() throws {
         let target = PixelSize(width: 35, height: 37)
         let decoded = try WebPDecoder().decode(try Self.animation(), options: DecodeOptions(targetSize: target))

@@ -24,7 +24,7 @@ public struct AnimationInfo: Hashable, Sendable {
 public struct AnimationFrame: Sendable {
     /// 0 for the first frame.
     public var index: Int
-    /// The composited canvas, premultiplied RGBA8 like every ``Bitmap``.
+    /// The composited canvas, premultiplied RGBA8 (``Bitmap/straightened()`` for straight alpha).
     public var bitmap: Bitmap
     /// The delay as stored in the file, in milliseconds; `nil` when the file gives none.
     public var delayMilliseconds: Int?

@@ -82,17 +82,26 @@ public struct DecodeOptions: Hashable, Sendable {
     /// ``targetSize``; shrink-on-load (JPEG DCT scaling, libwebp's scaling) comes first.
     /// Default ``ResamplingFilter/default``.
     public var resamplingFilter: ResamplingFilter
+    /// The alpha representation of the returned bitmap. Default
+    /// ``PixelFormat/rgba8Premultiplied`` (for display). With ``PixelFormat/rgba8Straight`` a
+    /// full-size decode keeps the values the file stores exactly (libpng, libwebp, libheif and
+    /// giflib all give straight alpha); a smaller target is still resampled on premultiplied
+    /// pixels (no fringes) and the result made straight once. Opaque pictures are the same
+    /// bytes in both. A decoder that ignores this option returns premultiplied pixels; the
+    /// pipeline converts them.
+    public var pixelFormat: PixelFormat
 
     /// Creates options.
     public init(targetSize: PixelSize? = nil, appliesOrientation: Bool = true, strict: Bool = false,
                 maxPixelCount: Int = 100_000_000, convertsToSRGB: Bool = true,
-                resamplingFilter: ResamplingFilter = .default) {
+                resamplingFilter: ResamplingFilter = .default, pixelFormat: PixelFormat = .rgba8Premultiplied) {
         self.targetSize = targetSize
         self.appliesOrientation = appliesOrientation
         self.strict = strict
         self.maxPixelCount = maxPixelCount
         self.convertsToSRGB = convertsToSRGB
         self.resamplingFilter = resamplingFilter
+        self.pixelFormat = pixelFormat
     }
 
     /// Throws ``ImagePipelineError/tooManyPixels(_:limit:)`` when `info` is over the limit,
@@ -109,7 +118,8 @@ public struct DecodeOptions: Hashable, Sendable {
 
 /// A decoded picture and what the decoder learned on the way.
 public struct DecodedImage: Sendable {
-    /// The upright (unless orientation was turned off) RGBA8 premultiplied pixels.
+    /// The upright (unless orientation was turned off) RGBA8 pixels, premultiplied or straight
+    /// as ``DecodeOptions/pixelFormat`` asked (for decoders that honour it).
     public var bitmap: Bitmap
     /// The header information, with the stored size.
     public var info: ImageInfo

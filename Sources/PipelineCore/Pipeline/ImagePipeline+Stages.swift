@@ -64,7 +64,10 @@ extension ImagePipeline {
             if replacements == generation { memoryCache.insert(answer, for: key, cost: answer.bitmap.cost) }
             return answer
         }
-        let baseKey = key.unprocessed
+        // Processors work on premultiplied pixels: a straight request shares the premultiplied
+        // decode and makes the processed result straight once.
+        var baseKey = key.unprocessed
+        baseKey.processing.pixelFormat = .rgba8Premultiplied
         var base: ImageResponse
         if request.cachePolicy != .reloadIgnoringCaches, let cached = memoryCache.value(for: baseKey) {
             base = cached
@@ -72,6 +75,7 @@ extension ImagePipeline {
         } else {
             var baseRequest = request
             baseRequest.processors = []
+            baseRequest.processing.pixelFormat = .rgba8Premultiplied
             let decode = decodeWork(for: baseRequest, key: baseKey)
             base = try await wait(on: decode, in: decodes, key: baseKey, priority: work.priority.current, upstreamOf: work)
         }
@@ -80,14 +84,15 @@ extension ImagePipeline {
         let processors = key.processors
         let clock = configuration.now
         let input = base
+        let pixelFormat = key.processing.pixelFormat
         let (response, seconds): (ImageResponse, TimeInterval)
         do {
             (response, seconds) = try await decodePool.run(priority: work.priority) {
                 let start = clock()
-                var bitmap = input.bitmap
+                var bitmap = input.bitmap.premultiplied()
                 for processor in processors { bitmap = try processor.process(bitmap) }
                 var processed = input
-                processed.bitmap = bitmap
+                processed.bitmap = bitmap.converted(to: pixelFormat)
                 return (processed, clock().timeIntervalSince(start))
             }
         } catch let error where !(error is CancellationError) {
@@ -129,7 +134,8 @@ extension ImagePipeline {
         }
         var plain = key.unprocessed
         plain.targetSize = .original
-        plain.processing = ProcessingOptions(appliesOrientation: false, convertsToSRGB: false)
+        plain.processing = ProcessingOptions(appliesOrientation: false, convertsToSRGB: false,
+                                             pixelFormat: key.processing.pixelFormat)
         guard let (decoded, _) = try? await decodeOnPool(stored.data, source: .rendition, key: plain, priority: priority) else {
             await store.disk.removeData(for: store.url)  // damaged or undecodable: a miss
             return nil
@@ -240,11 +246,15 @@ extension ImagePipeline {
             let upright = options.appliesOrientation ? info.uprightSize : info.size
             let plan = ResizePlan(source: upright, target: key.targetSize, contentMode: key.contentMode,
                                   allowsUpscaling: key.processing.allowsUpscaling)
+            // Straight pixels from the decoder only when nothing resamples them: resampling
+            // works on premultiplied ones, and the result is made straight once, at the end.
+            let wanted = key.processing.pixelFormat
+            let resamples = plan.scaledSize != upright || plan.outputSize != upright || plan.crop != PixelRect(upright)
+            options.pixelFormat = resamples ? .rgba8Premultiplied : wanted
             options.targetSize = plan.scaledSize == upright ? nil : plan.scaledSize
             var admitted = 0
             if let admission, reserved == nil {
                 // The resampler's output, unless the decoder's full-size bitmap is the answer.
-                let resamples = options.targetSize != nil || plan.outputSize != upright || plan.crop != PixelRect(upright)
                 let bytes = session.estimatedPeakMemory(options) + (resamples ? plan.outputSize.pixelCount * 4 : 0)
                 guard admission.tryAcquire(bytes) else { return .needsMemory(bytes) }
                 admitted = bytes
@@ -253,9 +263,9 @@ extension ImagePipeline {
             let decoded = try session.decodeChecked(options)
             let bitmap = decoded.bitmap.size == plan.outputSize && plan.crop == PixelRect(upright)
                 ? decoded.bitmap
-                : Resampler.resample(decoded.bitmap, plan: plan, filter: key.processing.resamplingFilter)
-            return .decoded(ImageResponse(bitmap: bitmap, source: source, originalSize: upright, format: info.format,
-                                          warnings: decoded.warnings), 0)
+                : Resampler.resample(decoded.bitmap.premultiplied(), plan: plan, filter: key.processing.resamplingFilter)
+            return .decoded(ImageResponse(bitmap: bitmap.converted(to: wanted), source: source, originalSize: upright,
+                                          format: info.format, warnings: decoded.warnings), 0)
         }
     }
 

@@ -17,7 +17,8 @@ public enum ImageSource: String, Hashable, Sendable {
 
 /// A decoded picture at the requested size, and how it was obtained.
 public struct ImageResponse: Sendable {
-    /// The pixels, exactly the planned output size.
+    /// The pixels, exactly the planned output size, in the request's
+    /// ``ProcessingOptions/pixelFormat`` (premultiplied unless straight was asked).
     public var bitmap: Bitmap
     /// Where it came from.
     public var source: ImageSource

@@ -29,8 +29,13 @@ public struct ImageProcessor: Hashable, Sendable, ImageProcessing {
     /// The wrapped step's identifier.
     public var identifier: String { base.identifier }
 
-    /// Runs the wrapped step.
-    public func process(_ bitmap: Bitmap) throws -> Bitmap { try base.process(bitmap) }
+    /// Runs the wrapped step, which works on premultiplied pixels: a straight bitmap is
+    /// premultiplied first and the result made straight again (the pipeline premultiplies once
+    /// before a whole list instead).
+    public func process(_ bitmap: Bitmap) throws -> Bitmap {
+        guard !bitmap.pixelFormat.isPremultiplied else { return try base.process(bitmap) }
+        return try base.process(bitmap.premultiplied()).straightened()
+    }
 
     /// Equal when the identifiers are.
     public static func == (lhs: ImageProcessor, rhs: ImageProcessor) -> Bool { lhs.identifier == rhs.identifier }

@@ -1,10 +1,11 @@
 extension Bitmap {
-    /// The bitmap turned upright from stored `orientation` (rotations and mirrors by EXIF rules).
+    /// The bitmap turned upright from stored `orientation` (rotations and mirrors by EXIF rules),
+    /// in the same ``PixelFormat``.
     public func oriented(_ orientation: ImageOrientation) -> Bitmap {
         guard orientation != .up else { return self }
         let w = width, h = height
         let outSize = orientation.uprightSize(of: size)
-        var out = Bitmap(zeroed: outSize)
+        var out = Bitmap(zeroed: outSize, pixelFormat: pixelFormat)
         let outWidth = outSize.width
         withUnsafeBytes { src in
             out.withUnsafeMutableBytes { dst in

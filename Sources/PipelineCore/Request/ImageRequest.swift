@@ -62,15 +62,24 @@ public struct ProcessingOptions: Hashable, Sendable {
     /// The filter that resamples to the target after the decoder's shrink-on-load. Default
     /// ``ResamplingFilter/default``.
     public var resamplingFilter: ResamplingFilter
+    /// The alpha representation of the response's bitmap. Default
+    /// ``PixelFormat/rgba8Premultiplied``, for display. ``PixelFormat/rgba8Straight`` is for
+    /// writing files: at full size the decoder's stored values come back exactly; resampled
+    /// and processed pictures are computed premultiplied and made straight once at the end
+    /// (``DecodeOptions/pixelFormat``). Part of the key, so the memory cache never answers one
+    /// representation with the other.
+    public var pixelFormat: PixelFormat
 
     /// Creates options; the defaults suit almost every caller.
     public init(appliesOrientation: Bool = true, strictDecoding: Bool = false, allowsUpscaling: Bool = false,
-                convertsToSRGB: Bool = true, resamplingFilter: ResamplingFilter = .default) {
+                convertsToSRGB: Bool = true, resamplingFilter: ResamplingFilter = .default,
+                pixelFormat: PixelFormat = .rgba8Premultiplied) {
         self.appliesOrientation = appliesOrientation
         self.strictDecoding = strictDecoding
         self.allowsUpscaling = allowsUpscaling
         self.convertsToSRGB = convertsToSRGB
         self.resamplingFilter = resamplingFilter
+        self.pixelFormat = pixelFormat
     }
 }
 
