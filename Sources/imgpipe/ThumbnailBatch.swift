@@ -43,7 +43,8 @@ enum ThumbnailBatch {
         let environment = try Environment(invocation, sources: urls, memoryCacheMB: memoryCacheMB)
         let cores = ProcessInfo.processInfo.activeProcessorCount
         let inFlight = invocation.options["concurrency"] != nil ? environment.concurrency : max(environment.concurrency, 2 * cores)
-        let writers = WorkerPool(maxConcurrent: cores, name: "imgpipe.encode")
+        // Idle threads wait a little for the next picture instead of exiting and being started again.
+        let writers = WorkerPool(maxConcurrent: cores, name: "imgpipe.encode", idleTimeout: 0.5)
         let pipeline = environment.pipeline, verbose = environment.verbose
         let progress = ProgressBar(total: urls.count)
         let start = Date()

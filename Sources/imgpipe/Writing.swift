@@ -13,6 +13,8 @@ enum Encoders {
     // .registering(WebPEncoder())            // CodecWebP: .webp
     // .registering(HEIFEncoder(.heif))       // CodecHEIF: .heic
     // .registering(HEIFEncoder(.avif))       // CodecHEIF: .avif
+    // (x265 and aom print to stderr: register them so that their output is discarded, as
+    // `HEIFDecoder(standardError: .discardedWhileDecoding)` is, to keep imgpipe's stderr contract.)
 }
 
 /// The request for a picture that imgpipe writes to a file (`thumb`, `decode`, `convert`):
