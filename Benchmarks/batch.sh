@@ -7,8 +7,11 @@
 # Prints the minimum of $RUNS runs (default 5) of wall time per tool, pictures/s, the CPU
 # seconds (user + sys) of that fastest run, peak RSS (/usr/bin/time) and the bytes written.
 #
-# FORMAT=png (default) or FORMAT=jpg (quality 80 for every tool; needs imgpipe's JPEG encoder).
-# Every tool writes the same format.
+# FORMAT=png (default) or FORMAT=jpg (quality 80 for every tool; needs imgpipe's JPEG encoder):
+# every tool writes the same format. FORMAT=pam measures decoding and resizing alone: imgpipe
+# writes PAM, vips and Pillow PPM (uncompressed both).
+#
+# IMGPIPE_EXTRA="--compression-level 4" adds a row: imgpipe again with those options.
 #
 # Inputs: there is no perf corpus under ../shared, so they are made here, once, into
 # Benchmarks/.inputs/batch-1280 (gitignored) with vips: 100 windows of 1920x1280 cut on a
@@ -32,8 +35,11 @@ trap 'rm -rf "$out"' EXIT
 case $format in
   png) imgpipe_options=(); vips_suffix=""; pillow_options="{}" ;;
   jpg) imgpipe_options=(--quality 80); vips_suffix="[Q=80]"; pillow_options="{'quality': 80}" ;;
-  *) echo "batch: FORMAT must be png or jpg" >&2; exit 2 ;;
+  pam) imgpipe_options=(); vips_suffix=""; pillow_options="{}" ;;
+  *) echo "batch: FORMAT must be png, jpg or pam" >&2; exit 2 ;;
 esac
+peer_format=$format
+[ "$format" = pam ] && peer_format=ppm
 
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
@@ -80,7 +86,7 @@ def one(job):
     im.save(target, **$pillow_options)
 if __name__ == '__main__':
     out = sys.argv[1]
-    jobs = [(f, os.path.join(out, os.path.splitext(os.path.basename(f))[0] + '.$format')) for f in sys.argv[2:]]
+    jobs = [(f, os.path.join(out, os.path.splitext(os.path.basename(f))[0] + '.$peer_format')) for f in sys.argv[2:]]
     with Pool(2) as pool:
         pool.map(one, jobs, chunksize=4)"
 
@@ -103,16 +109,22 @@ measure() {
 
 echo "100 photos 1280x853 -> ${size}px $format, min of $runs runs, $(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg)"
 printf "%-34s %8s %12s %9s %10s %11s\n" tool "s" "pictures/s" "CPU s" "peak MiB" "output KiB"
-for tool in imgpipe vipsthumbnail pillow; do
+tools=(imgpipe)
+[ -n "${IMGPIPE_EXTRA:-}" ] && tools+=(imgpipe-extra)
+for tool in "${tools[@]}" vipsthumbnail pillow; do
   case $tool in
     imgpipe) result=$(measure "$imgpipe" thumb "${files[@]}" --size $size --out-dir "$out/t" --format "$format" "${imgpipe_options[@]}") ;;
-    vipsthumbnail) result=$(measure vipsthumbnail "${files[@]}" -s $size -o "$out/t/%s.$format$vips_suffix") ;;
+    # shellcheck disable=SC2086
+    imgpipe-extra) result=$(measure "$imgpipe" thumb "${files[@]}" --size $size --out-dir "$out/t" --format "$format" \
+                              "${imgpipe_options[@]}" $IMGPIPE_EXTRA) ;;
+    vipsthumbnail) result=$(measure vipsthumbnail "${files[@]}" -s $size -o "$out/t/%s.$peer_format$vips_suffix") ;;
     pillow) result=$(measure python3 -c "$pillow" "$out/t" "${files[@]}") ;;
   esac
   [ "$result" = failed ] && { printf "%-34s failed\n" "$tool"; continue; }
   read -r seconds cpu kb bytes <<<"$result"
   label=$tool
   [ "$tool" = imgpipe ] && label="imgpipe thumb --out-dir"
+  [ "$tool" = imgpipe-extra ] && label="imgpipe $IMGPIPE_EXTRA"
   [ "$tool" = vipsthumbnail ] && label="vipsthumbnail (one process)"
   [ "$tool" = pillow ] && label="Pillow draft+thumbnail, Pool(2)"
   printf "%-34s %8s %12s %9s %10s %11s\n" "$label" "$seconds" "$(python3 -c "print(f'{100 / $seconds:.1f}')")" "$cpu" \

@@ -144,7 +144,8 @@ struct OutputSettings: Sendable {
         }
     }
 
-    /// Settings for `format` from the invocation's `--quality`, `--lossless` and `--progressive`.
+    /// Settings for `format` from the invocation's `--quality`, `--lossless`, `--compression-level`
+    /// and `--progressive`.
     /// - Throws: ``UsageError`` for a value out of range or an option `format` cannot honour;
     ///   ``OutputError/noEncoder(format:path:)``.
     init(format: OutputFormat, invocation: Invocation, path: String) throws {
@@ -165,6 +166,13 @@ struct OutputSettings: Sendable {
             }
             options.lossless = true
         }
+        if let text = invocation.options["compression-level"] {
+            guard let level = Int(text), (0...9).contains(level) else {
+                throw UsageError(message: "--compression-level needs a whole number from 0 to 9, got '\(text)'")
+            }
+            guard format == .png else { throw UsageError(message: "--compression-level applies to .png only, not \(name)") }
+            options.compressionLevel = level
+        }
         if invocation.flag("progressive") {
             guard format.takesProgressive else {
                 throw UsageError(message: "--progressive applies to .jpg and .jpeg only, not \(name)")
@@ -179,6 +187,7 @@ struct OutputSettings: Sendable {
         .value("quality", "Q", "lossy quality 0-100 for .jpg, .webp, .avif, .heic (default: the encoder's)"),
         .flag("lossless", "store the pixels exactly (.webp; .avif/.heic where libheif can)"),
         .flag("progressive", "write a progressive JPEG"),
+        .value("compression-level", "N", "PNG zlib level 0-9 (default: the encoder's, 6)"),
     ]
 
     /// Encodes `bitmap` and writes it to `path` atomically (a temporary file beside it, then

@@ -24,6 +24,8 @@ struct ImgpipeTests {
         (["convert", "a.png", "--out", "x.jpg", "--quality", "high"], "--quality needs a whole number from 0 to 100, got 'high'"),
         (["convert", "a.png", "--out", "x.png", "--quality", "80"], "--quality applies to .jpg, .webp, .avif and .heic, not .png"),
         (["convert", "a.png", "--out", "x.jpeg", "--lossless"], "--lossless: JPEG is always lossy"),
+        (["convert", "a.png", "--out", "x.png", "--compression-level", "10"], "--compression-level needs a whole number from 0 to 9, got '10'"),
+        (["convert", "a.png", "--out", "x.webp", "--compression-level", "3"], "--compression-level applies to .png only, not .webp"),
         (["thumb", "a.png", "--size", "5", "--out", "x.webp", "--progressive"], "--progressive applies to .jpg and .jpeg only, not .webp"),
         (["thumb", "a.png", "b.png", "--size", "5", "--out", "x.png"], "--out FILE takes one SOURCE; for several use --out-dir DIR"),
         (["thumb", "a.png", "--size", "5", "--out", "x.png", "--out-dir", "d"], "give --out FILE or --out-dir DIR, not both"),

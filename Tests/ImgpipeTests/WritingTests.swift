@@ -73,6 +73,24 @@ struct ImgpipeWritingTests {
         }
     }
 
+    /// `--compression-level` reaches the PNG encoder: level 0 stores, level 9 compresses, and
+    /// both hold the same pixels.
+    @Test func compressionLevelReachesThePNGEncoder() async throws {
+        try await Imgpipe.withTemporaryDirectory { (directory: URL) async throws in
+            let source = Imgpipe.samples.appendingPathComponent("rings.png").path
+            var sizes: [Int] = [], pixels: [[UInt8]] = []
+            for level in ["0", "9"] {
+                let png = directory.appendingPathComponent("l\(level).png"), pam = directory.appendingPathComponent("l\(level).pam")
+                #expect(try await Imgpipe.run(["convert", source, "--out", png.path, "--compression-level", level]).status == 0)
+                #expect(try await Imgpipe.run(["decode", png.path, "--out", pam.path]).status == 0)
+                sizes.append(try Data(contentsOf: png).count)
+                pixels.append(try PAM(pam).pixels)
+            }
+            #expect(sizes[0] > 360 * 240 * 3 && sizes[1] < sizes[0] * 95 / 100, "\(sizes)")  // level 0 stores the rows
+            #expect(pixels[0] == pixels[1] && pixels[0].count == 360 * 240 * 4)
+        }
+    }
+
     /// An output that cannot be written is exit 1 with one line naming it, checked before the
     /// source is loaded when the folder is missing; no partial file is left behind.
     @Test func unwritableOutputsAreTypedErrors() async throws {
