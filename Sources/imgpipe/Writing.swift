@@ -11,10 +11,9 @@ enum Encoders {
         .registering(PNGEncoder())
     // .registering(JPEGEncoder())            // CodecJPEG: .jpg, .jpeg
     // .registering(WebPEncoder())            // CodecWebP: .webp
-    // .registering(HEIFEncoder(.heif))       // CodecHEIF: .heic
-    // .registering(HEIFEncoder(.avif))       // CodecHEIF: .avif
-    // (x265 and aom print to stderr: register them so that their output is discarded, as
-    // `HEIFDecoder(standardError: .discardedWhileDecoding)` is, to keep imgpipe's stderr contract.)
+    // .registering(HEIFEncoder.heic)         // CodecHEIF: .heic (x265)
+    // .registering(HEIFEncoder.avif)         // CodecHEIF: .avif (aom)
+    // (Each must keep its C library's output off stderr: imgpipe's contract is one line per failure.)
 }
 
 /// The request for a picture that imgpipe writes to a file (`thumb`, `decode`, `convert`):
