@@ -4,8 +4,9 @@
 #   imgpipe thumb FILES... --size 256 --out-dir DIR --format $FORMAT   (one process, every core)
 #   vipsthumbnail -s 256 -o DIR/%s.$FORMAT FILES...                     (one process)
 #   Pillow draft + thumbnail + save, multiprocessing.Pool(2)           (2 worker processes)
-# Prints the minimum of $RUNS runs (default 5) of wall time per tool, pictures/s, the CPU
-# seconds (user + sys) of that fastest run, peak RSS (/usr/bin/time) and the bytes written.
+# Prints the minimum of $RUNS runs (default 5; the tools take turns) of wall time per tool,
+# pictures/s, the CPU seconds (user + sys) and peak RSS (/usr/bin/time) of that fastest run,
+# and the bytes written.
 #
 # FORMAT=png (default) or FORMAT=jpg (quality 80 for every tool; needs imgpipe's JPEG encoder):
 # every tool writes the same format. FORMAT=pam measures decoding and resizing alone: imgpipe
@@ -90,36 +91,51 @@ if __name__ == '__main__':
     with Pool(2) as pool:
         pool.map(one, jobs, chunksize=4)"
 
-# Prints "seconds cpu-seconds KiB output-KiB" of the fastest of $runs runs of "$@" (run in a
-# fresh $out/t).
-measure() {
-  local best="" line start end
-  for _ in $(seq "$runs"); do
-    rm -rf "$out/t"; mkdir -p "$out/t"
-    start=$EPOCHREALTIME
-    /usr/bin/time -o "$out/rusage" -f "%U %S %M" "$@" >/dev/null 2>"$out/err" || { cat "$out/err" >&2; echo "failed"; return; }
-    end=$EPOCHREALTIME
-    [ "$(ls "$out/t" | wc -l)" -eq 100 ] || { echo "batch: $1 wrote $(ls "$out/t" | wc -l) files" >&2; echo "failed"; return; }
-    line=$(python3 -c "u, s, k = open('$out/rusage').read().split()[-3:]; print(f'{$end - $start:.3f} {float(u) + float(s):.2f} {k}')")
-    line="$line $(du -sk "$out/t" | cut -f1)"
-    if [ -z "$best" ] || python3 -c "import sys; sys.exit(0 if ${line%% *} < ${best%% *} else 1)"; then best=$line; fi
-  done
-  echo "$best"
+# Runs "$@" once (in a fresh $out/t) and prints "seconds cpu-seconds KiB output-KiB", or
+# "failed".
+measure_once() {
+  local line start end
+  rm -rf "$out/t"; mkdir -p "$out/t"
+  start=$EPOCHREALTIME
+  /usr/bin/time -o "$out/rusage" -f "%U %S %M" "$@" >/dev/null 2>"$out/err" || { cat "$out/err" >&2; echo "failed"; return; }
+  end=$EPOCHREALTIME
+  [ "$(ls "$out/t" | wc -l)" -eq 100 ] || { echo "batch: $1 wrote $(ls "$out/t" | wc -l) files" >&2; echo "failed"; return; }
+  line=$(python3 -c "u, s, k = open('$out/rusage').read().split()[-3:]; print(f'{$end - $start:.3f} {float(u) + float(s):.2f} {k}')")
+  echo "$line $(du -sk "$out/t" | cut -f1)"
+}
+
+run_tool() {
+  case $1 in
+    imgpipe) measure_once "$imgpipe" thumb "${files[@]}" --size $size --out-dir "$out/t" --format "$format" "${imgpipe_options[@]}" ;;
+    # shellcheck disable=SC2086
+    imgpipe-extra) measure_once "$imgpipe" thumb "${files[@]}" --size $size --out-dir "$out/t" --format "$format" \
+                     "${imgpipe_options[@]}" $IMGPIPE_EXTRA ;;
+    vipsthumbnail) measure_once vipsthumbnail "${files[@]}" -s $size -o "$out/t/%s.$peer_format$vips_suffix" ;;
+    pillow) measure_once python3 -c "$pillow" "$out/t" "${files[@]}" ;;
+  esac
 }
 
 echo "100 photos 1280x853 -> ${size}px $format, min of $runs runs, $(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg)"
-printf "%-34s %8s %12s %9s %10s %11s\n" tool "s" "pictures/s" "CPU s" "peak MiB" "output KiB"
 tools=(imgpipe)
 [ -n "${IMGPIPE_EXTRA:-}" ] && tools+=(imgpipe-extra)
-for tool in "${tools[@]}" vipsthumbnail pillow; do
-  case $tool in
-    imgpipe) result=$(measure "$imgpipe" thumb "${files[@]}" --size $size --out-dir "$out/t" --format "$format" "${imgpipe_options[@]}") ;;
-    # shellcheck disable=SC2086
-    imgpipe-extra) result=$(measure "$imgpipe" thumb "${files[@]}" --size $size --out-dir "$out/t" --format "$format" \
-                              "${imgpipe_options[@]}" $IMGPIPE_EXTRA) ;;
-    vipsthumbnail) result=$(measure vipsthumbnail "${files[@]}" -s $size -o "$out/t/%s.$peer_format$vips_suffix") ;;
-    pillow) result=$(measure python3 -c "$pillow" "$out/t" "${files[@]}") ;;
-  esac
+tools+=(vipsthumbnail pillow)
+# The tools take turns within each run, so a change in the machine's load hits them alike;
+# each keeps its fastest run.
+declare -A best
+for _ in $(seq "$runs"); do
+  for tool in "${tools[@]}"; do
+    result=$(run_tool "$tool")
+    [ "$result" = failed ] && { best[$tool]=failed; continue; }
+    [ "${best[$tool]:-}" = failed ] && continue
+    if [ -z "${best[$tool]:-}" ] || python3 -c "import sys; sys.exit(0 if ${result%% *} < ${best[$tool]%% *} else 1)"; then
+      best[$tool]=$result
+    fi
+  done
+done
+echo "load $(cut -d' ' -f1 /proc/loadavg) at the end"
+printf "%-34s %8s %12s %9s %10s %11s\n" tool "s" "pictures/s" "CPU s" "peak MiB" "output KiB"
+for tool in "${tools[@]}"; do
+  result=${best[$tool]}
   [ "$result" = failed ] && { printf "%-34s failed\n" "$tool"; continue; }
   read -r seconds cpu kb bytes <<<"$result"
   label=$tool

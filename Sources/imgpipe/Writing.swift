@@ -1,9 +1,12 @@
+import CodecHEIF
+import CodecJPEG
 import CodecPNG
+import CodecWebP
 import Foundation
 import PipelineCore
 
 /// The encoders imgpipe writes with, built in this one place. A codec module's encoder is one
-/// `.registering(…)` line here (and its module in imgpipe's dependencies); an output whose
+/// `.registering(…)` line here (every codec module is imported already); an output whose
 /// encoder is not registered fails with ``OutputError/noEncoder(format:path:)`` (exit 1)
 /// before anything is loaded. `.pam` is imgpipe's own writer (``OutputFormat/writePAM(_:to:)``).
 enum Encoders {
