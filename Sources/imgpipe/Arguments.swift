@@ -49,7 +49,7 @@ struct Command: Sendable {
     var allOptions: [OptionSpec] { options + OptionSpec.shared }
 
     /// Every command imgpipe knows.
-    static let all: [Command] = [.info, .thumb, .decode, .frames, .sheet, .fetch]
+    static let all: [Command] = [.info, .thumb, .decode, .convert, .frames, .sheet, .fetch]
 
     /// `imgpipe --help`.
     static var overview: String {

@@ -83,49 +83,75 @@ extension Command {
         return loops + duration
     }
 
-    /// `imgpipe thumb SOURCE --size N [--fill WxH] --out FILE`
+    /// `imgpipe thumb SOURCE... (--size N | --fill WxH) (--out FILE | --out-dir DIR [--format EXT])`
     static let thumb = Command(
-        name: "thumb", synopsis: "SOURCE (--size N | --fill WxH) --out FILE.png|FILE.pam",
-        summary: "write a thumbnail whose longer side is N, or a centre-cropped WxH picture",
-        positionals: 1...1,
+        name: "thumb", synopsis: "SOURCE... (--size N | --fill WxH) (--out FILE | --out-dir DIR [--format EXT])",
+        summary: "write a thumbnail whose longer side is N, or a centre-cropped WxH picture; many at once with --out-dir",
+        positionals: nil,
         options: [.value("size", "N", "fit inside N×N pixels"),
                   .value("fill", "WxH", "fill exactly W×H pixels, centre-cropped"),
-                  .value("out", "FILE", "where to write it: .png, or .pam (straight RGBA)"),
+                  .value("out", "FILE", "where to write one thumbnail; the extension picks the format: \(OutputFormat.knownExtensionList)"),
+                  .value("out-dir", "DIR", "write each SOURCE's thumbnail as DIR/<file stem>.<format> (created if missing)"),
+                  .value("format", "EXT", "with --out-dir: jpg, png, webp, avif, heic or pam (default png)"),
                   .value("blur", "R", "Gaussian blur, standard deviation R output pixels"),
                   .value("corner-radius", "R", "round the corners by R output pixels"),
                   .flag("round", "crop to a circle (transparent outside)"),
-                  .value("filter", "F", "resampling filter: lanczos3 or area (default \(ResamplingFilter.default.rawValue))")],
+                  .value("filter", "F", "resampling filter: lanczos3 or area (default \(ResamplingFilter.default.rawValue))")]
+                + OutputSettings.commandOptions,
         run: { invocation in
-            let output = try invocation.output(allowed: ["png", "pam"])
-            var request: ImageRequest
-            let url = try Sources.url(invocation.positionals[0])
+            let target: TargetSize, contentMode: ContentMode
             if let fill = try invocation.size("fill") {
-                request = ImageRequest(url: url, width: fill.width, height: fill.height, contentMode: .fill)
+                (target, contentMode) = (.pixels(PixelSize(width: fill.width, height: fill.height)), .fill)
             } else {
                 guard invocation.options["size"] != nil else { throw UsageError(message: "'imgpipe thumb' needs --size N or --fill WxH") }
                 let size = try invocation.positiveInteger("size")
-                request = ImageRequest(url: url, width: size, height: size)
+                (target, contentMode) = (.pixels(PixelSize(width: size, height: size)), .fit)
             }
-            request.processors = try processors(invocation)
-            if let name = invocation.options["filter"] {
-                guard let filter = ResamplingFilter(rawValue: name) else {
-                    let names = ResamplingFilter.allCases.map(\.rawValue).joined(separator: ", ")
-                    throw UsageError(message: "--filter must be one of \(names), got '\(name)'")
+            let processors = try processors(invocation)
+            let filter = try resamplingFilter(invocation)
+            if invocation.options["out-dir"] != nil {
+                guard invocation.options["out"] == nil else { throw UsageError(message: "give --out FILE or --out-dir DIR, not both") }
+                return try await ThumbnailBatch.run(invocation) { url in
+                    WriteRequest.make(url, target: target, contentMode: contentMode, processors: processors, filter: filter)
                 }
-                request.processing.resamplingFilter = filter
             }
-            return try await render(request, to: output, invocation)
+            guard invocation.options["format"] == nil else {
+                throw UsageError(message: "--format goes with --out-dir; with --out FILE the extension picks the format")
+            }
+            guard invocation.options["out"] != nil else { throw UsageError(message: "'imgpipe thumb' needs --out FILE or --out-dir DIR") }
+            guard invocation.positionals.count == 1 else {
+                throw UsageError(message: "--out FILE takes one SOURCE; for several use --out-dir DIR")
+            }
+            let output = try invocation.outputSettings()
+            let urls = try Sources.urls(invocation.positionals)
+            guard urls.count == 1, let url = urls.first else {
+                throw UsageError(message: "--out FILE takes one SOURCE, got \(urls.count); for several use --out-dir DIR")
+            }
+            return try await render(WriteRequest.make(url, target: target, contentMode: contentMode, processors: processors, filter: filter),
+                                    to: output, invocation)
         })
 
     /// `imgpipe decode SOURCE --out FILE`
     static let decode = Command(
-        name: "decode", synopsis: "SOURCE --out FILE.png|FILE.pam",
-        summary: "decode SOURCE at full size, upright",
+        name: "decode", synopsis: "SOURCE --out FILE",
+        summary: "decode SOURCE at full size, upright, and write it in the format of --out's extension",
         positionals: 1...1,
-        options: [.value("out", "FILE", "where to write it: .png, or .pam (straight RGBA)")],
+        options: [.value("out", "FILE", "where to write it: \(OutputFormat.knownExtensionList) (.pam: straight RGBA)")]
+            + OutputSettings.commandOptions,
         run: { invocation in
-            let output = try invocation.output(allowed: ["png", "pam"])
-            return try await render(ImageRequest(url: try Sources.url(invocation.positionals[0])), to: output, invocation)
+            let output = try invocation.outputSettings()
+            return try await render(WriteRequest.make(try Sources.url(invocation.positionals[0])), to: output, invocation)
+        })
+
+    /// `imgpipe convert SOURCE --out FILE`
+    static let convert = Command(
+        name: "convert", synopsis: "SOURCE --out FILE",
+        summary: "write SOURCE in the format of --out's extension, at full size (no resampling), upright",
+        positionals: 1...1,
+        options: [.value("out", "FILE", "where to write it: \(OutputFormat.knownExtensionList)")] + OutputSettings.commandOptions,
+        run: { invocation in
+            let output = try invocation.outputSettings()
+            return try await render(WriteRequest.make(try Sources.url(invocation.positionals[0])), to: output, invocation)
         })
 
     /// The built-in processors `thumb`'s `--blur`, `--corner-radius` and `--round` ask for,
@@ -145,10 +171,19 @@ extension Command {
         return list
     }
 
-    private static func render(_ request: ImageRequest, to output: String, _ invocation: Invocation) async throws -> Int32 {
-        // Files store straight alpha: a full-size decode is written with the stored values exactly.
-        var request = request
-        request.processing.pixelFormat = .rgba8Straight
+    /// Loads `request` and writes it to `output`: exit status 0, or 1 with one line on stderr.
+    /// `--filter`'s value, or the default filter.
+    private static func resamplingFilter(_ invocation: Invocation) throws -> ResamplingFilter {
+        guard let name = invocation.options["filter"] else { return .default }
+        guard let filter = ResamplingFilter(rawValue: name) else {
+            let names = ResamplingFilter.allCases.map(\.rawValue).joined(separator: ", ")
+            throw UsageError(message: "--filter must be one of \(names), got '\(name)'")
+        }
+        return filter
+    }
+
+    private static func render(_ request: ImageRequest, to output: (path: String, settings: OutputSettings),
+                               _ invocation: Invocation) async throws -> Int32 {
         let environment = try Environment(invocation, sources: [request.url])
         let response: ImageResponse
         do {
@@ -159,9 +194,9 @@ extension Command {
             return 1
         }
         for warning in response.warnings { printError("imgpipe: warning: \(Console.oneLine(warning))") }
-        try OutputFormat.write(response.bitmap, to: output)
+        try output.settings.write(response.bitmap, to: output.path)
         if environment.verbose {
-            print("\(Sources.label(request.url)): \(response.format) \(response.originalSize) → \(response.bitmap.size) from \(response.source); wrote \(output)")
+            print("\(Sources.label(request.url)): \(response.format) \(response.originalSize) → \(response.bitmap.size) from \(response.source); wrote \(output.path)")
         }
         await environment.finish()
         return 0

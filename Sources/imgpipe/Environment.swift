@@ -18,8 +18,9 @@ struct Environment {
 
     /// Builds the pipeline for `sources`. The disk cache is opened only when a source is
     /// `http(s)`: local files skip it, and a local-only run should not create or scan it.
-    init(_ invocation: Invocation, sources: [URL]) throws {
-        let memoryMB = try invocation.positiveInteger("memory-cache-mb", default: 256)
+    /// `memoryCacheMB` is the memory budget when `--memory-cache-mb` is not given.
+    init(_ invocation: Invocation, sources: [URL], memoryCacheMB: Int = 256) throws {
+        let memoryMB = try invocation.positiveInteger("memory-cache-mb", default: memoryCacheMB)
         let maxPixels = try invocation.positiveInteger("max-pixels", default: 100_000_000)
         let timeout = try invocation.positiveSeconds("timeout", default: 15)
         concurrency = try invocation.positiveInteger("concurrency", default: 8)

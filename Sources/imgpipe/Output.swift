@@ -2,33 +2,20 @@ import CodecPNG
 import Foundation
 import PipelineCore
 
-/// The formats `--out` can write, by file extension.
-enum OutputFormat {
-    case png, pam
+/// The formats imgpipe writes, chosen by the output's file extension (`Writing.swift`): the
+/// encoders in ``Encoders/registry``, and PAM, which imgpipe writes itself.
+enum OutputFormat: Sendable {
+    case jpeg, png, webp, avif, heic, pam
 
-    init(path: String) {
-        self = path.lowercased().hasSuffix(".pam") ? .pam : .png
-    }
-
-    /// Writes `bitmap` to `path` atomically (a temporary file beside it, then `rename`).
+    /// Writes `bitmap` to `path` in the format its extension names, with default options
+    /// (`sheet`, `frames`), atomically (a temporary file beside it, then `rename`).
     ///
     /// PAM is streamed: rows are un-premultiplied (a straight bitmap's copied) into a buffer of ``pamChunkRows`` rows and
     /// written, so a full-size decode costs its bitmap plus that buffer (it used to build three
-    /// more full copies: straight bytes, a `Data`, and header + body). PNG goes through
-    /// ``CodecPNG/PNGEncoder``, which holds one straight copy and the compressed output.
+    /// more full copies: straight bytes, a `Data`, and header + body). The other formats go
+    /// through their encoder (``CodecPNG/PNGEncoder`` holds one straight copy and the output).
     static func write(_ bitmap: Bitmap, to path: String) throws {
-        do {
-            switch OutputFormat(path: path) {
-            case .png:
-                try PNGEncoder().encode(bitmap).write(to: URL(fileURLWithPath: path), options: .atomic)
-            case .pam:
-                try writeAtomically(to: path) { file in try writePAM(bitmap, to: file) }
-            }
-        } catch let error as ImagePipelineError {
-            throw error
-        } catch {
-            throw ImagePipelineError.fileUnreadable(path: path, reason: "cannot write it: \(error.localizedDescription)")
-        }
+        try OutputSettings(format: try OutputFormat(path: path), path: path).write(bitmap, to: path)
     }
 
     /// Rows un-premultiplied and written per `write` call.
@@ -82,24 +69,51 @@ enum OutputFormat {
 
     /// Runs `body` on a new temporary file beside `path`, then renames it to `path`; the
     /// temporary file is removed if anything fails.
-    private static func writeAtomically(to path: String, _ body: (FileHandle) throws -> Void) throws {
+    /// - Throws: ``OutputError/cannotWrite(path:reason:)`` with the system's reason.
+    static func writeAtomically(to path: String, _ body: (FileHandle) throws -> Void) throws {
         let target = URL(fileURLWithPath: path)
         let temporary = target.deletingLastPathComponent().appendingPathComponent(".\(target.lastPathComponent).\(UUID().uuidString).tmp")
-        guard FileManager.default.createFile(atPath: temporary.path, contents: nil) else {
-            throw ImagePipelineError.fileUnreadable(path: path, reason: "cannot write it: cannot create \(temporary.path)")
-        }
+        let fd = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw OutputError.cannotWrite(path: path, reason: String(cString: strerror(errno))) }
         do {
-            let file = try FileHandle(forWritingTo: temporary)
+            let file = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
             defer { try? file.close() }
             try body(file)
-        } catch {
-            try? FileManager.default.removeItem(at: temporary)
+        } catch let error as OutputError {
+            unlink(temporary.path)
             throw error
+        } catch {
+            unlink(temporary.path)
+            throw OutputError.cannotWrite(path: path, reason: Self.reason(error))
         }
         guard rename(temporary.path, target.path) == 0 else {
             let reason = String(cString: strerror(errno))
-            try? FileManager.default.removeItem(at: temporary)
-            throw ImagePipelineError.fileUnreadable(path: path, reason: "cannot write it: \(reason)")
+            unlink(temporary.path)
+            throw OutputError.cannotWrite(path: path, reason: reason)
         }
+    }
+
+    /// Throws ``OutputError/cannotWrite(path:reason:)`` when `path`'s folder does not exist or
+    /// is not a folder, or `path` itself is a folder: checked before a command loads anything.
+    static func checkFolder(of path: String) throws {
+        let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        var isFolder: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: folder, isDirectory: &isFolder) else {
+            throw OutputError.cannotWrite(path: path, reason: "the folder \(folder) does not exist")
+        }
+        guard isFolder.boolValue else { throw OutputError.cannotWrite(path: path, reason: "\(folder) is not a folder") }
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isFolder), isFolder.boolValue {
+            throw OutputError.cannotWrite(path: path, reason: "it is a folder")
+        }
+    }
+
+    /// The system's words for a write error: `strerror` for a POSIX error, else the description.
+    private static func reason(_ error: any Error) -> String {
+        let ns = error as NSError
+        if let underlying = ns.userInfo[NSUnderlyingErrorKey] as? NSError, underlying.domain == NSPOSIXErrorDomain {
+            return String(cString: strerror(Int32(underlying.code)))
+        }
+        if ns.domain == NSPOSIXErrorDomain { return String(cString: strerror(Int32(ns.code))) }
+        return Console.oneLine(error.localizedDescription)
     }
 }

@@ -81,6 +81,13 @@ final class ProgressBar: Sendable {
         }
     }
 
+    /// Prints `message` on a line of its own on stderr; on a terminal, over the bar, which is
+    /// drawn again at the next ``advance()``.
+    func report(_ message: String) {
+        guard isTerminal else { return printError(message) }
+        state.withLock { _ in Console.standardError.write(Data(("\r\u{1B}[K" + message + "\n").utf8)) }
+    }
+
     func end() {
         if isTerminal { Console.standardError.write(Data("\n".utf8)) }
     }

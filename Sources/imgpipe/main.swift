@@ -1,8 +1,11 @@
 // imgpipe: the command-line front end to the image pipeline.
 //
 //   imgpipe info SOURCE... [--json]
-//   imgpipe thumb SOURCE (--size N | --fill WxH) --out FILE.png|FILE.pam
-//   imgpipe decode SOURCE --out FILE.png|FILE.pam
+//   imgpipe thumb SOURCE (--size N | --fill WxH) --out FILE
+//   imgpipe thumb SOURCE... (--size N | --fill WxH) --out-dir DIR [--format jpg|png|webp|avif|heic|pam]
+//   imgpipe decode SOURCE --out FILE
+//   imgpipe convert SOURCE --out FILE [--quality Q] [--lossless] [--progressive]
+//     (FILE's extension picks the format: .jpg/.jpeg, .png, .webp, .avif, .heic, .pam)
 //   imgpipe frames SOURCE --out-dir DIR [--size N] [--format pam|png]
 //   imgpipe sheet [SOURCE...] [--size N] [--columns C] --out FILE.png
 //   imgpipe fetch SOURCE...

@@ -3,7 +3,7 @@ import Testing
 
 @Suite("imgpipe command line", .timeLimit(.minutes(2)))
 struct ImgpipeTests {
-    @Test(arguments: ["info", "thumb", "decode", "frames", "sheet", "fetch"])
+    @Test(arguments: ["info", "thumb", "decode", "convert", "frames", "sheet", "fetch"])
     func everySubcommandHasHelp(command: String) async throws {
         let result = try await Imgpipe.run([command, "--help"])
         #expect(result.status == 0)
@@ -16,7 +16,23 @@ struct ImgpipeTests {
         (["thumb", "a.jpg", "--size"], "'--size' needs a value N"),
         (["thumb", "a.jpg", "--sise", "5", "--out", "x.png"], "unknown option '--sise' for 'thumb'"),
         (["thumb", "a.jpg", "--size", "0", "--out", "x.png"], "--size needs a positive whole number, got '0'"),
-        (["thumb", "a.jpg", "--size", "5", "--out", "x.gif"], "--out must end in .png or .pam"),
+        (["thumb", "a.jpg", "--size", "5", "--out", "x.gif"],
+         "cannot tell the output format of 'x.gif': unknown extension '.gif' (known: .jpg, .jpeg, .png, .webp, .avif, .heic, .pam)"),
+        (["convert", "a.png", "--out", "x.tiff"], "unknown extension '.tiff' (known: .jpg, .jpeg, .png, .webp, .avif, .heic, .pam)"),
+        (["decode", "a.png", "--out", "dir.d/x"], "cannot tell the output format of 'dir.d/x': no extension"),
+        (["convert", "a.png", "--out", "x.webp", "--quality", "120"], "--quality needs a whole number from 0 to 100, got '120'"),
+        (["convert", "a.png", "--out", "x.jpg", "--quality", "high"], "--quality needs a whole number from 0 to 100, got 'high'"),
+        (["convert", "a.png", "--out", "x.png", "--quality", "80"], "--quality applies to .jpg, .webp, .avif and .heic, not .png"),
+        (["convert", "a.png", "--out", "x.jpeg", "--lossless"], "--lossless: JPEG is always lossy"),
+        (["convert", "a.png", "--out", "x.png", "--compression-level", "10"], "--compression-level needs a whole number from 0 to 9, got '10'"),
+        (["convert", "a.png", "--out", "x.webp", "--compression-level", "3"], "--compression-level applies to .png only, not .webp"),
+        (["thumb", "a.png", "--size", "5", "--out", "x.webp", "--progressive"], "--progressive applies to .jpg and .jpeg only, not .webp"),
+        (["thumb", "a.png", "b.png", "--size", "5", "--out", "x.png"], "--out FILE takes one SOURCE; for several use --out-dir DIR"),
+        (["thumb", "a.png", "--size", "5", "--out", "x.png", "--out-dir", "d"], "give --out FILE or --out-dir DIR, not both"),
+        (["thumb", "a.png", "--size", "5", "--out-dir", "d", "--format", "gif"],
+         "--format must be one of jpg, jpeg, png, webp, avif, heic, pam, got 'gif'"),
+        (["thumb", "a.png", "--size", "5", "--out", "x.png", "--format", "png"], "--format goes with --out-dir"),
+        (["thumb", "a.png", "--size", "5"], "'imgpipe thumb' needs --out FILE or --out-dir DIR"),
         (["thumb", "a.jpg", "--fill", "5by5", "--out", "x.png"], "--fill needs WIDTHxHEIGHT"),
         (["thumb", "a.jpg", "--size", "5", "--blur", "-1", "--out", "x.png"], "--blur needs a positive number of pixels"),
         (["decode", "a.jpg"], "needs --out FILE"),
