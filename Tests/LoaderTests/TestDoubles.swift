@@ -79,7 +79,7 @@ enum LoadFailure: Equatable, Sendable, CustomStringConvertible {
 }
 
 /// Waits (polling every 5 ms, at most `seconds`) until `condition` holds.
-func waitUntil(seconds: Double = 5, _ condition: () async throws -> Bool) async throws -> Bool {
+func waitUntil(seconds: Double = 60, _ condition: () async throws -> Bool) async throws -> Bool {
     let deadline = Date().addingTimeInterval(seconds)
     while Date() < deadline {
         if try await condition() { return true }

@@ -94,7 +94,7 @@ struct DecodeAdmissionTests {
             var finished: Set<Int> = []
             while finished.count < 6 {
                 let expected = min(2, 6 - finished.count)
-                #expect(await eventually { decoder.running.count == expected && pipeline.decodeMemory.waitingDecodes == 6 - finished.count - expected })
+                #expect(await eventually(timeout: 300) { decoder.running.count == expected && pipeline.decodeMemory.waitingDecodes == 6 - finished.count - expected })
                 #expect(decoder.running.count == expected)
                 let next = decoder.running
                 finished.formUnion(next)
@@ -115,7 +115,7 @@ struct DecodeAdmissionTests {
             for id in 0..<4 {
                 group.addTask { _ = try await pipeline.image(for: ImageRequest(url: gateURL(kibibytes: 4096, id: id))) }
             }
-            #expect(await eventually { decoder.running.count == 4 })
+            #expect(await eventually(timeout: 300) { decoder.running.count == 4 })
             decoder.open(0..<4)
             try await group.waitForAll()
         }
@@ -127,17 +127,17 @@ struct DecodeAdmissionTests {
         let pipeline = gatedPipeline(decoder, budget: 4 << 20)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { _ = try await pipeline.image(for: ImageRequest(url: gateURL(kibibytes: 4096, id: 0))) }
-            #expect(await eventually { decoder.running == [0] })
+            #expect(await eventually(timeout: 300) { decoder.running == [0] })
             for id in 1...3 {
                 group.addTask {
                     _ = try await pipeline.image(for: ImageRequest(url: gateURL(kibibytes: 4096, id: id), priority: .prefetch))
                 }
             }
-            #expect(await eventually { pipeline.decodeMemory.waitingDecodes == 3 })
+            #expect(await eventually(timeout: 300) { pipeline.decodeMemory.waitingDecodes == 3 })
             group.addTask { _ = try await pipeline.image(for: ImageRequest(url: gateURL(kibibytes: 4096, id: 4))) }
-            #expect(await eventually { pipeline.decodeMemory.waitingDecodes == 4 })
+            #expect(await eventually(timeout: 300) { pipeline.decodeMemory.waitingDecodes == 4 })
             decoder.open([0])
-            #expect(await eventually { decoder.running == [4] })
+            #expect(await eventually(timeout: 300) { decoder.running == [4] })
             decoder.open(1...4)
             try await group.waitForAll()
         }
@@ -149,13 +149,13 @@ struct DecodeAdmissionTests {
         let decoder = GatedDecoder()
         let pipeline = gatedPipeline(decoder, budget: 1 << 20)
         let big = Task { try await pipeline.image(for: ImageRequest(url: gateURL(kibibytes: 8192, id: 0))) }
-        #expect(await eventually { decoder.running == [0] })
+        #expect(await eventually(timeout: 300) { decoder.running == [0] })
         let cancelled = Task { try await pipeline.image(for: ImageRequest(url: gateURL(kibibytes: 512, id: 1))) }
         let small = Task { try await pipeline.image(for: ImageRequest(url: gateURL(kibibytes: 512, id: 2))) }
-        #expect(await eventually { pipeline.decodeMemory.waitingDecodes == 2 })
+        #expect(await eventually(timeout: 300) { pipeline.decodeMemory.waitingDecodes == 2 })
         cancelled.cancel()
         await #expect(throws: CancellationError.self) { _ = try await cancelled.value }
-        #expect(await eventually { pipeline.decodeMemory.waitingDecodes == 1 })
+        #expect(await eventually(timeout: 300) { pipeline.decodeMemory.waitingDecodes == 1 })
         decoder.open([0, 2])
         _ = try await big.value
         _ = try await small.value
