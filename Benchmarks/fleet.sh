@@ -5,21 +5,23 @@
 #
 #   plain  `replicas` FleetBenchmark processes at once, each with its own fresh DiskCache and a
 #          plain HTTPDataLoader, each requesting every URL in its own order, `concurrency` at a
-#          time, then a second pass (memory cache cleared: local disk hits)
+#          time (default 6: HTTPDataLoader's connections per host), then a second pass (memory cache cleared: local disk hits)
 #   tier   the same with SharedTierLoader + TieredDataCache over one RedisCache (Redis flushed first)
-#   quiet  one replica, one request at a time: plain (origin, then disk), then tier against the
-#          Redis the fleet filled (shared-tier hits, then disk): latencies without contention
+#   quiet  one replica, one request at a time: plain (origin, then disk), tier against the
+#          Redis the fleet filled (shared-tier hits, then disk), and tier against an empty Redis
+#          (origin fetches through the tier, then disk): latencies without contention
+#   parts  the pieces of a shared-tier hit, timed one at a time (FleetBenchmark parts)
 #
 # and prints origin requests and p50/p99 of every `pipeline.image(for:)` call by what answered
-# it, median over the runs with [min–max]. Installs nginx-light when missing; leaves nothing running.
+# it: min / median / max over the runs. Installs nginx-light when missing; leaves nothing running.
 #
-# Usage: Benchmarks/fleet.sh [count] [replicas] [concurrency] [runs]    (500 4 8 3)
+# Usage: Benchmarks/fleet.sh [count] [replicas] [concurrency] [runs]    (500 4 6 3)
 # POLL_MS sets SharedTierLoader's poll interval (default 10, the library's default).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 count="${1:-500}"
 replicas="${2:-4}"
-concurrency="${3:-8}"
+concurrency="${3:-6}"
 runs="${4:-3}"
 poll_ms="${POLL_MS:-10}"
 
@@ -112,22 +114,27 @@ fleet() {
   echo $(( $(origin_requests) - before )) > "$work/out/$run-$mode.origin"
 }
 
-# quiet MODE RUN: one replica, one request at a time (tier mode keeps what the fleet left in Redis).
+# quiet MODE RUN [NAME]: one replica, one request at a time (tier mode uses what is in Redis).
 quiet() {
-  local mode="$1" run="$2" before
+  local mode="$1" run="$2" name="${3:-$1}" before
   before="$(origin_requests)"
-  "$binary" "$mode" "$base" "$count" $((run * 100 + 99)) 1 "$redis_port" 0 "$poll_ms" > "$work/out/$run-quiet-$mode-0.json"
-  echo $(( $(origin_requests) - before )) > "$work/out/$run-quiet-$mode.origin"
+  "$binary" "$mode" "$base" "$count" $((run * 100 + 99)) 1 "$redis_port" 0 "$poll_ms" > "$work/out/$run-quiet-$name-0.json"
+  echo $(( $(origin_requests) - before )) > "$work/out/$run-quiet-$name.origin"
 }
 
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 for run in $(seq 1 "$runs"); do
   fleet plain "$run"
   fleet tier "$run"
   quiet plain "$run"
   quiet tier "$run"
+  "$binary" parts "$base" "$count" $((run * 100 + 98)) 1 "$redis_port" 0 > "$work/out/$run-parts.json"
+  redis-cli -p "$redis_port" flushall >/dev/null
+  quiet tier "$run" tier-cold
   echo "run $run: origin requests plain $(cat "$work/out/$run-plain.origin"), tier $(cat "$work/out/$run-tier.origin")" >&2
 done
 
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 python3 - "$work/out" "$runs" "$count" "$replicas" <<'PY'
 import glob, json, os, statistics, sys
 out, runs, count, replicas = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
@@ -139,16 +146,17 @@ def pct(values, p):
 def spread(values, fmt="{:.2f}"):
     if not values:
         return "-"
-    text = fmt.format(statistics.median(values))
-    return text if len(values) == 1 else "%s [%s–%s]" % (text, fmt.format(min(values)), fmt.format(max(values)))
+    if len(values) == 1:
+        return fmt.format(values[0])
+    return " / ".join(fmt.format(v) for v in (min(values), statistics.median(values), max(values)))
 
 labels = {"origin": "origin fetch", "lease": "waited on a lease, Redis answered", "tier": "shared-tier hit (local miss, Redis)",
           "disk": "local disk hit (2nd pass)"}
 rows, origins, errors, redis, walls = {}, {}, [], {}, {}
 for run in range(1, runs + 1):
-    for setup in ("plain", "tier", "quiet-plain", "quiet-tier"):
+    for setup in ("plain", "tier", "quiet-plain", "quiet-tier", "quiet-tier-cold"):
         merged = {}
-        for path in sorted(glob.glob(os.path.join(out, "%d-%s-*.json" % (run, setup)))):
+        for path in sorted(glob.glob(os.path.join(out, "%d-%s-[0-9]*.json" % (run, setup)))):
             report = json.load(open(path))
             errors += report["errors"]
             for kind, values in report["latencies"].items():
@@ -157,6 +165,8 @@ for run in range(1, runs + 1):
                 redis.setdefault(setup, {}).setdefault(key, 0)
                 redis[setup][key] += value
             walls.setdefault(setup, {}).setdefault(run, []).append(report["pass1_seconds"])
+            if report.get("start_late_ms", 0) > 100:
+                print("warning: a %s replica of run %d started %.0f ms late" % (setup, run, report["start_late_ms"]))
         origins.setdefault(setup, []).append(int(open(os.path.join(out, "%d-%s.origin" % (run, setup))).read()))
         for kind, values in merged.items():
             row = rows.setdefault((setup, kind), {"n": [], "p50": [], "p99": []})
@@ -165,23 +175,35 @@ for run in range(1, runs + 1):
             row["p99"].append(pct(values, 99) / 1000)
 
 print()
-print("origin requests (nginx access log), median [min–max] of %d runs:" % runs)
+print("origin requests (nginx access log), min / median / max of %d runs:" % runs)
 print("  %d replicas × %d URLs without the tier: %s" % (replicas, count, spread(origins["plain"], "{:.0f}")))
 print("  %d replicas × %d URLs with the tier:    %s" % (replicas, count, spread(origins["tier"], "{:.0f}")))
 print("  slowest replica's first pass, s: plain %s, tier %s" % (
     spread([max(v) for v in walls["plain"].values()]), spread([max(v) for v in walls["tier"].values()])))
 print()
-print("%-12s %-38s %8s %22s %22s" % ("setup", "answered by", "n/run", "p50 ms", "p99 ms"))
+print("latency of pipeline.image(for:), ms, min / median / max of the runs' percentiles:")
+print("%-16s %-38s %8s %22s %22s" % ("setup", "answered by", "n/run", "p50", "p99"))
 order = ["origin", "lease", "tier", "disk"]
-for setup in ("plain", "tier", "quiet-plain", "quiet-tier"):
+for setup in ("plain", "tier", "quiet-plain", "quiet-tier", "quiet-tier-cold"):
     kinds = sorted({k for s, k in rows if s == setup}, key=lambda k: order.index(k) if k in order else 99)
     for kind in kinds:
         row = rows[(setup, kind)]
-        print("%-12s %-38s %8.0f %22s %22s" % (setup, labels.get(kind, kind), statistics.median(row["n"]),
+        print("%-16s %-38s %8.0f %22s %22s" % (setup, labels.get(kind, kind), statistics.median(row["n"]),
                                               spread(row["p50"]), spread(row["p99"])))
 print()
+parts = {}
+for run in range(1, runs + 1):
+    for name, values in json.load(open(os.path.join(out, "%d-parts.json" % run)))["parts"].items():
+        parts.setdefault(name, {"p50": [], "p99": []})
+        parts[name]["p50"].append(pct(values, 50))
+        parts[name]["p99"].append(pct(values, 99))
+print("%-40s %22s %22s" % ("one operation, one at a time (µs)", "p50", "p99"))
+for name in ("disk miss", "disk hit", "disk store", "redis EXISTS", "redis GET hit", "tiered read, Redis hit"):
+    if name in parts:
+        print("%-40s %22s %22s" % (name, spread(parts[name]["p50"], "{:.0f}"), spread(parts[name]["p99"], "{:.0f}")))
+print()
 for setup, counters in redis.items():
-    if setup.endswith("tier"):
+    if "tier" in setup:
         print("Redis statistics (%s, all runs): %s" % (setup, ", ".join("%s %d" % kv for kv in sorted(counters.items()))))
 if errors:
     print("%d failed requests, e.g. %s" % (len(errors), errors[:3]))

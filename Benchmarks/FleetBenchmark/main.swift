@@ -9,7 +9,12 @@
 //   disk       the local DiskCache answered (pass 2)
 // Prints one JSON object: latencies in microseconds per class, Redis statistics, errors.
 //
-// Usage: FleetBenchmark plain|tier <base-url> <count> <seed> <concurrency> <redis-port> <start-at-unix-ms>
+// `parts` mode times the pieces of a shared-tier hit one at a time instead, for every URL
+// (Redis must hold them: run it after a tier run): a local DiskCache miss, a Redis GET hit,
+// a Redis EXISTS (one round trip), a DiskCache store and hit, and TieredDataCache's whole read
+// (local miss, Redis hit, copy into the local level) over a second fresh DiskCache.
+//
+// Usage: FleetBenchmark plain|tier|parts <base-url> <count> <seed> <concurrency> <redis-port> <start-at-unix-ms>
 //                       [poll-ms]
 // URLs are <base-url>/<i>.png for i in 0..<count.
 import CacheRedis
@@ -20,14 +25,14 @@ import PipelineCore
 import Synchronization
 
 let arguments = CommandLine.arguments
-guard arguments.count >= 8, ["plain", "tier"].contains(arguments[1]), let count = Int(arguments[3]),
+guard arguments.count >= 8, ["plain", "tier", "parts"].contains(arguments[1]), let count = Int(arguments[3]),
       let seed = UInt64(arguments[4]), let concurrency = Int(arguments[5]), let redisPort = Int(arguments[6]),
       let startAt = Double(arguments[7])
 else {
-    FileHandle.standardError.write(Data("usage: FleetBenchmark plain|tier <base-url> <count> <seed> <concurrency> <redis-port> <start-at-unix-ms> [poll-ms]\n".utf8))
+    FileHandle.standardError.write(Data("usage: FleetBenchmark plain|tier|parts <base-url> <count> <seed> <concurrency> <redis-port> <start-at-unix-ms> [poll-ms]\n".utf8))
     exit(2)
 }
-let usesTier = arguments[1] == "tier"
+let usesTier = arguments[1] != "plain"
 let base = arguments[2]
 let pollMilliseconds = arguments.count > 8 ? Int(arguments[8]) ?? 10 : 10
 
@@ -81,8 +86,34 @@ let pipeline = ImagePipeline(configuration: .init(
 var generator = SplitMix(state: seed &* 0x2545_F491_4F6C_DD1D &+ 1)
 let urls = (0..<count).compactMap { URL(string: "\(base)/\($0).png") }.shuffled(using: &generator)
 
+if arguments[1] == "parts" {
+    let otherDirectory = directory.appendingPathComponent("second", isDirectory: true)
+    let tiered = TieredDataCache(local: try DiskCache(directory: otherDirectory, sizeLimit: 1 << 30), shared: tier)
+    var parts: [String: [Double]] = [:]
+    func time<T>(_ name: String, _ body: () async -> T) async -> T {
+        let clock = ContinuousClock(), start = clock.now
+        let result = await body()
+        let elapsed = clock.now - start
+        parts[name, default: []].append(Double(elapsed.components.seconds) * 1e6 + Double(elapsed.components.attoseconds) / 1e12)
+        return result
+    }
+    for url in urls {
+        let missing = url.appendingPathComponent("missing")
+        _ = await time("disk miss") { await disk.cachedData(for: missing) }
+        guard let entry = await time("redis GET hit", { await tier.cachedData(for: url) }) else { continue }
+        _ = await time("redis EXISTS") { await tier.isLeased(url) }
+        await time("disk store") { await disk.storeData(entry.data, info: entry.info, for: url) }
+        _ = await time("disk hit") { await disk.cachedData(for: url) }
+        _ = await time("tiered read, Redis hit") { await tiered.cachedData(for: url) }
+    }
+    let json = try JSONSerialization.data(withJSONObject: ["parts": parts], options: [.sortedKeys])
+    FileHandle.standardOutput.write(json + Data("\n".utf8))
+    try? FileManager.default.removeItem(at: directory)
+    exit(0)
+}
+
 // Start with the other replicas.
-let wait = startAt / 1000 - Date().timeIntervalSince1970
+let wait = startAt / 1000 - Date().timeIntervalSince1970  // negative: this replica started late
 if wait > 0 { try await Task.sleep(for: .milliseconds(Int(wait * 1000))) }
 
 /// One timed request: its class and microseconds, or why it failed.
@@ -150,6 +181,7 @@ let report: [String: Any] = [
     "latencies": latencies,
     "errors": first.errors + second.errors,
     "pass1_seconds": Double(firstSeconds.components.seconds) + Double(firstSeconds.components.attoseconds) / 1e18,
+    "start_late_ms": startAt > 0 ? max(0, -wait * 1000) : 0,
     "origin_calls": urls.filter { originCalls.contains($0) }.count,
     "redis": ["hits": stats.hits, "misses": stats.misses, "corrupt": stats.corrupt,
               "failures": stats.failures, "skipped": stats.skipped],
