@@ -17,6 +17,8 @@
 #
 # Usage: Benchmarks/fleet.sh [count] [replicas] [concurrency] [runs]    (500 4 6 3)
 # POLL_MS sets SharedTierLoader's poll interval (default 10, the library's default).
+# ORDER=same gives every replica the same order (a burst: every URL asked by all replicas at
+# once, so most requests wait on another replica's lease) instead of one shuffle each.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 count="${1:-500}"
@@ -24,6 +26,7 @@ replicas="${2:-4}"
 concurrency="${3:-6}"
 runs="${4:-3}"
 poll_ms="${POLL_MS:-10}"
+order="${ORDER:-shuffled}"
 
 source scripts/bootstrap nginx-light
 
@@ -94,7 +97,7 @@ swift build -c release --product FleetBenchmark 2>&1 | grep -E "error|warning:" 
 binary=.build/release/FleetBenchmark
 base="http://127.0.0.1:$port/img"
 bytes="$(du -sb "$work/www/img" | cut -f1)"
-echo "$count PNGs (64×64, $((bytes / count)) bytes on average) from nginx; redis-server $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/'); $replicas replicas × $concurrency concurrent requests; $runs runs; lease poll ${poll_ms} ms"
+echo "$count PNGs (64×64, $((bytes / count)) bytes on average) from nginx; redis-server $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/'); $replicas replicas × $concurrency concurrent requests; $runs runs; lease poll ${poll_ms} ms; $order orders"
 
 origin_requests() { grep -c '^/img/' "$work/logs/access.log" || true; }
 now_ms() { python3 -c 'import time; print(int(time.time() * 1000))'; }
@@ -106,7 +109,9 @@ fleet() {
   before="$(origin_requests)"
   start_at=$(( $(now_ms) + 1500 ))  # every replica has started (and opened its cache) by then
   for i in $(seq 0 $((replicas - 1))); do
-    "$binary" "$mode" "$base" "$count" $((run * 100 + i)) "$concurrency" "$redis_port" "$start_at" "$poll_ms" \
+    local seed=$((run * 100 + i))
+    [ "$order" = same ] && seed=$((run * 100))
+    "$binary" "$mode" "$base" "$count" "$seed" "$concurrency" "$redis_port" "$start_at" "$poll_ms" \
       > "$work/out/$run-$mode-$i.json" &
     pids+=($!)
   done
