@@ -106,6 +106,8 @@ var targets: [Target] = [
                       path: "Benchmarks/EncoderBenchmark"),
     .executableTarget(name: "JPEGEncoderBenchmark", dependencies: ["PipelineCore", "CodecJPEG", "CodecPNG"],
                       path: "Benchmarks/JPEGEncoderBenchmark"),
+    .executableTarget(name: "FleetBenchmark", dependencies: ["PipelineCore", "LoaderHTTP", "CacheRedis", "CodecPNG"],
+                      path: "Benchmarks/FleetBenchmark"),
 ]
 
 for index in targets.indices where targets[index].type != .system && targets[index].name != "CCurlShim" {
