@@ -116,7 +116,7 @@ public final class HeldLoader: DataLoading {
     public var requests: [DataLoadRequest] { state.withLock { $0.requests } }
 
     /// Waits (polling every millisecond, at most `timeout` seconds) until `condition` holds.
-    public func waitUntil(timeout: TimeInterval = 30, _ condition: @Sendable (HeldLoader) -> Bool) async -> Bool {
+    public func waitUntil(timeout: TimeInterval = 120, _ condition: @Sendable (HeldLoader) -> Bool) async -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         while !condition(self) {
             if Date() > deadline { return false }

@@ -5,7 +5,7 @@ import PipelineCore
 /// when it held. For conditions nothing signals (a count inside the pipeline's actor): the
 /// timeout is a safety net for a broken test, never a pause the test relies on, so a starved
 /// machine makes the test slower, not wrong.
-public func eventually(isolation: isolated (any Actor)? = #isolation, timeout: TimeInterval = 30,
+public func eventually(isolation: isolated (any Actor)? = #isolation, timeout: TimeInterval = 120,
                        _ condition: () async -> Bool) async -> Bool {
     let deadline = Date().addingTimeInterval(timeout)
     while await !condition() {
@@ -26,13 +26,13 @@ extension ImagePipeline {
     /// #expect(await pipeline.waitForWaiters(2, for: request))
     /// loader.releaseWithFakeData(request.url)
     /// ```
-    public nonisolated func waitForWaiters(_ count: Int, for request: ImageRequest, timeout: TimeInterval = 30) async -> Bool {
+    public nonisolated func waitForWaiters(_ count: Int, for request: ImageRequest, timeout: TimeInterval = 120) async -> Bool {
         await eventually(timeout: timeout) { await self.waiterCount(for: request) >= count }
     }
 
     /// Waits until at least `count` callers wait on the download of the fetch URL `url`
     /// (requests of different sizes share one download). False after `timeout` seconds.
-    public nonisolated func waitForDownloadWaiters(_ count: Int, for url: URL, timeout: TimeInterval = 30) async -> Bool {
+    public nonisolated func waitForDownloadWaiters(_ count: Int, for url: URL, timeout: TimeInterval = 120) async -> Bool {
         await eventually(timeout: timeout) { await self.downloadWaiterCount(for: url) >= count }
     }
 }

@@ -53,7 +53,7 @@ struct DiskCachePipelineTests {
         // The check is held, yet the answer comes from the stale copy.
         let first = try await pipeline.image(for: ImageRequest(url: url))
         #expect(first.source == .disk)
-        #expect(await loader.waitUntil { $0.heldURLs == [url] })
+        try #require(await loader.waitUntil { $0.heldURLs == [url] })
         #expect(loader.requests.first?.validator?.etag == "\"v1\"")
         // The origin has a new picture: it replaces the entry in the background.
         let newBytes = FakeImage.data(width: 16, height: 16, color: FakeImage.color(for: 9))
@@ -67,7 +67,7 @@ struct DiskCachePipelineTests {
         pipeline.memoryCache.removeAll()
         let identity = try #require(FileIdentity(directory.entryPath(url)))
         #expect(try await pipeline.image(for: ImageRequest(url: url)).source == .disk)
-        #expect(await loader.waitUntil { $0.heldURLs == [url] })
+        try #require(await loader.waitUntil { $0.heldURLs == [url] })
         loader.release(url, with: .success(.notModified(metadata(maxAge: 60))))
         await pipeline.waitForBackgroundWork()
         #expect(await disk.cachedData(for: url)?.info.isFresh(at: clock.now) == true)

@@ -42,7 +42,7 @@ struct ImageTaskHandleTests {
         let url = testURL(32, 32, 3)
         let request = ImageRequest(url: url, priority: .prefetch)
         let task = pipeline.imageTask(for: request)
-        #expect(await loader.waitUntil { $0.heldURLs == [url] })
+        try #require(await loader.waitUntil { $0.heldURLs == [url] })
         let handle = try #require(loader.requests.first?.priority)
         #expect(handle.current == .prefetch)
 
@@ -54,7 +54,7 @@ struct ImageTaskHandleTests {
 
         task.priority = .visible
         #expect(task.priority == .visible)
-        #expect(await eventually { handle.current == .visible })
+        try #require(await eventually { handle.current == .visible })
 
         loader.releaseWithFakeData(url)
         #expect(firstPixel(try await task.response) == colorBytes(3))
@@ -69,7 +69,7 @@ struct ImageTaskHandleTests {
         let request = ImageRequest(url: url)
         let first = pipeline.imageTask(for: request)
         let second = pipeline.imageTask(for: request)
-        #expect(await eventually { await pipeline.waiterCount(for: request) == 2 })
+        try #require(await eventually { await pipeline.waiterCount(for: request) == 2 })
         first.cancel()
         #expect(first.isCancelled)
         await #expect(throws: CancellationError.self) { _ = try await first.response }
@@ -167,7 +167,7 @@ struct CacheKeyTests {
 
             let first = Task { try await pipeline.image(for: request("a")) }
             let second = Task { try await pipeline.image(for: request("b")) }
-            #expect(await eventually { await pipeline.waiterCount(for: request("a")) == 2 })
+            try #require(await eventually { await pipeline.waiterCount(for: request("a")) == 2 })
             let fetched = URL(string: "https://cdn.example/64x48/5?token=a&w=160")!
             #expect(await held.waitUntil { !$0.heldURLs.isEmpty })
             #expect(held.heldURLs == [fetched])

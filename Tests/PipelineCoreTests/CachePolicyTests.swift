@@ -90,7 +90,7 @@ struct CachePolicyTests {
         disk.seed(HeldLoader.fakeData(for: url), info: CacheEntryInfo(etag: "\"v1\"", freshUntil: clock.now.addingTimeInterval(-1)), for: url)
         let response = try await pipeline.image(for: ImageRequest(url: url))  // answered while the check is held
         #expect(response.source == .disk)
-        #expect(await loader.waitUntil { $0.heldURLs == [url] })
+        try #require(await loader.waitUntil { $0.heldURLs == [url] })
         #expect(loader.requests.first?.validator?.etag == "\"v1\"")
         var fresh = ResponseMetadata()
         fresh.freshFor = 100
@@ -112,7 +112,7 @@ struct CachePolicyTests {
         _ = try await pipeline.image(for: small)  // stale: served, revalidation held
         _ = try await pipeline.image(for: large)
         #expect(pipeline.cachedImage(for: small) != nil && pipeline.cachedImage(for: large) != nil)
-        #expect(await loader.waitUntil { $0.heldURLs == [url] })
+        try #require(await loader.waitUntil { $0.heldURLs == [url] })
         var fresh = ResponseMetadata()
         fresh.freshFor = 100
         let newBytes = FakeImage.data(width: 32, height: 32, color: (1, 2, 3, 255))
@@ -131,7 +131,7 @@ struct CachePolicyTests {
         let url = testURL(32, 32, 9)
         disk.seed(HeldLoader.fakeData(for: url), info: CacheEntryInfo(etag: "\"v1\"", freshUntil: nil), for: url)
         _ = try await pipeline.image(for: ImageRequest(url: url))  // stale: revalidation starts, held forever
-        #expect(await loader.waitUntil { $0.heldURLs == [url] })
+        try #require(await loader.waitUntil { $0.heldURLs == [url] })
         let waiter = Task { await pipeline.waitForBackgroundWork() }
         try await Task.sleep(nanoseconds: 20_000_000)
         waiter.cancel()
@@ -148,14 +148,14 @@ struct CachePolicyTests {
         disk.seed(HeldLoader.fakeData(for: url), info: CacheEntryInfo(lastModified: "Sun, 06 Nov 1994 08:49:37 GMT"), for: url)
         let request = ImageRequest(url: url, revalidation: .revalidateBeforeAnswering)
         let first = Task { try await pipeline.image(for: request) }
-        #expect(await loader.waitUntil { $0.heldURLs == [url] })
+        try #require(await loader.waitUntil { $0.heldURLs == [url] })
         #expect(loader.requests.last?.validator?.lastModified == "Sun, 06 Nov 1994 08:49:37 GMT")
         loader.release(url, with: .success(.notModified(ResponseMetadata())))
         #expect(try await first.value.source == .revalidated)
 
         pipeline.memoryCache.removeAll()
         let offline = Task { try await pipeline.image(for: request) }
-        #expect(await loader.waitUntil { $0.heldURLs == [url] })
+        try #require(await loader.waitUntil { $0.heldURLs == [url] })
         loader.release(url, with: .failure(FakeLoadError.offline))
         let stale = try await offline.value
         #expect(stale.source == .disk && firstPixel(stale) == colorBytes(6))

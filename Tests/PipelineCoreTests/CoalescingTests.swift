@@ -13,9 +13,9 @@ struct CoalescingTests {
         let request = ImageRequest(url: url, width: 50, height: 50)
         async let a = pipeline.image(for: request)
         async let b = pipeline.image(for: request)
-        #expect(await loader.waitUntil { $0.heldURLs.count == 1 })
+        try #require(await loader.waitUntil { $0.heldURLs.count == 1 })
         // Both callers wait in the one decode: a second load or decode could not start now.
-        #expect(await pipeline.waitForWaiters(2, for: request))
+        try #require(await pipeline.waitForWaiters(2, for: request))
         #expect(loader.releaseWithFakeData(url) == 1)
         let (ra, rb) = try await (a, b)
         #expect(loader.loadCount(url) == 1)
@@ -47,7 +47,7 @@ struct CoalescingTests {
         let request = ImageRequest(url: url)
         let first = Task { try await pipeline.image(for: request) }
         let second = Task { try await pipeline.image(for: request) }
-        #expect(await loader.waitUntil { $0.heldURLs.count == 1 })
+        try #require(await loader.waitUntil { $0.heldURLs.count == 1 })
         first.cancel()
         // The cancelled caller leaves at once, while the load is still held.
         await #expect(throws: CancellationError.self) { try await first.value }
@@ -63,10 +63,10 @@ struct CoalescingTests {
         let pipeline = makePipeline(loader: loader)
         let url = testURL(64, 64, 3)
         let tasks = (0..<2).map { _ in Task { try await pipeline.image(for: ImageRequest(url: url)) } }
-        #expect(await loader.waitUntil { $0.heldURLs.count == 1 })
+        try #require(await loader.waitUntil { $0.heldURLs.count == 1 })
         for task in tasks { task.cancel() }
         for task in tasks { await #expect(throws: CancellationError.self) { try await task.value } }
-        #expect(await loader.waitUntil { $0.cancelCount(url) == 1 })
+        try #require(await loader.waitUntil { $0.cancelCount(url) == 1 })
         #expect(loader.heldURLs.isEmpty)
     }
 
@@ -75,8 +75,8 @@ struct CoalescingTests {
         let pipeline = makePipeline(loader: loader)
         let url = testURL(64, 64, 4)
         let tasks = (0..<5).map { _ in Task { try await pipeline.image(for: ImageRequest(url: url)) } }
-        #expect(await loader.waitUntil { $0.heldURLs.count == 1 })
-        #expect(await pipeline.waitForWaiters(5, for: ImageRequest(url: url)))
+        try #require(await loader.waitUntil { $0.heldURLs.count == 1 })
+        try #require(await pipeline.waitForWaiters(5, for: ImageRequest(url: url)))
         loader.release(url, with: .failure(FakeLoadError.status(500)))
         for task in tasks {
             await #expect(throws: ImagePipelineError.loadingFailed(url, underlying: FakeLoadError.status(500))) { try await task.value }
@@ -89,13 +89,13 @@ struct CoalescingTests {
         let pipeline = makePipeline(loader: loader)
         let url = testURL(64, 64, 5)
         let failing = Task { try await pipeline.image(for: ImageRequest(url: url)) }
-        #expect(await loader.waitUntil { $0.heldURLs.count == 1 })
+        try #require(await loader.waitUntil { $0.heldURLs.count == 1 })
         loader.release(url, with: .failure(ImagePipelineError.timeout("idle")))
         await #expect(throws: ImagePipelineError.loadingFailed(url, underlying: ImagePipelineError.timeout("idle"))) {
             try await failing.value
         }
         let retry = Task { try await pipeline.image(for: ImageRequest(url: url)) }
-        #expect(await loader.waitUntil { $0.heldURLs.count == 1 })
+        try #require(await loader.waitUntil { $0.heldURLs.count == 1 })
         loader.releaseWithFakeData(url)
         #expect(firstPixel(try await retry.value) == colorBytes(5))
         #expect(loader.loadCount(url) == 2)

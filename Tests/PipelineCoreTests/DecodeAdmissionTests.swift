@@ -20,6 +20,7 @@ private final class GatedDecoder: ImageDecoding {
         var running: Set<Int> = []
         var started: [Int] = []
         var open: Set<Int> = []
+        var openAll = false
         var peakRunning = 0
     }
     private let state = Mutex(State())
@@ -52,13 +53,21 @@ private final class GatedDecoder: ImageDecoding {
             $0.peakRunning = max($0.peakRunning, $0.running.count)
         }
         condition.lock()
-        while !state.withLock({ $0.open.contains(id) }) { condition.wait() }
+        while !state.withLock({ $0.openAll || $0.open.contains(id) }) { condition.wait() }
         condition.unlock()
         state.withLock { _ = $0.running.remove(id) }
     }
 
     func open(_ ids: some Sequence<Int>) {
         state.withLock { $0.open.formUnion(ids) }
+        condition.lock()
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Opens every gate, now and later: a failed test never leaves a pool thread waiting.
+    func openAll() {
+        state.withLock { $0.openAll = true }
         condition.lock()
         condition.broadcast()
         condition.unlock()
@@ -85,6 +94,7 @@ private func gateURL(kibibytes: Int, id: Int) -> URL {
 struct DecodeAdmissionTests {
     @Test func decodesStartOnlyWhileTheirEstimatesFitTheBudget() async throws {
         let decoder = GatedDecoder()
+        defer { decoder.openAll() }
         // 10 MiB for decodes of 4 MiB each: two at a time, though the pool has 8 threads.
         let pipeline = gatedPipeline(decoder, budget: 10 << 20)
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -94,7 +104,7 @@ struct DecodeAdmissionTests {
             var finished: Set<Int> = []
             while finished.count < 6 {
                 let expected = min(2, 6 - finished.count)
-                #expect(await eventually(timeout: 300) { decoder.running.count == expected && pipeline.decodeMemory.waitingDecodes == 6 - finished.count - expected })
+                try #require(await eventually(timeout: 300) { decoder.running.count == expected && pipeline.decodeMemory.waitingDecodes == 6 - finished.count - expected })
                 #expect(decoder.running.count == expected)
                 let next = decoder.running
                 finished.formUnion(next)
@@ -110,12 +120,13 @@ struct DecodeAdmissionTests {
 
     @Test func withoutABudgetOnlyTheThreadCountLimits() async throws {
         let decoder = GatedDecoder()
+        defer { decoder.openAll() }
         let pipeline = gatedPipeline(decoder, budget: nil)
         try await withThrowingTaskGroup(of: Void.self) { group in
             for id in 0..<4 {
                 group.addTask { _ = try await pipeline.image(for: ImageRequest(url: gateURL(kibibytes: 4096, id: id))) }
             }
-            #expect(await eventually(timeout: 300) { decoder.running.count == 4 })
+            try #require(await eventually(timeout: 300) { decoder.running.count == 4 })
             decoder.open(0..<4)
             try await group.waitForAll()
         }
@@ -124,20 +135,21 @@ struct DecodeAdmissionTests {
 
     @Test func aVisibleDecodeGoesBeforePrefetchesThatWaitedLonger() async throws {
         let decoder = GatedDecoder()
+        defer { decoder.openAll() }
         let pipeline = gatedPipeline(decoder, budget: 4 << 20)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { _ = try await pipeline.image(for: ImageRequest(url: gateURL(kibibytes: 4096, id: 0))) }
-            #expect(await eventually(timeout: 300) { decoder.running == [0] })
+            try #require(await eventually(timeout: 300) { decoder.running == [0] })
             for id in 1...3 {
                 group.addTask {
                     _ = try await pipeline.image(for: ImageRequest(url: gateURL(kibibytes: 4096, id: id), priority: .prefetch))
                 }
             }
-            #expect(await eventually(timeout: 300) { pipeline.decodeMemory.waitingDecodes == 3 })
+            try #require(await eventually(timeout: 300) { pipeline.decodeMemory.waitingDecodes == 3 })
             group.addTask { _ = try await pipeline.image(for: ImageRequest(url: gateURL(kibibytes: 4096, id: 4))) }
-            #expect(await eventually(timeout: 300) { pipeline.decodeMemory.waitingDecodes == 4 })
+            try #require(await eventually(timeout: 300) { pipeline.decodeMemory.waitingDecodes == 4 })
             decoder.open([0])
-            #expect(await eventually(timeout: 300) { decoder.running == [4] })
+            try #require(await eventually(timeout: 300) { decoder.running == [4] })
             decoder.open(1...4)
             try await group.waitForAll()
         }
@@ -147,15 +159,16 @@ struct DecodeAdmissionTests {
 
     @Test func aDecodeLargerThanTheBudgetRunsAloneAndACancelledWaiterLeavesTheLine() async throws {
         let decoder = GatedDecoder()
+        defer { decoder.openAll() }
         let pipeline = gatedPipeline(decoder, budget: 1 << 20)
         let big = Task { try await pipeline.image(for: ImageRequest(url: gateURL(kibibytes: 8192, id: 0))) }
-        #expect(await eventually(timeout: 300) { decoder.running == [0] })
+        try #require(await eventually(timeout: 300) { decoder.running == [0] })
         let cancelled = Task { try await pipeline.image(for: ImageRequest(url: gateURL(kibibytes: 512, id: 1))) }
         let small = Task { try await pipeline.image(for: ImageRequest(url: gateURL(kibibytes: 512, id: 2))) }
-        #expect(await eventually(timeout: 300) { pipeline.decodeMemory.waitingDecodes == 2 })
+        try #require(await eventually(timeout: 300) { pipeline.decodeMemory.waitingDecodes == 2 })
         cancelled.cancel()
         await #expect(throws: CancellationError.self) { _ = try await cancelled.value }
-        #expect(await eventually(timeout: 300) { pipeline.decodeMemory.waitingDecodes == 1 })
+        try #require(await eventually(timeout: 300) { pipeline.decodeMemory.waitingDecodes == 1 })
         decoder.open([0, 2])
         _ = try await big.value
         _ = try await small.value

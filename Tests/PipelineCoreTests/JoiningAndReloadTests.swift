@@ -52,12 +52,12 @@ struct JoiningAndReloadTests {
         let pipeline = makePipeline(loader: loader, diskCache: disk)
         let url = testURL(16, 16, 1)
         let cacheOnly = Task { try await pipeline.image(for: ImageRequest(url: url, cachePolicy: .returnCacheDataDontLoad)) }
-        #expect(await eventually { disk.lookups == 1 })
+        try #require(await eventually { disk.lookups == 1 })
         let normal = Task { try await pipeline.image(for: ImageRequest(url: url)) }
         // Same download (fetch URL), another decode key.
         let otherSize = Task { try await pipeline.image(for: ImageRequest(url: url, width: 8, height: 8)) }
         // Both decodes have joined the (loading) download before the cache-only one answers.
-        #expect(await eventually { await pipeline.downloadWaiterCount(for: url) == 2 })
+        try #require(await eventually { await pipeline.downloadWaiterCount(for: url) == 2 })
         disk.open()
         await #expect(throws: ImagePipelineError.loadingFailed(url, underlying: ImagePipelineError.notCached)) {
             try await cacheOnly.value
@@ -185,7 +185,7 @@ struct BindingReloadTests {
         reload.cachePolicy = .reloadIgnoringCaches
         let binding = ImageTargetBinding(pipeline: pipeline) { _ in }
         binding.bind(reload)
-        #expect(await eventually { binding.displayed != nil && !binding.isLoading })
+        try #require(await eventually { binding.displayed != nil && !binding.isLoading })
         #expect(binding.displayed.map(firstPixel) == colorBytes(2))
         #expect(loader.loadCount(url) == 2)
     }
@@ -198,9 +198,9 @@ struct BindingReloadTests {
         let url = testURL(16, 16, 7)
         var binding: ImageTargetBinding? = ImageTargetBinding(pipeline: pipeline) { _ in }
         binding?.bind(ImageRequest(url: url))
-        #expect(await loader.waitUntil { $0.heldURLs == [url] })
+        try #require(await loader.waitUntil { $0.heldURLs == [url] })
         binding = nil
-        #expect(await loader.waitUntil { $0.cancelCount(url) == 1 })
+        try #require(await loader.waitUntil { $0.cancelCount(url) == 1 })
         #expect(loader.heldURLs.isEmpty)
     }
 }

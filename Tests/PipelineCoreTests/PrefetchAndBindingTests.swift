@@ -10,11 +10,11 @@ struct PrefetchAndBindingTests {
         let pipeline = makePipeline(loader: loader)
         let url = testURL(16, 16, 1)
         await pipeline.prefetch([ImageRequest(url: url)])
-        #expect(await loader.waitUntil { $0.heldURLs == [url] })
+        try #require(await loader.waitUntil { $0.heldURLs == [url] })
         let handle = try #require(loader.requests.first?.priority)
         #expect(handle.current == .prefetch)
         let visible = Task { try await pipeline.image(for: ImageRequest(url: url)) }
-        #expect(await eventually { handle.current == .visible })
+        try #require(await eventually { handle.current == .visible })
         loader.releaseWithFakeData(url)
         _ = try await visible.value
         #expect(loader.loadCount(url) == 1)
@@ -25,15 +25,15 @@ struct PrefetchAndBindingTests {
         let pipeline = makePipeline(loader: loader)
         let alone = testURL(16, 16, 2), shared = testURL(16, 16, 3)
         await pipeline.prefetch([ImageRequest(url: alone), ImageRequest(url: shared)])
-        #expect(await loader.waitUntil { $0.heldURLs.count == 2 })
+        try #require(await loader.waitUntil { $0.heldURLs.count == 2 })
         let visible = Task { try await pipeline.image(for: ImageRequest(url: shared)) }
-        #expect(await eventually { await pipeline.waiterCount(for: ImageRequest(url: shared)) == 2 })
+        try #require(await eventually { await pipeline.waiterCount(for: ImageRequest(url: shared)) == 2 })
         await pipeline.cancelPrefetch([ImageRequest(url: alone), ImageRequest(url: shared)])
-        #expect(await loader.waitUntil { $0.cancelCount(alone) == 1 })
+        try #require(await loader.waitUntil { $0.cancelCount(alone) == 1 })
         loader.releaseWithFakeData(shared)
         #expect(firstPixel(try await visible.value) == colorBytes(3))
         #expect(loader.cancelCount(shared) == 0)
-        #expect(await eventually { await pipeline.prefetchCount == 0 })
+        try #require(await eventually { await pipeline.prefetchCount == 0 })
     }
 
     @Test func prefetchedPicturesAreInMemoryAfterwards() async throws {
@@ -67,10 +67,10 @@ struct PrefetchAndBindingTests {
         let binding = ImageTargetBinding(pipeline: pipeline) { _ in }
         binding.bind(ImageRequest(url: old))
         binding.bind(ImageRequest(url: new))
-        #expect(await loader.waitUntil { $0.heldURLs.contains(new) })
+        try #require(await loader.waitUntil { $0.heldURLs.contains(new) })
         loader.releaseWithFakeData(old)  // if it was still held, it must not show
         loader.releaseWithFakeData(new)
-        #expect(await eventually { binding.displayed != nil })
+        try #require(await eventually { binding.displayed != nil })
         #expect(binding.displayed.map(firstPixel) == colorBytes(6))
     }
 

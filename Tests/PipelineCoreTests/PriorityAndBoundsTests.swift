@@ -14,16 +14,16 @@ struct PriorityFallbackTests {
         let url = testURL(32, 32, 7)
         let request = ImageRequest(url: url)
         await pipeline.prefetch([request])
-        #expect(await loader.waitUntil { $0.heldURLs == [url] })
+        try #require(await loader.waitUntil { $0.heldURLs == [url] })
         let handle = try #require(loader.requests.first?.priority)
         #expect(handle.current == .prefetch)
 
         let visible = Task { try await pipeline.image(for: request) }
-        #expect(await eventually { handle.current == .visible })
+        try #require(await eventually { handle.current == .visible })
         #expect(await pipeline.inFlightPriority(for: request) == .visible)
         visible.cancel()
         await #expect(throws: CancellationError.self) { try await visible.value }
-        #expect(await eventually { handle.current == .prefetch }, "the loader still sees \(handle.current)")
+        try #require(await eventually { handle.current == .prefetch }, "the loader still sees \(handle.current)")
         #expect(await pipeline.inFlightPriority(for: request) == .prefetch)
         #expect(loader.cancelCount(url) == 0)  // the prefetch still wants it
 
@@ -39,13 +39,13 @@ struct PriorityFallbackTests {
         let url = testURL(32, 32, 8)
         let request = ImageRequest(url: url)
         await pipeline.prefetch([request])
-        #expect(await loader.waitUntil { $0.heldURLs == [url] })
+        try #require(await loader.waitUntil { $0.heldURLs == [url] })
         let handle = try #require(loader.requests.first?.priority)
         let first = Task { try await pipeline.image(for: request) }
         let second = Task { try await pipeline.image(for: request) }
-        #expect(await eventually { await pipeline.waiterCount(for: request) == 3 })
+        try #require(await eventually { await pipeline.waiterCount(for: request) == 3 })
         first.cancel()
-        #expect(await eventually { await pipeline.waiterCount(for: request) == 2 })
+        try #require(await eventually { await pipeline.waiterCount(for: request) == 2 })
         #expect(handle.current == .visible)
         loader.releaseWithFakeData(url)
         #expect(firstPixel(try await second.value) == colorBytes(8))

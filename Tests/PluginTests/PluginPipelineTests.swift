@@ -59,7 +59,7 @@ struct PluginPipelineTests {
         let callers = (0..<6).map { _ in Task { try await pipeline.image(for: request) } }
         // Every caller has entered the pipeline (and so joined the work in flight, which happens
         // before its first suspension) and the one load is held.
-        #expect(await loader.waitUntil { loader in
+        try #require(await loader.waitUntil { loader in
             loader.heldURLs.count == 1 && recorder.count { if case .started = $0 { true } else { false } } == 6
         })
         #expect(loader.release(url, with: .success(.data(fixture.qoi, ResponseMetadata()))) == 1)
