@@ -308,6 +308,7 @@ public final class MemoryPressureWatcher: Sendable {
     ///   - source: default ``PSIMemoryPressureSource``.
     ///   - fallbackInterval: how often to read the averages when triggers are unavailable, or
     ///     `nil` to give up instead. Default 2 s.
+    ///   - handler: called with the level each time pressure is reported.
     /// - Throws: why neither triggers nor (with a `fallbackInterval`) the averages are available.
     public static func start(source: any MemoryPressureSource = PSIMemoryPressureSource(),
                              fallbackInterval: Duration? = .seconds(2),
