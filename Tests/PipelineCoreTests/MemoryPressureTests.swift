@@ -102,6 +102,15 @@ struct MemoryPressureTests {
         #expect(odd.unprivileged.line == "some 133333 4000000")
     }
 
+    @Test func trimmingToACostEvictsTheLeastRecentAndReportsTheBytesFreed() {
+        let cache = MemoryCache<String, Int>(costLimit: 100, entryCostFraction: 1)
+        for (key, cost) in [("a", 10), ("b", 20), ("c", 30)] { cache.insert(0, for: key, cost: cost) }
+        #expect(cache.trim(toCost: 35) == 30)  // a and b go, c stays
+        #expect(cache.keysByRecency == ["c"])
+        #expect(cache.trim(toCost: 30) == 0)
+        #expect(cache.trim(toCost: -5) == 30 && cache.count == 0)
+    }
+
     @Test func averagesAreParsedAndClassified() throws {
         let text = "some avg10=20.50 avg60=3.00 avg300=0.10 total=123\nfull avg10=4.00 avg60=1.00 avg300=0.00 total=45\n"
         let averages = try #require(MemoryPressureAverages(parsing: text))
