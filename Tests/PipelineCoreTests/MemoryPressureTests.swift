@@ -214,6 +214,21 @@ struct MemoryPressureTests {
         #expect(source.averages() == nil)
     }
 
+    @Test func aPressureFileThatCannotBeOpenedGivesItsErrno() throws {
+        let cgroup = try FakePressureCgroup()
+        let source = PSIMemoryPressureSource(cgroupRoot: cgroup.path, systemPath: "/nonexistent/pressure/memory")
+        try FileManager.default.createDirectory(atPath: source.paths[0], withIntermediateDirectories: false)
+        // Nothing to poll either (a directory has no averages): the reason comes back.
+        #expect(throws: MemoryPressureUnavailable.cannotOpen(path: source.paths[0], errno: EISDIR)) {
+            _ = try MemoryPressureWatcher.start(source: source) { _ in }
+        }
+        try FileManager.default.removeItem(atPath: source.paths[0])
+        try cgroup.write("memory.pressure", "")  // size 0 like a kernel file, but reads nothing
+        #expect(throws: MemoryPressureUnavailable.notAPressureFile(path: source.paths[0])) {
+            _ = try MemoryPressureWatcher.start(source: source) { _ in }
+        }
+    }
+
     @Test func aFakePressureFileIsNoTriggerButItsAveragesArePolled() async throws {
         let cgroup = try FakePressureCgroup()
         let quiet = "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"

@@ -126,10 +126,10 @@ public struct MemoryPressureAverages: Sendable, Hashable {
 public enum MemoryPressureUnavailable: Error, Sendable, Hashable {
     /// None of `paths` exists: not Linux, or a kernel without PSI (`CONFIG_PSI`).
     case notFound(paths: [String])
-    /// The pressure file could not be opened for writing: a read-only mount, or a kernel
-    /// before 6.5, which lets only `CAP_SYS_RESOURCE` set triggers.
+    /// The pressure file could not be opened for writing (a read-only mount, or a kernel before
+    /// 6.5, which lets only `CAP_SYS_RESOURCE` set triggers) or read (`EOPNOTSUPP`: PSI is off, `psi=0`).
     case cannotOpen(path: String, errno: Int32)
-    /// The kernel refused the trigger text (`EOPNOTSUPP` when PSI is off, `psi=0`).
+    /// The kernel refused the trigger text (`EINVAL` for a window it does not take).
     case triggerRejected(path: String, trigger: String, errno: Int32)
     /// The file is no kernel pressure file (a regular file has a size, or reads nothing), so a
     /// trigger on it would never fire; nothing was written to it.
@@ -208,7 +208,7 @@ public struct PSIMemoryPressureSource: MemoryPressureSource {
     /// The averages of the first path that reads and parses.
     public func averages() -> MemoryPressureAverages? {
         for path in paths {
-            let fd = systemOpen(path, O_RDONLY | O_CLOEXEC)
+            let fd = systemOpen(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)  // a FIFO must not block the watcher
             guard fd >= 0 else { continue }
             defer { close(fd) }
             var buffer = [UInt8](repeating: 0, count: 512)  // two lines of ~70 bytes
@@ -236,9 +236,9 @@ public struct PSIMemoryPressureSource: MemoryPressureSource {
     private func open(_ path: String, trigger: MemoryPressureTrigger) throws(MemoryPressureUnavailable) -> MemoryPressureDescriptor {
         let fd = systemOpen(path, O_RDWR | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else { throw .cannotOpen(path: path, errno: errno) }
-        guard Self.isKernelPressureFile(fd) else {
+        if let problem = Self.pressureFileProblem(fd, path: path) {
             close(fd)
-            throw .notAPressureFile(path: path)
+            throw problem
         }
         var taken = trigger
         var result = Self.write(trigger.line, to: fd)
@@ -260,14 +260,16 @@ public struct PSIMemoryPressureSource: MemoryPressureSource {
         return written == bytes.count ? 0 : written < 0 ? errno : EIO
     }
 
-    /// Whether `fd` is a kernel pressure file: a pseudo-file that reports size 0 yet reads as
-    /// `some avg10=…`. A regular file either has a size or reads nothing.
-    private static func isKernelPressureFile(_ fd: Int32) -> Bool {
+    /// Why `fd` is no usable kernel pressure file, or `nil` when it is one: a pseudo-file that
+    /// reports size 0 yet reads as `some avg10=…`. A regular file either has a size or reads nothing.
+    private static func pressureFileProblem(_ fd: Int32, path: String) -> MemoryPressureUnavailable? {
         var info = stat()
-        guard fstat(fd, &info) == 0, info.st_size == 0 else { return false }
+        guard fstat(fd, &info) == 0 else { return .cannotOpen(path: path, errno: errno) }
+        guard info.st_size == 0 else { return .notAPressureFile(path: path) }
         var buffer = [UInt8](repeating: 0, count: 16)
         let count = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
-        return count > 0 && buffer[..<count].starts(with: Array("some avg10=".utf8))
+        guard count >= 0 else { return .cannotOpen(path: path, errno: errno) }  // EOPNOTSUPP: PSI is off
+        return buffer[..<count].starts(with: Array("some avg10=".utf8)) ? nil : .notAPressureFile(path: path)
     }
 }
 
