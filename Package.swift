@@ -104,6 +104,8 @@ var targets: [Target] = [
                       path: "Benchmarks/DecodeMemoryBenchmark"),
     .executableTarget(name: "EncoderBenchmark", dependencies: ["PipelineCore", "CodecPNG", "CodecWebP", "CodecHEIF"],
                       path: "Benchmarks/EncoderBenchmark"),
+    .executableTarget(name: "MemoryPressureDemo", dependencies: ["PipelineCore"],
+                      path: "Benchmarks/MemoryPressureDemo"),
     .executableTarget(name: "JPEGEncoderBenchmark", dependencies: ["PipelineCore", "CodecJPEG", "CodecPNG"],
                       path: "Benchmarks/JPEGEncoderBenchmark"),
     .executableTarget(name: "FleetBenchmark", dependencies: ["PipelineCore", "LoaderHTTP", "CacheRedis", "CodecPNG"],

@@ -116,8 +116,19 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     /// Evicts least recently used entries until the total cost is at most `fraction` of
     /// ``costLimit``: call with 0.5 on a memory warning, 0 to empty. Clamped to 0…1.
     public func trim(toFraction fraction: Double) {
-        let target = Self.fraction(min(1, max(0, fraction)), of: costLimit)
-        state.withLock { $0.evict(toCost: target, count: countLimit ?? Int.max) }
+        trim(toCost: Self.fraction(min(1, max(0, fraction)), of: costLimit))
+    }
+
+    /// Evicts least recently used entries until the total cost is at most `cost` bytes; returns
+    /// the bytes freed. Under memory pressure, `trim(toCost: totalCost / 2)` halves what is held
+    /// whatever the limit.
+    @discardableResult
+    public func trim(toCost cost: Int) -> Int {
+        state.withLock { list in
+            let before = list.totalCost
+            list.evict(toCost: max(0, cost), count: countLimit ?? Int.max)
+            return before - list.totalCost
+        }
     }
 
     /// `fraction` (0…1) of `total`, without trapping: `Double(Int.max)` rounds up past `Int.max`.

@@ -27,4 +27,7 @@ public enum ImagePipelineEvent: Sendable {
     case cancelled(ImageRequest)
     /// The request failed.
     case failed(ImageRequest, any Error)
+    /// Memory pressure (``ImagePipeline/trimMemory(for:policy:)``) freed `freedBytes` of the
+    /// memory cache and cancelled `cancelledPrefetches` prefetches.
+    case memoryTrimmed(MemoryPressureLevel, freedBytes: Int, cancelledPrefetches: Int)
 }

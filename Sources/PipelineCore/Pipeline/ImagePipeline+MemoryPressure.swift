@@ -1,0 +1,63 @@
+import Foundation
+
+/// What ``ImagePipeline/trimMemory(for:policy:)`` sheds at each ``MemoryPressureLevel``.
+public struct MemoryPressurePolicy: Sendable, Hashable {
+    /// The share of the memory cache's current cost kept at a warning. Default 0.5: each
+    /// warning halves what is held (a stream of warnings empties it step by step).
+    public var warningKeeps: Double
+    /// The share kept at a critical level. Default 0: the memory cache is emptied.
+    public var criticalKeeps: Double
+    /// Whether prefetches are cancelled (at either level). Default `true`: work a visible caller
+    /// also waits for goes on.
+    public var cancelsPrefetches: Bool
+
+    /// Creates a policy.
+    public init(warningKeeps: Double = 0.5, criticalKeeps: Double = 0, cancelsPrefetches: Bool = true) {
+        self.warningKeeps = warningKeeps
+        self.criticalKeeps = criticalKeeps
+        self.cancelsPrefetches = cancelsPrefetches
+    }
+}
+
+extension ImagePipeline {
+    /// Sheds memory for `level`: trims the memory cache to `policy`'s share of what it holds
+    /// and cancels the prefetches, then emits ``ImagePipelineEvent/memoryTrimmed(_:freedBytes:cancelledPrefetches:)``.
+    /// Called by the watcher of ``watchMemoryPressure(source:fallbackInterval:policy:)``; a host
+    /// with its own signal (a container orchestrator's hook) may call it too.
+    /// - Returns: the bytes freed from the memory cache.
+    @discardableResult
+    public func trimMemory(for level: MemoryPressureLevel, policy: MemoryPressurePolicy = MemoryPressurePolicy()) -> Int {
+        let keeps = min(1, max(0, level == .critical ? policy.criticalKeeps : policy.warningKeeps))
+        let target = Double(memoryCache.totalCost) * keeps
+        let freed = memoryCache.trim(toCost: target >= Double(Int.max) ? Int.max : Int(target))
+        let cancelled = policy.cancelsPrefetches ? prefetches.count : 0
+        if policy.cancelsPrefetches { cancelAllPrefetches() }
+        emit(.memoryTrimmed(level, freedBytes: freed, cancelledPrefetches: cancelled))
+        return freed
+    }
+
+    /// Starts a ``MemoryPressureWatcher`` that calls ``trimMemory(for:policy:)`` whenever
+    /// memory pressure rises: the Linux counterpart of a memory warning. Keep the watcher
+    /// (releasing it stops it); it does not keep the pipeline alive.
+    ///
+    /// ```swift
+    /// let watcher = try? pipeline.watchMemoryPressure()  // nil where there is no PSI at all
+    /// ```
+    /// - Parameters:
+    ///   - source: default ``PSIMemoryPressureSource``: the cgroup's `memory.pressure`, else
+    ///     `/proc/pressure/memory`, with ``MemoryPressureTrigger/warning`` and
+    ///     ``MemoryPressureTrigger/critical``.
+    ///   - fallbackInterval: how often to read the averages where triggers cannot be set, or
+    ///     `nil` to throw instead. Default 2 s.
+    ///   - policy: what a trim sheds.
+    /// - Throws: ``MemoryPressureUnavailable`` when pressure cannot be watched here.
+    public nonisolated func watchMemoryPressure(source: any MemoryPressureSource = PSIMemoryPressureSource(),
+                                                fallbackInterval: Duration? = .seconds(2),
+                                                policy: MemoryPressurePolicy = MemoryPressurePolicy())
+        throws(MemoryPressureUnavailable) -> MemoryPressureWatcher {
+        try MemoryPressureWatcher.start(source: source, fallbackInterval: fallbackInterval) { [weak self] level in
+            guard let self else { return }
+            Task { await self.trimMemory(for: level, policy: policy) }
+        }
+    }
+}
