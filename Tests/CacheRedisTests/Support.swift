@@ -13,10 +13,14 @@ struct Replica {
     let pipeline: ImagePipeline
 
     init(redisPort: Int, timeout: Duration = .milliseconds(200), leaseDuration: Duration = .seconds(60)) throws {
+        try self.init(configuration: .init(port: redisPort, timeout: timeout, breakerCooldown: .seconds(30)), leaseDuration: leaseDuration)
+    }
+
+    init(configuration: RedisCache.Configuration, leaseDuration: Duration = .seconds(60)) throws {
         directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("CacheRedisTests-\(UUID().uuidString)", isDirectory: true)
         let disk = try DiskCache(directory: directory)
-        tier = RedisCache(configuration: .init(port: redisPort, timeout: timeout, breakerCooldown: .seconds(30)))
+        tier = RedisCache(configuration: configuration)
         let loader = SharedTierLoader(base: HTTPDataLoader(), tier: tier, leaseDuration: leaseDuration)
         pipeline = ImagePipeline(configuration: .init(
             decoders: DecoderRegistry([TestImageDecoder()]), loaders: LoaderRegistry([loader]),
