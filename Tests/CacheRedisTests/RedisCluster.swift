@@ -40,11 +40,22 @@ final class RedisCluster: Sendable {
         do {
             for index in 0..<count {
                 // No full coverage: with a master down (and no replica to take over) the other
-                // masters keep serving their slots instead of refusing everything.
-                nodes.append(try await RedisServer.start(arguments: [
-                    "--cluster-enabled", "yes", "--cluster-config-file", directory.appendingPathComponent("nodes-\(index).conf").path,
-                    "--cluster-node-timeout", "5000", "--cluster-require-full-coverage", "no", "--dir", directory.path,
-                ]))
+                // masters keep serving their slots instead of refusing everything. The bus port
+                // is chosen too: the default (port + 10000) is out of range for most free ports.
+                // A few attempts: another process may take a free port before the server binds it.
+                var attempt = 0
+                while true {
+                    do {
+                        nodes.append(try await RedisServer.start(arguments: [
+                            "--cluster-enabled", "yes", "--cluster-port", String(try RedisServer.freePort()),
+                            "--cluster-config-file", directory.appendingPathComponent("nodes-\(index)-\(attempt).conf").path,
+                            "--cluster-node-timeout", "5000", "--cluster-require-full-coverage", "no", "--dir", directory.path,
+                        ]))
+                        break
+                    } catch RedisServer.Failure.didNotStart where attempt < 2 {
+                        attempt += 1
+                    }
+                }
             }
             let cluster = RedisCluster(nodes: nodes, directory: directory)
             try await runCLI(cli, ["--cluster", "create"] + nodes.map { "127.0.0.1:\($0.port)" } + ["--cluster-replicas", "0", "--cluster-yes"])
