@@ -9,6 +9,7 @@ import PipelineTestSupport
 /// shared Redis tier, and the HTTP loader behind the fetch lease.
 struct Replica {
     let directory: URL
+    let disk: DiskCache
     let tier: RedisCache
     let pipeline: ImagePipeline
 
@@ -19,7 +20,7 @@ struct Replica {
     init(configuration: RedisCache.Configuration, leaseDuration: Duration = .seconds(60)) throws {
         directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("CacheRedisTests-\(UUID().uuidString)", isDirectory: true)
-        let disk = try DiskCache(directory: directory)
+        disk = try DiskCache(directory: directory)
         tier = RedisCache(configuration: configuration)
         let loader = SharedTierLoader(base: HTTPDataLoader(), tier: tier, leaseDuration: leaseDuration)
         pipeline = ImagePipeline(configuration: .init(
