@@ -90,12 +90,6 @@ public final class RedisCache: DataCaching, Sendable {
             self.maxRedirections = maxRedirections
             self.slotRefreshInterval = slotRefreshInterval
         }
-
-        /// A cluster configuration: `seeds` are some of its nodes (one that answers is enough).
-        public static func cluster(seeds: [Endpoint], keyPrefix: String = "imgpipe:v2:",
-                                   timeout: Duration = .milliseconds(50)) -> Configuration {
-            Configuration(keyPrefix: keyPrefix, timeout: timeout, clusterSeeds: seeds)
-        }
     }
 
     /// Counters for diagnostics and tests.
