@@ -108,6 +108,8 @@ public final class RedisCache: DataCaching, Sendable {
         public var redirections = 0
         /// Slot-map loads attempted (cluster mode).
         public var slotMapLoads = 0
+        /// Pipelines sent: one per server (node) per round trip, whatever the number of commands.
+        public var pipelines = 0
     }
 
     /// The configuration in use.
@@ -136,6 +138,7 @@ public final class RedisCache: DataCaching, Sendable {
         statistics.skipped = counts.skipped
         statistics.redirections = counts.redirections
         statistics.slotMapLoads = counts.refreshes
+        statistics.pipelines = counts.pipelines
         return statistics
     }
 

@@ -81,6 +81,7 @@ final class RedisRouter: Sendable {
         var skipped = 0
         var redirections = 0
         var refreshes = 0
+        var pipelines = 0
     }
 
     private struct Topology {
@@ -166,6 +167,7 @@ final class RedisRouter: Sendable {
                     try connection.append(wire)
                     try connection.flush()
                     inFlight.append((node, connection, items))
+                    counters.withLock { $0.pipelines += 1 }
                 } catch {
                     failed(node)
                 }

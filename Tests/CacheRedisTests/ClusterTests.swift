@@ -64,7 +64,9 @@ struct ClusterTests {
                 single[Self.url(index)] = entry
             }
             let urls = (0..<34).map(Self.url)  // four that were never stored
+            let pipelinesBefore = tier.statistics.pipelines
             let batch = await tier.cachedData(for: urls + urls.prefix(3))  // duplicates are fine
+            #expect(tier.statistics.pipelines - pipelinesBefore == cluster.nodes.count, "one pipeline per node")
             #expect(batch.mapValues(\.data) == single.mapValues(\.data))
             #expect(batch.mapValues(\.info) == single.mapValues(\.info))
             #expect(batch.count == 30)

@@ -134,8 +134,9 @@ struct SharedTierTests {
             for url in urls.prefix(5) { _ = try await first.pipeline.image(for: ImageRequest(url: url)) }
             let disk = second.disk
             let tiered = TieredDataCache(local: disk, shared: second.tier)
-            let hitsBefore = second.tier.statistics.hits
+            let hitsBefore = second.tier.statistics.hits, pipelinesBefore = second.tier.statistics.pipelines
             #expect(await tiered.warm(urls + urls) == 5)  // the sixth was never stored
+            #expect(second.tier.statistics.pipelines - pipelinesBefore == 1, "one round trip for the batch")
             #expect(second.tier.statistics.hits - hitsBefore == 5)
             for url in urls.prefix(5) { #expect(await disk.cachedData(for: url) != nil) }
             // Now fresh on the local disk: a second warm asks Redis only for the missing one,
