@@ -238,6 +238,18 @@ public final class RedisCache: DataCaching, Sendable {
         return reply == .integer(1)
     }
 
+    /// The entry for `url` and whether its fetch lease is held, in one round trip (the two keys
+    /// share a slot, so one node answers both, pipelined): what a replica waiting on another's
+    /// fetch asks every poll. `(nil, false)` when Redis cannot tell.
+    func entryAndLease(for url: URL) async -> (entry: CachedData?, leased: Bool) {
+        let replies = await run([RoutedCommand(key: entryKey(url), arguments: [arg("GET"), entryKey(url)]),
+                                 RoutedCommand(key: leaseKey(url), arguments: [arg("EXISTS"), leaseKey(url)])])
+        guard replies.count == 2 else { return (nil, false) }
+        var found: CachedData?
+        if let reply = replies[0] { found = entry(from: reply, for: url) }
+        return (found, replies[1] == .integer(1))
+    }
+
     /// Gives the lease back if `token` still holds it.
     public func releaseLease(for url: URL, token: String) async {
         heldLeases.withLock { if $0[url] == token { $0[url] = nil } }

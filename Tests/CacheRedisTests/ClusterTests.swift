@@ -72,6 +72,14 @@ struct ClusterTests {
             #expect(batch.count == 30)
             #expect(tier.statistics.failures == 0 && tier.statistics.redirections == 0)
             #expect(await tier.cachedData(for: []).isEmpty)
+            // A waiting replica's poll (entry and lease, one slot) is one pipeline to one node.
+            #expect(await tier.acquireLease(for: Self.url(40), token: "t", duration: .seconds(30)))
+            let before = tier.statistics.pipelines
+            let waiting = await tier.entryAndLease(for: Self.url(40))
+            #expect(waiting.entry == nil && waiting.leased)
+            let done = await tier.entryAndLease(for: Self.url(3))
+            #expect(done.entry?.data == Self.bytes(3) && !done.leased)
+            #expect(tier.statistics.pipelines - before == 2)
         }
     }
 
