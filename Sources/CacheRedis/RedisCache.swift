@@ -5,14 +5,14 @@ import Synchronization
 /// A shared data-cache tier on Redis: compressed bytes with their validators and freshness,
 /// shared by every pipeline (process, replica) that points at the same server.
 ///
-/// Use it as the second level behind each process's own ``DiskCache`` (``TieredDataCache``)
+/// Use it as the second level behind each process's own `DiskCache` (``TieredDataCache``)
 /// and wrap the network loader in ``SharedTierLoader`` so that across replicas one origin
 /// fetch happens per URL.
 ///
 /// Redis down, slow or full never fails a request: every command has a millisecond timeout,
 /// any failure is a miss (or a skipped write), and after ``Configuration/breakerThreshold``
 /// failures in a row a circuit breaker stops asking Redis for ``Configuration/breakerCooldown``.
-/// The blocking hiredis calls run on a ``WorkerPool`` of their own, never on the cooperative pool.
+/// The blocking hiredis calls run on a `WorkerPool` of their own, never on the cooperative pool.
 ///
 /// One server or a Redis Cluster, by configuration: with ``Configuration/clusterSeeds`` set, each
 /// key goes to the master of its slot (the map comes from `CLUSTER SLOTS`; `MOVED` and `ASK`
@@ -122,7 +122,9 @@ public final class RedisCache: DataCaching, Sendable {
     private let now: @Sendable () -> Date
 
     /// Creates the tier. Nothing connects until the first operation.
-    /// - Parameter now: the clock for TTLs; tests pass their own.
+    /// - Parameters:
+    ///   - configuration: the server or cluster, timeouts and limits.
+    ///   - now: the clock for TTLs; tests pass their own.
     public init(configuration: Configuration, now: @escaping @Sendable () -> Date = Date.init) {
         self.configuration = configuration
         self.workers = WorkerPool(maxConcurrent: max(1, configuration.maxConnections), name: "RedisCache", idleTimeout: 1)

@@ -1,7 +1,7 @@
 import Foundation
 import PipelineCore
 
-/// Two data caches as one: a fast local level (a process's ``DiskCache``) in front of a shared
+/// Two data caches as one: a fast local level (a process's `DiskCache`) in front of a shared
 /// level (``RedisCache``). Reads try the local level first and the shared one after a miss or a
 /// stale local entry, copying a shared hit into the local level; writes and removals go to both.
 public struct TieredDataCache: DataCaching {
