@@ -129,7 +129,9 @@ struct ClusterTests {
     @Test func aNodeDownIsAMissForItsKeysOnlyAndNeverFailsARequest() async throws {
         try await withServers { _, origin in
             try await RedisCluster.with { cluster in
-                let tier = RedisCache(configuration: .init(timeout: .milliseconds(200), breakerCooldown: .seconds(30),
+                // A long timeout: a live node must not time out on a starved machine, and the dead
+                // one costs nothing (a loopback connect to a closed port is refused at once).
+                let tier = RedisCache(configuration: .init(timeout: .seconds(2), breakerCooldown: .seconds(30),
                                                            clusterSeeds: cluster.endpoints))
                 for index in 0..<30 { await tier.storeData(Self.bytes(index), info: Self.info, for: Self.url(index)) }
                 var holders: [Int: Int] = [:]
@@ -153,7 +155,7 @@ struct ClusterTests {
                 #expect(tier.statistics.skipped > 0, "the dead node's breaker opened")
 
                 // Whole pipelines on the cluster tier: every request succeeds, whichever node its URL maps to.
-                let replica = try Replica(configuration: .init(timeout: .milliseconds(200), breakerCooldown: .seconds(30),
+                let replica = try Replica(configuration: .init(timeout: .seconds(2), breakerCooldown: .seconds(30),
                                                                clusterSeeds: cluster.endpoints))
                 defer { replica.remove() }
                 for index in 0..<8 {

@@ -70,9 +70,9 @@ final class RedisCluster: Sendable {
         try? FileManager.default.removeItem(at: directory)
     }
 
-    /// Polls every node until it reports `cluster_state:ok` and knows all slots (10 s at most).
+    /// Polls every node until it reports `cluster_state:ok` and knows all slots (20 s at most).
     private func waitUntilReady() async throws {
-        let deadline = ContinuousClock.now.advanced(by: .seconds(10))
+        let deadline = ContinuousClock.now.advanced(by: .seconds(20))
         var last = ""
         for node in nodes {
             while true {
