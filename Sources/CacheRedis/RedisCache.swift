@@ -5,25 +5,47 @@ import Synchronization
 /// A shared data-cache tier on Redis: compressed bytes with their validators and freshness,
 /// shared by every pipeline (process, replica) that points at the same server.
 ///
-/// Use it as the second level behind each process's own ``DiskCache`` (``TieredDataCache``)
+/// Use it as the second level behind each process's own `DiskCache` (``TieredDataCache``)
 /// and wrap the network loader in ``SharedTierLoader`` so that across replicas one origin
 /// fetch happens per URL.
 ///
 /// Redis down, slow or full never fails a request: every command has a millisecond timeout,
 /// any failure is a miss (or a skipped write), and after ``Configuration/breakerThreshold``
 /// failures in a row a circuit breaker stops asking Redis for ``Configuration/breakerCooldown``.
-/// The blocking hiredis calls run on a ``WorkerPool`` of their own, never on the cooperative pool.
+/// The blocking hiredis calls run on a `WorkerPool` of their own, never on the cooperative pool.
 ///
-/// Keys: `<prefix>e:<url>` holds an entry (see the README's "Running a fleet"), `<prefix>l:<url>`
-/// a fetch lease. Each entry expires (Redis `PX`) at its freshness plus ``Configuration/staleWindow``.
+/// One server or a Redis Cluster, by configuration: with ``Configuration/clusterSeeds`` set, each
+/// key goes to the master of its slot (the map comes from `CLUSTER SLOTS`; `MOVED` and `ASK`
+/// redirections are followed), every node has its own connection pool and circuit breaker, and
+/// a node that is down is a miss for its keys only.
+///
+/// Keys: `<prefix>e:{<tag>}<url>` holds an entry (see the README's "Running a fleet"),
+/// `<prefix>l:{<tag>}<url>` a fetch lease; `<tag>` is a hash of the URL, so a URL's entry and
+/// lease share a cluster slot (and node). Each entry expires (Redis `PX`) at its freshness plus
+/// ``Configuration/staleWindow``.
 public final class RedisCache: DataCaching, Sendable {
     /// How to reach Redis and how much to trust it.
     public struct Configuration: Sendable {
+        /// A server address.
+        public struct Endpoint: Sendable, Hashable {
+            /// Host (an IP address avoids a resolver call on every reconnect).
+            public var host: String
+            /// Port.
+            public var port: Int
+
+            /// Creates an address.
+            public init(host: String, port: Int) {
+                self.host = host
+                self.port = port
+            }
+        }
+
         /// Server host (an IP address avoids a resolver call on every reconnect).
         public var host: String
         /// Server port.
         public var port: Int
         /// Prepended to every key, so that several applications (or layout versions) share a server.
+        /// Must not contain `{`: the keys carry their own cluster hash tag.
         public var keyPrefix: String
         /// Connect and per-command timeout. Default 50 ms.
         public var timeout: Duration
@@ -33,18 +55,28 @@ public final class RedisCache: DataCaching, Sendable {
         /// (the stale-while-revalidate window). Also the lifetime of an entry without freshness.
         /// Default one day.
         public var staleWindow: TimeInterval
-        /// Connections (and worker threads) at most. Default 4.
+        /// Idle connections kept per server (cluster node), and worker threads at most. Default 4.
         public var maxConnections: Int
         /// Consecutive failures that open the circuit breaker. Default 3.
         public var breakerThreshold: Int
         /// How long an open breaker skips Redis before trying again. Default 5 s.
         public var breakerCooldown: Duration
+        /// Seed nodes of a Redis Cluster. Empty (the default): the one server at ``host``:``port``.
+        /// Not empty: cluster mode; any reachable seed gives the slot map, and every master is
+        /// found from it.
+        public var clusterSeeds: [Endpoint]
+        /// `MOVED`/`ASK` redirections followed per command before it counts as a miss. Default 3.
+        public var maxRedirections: Int
+        /// The slot map is reloaded at most this often (after a `MOVED` or a failed node). Default 1 s.
+        public var slotRefreshInterval: Duration
 
         /// Creates a configuration for the server at `host`:`port`.
-        public init(host: String = "127.0.0.1", port: Int = 6379, keyPrefix: String = "imgpipe:v1:",
+        public init(host: String = "127.0.0.1", port: Int = 6379, keyPrefix: String = "imgpipe:v2:",
                     timeout: Duration = .milliseconds(50), maxEntryBytes: Int = 4 << 20,
                     staleWindow: TimeInterval = 86_400, maxConnections: Int = 4,
-                    breakerThreshold: Int = 3, breakerCooldown: Duration = .seconds(5)) {
+                    breakerThreshold: Int = 3, breakerCooldown: Duration = .seconds(5),
+                    clusterSeeds: [Endpoint] = [], maxRedirections: Int = 3,
+                    slotRefreshInterval: Duration = .seconds(1)) {
             self.host = host
             self.port = port
             self.keyPrefix = keyPrefix
@@ -54,6 +86,9 @@ public final class RedisCache: DataCaching, Sendable {
             self.maxConnections = maxConnections
             self.breakerThreshold = breakerThreshold
             self.breakerCooldown = breakerCooldown
+            self.clusterSeeds = clusterSeeds
+            self.maxRedirections = maxRedirections
+            self.slotRefreshInterval = slotRefreshInterval
         }
     }
 
@@ -67,37 +102,76 @@ public final class RedisCache: DataCaching, Sendable {
         public var corrupt = 0
         /// Commands that failed (connection refused, timeout, error reply).
         public var failures = 0
-        /// Operations skipped because the breaker was open.
+        /// Operations skipped because the breaker was open (per node in a cluster).
         public var skipped = 0
+        /// `MOVED` and `ASK` redirections followed (cluster mode).
+        public var redirections = 0
+        /// Slot-map loads attempted (cluster mode).
+        public var slotMapLoads = 0
+        /// Pipelines sent: one per server (node) per round trip, whatever the number of commands.
+        public var pipelines = 0
     }
 
     /// The configuration in use.
     public let configuration: Configuration
     private let workers: WorkerPool
-    private let idle = Mutex<[RedisConnection]>([])
+    private let router: RedisRouter
     /// Fetch leases this process holds, by URL: given back when the entry is stored or abandoned.
     private let heldLeases = Mutex<[URL: String]>([:])
-    private let breaker: Mutex<Breaker>
     private let stats = Mutex(Statistics())
     private let now: @Sendable () -> Date
 
     /// Creates the tier. Nothing connects until the first operation.
-    /// - Parameter now: the clock for TTLs; tests pass their own.
+    /// - Parameters:
+    ///   - configuration: the server or cluster, timeouts and limits.
+    ///   - now: the clock for TTLs; tests pass their own.
     public init(configuration: Configuration, now: @escaping @Sendable () -> Date = Date.init) {
         self.configuration = configuration
         self.workers = WorkerPool(maxConcurrent: max(1, configuration.maxConnections), name: "RedisCache", idleTimeout: 1)
-        self.breaker = Mutex(Breaker(threshold: max(1, configuration.breakerThreshold), cooldown: configuration.breakerCooldown))
+        self.router = RedisRouter(configuration: configuration)
         self.now = now
     }
 
     /// What happened so far.
-    public var statistics: Statistics { stats.withLock { $0 } }
+    public var statistics: Statistics {
+        var statistics = stats.withLock { $0 }
+        let counts = router.counts
+        statistics.failures = counts.failures
+        statistics.skipped = counts.skipped
+        statistics.redirections = counts.redirections
+        statistics.slotMapLoads = counts.refreshes
+        statistics.pipelines = counts.pipelines
+        return statistics
+    }
 
     // MARK: DataCaching
 
     /// The entry for `url` from Redis, or `nil` on a miss, a damaged value or any failure.
     public func cachedData(for url: URL) async -> CachedData? {
-        guard let reply = await run([[arg("GET"), entryKey(url)]])?.first else { return nil }
+        guard let reply = await run(key: entryKey(url), [arg("GET"), entryKey(url)]) else { return nil }
+        return entry(from: reply, for: url)
+    }
+
+    /// The entries of `urls` that Redis has, in one round trip per server (cluster node): the
+    /// GETs are pipelined per node and every node's pipeline is sent before any reply is read.
+    /// A URL that is missing, damaged, or on a node that failed is absent from the result.
+    public func cachedData(for urls: [URL]) async -> [URL: CachedData] {
+        var unique: [URL] = []
+        var seen = Set<URL>()
+        for url in urls where seen.insert(url).inserted { unique.append(url) }
+        guard !unique.isEmpty else { return [:] }
+        let replies = await run(unique.map { url in
+            let key = entryKey(url)
+            return RoutedCommand(key: key, arguments: [arg("GET"), key])
+        })
+        var found: [URL: CachedData] = [:]
+        for (url, reply) in zip(unique, replies) {
+            if let reply, let entry = entry(from: reply, for: url) { found[url] = entry }
+        }
+        return found
+    }
+
+    private func entry(from reply: RedisReply, for url: URL) -> CachedData? {
         guard case .string(let value) = reply else {
             stats.withLock { $0.misses += 1 }
             return nil
@@ -119,7 +193,7 @@ public final class RedisCache: DataCaching, Sendable {
             return
         }
         let value = RedisEntry.encode(url: url, data: data, info: info)
-        _ = await run([[arg("SET"), entryKey(url), value, arg("PX"), arg(String(ttlMilliseconds(info)))]])
+        _ = await run(key: entryKey(url), [arg("SET"), entryKey(url), value, arg("PX"), arg(String(ttlMilliseconds(info)))])
         await releaseHeldLease(for: url)
     }
 
@@ -137,7 +211,7 @@ public final class RedisCache: DataCaching, Sendable {
 
     /// Removes the entry.
     public func removeData(for url: URL) async {
-        _ = await run([[arg("DEL"), entryKey(url)]])
+        _ = await run(key: entryKey(url), [arg("DEL"), entryKey(url)])
     }
 
     // MARK: Leases
@@ -147,7 +221,7 @@ public final class RedisCache: DataCaching, Sendable {
     /// holder is fetching it now.
     public func acquireLease(for url: URL, token: String, duration: Duration) async -> Bool {
         let milliseconds = max(1, Int(duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000))
-        guard let reply = await run([[arg("SET"), leaseKey(url), Data(token.utf8), arg("NX"), arg("PX"), arg(String(milliseconds))]])?.first
+        guard let reply = await run(key: leaseKey(url), [arg("SET"), leaseKey(url), Data(token.utf8), arg("NX"), arg("PX"), arg(String(milliseconds))])
         else { return true }
         guard reply != .null else { return false }
         heldLeases.withLock { $0[url] = token }
@@ -162,21 +236,44 @@ public final class RedisCache: DataCaching, Sendable {
 
     /// Whether some holder has the fetch lease for `url` now (`false` when Redis cannot tell).
     public func isLeased(_ url: URL) async -> Bool {
-        guard let reply = await run([[arg("EXISTS"), leaseKey(url)]])?.first else { return false }
+        guard let reply = await run(key: leaseKey(url), [arg("EXISTS"), leaseKey(url)]) else { return false }
         return reply == .integer(1)
+    }
+
+    /// The entry for `url` and whether its fetch lease is held, in one round trip (the two keys
+    /// share a slot, so one node answers both, pipelined): what a replica waiting on another's
+    /// fetch asks every poll. `(nil, false)` when Redis cannot tell.
+    func entryAndLease(for url: URL) async -> (entry: CachedData?, leased: Bool) {
+        let replies = await run([RoutedCommand(key: entryKey(url), arguments: [arg("GET"), entryKey(url)]),
+                                 RoutedCommand(key: leaseKey(url), arguments: [arg("EXISTS"), leaseKey(url)])])
+        guard replies.count == 2 else { return (nil, false) }
+        var found: CachedData?
+        if let reply = replies[0] { found = entry(from: reply, for: url) }
+        return (found, replies[1] == .integer(1))
     }
 
     /// Gives the lease back if `token` still holds it.
     public func releaseLease(for url: URL, token: String) async {
         heldLeases.withLock { if $0[url] == token { $0[url] = nil } }
         let script = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end"
-        _ = await run([[arg("EVAL"), Data(script.utf8), arg("1"), leaseKey(url), Data(token.utf8)]])
+        _ = await run(key: leaseKey(url), [arg("EVAL"), Data(script.utf8), arg("1"), leaseKey(url), Data(token.utf8)])
     }
 
     // MARK: Plumbing
 
-    func entryKey(_ url: URL) -> Data { Data((configuration.keyPrefix + "e:" + url.absoluteString).utf8) }
-    func leaseKey(_ url: URL) -> Data { Data((configuration.keyPrefix + "l:" + url.absoluteString).utf8) }
+    func entryKey(_ url: URL) -> Data { key("e:", url) }
+    func leaseKey(_ url: URL) -> Data { key("l:", url) }
+
+    /// `<prefix><kind>{<tag>}<url>`: the tag (16 hex digits of the URL's FNV-1a 64 hash, never
+    /// containing `}`) is what a cluster hashes, so the entry and lease of a URL share a slot,
+    /// and URLs spread evenly over the slots whatever braces they contain.
+    private func key(_ kind: String, _ url: URL) -> Data {
+        let text = url.absoluteString
+        let hash = RedisEntry.checksum(text.utf8)
+        let hex = String(hash, radix: 16)
+        let tag = String(repeating: "0", count: 16 - hex.count) + hex
+        return Data((configuration.keyPrefix + kind + "{" + tag + "}" + text).utf8)
+    }
 
     func ttlMilliseconds(_ info: CacheEntryInfo) -> Int64 {
         let remaining = info.freshUntil.map { max(0, $0.timeIntervalSince(now())) } ?? 0
@@ -184,39 +281,18 @@ public final class RedisCache: DataCaching, Sendable {
         return max(1000, Int64(seconds * 1000))
     }
 
-    /// Sends `commands` pipelined on a pooled connection off the cooperative pool; `nil` when
-    /// the breaker is open or anything failed (an error reply counts as a failure).
-    func run(_ commands: [[Data]]) async -> [RedisReply]? {
-        guard breaker.withLock({ $0.allows(ContinuousClock.now) }) else {
-            stats.withLock { $0.skipped += 1 }
-            return nil
-        }
-        let replies = try? await workers.run(priority: PriorityHandle(.visible)) { [self] in
-            blockingRun(commands)
-        }
-        let failed = replies?.contains { if case .error = $0 { true } else { false } } ?? true
-        breaker.withLock { $0.record(success: !failed, at: ContinuousClock.now) }
-        if failed { stats.withLock { $0.failures += 1 } }
-        return failed ? nil : replies
+    /// Sends one command to the node serving `key`; `nil` when its breaker is open or anything
+    /// failed (an error reply counts as a failure).
+    func run(key: Data, _ arguments: [Data]) async -> RedisReply? {
+        await run([RoutedCommand(key: key, arguments: arguments)]).first ?? nil
     }
 
-    private func blockingRun(_ commands: [[Data]]) -> [RedisReply]? {
-        let pooled = idle.withLock { $0.popLast() }
-        let connection: RedisConnection
-        if let pooled {
-            connection = pooled
-        } else {
-            guard let fresh = try? RedisConnection(host: configuration.host, port: configuration.port,
-                                                   timeout: configuration.timeout) else { return nil }
-            connection = fresh
-        }
-        let replies = try? connection.pipeline(commands)
-        if replies != nil, !connection.isBroken {
-            idle.withLock { pool in
-                if pool.count < configuration.maxConnections { pool.append(connection) }
-            }
-        }
-        return replies
+    /// Sends `commands` pipelined per node, off the cooperative pool; a `nil` reply is a command
+    /// that failed or was skipped.
+    func run(_ commands: [RoutedCommand]) async -> [RedisReply?] {
+        let router = router
+        let replies = try? await workers.run(priority: PriorityHandle(.visible)) { router.execute(commands) }
+        return replies ?? Array(repeating: nil, count: commands.count)
     }
 }
 

@@ -8,6 +8,8 @@ enum RedisReply: Sendable, Equatable {
     case status(String)
     case null
     case error(String)
+    /// A multi-bulk reply (`CLUSTER SLOTS`), nested as Redis sent it.
+    case array([RedisReply])
 }
 
 /// Why a Redis command did not answer.
@@ -46,6 +48,12 @@ final class RedisConnection: @unchecked Sendable {
 
     /// Sends the commands in one round trip (pipelining) and returns their replies in order.
     func pipeline(_ commands: [[Data]]) throws(RedisFailure) -> [RedisReply] {
+        try append(commands)
+        return try replies(commands.count)
+    }
+
+    /// Buffers the commands without sending them (see ``flush()`` and ``replies(_:)``).
+    func append(_ commands: [[Data]]) throws(RedisFailure) {
         guard let context else { throw .io("closed") }
         for command in commands {
             let status = Self.withArgv(command) { argc, argv, lengths in
@@ -53,9 +61,24 @@ final class RedisConnection: @unchecked Sendable {
             }
             guard status == REDIS_OK else { throw .io(Self.message(context)) }
         }
+    }
+
+    /// Writes every buffered command to the socket without waiting for a reply, so that
+    /// several connections (one per cluster node) work in parallel from one thread.
+    func flush() throws(RedisFailure) {
+        guard let context else { throw .io("closed") }
+        var done: Int32 = 0
+        while done == 0 {
+            guard redisBufferWrite(context, &done) == REDIS_OK else { throw .io(Self.message(context)) }
+        }
+    }
+
+    /// Reads `count` replies (sending whatever is still buffered first).
+    func replies(_ count: Int) throws(RedisFailure) -> [RedisReply] {
+        guard let context else { throw .io("closed") }
         var replies: [RedisReply] = []
-        replies.reserveCapacity(commands.count)
-        for _ in commands {
+        replies.reserveCapacity(count)
+        for _ in 0..<count {
             var raw: UnsafeMutableRawPointer?
             guard redisGetReply(context, &raw) == REDIS_OK, let raw else { throw .io(Self.message(context)) }
             let reply = raw.assumingMemoryBound(to: redisReply.self)
@@ -79,6 +102,9 @@ final class RedisConnection: @unchecked Sendable {
         case REDIS_REPLY_INTEGER: return .integer(r.integer)
         case REDIS_REPLY_STATUS: return .status(r.str.map { String(cString: $0) } ?? "")
         case REDIS_REPLY_ERROR: return .error(r.str.map { String(cString: $0) } ?? "")
+        case REDIS_REPLY_ARRAY:
+            guard let elements = r.element else { return .array([]) }
+            return .array((0..<Int(r.elements)).map { index in elements[index].map(convert) ?? .null })
         default: return .null
         }
     }

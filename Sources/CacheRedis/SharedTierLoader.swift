@@ -52,10 +52,11 @@ public struct SharedTierLoader: DataLoading {
         let deadline = ContinuousClock.now.advanced(by: leaseDuration)
         while ContinuousClock.now < deadline {
             try await Task.sleep(for: pollInterval)
-            if let entry = await tier.cachedData(for: url) {
+            let (entry, leased) = await tier.entryAndLease(for: url)  // one round trip
+            if let entry {
                 return .data(entry.data, Self.metadata(entry))
             }
-            guard await tier.isLeased(url) else {
+            guard leased else {
                 // Released: the holder either published between the look above and this check
                 // (look once more) or gave up (fetch ourselves).
                 if let entry = await tier.cachedData(for: url) { return .data(entry.data, Self.metadata(entry)) }

@@ -1,7 +1,7 @@
 import Foundation
 import PipelineCore
 
-/// Two data caches as one: a fast local level (a process's ``DiskCache``) in front of a shared
+/// Two data caches as one: a fast local level (a process's `DiskCache`) in front of a shared
 /// level (``RedisCache``). Reads try the local level first and the shared one after a miss or a
 /// stale local entry, copying a shared hit into the local level; writes and removals go to both.
 public struct TieredDataCache: DataCaching {
@@ -29,6 +29,38 @@ public struct TieredDataCache: DataCaching {
         }
         await local.storeData(remote.data, info: remote.info, for: url)
         return remote
+    }
+
+    /// Copies into the local level the shared entries of `urls` whose local entry is missing or
+    /// stale (and older than the shared one), before a batch of requests (a prefetch of a page
+    /// of pictures) asks for them one by one: with a ``RedisCache`` as the shared level that is
+    /// one multi-get, one round trip per Redis node, instead of one lookup per URL. The local
+    /// level is asked for digests only (no bytes read). Returns how many entries were copied.
+    @discardableResult
+    public func warm(_ urls: [URL]) async -> Int {
+        var wanted: [URL] = []
+        var nearbyInfo: [URL: CacheEntryInfo] = [:]
+        for url in Set(urls) {
+            let nearby = await local.cachedDigest(for: url)
+            if let nearby, nearby.info.isFresh(at: now()) { continue }
+            wanted.append(url)
+            nearbyInfo[url] = nearby?.info
+        }
+        guard !wanted.isEmpty else { return 0 }
+        var found: [URL: CachedData] = [:]
+        if let redis = shared as? RedisCache {
+            found = await redis.cachedData(for: wanted)
+        } else {
+            for url in wanted { found[url] = await shared.cachedData(for: url) }
+        }
+        var copied = 0
+        for (url, remote) in found {
+            if let nearby = nearbyInfo[url], !remote.info.isFresh(at: now()),
+               nearby.freshUntil ?? .distantPast >= remote.info.freshUntil ?? .distantPast { continue }
+            await local.storeData(remote.data, info: remote.info, for: url)
+            copied += 1
+        }
+        return copied
     }
 
     /// Stores in both levels.

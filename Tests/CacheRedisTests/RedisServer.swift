@@ -55,8 +55,10 @@ final class RedisServer: Sendable {
     /// to exit. Not SIGTERM: a child started by Foundation's `Process` from a test thread
     /// inherits a signal mask that blocks it, and the server would never exit.
     func stop() async {
-        kill(process.processIdentifier, SIGKILL)
         let process = process
+        // Once only: a second signal could reach another process that got the reaped PID.
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, SIGKILL)
         await withCheckedContinuation { continuation in
             Thread {
                 process.waitUntilExit()

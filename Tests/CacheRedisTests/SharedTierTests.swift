@@ -125,6 +125,32 @@ struct SharedTierTests {
         }
     }
 
+    @Test func warmingABatchCopiesSharedEntriesToTheLocalLevelInOneMultiGet() async throws {
+        try await withServers { redis, origin in
+            let first = try Replica(redisPort: redis.port, timeout: .seconds(5))
+            let second = try Replica(redisPort: redis.port, timeout: .seconds(5))
+            defer { first.remove(); second.remove() }
+            let urls = (0..<6).map { origin.url("/image/batch\($0)?maxage=600") }
+            for url in urls.prefix(5) { _ = try await first.pipeline.image(for: ImageRequest(url: url)) }
+            let disk = second.disk
+            let tiered = TieredDataCache(local: disk, shared: second.tier)
+            let hitsBefore = second.tier.statistics.hits, pipelinesBefore = second.tier.statistics.pipelines
+            #expect(await tiered.warm(urls + urls) == 5)  // the sixth was never stored
+            #expect(second.tier.statistics.pipelines - pipelinesBefore == 1, "one round trip for the batch")
+            #expect(second.tier.statistics.hits - hitsBefore == 5)
+            for url in urls.prefix(5) { #expect(await disk.cachedData(for: url) != nil) }
+            // Now fresh on the local disk: a second warm asks Redis only for the missing one,
+            // and the pipeline's requests are disk hits that never reach the origin again.
+            #expect(await tiered.warm(urls) == 0)
+            #expect(second.tier.statistics.misses == 2 && second.tier.statistics.hits - hitsBefore == 5)
+            for url in urls.prefix(5) {
+                #expect(try await second.pipeline.image(for: ImageRequest(url: url)).source == .disk)
+            }
+            let hits = try await origin.stats().hits
+            for index in 0..<5 { #expect(hits["/image/batch\(index)"] == 1) }
+        }
+    }
+
     @Test func entriesExpireAtFreshnessPlusTheStaleWindowAndBigOnesAreNotStored() async throws {
         try await withServers { redis, _ in
             let tier = RedisCache(configuration: .init(port: redis.port, timeout: .milliseconds(500),

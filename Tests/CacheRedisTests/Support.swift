@@ -9,14 +9,19 @@ import PipelineTestSupport
 /// shared Redis tier, and the HTTP loader behind the fetch lease.
 struct Replica {
     let directory: URL
+    let disk: DiskCache
     let tier: RedisCache
     let pipeline: ImagePipeline
 
     init(redisPort: Int, timeout: Duration = .milliseconds(200), leaseDuration: Duration = .seconds(60)) throws {
+        try self.init(configuration: .init(port: redisPort, timeout: timeout, breakerCooldown: .seconds(30)), leaseDuration: leaseDuration)
+    }
+
+    init(configuration: RedisCache.Configuration, leaseDuration: Duration = .seconds(60)) throws {
         directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("CacheRedisTests-\(UUID().uuidString)", isDirectory: true)
-        let disk = try DiskCache(directory: directory)
-        tier = RedisCache(configuration: .init(port: redisPort, timeout: timeout, breakerCooldown: .seconds(30)))
+        disk = try DiskCache(directory: directory)
+        tier = RedisCache(configuration: configuration)
         let loader = SharedTierLoader(base: HTTPDataLoader(), tier: tier, leaseDuration: leaseDuration)
         pipeline = ImagePipeline(configuration: .init(
             decoders: DecoderRegistry([TestImageDecoder()]), loaders: LoaderRegistry([loader]),
