@@ -69,7 +69,8 @@ private func compare(_ bitmap: Bitmap, _ reference: [Double]) -> (worst: Double,
     /// alone is 0.5 off at most; the 16-bit weights and the 7 fractional bits kept between the
     /// two passes add under 0.06 (measured 0.55 at worst over σ 0.3 to 20), so 0.6 allows no
     /// level off anywhere. The old kernel rounded to whole levels between passes (up to 0.99).
-    @Test(arguments: [0.5, 1, 1.5, 2, 3])
+    /// Every radius up to the exact path's limit, 12.
+    @Test(arguments: [0.5, 1, 1.5, 2, 3, 5, 8, 12])
     func exactPathIsTheGaussianRoundedToTheNearestLevel(sigma: Double) throws {
         for (w, h) in [(61, 37), (1, 9), (9, 1), (3, 2), (1, 1)] {
             let input = noisyPremultiplied(w, h, seed: UInt32(w * 100 + h))
@@ -79,6 +80,26 @@ private func compare(_ bitmap: Bitmap, _ reference: [Double]) -> (worst: Double,
             #expect(worst <= 0.6, "σ \(sigma), \(w)×\(h): worst difference \(worst)")
             #expect(premultiplied, "σ \(sigma), \(w)×\(h): colour above alpha")
         }
+    }
+
+    @Test func theExactKernelRunsUpToTwelveAndTheBoxesAbove() throws {
+        let input = noisyPremultiplied(40, 30)
+        for sigma in [2.0, 12] { #expect(try ImageProcessor.gaussianBlur(radius: sigma).process(input) == ExactGaussianBlur.blur(input, sigma: sigma)) }
+        for sigma in [12.5, 20] { #expect(try ImageProcessor.gaussianBlur(radius: sigma).process(input) == BoxBlurApproximation.blur(input, sigma: sigma)) }
+        // The exact path forced at a radius where the processor would not use it is exact too.
+        let (worst, premultiplied) = compare(ExactGaussianBlur.blur(input, sigma: 20), exactGaussian(input, sigma: 20))
+        #expect(worst <= 0.6 && premultiplied, "worst difference \(worst)")
+    }
+
+    @Test func hugeRadiiOnEitherPathAreCutToThePicture() throws {
+        // 3σ or σ² beyond Int or Double: both paths cut their kernels to the picture's size
+        // (every pixel then tends to the mean of the edge-extended picture), no trap.
+        let input = noisyPremultiplied(5, 4)
+        for sigma in [1e6, 1e200, .greatestFiniteMagnitude] {
+            #expect(ExactGaussianBlur.blur(input, sigma: sigma).size == input.size)
+            #expect(BoxBlurApproximation.blur(input, sigma: sigma).size == input.size)
+        }
+        #expect(throws: ImageProcessingError.self) { try ImageProcessor.gaussianBlur(radius: 1e200).process(input) }
     }
 
     @Test func exactPathReadsPaddedRowsAndKeepsOpaqueAndFlatAreasExact() throws {

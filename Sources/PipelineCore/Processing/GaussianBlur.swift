@@ -1,7 +1,7 @@
 import Foundation
 
 /// ``ImageProcessor/gaussianBlur(radius:)``: a true Gaussian (standard deviation `radius`) up
-/// to ``exactLimit`` (``ExactGaussianBlur``), the three-pass box approximation above
+/// to `exactLimit` (``ExactGaussianBlur``), the three-pass box approximation above
 /// (``BoxBlurApproximation``). Blurring premultiplied pixels is what keeps colour from bleeding
 /// out of transparent areas.
 struct GaussianBlurProcessor: ImageProcessing {
@@ -9,9 +9,12 @@ struct GaussianBlurProcessor: ImageProcessing {
     var identifier: String { "gaussianBlur(\(radius))" }
 
     /// Above this standard deviation the three-pass box approximation runs instead of the
-    /// exact kernel: its cost does not grow with the radius, and its error is then below one
-    /// level in the interior (the method Pillow uses at every radius).
-    static let exactLimit = 3.0
+    /// exact kernel: its cost does not grow with the radius (the exact kernel's does, linearly),
+    /// and its error is then about one level in the interior (the method Pillow uses at every
+    /// radius), more near the edges. Up to 12 the exact kernel is the faster of the two
+    /// (`Benchmarks/processors.sh`: 512×512, and `SIDE=2048`; at 16 to 20 the two cross,
+    /// depending on the picture's size), so the more accurate one runs wherever it costs less.
+    static let exactLimit = 12.0
 
     func process(_ bitmap: Bitmap) throws -> Bitmap {
         guard radius.isFinite, radius <= 100_000 else { throw ImageProcessingError.invalidParameter("blur radius \(radius)") }
@@ -23,7 +26,7 @@ struct GaussianBlurProcessor: ImageProcessing {
 
 /// The exact Gaussian blur: the sampled kernel `exp(-x²/2σ²)` for offsets up to ⌈3σ⌉ (at most
 /// the picture's longer side), normalised, applied along rows then along columns, edges
-/// extended. What ``ImageProcessor/gaussianBlur(radius:)`` runs up to a standard deviation of 3;
+/// extended. What ``ImageProcessor/gaussianBlur(radius:)`` runs up to a standard deviation of 12;
 /// public for `Benchmarks/processors.sh`, which times it beside ``BoxBlurApproximation``.
 ///
 /// Every channel comes out as the true Gaussian of the input rounded to the nearest level
@@ -49,8 +52,9 @@ public enum ExactGaussianBlur {
     static func blurChecked(_ bitmap: Bitmap, sigma: Double) throws -> Bitmap {
         let w = bitmap.width, h = bitmap.height
         guard sigma > 0, sigma.isFinite, w > 0, h > 0 else { return bitmap }
-        // Limit the kernel to the picture: a wider one only repeats edge pixels.
-        let reach = min(Int((sigma * 3).rounded(.up)), max(w, h))
+        // Limit the kernel to the picture: a wider one only repeats edge pixels (in Double first:
+        // 3σ may not fit an Int).
+        let reach = Int(min((sigma * 3).rounded(.up), Double(max(w, h))))
         let kernel = kernel(sigma: sigma, reach: reach)
         // A centre weight of the whole 2¹⁶: every other tap rounds to 0, the blur is the identity.
         guard kernel[reach] < 65536 else { return bitmap }
@@ -163,7 +167,7 @@ public enum ExactGaussianBlur {
 
 /// The three-pass box approximation of a Gaussian (box widths chosen so the three passes
 /// together have the Gaussian's variance, two sizes mixed as in Kovesi's method), edges
-/// extended: what ``ImageProcessor/gaussianBlur(radius:)`` uses above a standard deviation of 3,
+/// extended: what ``ImageProcessor/gaussianBlur(radius:)`` uses above a standard deviation of 12,
 /// and the baseline of `Benchmarks/processors.sh`.
 public enum BoxBlurApproximation {
     /// Blurs `bitmap` with three box passes per axis approximating a Gaussian of `sigma`
@@ -176,7 +180,9 @@ public enum BoxBlurApproximation {
         guard sigma > 0, sigma.isFinite else { return bitmap }
         let w = bitmap.width, h = bitmap.height
         var a = bitmap.unpaddedBytes(), b = [UInt8](repeating: 0, count: w * h * 4)
-        for r in radii(sigma: sigma) {
+        // Boxes wider than the picture are cut to it below; capping σ first keeps σ² and the box
+        // widths finite and within Int.
+        for r in radii(sigma: min(sigma, 1e7)) {
             let r = min(r, max(w, h))
             a.withUnsafeBufferPointer { s in b.withUnsafeMutableBufferPointer { d in horizontal(s, d, w, h, r) } }
             b.withUnsafeBufferPointer { s in a.withUnsafeMutableBufferPointer { d in vertical(s, d, w, h, r) } }
