@@ -100,7 +100,7 @@ private func compare(_ bitmap: Bitmap, _ reference: [Double]) -> (worst: Double,
         #expect(ExactGaussianBlur.blur(flat, sigma: 60) == flat)
     }
 
-    @Test func hugeRadiiOnEitherPathAreCutToThePicture() throws {
+    @Test func hugeAndTinyRadiiNeitherTrapNorAllocate() throws {
         // 3σ or σ² beyond Int or Double: both paths cut their kernels to the picture's size
         // (every pixel then tends to the mean of the edge-extended picture), no trap.
         let input = noisyPremultiplied(5, 4)
@@ -109,6 +109,8 @@ private func compare(_ bitmap: Bitmap, _ reference: [Double]) -> (worst: Double,
             #expect(BoxBlurApproximation.blur(input, sigma: sigma).size == input.size)
         }
         #expect(throws: ImageProcessingError.self) { try ImageProcessor.gaussianBlur(radius: 1e200).process(input) }
+        // So small that 2σ² is 0 in Double (or every off-centre weight rounds to 0): unchanged.
+        for sigma in [0.1, 1e-200, .leastNonzeroMagnitude] { #expect(try ImageProcessor.gaussianBlur(radius: sigma).process(input) == input) }
     }
 
     @Test func exactPathReadsPaddedRowsAndKeepsOpaqueAndFlatAreasExact() throws {

@@ -52,7 +52,9 @@ public enum ExactGaussianBlur {
 
     static func blurChecked(_ bitmap: Bitmap, sigma: Double) throws -> Bitmap {
         let w = bitmap.width, h = bitmap.height
-        guard sigma > 0, sigma.isFinite, w > 0, h > 0 else { return bitmap }
+        // Below σ 0.2 every off-centre weight rounds to 0 (e^-12.5 · 2¹⁶ < 0.5): the identity
+        // (and 2σ² may be 0 in Double, making the kernel NaN).
+        guard sigma >= 0.2, sigma.isFinite, w > 0, h > 0 else { return bitmap }
         // Limit the kernel to the picture: a wider one only repeats edge pixels (in Double first:
         // 3σ may not fit an Int).
         let reach = Int(min((sigma * 3).rounded(.up), Double(max(w, h))))
