@@ -31,7 +31,9 @@ struct GaussianBlurProcessor: ImageProcessing {
 ///
 /// Every channel comes out as the true Gaussian of the input rounded to the nearest level
 /// (within 0.6 of it up to σ 20, edges included; the products' dropped fractions, made good on
-/// average, add noise that grows with the number of taps: within 0.9 at σ 60). Fixed point, 16 bits throughout: weights are 16-bit
+/// average, add noise that grows with the number of taps: within 0.9 at σ 60).
+///
+/// Fixed point, 16 bits throughout: weights are 16-bit
 /// fractions summing to 2¹⁶, the horizontal pass keeps 7 fractional bits (values × 128), and
 /// both passes add mirrored taps first (`w · (p[i-k] + p[i+k])`, the kernel is symmetric) and
 /// multiply with the high half of a 16×16-bit product, so each inner loop is a plain loop over
@@ -42,7 +44,7 @@ struct GaussianBlurProcessor: ImageProcessing {
 public enum ExactGaussianBlur {
     /// Blurs `bitmap` (premultiplied RGBA8) with the exact Gaussian of standard deviation
     /// `sigma`, whatever its size (the cost grows with `sigma`); returned unchanged for a `sigma`
-    /// that is not positive and finite.
+    /// that is not finite or below 0.2 (where the kernel rounds to the identity).
     public static func blur(_ bitmap: Bitmap, sigma: Double) -> Bitmap {
         (try? blurChecked(bitmap, sigma: sigma)) ?? bitmap
     }
