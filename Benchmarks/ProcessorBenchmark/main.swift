@@ -1,6 +1,7 @@
 // Cost of each built-in processor on a 512×512 opaque photo-like bitmap, and of the three-pass
 // box approximation of the same blur, in milliseconds (minimum of N runs). Run by
 // Benchmarks/processors.sh, which times Pillow and vips on the same machine beside it.
+// `SIDE=2048` times a 2048×2048 bitmap instead; `SIGMAS="3 12 20"` picks the blur's radii.
 import CodecJPEG
 import CodecPNG
 import Foundation
@@ -12,7 +13,7 @@ if CommandLine.arguments.count == 5, CommandLine.arguments[2] == "grid" {
     try await grid(photos: URL(fileURLWithPath: CommandLine.arguments[3]), cache: URL(fileURLWithPath: CommandLine.arguments[4]))
     exit(0)
 }
-let side = 512
+let side = Int(ProcessInfo.processInfo.environment["SIDE"] ?? "") ?? 512
 var bytes = [UInt8](repeating: 255, count: side * side * 4)
 for y in 0..<side {
     for x in 0..<side {
@@ -34,19 +35,22 @@ func time(_ body: () throws -> Bitmap) rethrows -> Double {
     return best
 }
 
-print("| step (512×512) | ms |")
+print("| step (\(side)×\(side)) | ms |")
 print("|---|---:|")
 let steps: [(String, ImageProcessor)] = [
     ("circle", .circle), ("roundedCorners(radius: 32)", .roundedCorners(radius: 32)), ("grayscale", .grayscale),
     ("crop(256×256)", .crop(PixelRect(x: 128, y: 128, width: 256, height: 256))),
-    ("gaussianBlur(radius: 2)", .gaussianBlur(radius: 2)), ("gaussianBlur(radius: 8)", .gaussianBlur(radius: 8)),
-    ("gaussianBlur(radius: 20)", .gaussianBlur(radius: 20)),
 ]
 for (name, step) in steps {
     print("| \(name) | \(String(format: "%.2f", try time { try step.process(input) })) |")
 }
-for sigma in [2.0, 8.0, 20.0] {
-    print("| three-pass box, sigma \(Int(sigma)) | \(String(format: "%.2f", time { BoxBlurApproximation.blur(input, sigma: sigma) })) |")
+// The blur at each radius as `.gaussianBlur(radius:)` runs it, and both of its paths forced.
+print("\n| sigma | gaussianBlur(radius:) ms | exact kernel ms | three-pass box ms |")
+print("|---:|---:|---:|---:|")
+for sigma in (ProcessInfo.processInfo.environment["SIGMAS"] ?? "1 2 3 5 8 20").split(separator: " ").compactMap({ Double($0) }) {
+    let step = try time { try ImageProcessor.gaussianBlur(radius: sigma).process(input) }
+    let exact = time { ExactGaussianBlur.blur(input, sigma: sigma) }, box = time { BoxBlurApproximation.blur(input, sigma: sigma) }
+    print("| \(String(format: "%g", sigma)) | \(String(format: "%.2f", step)) | \(String(format: "%.2f", exact)) | \(String(format: "%.2f", box)) |")
 }
 
 /// Second launch of a grid: every JPEG in `photos` as a 256×256 thumbnail with a processor, by

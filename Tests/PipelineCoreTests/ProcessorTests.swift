@@ -107,16 +107,17 @@ private let pillowBlur2 = Data(base64Encoded: "VgAAXQABaAACcgIDegoEfBwFeDsHcmcHc
                 }
             }
         }
-        // Pillow approximates with extended boxes and treats the border differently.
-        #expect(maxInterior <= 4, "max difference \(maxInterior)")
-        #expect(Double(total) / Double(32 * 32 * 3) <= 1.5)
+        // Pillow approximates with extended boxes and treats the border differently; the exact
+        // kernel (rounded to the nearest level) is within 2 of it inside, 0.93 on average.
+        #expect(maxInterior <= 2, "max difference \(maxInterior)")
+        #expect(Double(total) / Double(32 * 32 * 3) <= 1.0)
     }
 
     @Test func largeBlurRadiiStayCloseToTheExactGaussian() throws {
-        // Above a standard deviation of 3 the box approximation runs: compare it with the exact
-        // 2-D Gaussian (edges extended) computed here in Double.
+        // Above a standard deviation of 12 the box approximation runs: compare it (forced, at a
+        // radius that fits this picture) with the exact 2-D Gaussian (edges extended) in Double.
         let input = pattern32(), sigma = 4.0, reach = 12
-        let out = try ImageProcessor.gaussianBlur(radius: sigma).process(input)
+        let out = BoxBlurApproximation.blur(input, sigma: sigma)
         let k = (-reach...reach).map { exp(-Double($0 * $0) / (2 * sigma * sigma)) }
         let total = k.reduce(0, +)
         var worst = 0.0
