@@ -125,8 +125,8 @@ struct GIFConformanceTests {
                 #expect(!error.description.isEmpty, "\(name)")
             }
             // The bound is a second (each takes milliseconds alone); the test allows a
-            // starved 2-core machine 20 s, which still catches an endless loop of blocks.
-            #expect(ContinuousClock.now - start < .seconds(20), "\(name) took \(ContinuousClock.now - start)")
+            // starved 2-core machine 60 s, which still catches an endless loop of blocks.
+            #expect(ContinuousClock.now - start < .seconds(60), "\(name) took \(ContinuousClock.now - start)")
         }
     }
 
