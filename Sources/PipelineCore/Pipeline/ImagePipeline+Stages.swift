@@ -73,6 +73,11 @@ extension ImagePipeline {
             base = cached
             base.source = .memory
         } else {
+            // Bytes that did not decode for this base are remembered: no new download for them.
+            if request.cachePolicy != .reloadIgnoringCaches,
+               let error = decodeFailures.error(for: baseKey, now: configuration.now()) {
+                throw error
+            }
             var baseRequest = request
             baseRequest.processors = []
             baseRequest.processing.pixelFormat = .rgba8Premultiplied
@@ -96,8 +101,15 @@ extension ImagePipeline {
                 return (processed, clock().timeIntervalSince(start))
             }
         } catch let error where !(error is CancellationError) {
-            throw Self.wrap(error, processing: url)
+            let wrapped = Self.wrap(error, processing: url)
+            // Processors are deterministic (equal identifiers, equal pixels): a failure repeats
+            // for this key, unless the error says it is temporary.
+            if (error as? any PipelineFailure)?.isPermanent ?? true, let until = failureLifetime() {
+                decodeFailures.insert(wrapped, until: until, for: key)
+            }
+            throw wrapped
         }
+        decodeFailures.removeValue(for: key)
         emit(.processed(key, seconds: seconds))
         let replaced = replacedGeneration(of: key.fetchURL) > generation
         if !replaced { memoryCache.insert(response, for: key, cost: response.bitmap.cost) }
