@@ -1,6 +1,18 @@
 import Foundation
 
-/// What the disk cache keeps for requests with processors.
+/// What the disk cache keeps for a request: the original bytes, the request's processed and
+/// resized result encoded (its "rendition"), or both (Nuke's `DataCachePolicy`).
+///
+/// A rendition is tagged with its original bytes' length and CRC-32. While the original is on
+/// disk, the rendition answers only for those bytes, and the original's freshness decides (its
+/// revalidation bringing new bytes stops the renditions made from the old ones answering).
+/// Without the original on disk (``renditions``, ``automatic``), the rendition carries the
+/// original's validators (`ETag`, `Last-Modified`) and freshness and stands alone: fresh, it
+/// answers; stale, it is revalidated with a conditional request of its own before it answers
+/// (whatever the request's ``RevalidationPolicy``): a 304 refreshes it; new bytes are decoded
+/// and processed and replace it only once they decode (when they do not, or the origin cannot
+/// be reached, the stored rendition answers). A download shared with a request whose policy
+/// keeps originals still stores the original.
 public enum DiskCachePolicy: Hashable, Sendable {
     /// Only the original bytes, keyed by fetch URL (as before processors existed). The default.
     case originals
@@ -8,6 +20,32 @@ public enum DiskCachePolicy: Hashable, Sendable {
     /// ("rendition"), encoded by ``ImagePipeline/Configuration/renditionEncoder``. A memory
     /// miss then decodes the small rendition instead of decoding and processing the original.
     case originalsAndRenditions
+    /// Renditions only (Nuke's `storeEncodedImages`): every request stores its result encoded,
+    /// a plain full-size request too (its decoded picture re-encoded, which costs a full-size
+    /// encode: prefer ``automatic``), and the original bytes are not kept.
+    case renditions
+    /// A rendition for a request with processors or a target size, the original bytes for a
+    /// plain request (original size, no processors). Nuke's `automatic`.
+    case automatic
+
+    /// Whether a request with `key` stores its rendition and looks it up.
+    func makesRendition(for key: ImageKey) -> Bool {
+        switch self {
+        case .originals: false
+        case .originalsAndRenditions: !key.processors.isEmpty
+        case .renditions: true
+        case .automatic: !key.processors.isEmpty || key.targetSize != .original
+        }
+    }
+
+    /// Whether a request with `key` keeps loaded original bytes on disk.
+    func storesOriginal(for key: ImageKey) -> Bool {
+        switch self {
+        case .originals, .originalsAndRenditions: true
+        case .renditions: false
+        case .automatic: !makesRendition(for: key)
+        }
+    }
 }
 
 /// Encodes a processed bitmap for the rendition disk cache. Must be lossless for alpha and
@@ -134,6 +172,71 @@ extension ImageKey {
         // Length-prefixed parts, so no identifier can imitate a boundary.
         let text = parts.map { "\($0.utf8.count):\($0)" }.joined()
         return URL(string: "imgpipe-rendition:///" + SHA256.hexDigest(Array(text.utf8)))
+    }
+}
+
+/// The original a response was decoded from, as a rendition made from it records it: the
+/// bytes' tag (``renditionTag(of:)-(Data)``) and their validators and freshness.
+struct RenditionOrigin: Sendable {
+    let tag: String
+    let info: CacheEntryInfo
+}
+
+/// What a rendition's entry says besides its bytes. The entry's `etag` is the original's tag;
+/// its `lastModified` holds `"<width> <height> <format>"` (the original's size and format) and,
+/// on further lines, for a rendition that may answer without its original (`s`), the
+/// original's validators (`e<ETag>`, `m<Last-Modified>`); its `freshUntil` is the original's.
+struct RenditionMeta: Sendable {
+    var tag: String
+    var originalSize: PixelSize?
+    var format: ImageFormat?
+    /// Whether it may answer (and be revalidated) without its original on disk.
+    var standalone = false
+    var etag: String?
+    var lastModified: String?
+
+    init(tag: String, originalSize: PixelSize, format: ImageFormat, standalone: Bool, validators: CacheEntryInfo) {
+        self.tag = tag
+        self.originalSize = originalSize
+        self.format = format
+        self.standalone = standalone
+        etag = validators.etag
+        lastModified = validators.lastModified
+    }
+
+    /// The metadata of a stored rendition, or `nil` for an entry without a tag.
+    init?(_ info: CacheEntryInfo) {
+        guard let tag = info.etag else { return nil }
+        self.tag = tag
+        let lines = (info.lastModified ?? "").split(separator: "\n", omittingEmptySubsequences: false)
+        let first = lines.first?.split(separator: " ") ?? []
+        if first.count == 3, let width = Int(first[0]), let height = Int(first[1]) {
+            originalSize = PixelSize(width: width, height: height)
+            format = ImageFormat(rawValue: String(first[2]))
+        }
+        for line in lines.dropFirst() {
+            switch line.first {
+            case "s": standalone = true
+            case "e": etag = String(line.dropFirst())
+            case "m": lastModified = String(line.dropFirst())
+            default: break
+            }
+        }
+    }
+
+    /// The validators of the original it was made from, for its own revalidation.
+    var validator: CacheValidator? { CacheValidator(etag: etag, lastModified: lastModified) }
+
+    /// The entry info that stores this metadata, fresh until `freshUntil`.
+    func info(freshUntil: Date?) -> CacheEntryInfo {
+        var text = [originalSize.map { "\($0.width) \($0.height)" } ?? "0 0", format?.rawValue ?? "unknown"].joined(separator: " ")
+        if standalone {
+            text += "\ns"
+            // Header values are one line; one that is not is left out rather than misread.
+            if let etag, !etag.contains("\n") { text += "\ne" + etag }
+            if let lastModified, !lastModified.contains("\n") { text += "\nm" + lastModified }
+        }
+        return CacheEntryInfo(etag: tag, lastModified: text, freshUntil: freshUntil)
     }
 }
 
