@@ -3,11 +3,16 @@
 // Benchmarks/processors.sh, which times Pillow and vips on the same machine beside it.
 import CodecJPEG
 import CodecPNG
+import CodecWebP
 import Foundation
 import LoaderFile
 import PipelineCore
 
 let runs = Int(CommandLine.arguments.dropFirst().first ?? "") ?? 7
+if CommandLine.arguments.count == 5, CommandLine.arguments[2] == "alpha" {
+    try await alphaFormats(photos: URL(fileURLWithPath: CommandLine.arguments[3]), cache: URL(fileURLWithPath: CommandLine.arguments[4]))
+    exit(0)
+}
 if CommandLine.arguments.count == 5, CommandLine.arguments[2] == "grid" {
     try await grid(photos: URL(fileURLWithPath: CommandLine.arguments[3]), cache: URL(fileURLWithPath: CommandLine.arguments[4]))
     exit(0)
@@ -164,6 +169,69 @@ func breakdown(files: [URL], cache: URL) async throws {
     print("| read every small entry file (renditions) | \(String(format: "%.1f", best[2])) |")
     print("| decode 100 JPEG renditions (256×256) | \(String(format: "%.1f", best[3])) |")
     print("| decode 100 PNG renditions (256×256 RGBA) | \(String(format: "%.1f", best[4])) |")
+}
+
+/// Second launch of the `.circle` grid (renditions with alpha) from renditions written in each
+/// candidate format for results with alpha, beside the same launch from the originals (fresh
+/// originals, as in `grid(photos:cache:)`): which format answers fastest, and its bytes.
+func alphaFormats(photos: URL, cache: URL) async throws {
+    let files = try FileManager.default.contentsOfDirectory(at: photos, includingPropertiesForKeys: nil)
+        .filter { $0.pathExtension == "jpg" }.sorted { $0.path < $1.path }
+    let encoders = EncoderRegistry().registering(JPEGEncoder()).registering(PNGEncoder()).registering(WebPEncoder())
+    let requests = files.map { ImageRequest(url: $0, width: 256, height: 256, contentMode: .fill, processors: [.circle]) }
+    let candidates: [(String, ImageFormat, EncodeOptions)] = [
+        ("PNG, zlib 1, filters chosen per row (the default)", .png, EncodeOptions(lossless: true, compressionLevel: 1)),
+        ("PNG, zlib 1, no filtering", .png, EncodeOptions(lossless: true, compressionLevel: 1, effort: 0)),
+        ("WebP lossless (method 4)", .webp, EncodeOptions(lossless: true)),
+        ("WebP lossless (method 0)", .webp, EncodeOptions(lossless: true, effort: 0)),
+        ("WebP lossy q85, lossless alpha", .webp, EncodeOptions(quality: 85)),
+    ]
+    print("| second launch, \(files.count) photos → 256×256 .circle | renditions on disk | encode ms (first launch, whole grid) | from renditions ms | from originals ms | speed-up |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for (index, (name, format, options)) in candidates.enumerated() {
+        let caseCache = cache.appendingPathComponent("alpha-\(index)")
+        let bytes = Counter()
+        func pipeline(_ policy: DiskCachePolicy) throws -> ImagePipeline {
+            var configuration = ImagePipeline.Configuration(
+                decoders: DecoderRegistry([JPEGDecoder(), PNGDecoder(), WebPDecoder()]), loaders: LoaderRegistry([FreshFileLoader()]),
+                diskCache: try DiskCache(directory: caseCache, sizeLimit: 1 << 30))
+            configuration.diskCachedSchemes = ["file"]
+            configuration.diskCachePolicy = policy
+            var encoder = RenditionEncoder(encoders: encoders, transparentFormat: format)
+            encoder.transparentOptions = options
+            configuration.renditionEncoder = encoder
+            configuration.eventHandler = { if case .renditionStored(_, let n) = $0 { bytes.add(n) } }
+            return ImagePipeline(configuration: configuration)
+        }
+        func load(_ pipeline: ImagePipeline) async throws -> Double {
+            let start = DispatchTime.now().uptimeNanoseconds
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for request in requests { group.addTask { _ = try await pipeline.image(for: request) } }
+                try await group.waitForAll()
+            }
+            await pipeline.waitForBackgroundWork()
+            return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6
+        }
+        // The encode cost alone: the processed results in memory, each encoded once more here.
+        let first = try pipeline(.originalsAndRenditions)
+        _ = try await load(first)
+        var encoder = RenditionEncoder(encoders: encoders, transparentFormat: format)
+        encoder.transparentOptions = options
+        var encodeMs = Double.infinity
+        let bitmaps = requests.compactMap { first.cachedImage(for: $0)?.bitmap }
+        for _ in 0..<runs {
+            let start = DispatchTime.now().uptimeNanoseconds
+            for bitmap in bitmaps { _ = try encoder.encode(bitmap) }
+            encodeMs = min(encodeMs, Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6)
+        }
+        var fromRenditions = Double.infinity, fromOriginals = Double.infinity
+        for _ in 0..<runs {
+            fromRenditions = min(fromRenditions, try await load(try pipeline(.originalsAndRenditions)))
+            fromOriginals = min(fromOriginals, try await load(try pipeline(.originals)))
+        }
+        print("| \(name) | \(bytes.value / 1024) KiB | \(String(format: "%.0f", encodeMs)) | \(String(format: "%.0f", fromRenditions)) | "
+              + "\(String(format: "%.0f", fromOriginals)) | \(String(format: "%.1f", fromOriginals / fromRenditions))× |")
+    }
 }
 
 /// A thread-safe sum.

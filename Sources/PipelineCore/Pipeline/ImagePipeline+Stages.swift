@@ -40,9 +40,9 @@ extension ImagePipeline {
         try Task.checkCancellation()
 
         var response: ImageResponse, seconds: TimeInterval
-        var origin = renditionOrigin(of: loaded)
         do {
-            (response, seconds) = try await decodeOnPool(loaded.data, source: loaded.source, key: key, priority: work.priority)
+            (response, seconds) = try await decodeOnPool(loaded.data, source: loaded.source, key: key, priority: work.priority,
+                                                          origin: originInfo(of: loaded))
             if let store = loaded.pendingStore, work.storesOriginal || store.replacesStoredBytes, store.claim() {
                 // Decoded: these bytes are a complete answer and may be kept.
                 if store.replacesStoredBytes { dropDecodedCopies(of: key.fetchURL) }
@@ -73,14 +73,12 @@ extension ImagePipeline {
             } catch let error where !(error is CancellationError) {
                 throw Self.wrap(error, decoding: url)
             }
-            origin = nil
             response.warnings.append("the revalidated bytes did not decode (\(wrapped)); the stored copy was used")
         }
         decodeFailures.removeValue(for: key)
         emit(.decoded(key, seconds: seconds))
         response.downloadedBytes = loaded.downloadedBytes
         response.isStale = loaded.isStale
-        response.renditionOrigin = origin
         let replaced = renewed == nil && loaded.pendingStore == nil && replacedGeneration(of: key.fetchURL) > loaded.generation
         if !replaced { memoryCache.insert(response, for: key, cost: response.bitmap.cost) }
         if let rendition, !replaced, replacements == generation {
@@ -90,11 +88,10 @@ extension ImagePipeline {
         return response
     }
 
-    /// What a rendition of a decode of `loaded` is tagged with, when renditions may be made
-    /// and the bytes may be kept (`nil` for a `no-store` answer).
-    private func renditionOrigin(of loaded: LoadedData) -> RenditionOrigin? {
-        guard configuration.renditionEncoder != nil, configuration.diskCache != nil, let info = loaded.info else { return nil }
-        return RenditionOrigin(tag: renditionTag(of: loaded.data), info: info)
+    /// The info a rendition of a decode of `loaded` records, when renditions may be made and
+    /// the bytes may be kept (`nil` for a `no-store` answer).
+    private func originInfo(of loaded: LoadedData) -> CacheEntryInfo? {
+        configuration.renditionEncoder != nil && configuration.diskCache != nil ? loaded.info : nil
     }
 
     /// A processed key's work: the unprocessed result (from memory, or by joining the decode
@@ -124,7 +121,8 @@ extension ImagePipeline {
         if let (loaded, stale) = renewed {
             // A standalone rendition's revalidation brought new bytes: decode them here.
             do {
-                (base, _) = try await decodeOnPool(loaded.data, source: .network, key: baseKey, priority: work.priority)
+                (base, _) = try await decodeOnPool(loaded.data, source: .network, key: baseKey, priority: work.priority,
+                                                   origin: originInfo(of: loaded))
             } catch let error where !(error is CancellationError) {
                 let wrapped = Self.wrap(error, decoding: url)
                 if let store = loaded.pendingStore { await store.disk.abandonStore(for: key.fetchURL) }
@@ -140,7 +138,6 @@ extension ImagePipeline {
             dropDecodedCopies(of: key.fetchURL)
             generation = replacements
             base.downloadedBytes = loaded.downloadedBytes
-            base.renditionOrigin = renditionOrigin(of: loaded)
         } else if request.cachePolicy != .reloadIgnoringCaches, let cached = memoryCache.value(for: baseKey) {
             base = cached
             base.source = .memory
@@ -219,7 +216,7 @@ extension ImagePipeline {
     /// neither decoded nor read: the tag is checked against its digest
     /// (``DataCaching/cachedDigest(for:)``; ``DiskCache`` reads the header). Without the
     /// original on disk only a standalone rendition answers: at once while fresh, else after its
-    /// own conditional request (a 304 refreshes it; new bytes come back as ``RenditionLookup/renewed(_:stale:)``;
+    /// own conditional request (a 304 refreshes it; new bytes come back as `RenditionLookup.renewed`;
     /// an unreachable origin leaves the stale rendition answering).
     private func cachedRendition(_ store: RenditionStore, request: ImageRequest, key: ImageKey,
                                  priority: PriorityHandle) async throws -> RenditionLookup {
@@ -312,7 +309,7 @@ extension ImagePipeline {
     }
 
     /// Encodes `response` on the decode pool and stores it as `key`'s rendition, tagged with
-    /// the original bytes it was made from (``ImageResponse/renditionOrigin``), unless those
+    /// the original bytes it was made from (`renditionOrigin`), unless those
     /// were replaced meanwhile. A `standalone` rendition (made by a work that does not keep the
     /// original) also carries the original's validators. An encoder's failure, or a response
     /// whose bytes may not be kept, only skips the store.
@@ -341,9 +338,11 @@ extension ImagePipeline {
         max(replacedAt.value(for: url) ?? 0, allReplacedAt)
     }
 
-    /// Decodes `data` on the decode pool at `priority`; returns the response and the seconds it took.
-    func decodeOnPool(_ data: Data, source: ImageSource, key: ImageKey,
-                              priority: PriorityHandle) async throws -> (ImageResponse, TimeInterval) {
+    /// Decodes `data` on the decode pool at `priority`; returns the response and the seconds it
+    /// took. With `origin` (the bytes' info), the response's `renditionOrigin`
+    /// is set, its tag computed there too (a CRC-32 of the bytes: not on the actor).
+    func decodeOnPool(_ data: Data, source: ImageSource, key: ImageKey, priority: PriorityHandle,
+                      origin: CacheEntryInfo? = nil) async throws -> (ImageResponse, TimeInterval) {
         let decoders = configuration.decoders
         let maxPixels = configuration.maxPixelCount
         let clock = configuration.now
@@ -352,7 +351,7 @@ extension ImagePipeline {
             let start = clock()
             let outcome = try Self.decode(data, source: source, key: key, decoders: decoders, maxPixelCount: maxPixels,
                                           admission: admission, reserved: nil)
-            return outcome.timed(since: start, clock: clock)
+            return outcome.timed(since: start, clock: clock).tagged(data, origin)
         }
         guard case .needsMemory(let bytes) = first, let admission else { return try first.result() }
         // Over the decode memory budget: wait (suspended, in priority order) for running decodes
@@ -363,7 +362,7 @@ extension ImagePipeline {
             let start = clock()
             let outcome = try Self.decode(data, source: source, key: key, decoders: decoders, maxPixelCount: maxPixels,
                                           admission: admission, reserved: bytes)
-            return outcome.timed(since: start, clock: clock)
+            return outcome.timed(since: start, clock: clock).tagged(data, origin)
         }.result()
     }
 
@@ -376,6 +375,13 @@ extension ImagePipeline {
         func timed(since start: Date, clock: @Sendable () -> Date) -> DecodeOutcome {
             guard case .decoded(let response, _) = self else { return self }
             return .decoded(response, clock().timeIntervalSince(start))
+        }
+
+        /// With `info`, the decoded response made from `data` records them as its rendition origin.
+        func tagged(_ data: Data, _ info: CacheEntryInfo?) -> DecodeOutcome {
+            guard let info, case .decoded(var response, let seconds) = self else { return self }
+            response.renditionOrigin = RenditionOrigin(tag: renditionTag(of: data), info: info)
+            return .decoded(response, seconds)
         }
 
         func result() throws -> (ImageResponse, TimeInterval) {
