@@ -56,7 +56,7 @@ for sigma in [2.0, 8.0, 20.0] {
 
 /// Second launch of a grid: every JPEG in `photos` as a 256×256 thumbnail with a processor, by
 /// a new pipeline on a warm disk cache in `cache`, answered from renditions (`RenditionEncoder`:
-/// JPEG q85 when opaque, PNG otherwise) or from the originals. "Fresh" originals come from
+/// JPEG q85 when opaque, WebP q85 with exact alpha otherwise) or from the originals. "Fresh" originals come from
 /// `FreshFileLoader` (as an HTTP answer with `max-age` would); plain `file` answers carry no
 /// lifetime, so each hit on a stale original also revalidates it in the background (a reload:
 /// `FileDataLoader` has no 304), which is timed until ``ImagePipeline/waitForBackgroundWork()``.
@@ -64,7 +64,7 @@ func grid(photos: URL, cache: URL) async throws {
     let files = try FileManager.default.contentsOfDirectory(at: photos, includingPropertiesForKeys: nil)
         .filter { $0.pathExtension == "jpg" }.sorted { $0.path < $1.path }
     let originalBytes = files.reduce(0) { $0 + ((try? $1.resourceValues(forKeys: [.fileSizeKey]).fileSize) ?? 0) }
-    let encoders = EncoderRegistry().registering(JPEGEncoder()).registering(PNGEncoder())
+    let encoders = EncoderRegistry().registering(JPEGEncoder()).registering(PNGEncoder()).registering(WebPEncoder())
     print("| second launch, \(files.count) photos → 256×256 | renditions on disk | from renditions ms | from originals ms (\(originalBytes / 1024) KiB of JPEG) | speed-up |")
     print("|---|---|---:|---:|---:|")
     let cases: [(String, ImageProcessor, Bool)] = [
@@ -79,7 +79,7 @@ func grid(photos: URL, cache: URL) async throws {
         func pipeline(_ policy: DiskCachePolicy) throws -> ImagePipeline {
             let loader: any DataLoading = fresh ? FreshFileLoader() : FileDataLoader()
             var configuration = ImagePipeline.Configuration(
-                decoders: DecoderRegistry([JPEGDecoder(), PNGDecoder()]), loaders: LoaderRegistry([loader]),
+                decoders: DecoderRegistry([JPEGDecoder(), PNGDecoder(), WebPDecoder()]), loaders: LoaderRegistry([loader]),
                 diskCache: try DiskCache(directory: caseCache, sizeLimit: 1 << 30))
             configuration.diskCachedSchemes = ["file"]
             configuration.diskCachePolicy = policy
@@ -132,7 +132,7 @@ struct FreshFileLoader: DataLoading {
 /// tag check: headers only), reading the JPEG renditions' files and decoding them.
 func breakdown(files: [URL], cache: URL) async throws {
     func ms(_ start: UInt64) -> Double { Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6 }
-    var best = [Double](repeating: .infinity, count: 5)
+    var best = [Double](repeating: .infinity, count: 6)
     for _ in 0..<runs {
         var start = DispatchTime.now().uptimeNanoseconds
         let disk = try DiskCache(directory: cache, sizeLimit: 1 << 30)
@@ -144,13 +144,20 @@ func breakdown(files: [URL], cache: URL) async throws {
         // The JPEG renditions' entry files (small; the originals are over 100 KB): read whole,
         // then the JPEG inside decoded at full size, as a rendition hit does.
         let names = try FileManager.default.contentsOfDirectory(atPath: cache.path)
-        var bodies: [Data] = [], pngs: [Data] = []
+        var bodies: [Data] = [], pngs: [Data] = [], webps: [Data] = []
         start = DispatchTime.now().uptimeNanoseconds
         for name in names {
             let data = try Data(contentsOf: cache.appendingPathComponent(name))
-            if data.count < 40_000, let at = data.range(of: Data([0xFF, 0xD8, 0xFF])) { bodies.append(data[at.lowerBound...]) }
-            if data.count < 1_000_000, let at = data.range(of: Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A])) {
-                pngs.append(data[at.lowerBound...])
+            // The first signature in the file names the rendition's format (a WebP or PNG body may
+            // contain JPEG's three bytes by chance).
+            let signatures = [(0, Data([0xFF, 0xD8, 0xFF])), (1, Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A])), (2, Data("WEBPVP8".utf8))]
+            let found = signatures.compactMap { kind, signature in data.range(of: signature).map { (kind, $0.lowerBound) } }
+            guard data.count < 1_000_000, let (kind, at) = found.min(by: { $0.1 < $1.1 }) else { continue }
+            switch kind {
+            case 0 where data.count < 40_000: bodies.append(data[at...])
+            case 1: pngs.append(data[at...])
+            case 2 where at >= 8: webps.append(data[(at - 8)...])
+            default: break
             }
         }
         best[2] = min(best[2], ms(start))
@@ -160,6 +167,9 @@ func breakdown(files: [URL], cache: URL) async throws {
         start = DispatchTime.now().uptimeNanoseconds
         for body in pngs { _ = try PNGDecoder().decode(Data(body), options: DecodeOptions()) }
         best[4] = min(best[4], ms(start) * 100 / Double(max(1, pngs.count)))
+        start = DispatchTime.now().uptimeNanoseconds
+        for body in webps { _ = try WebPDecoder().decode(Data(body), options: DecodeOptions()) }
+        best[5] = min(best[5], ms(start) * 100 / Double(max(1, webps.count)))
     }
     print("")
     print("| one thread, no pipeline (per 100 pictures) | ms |")
@@ -169,6 +179,7 @@ func breakdown(files: [URL], cache: URL) async throws {
     print("| read every small entry file (renditions) | \(String(format: "%.1f", best[2])) |")
     print("| decode 100 JPEG renditions (256×256) | \(String(format: "%.1f", best[3])) |")
     print("| decode 100 PNG renditions (256×256 RGBA) | \(String(format: "%.1f", best[4])) |")
+    print("| decode 100 WebP renditions (256×256, q85, exact alpha) | \(String(format: "%.1f", best[5])) |")
 }
 
 /// Second launch of the `.circle` grid (renditions with alpha) from renditions written in each
