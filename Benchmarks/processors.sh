@@ -22,6 +22,8 @@ if [ ! -d "$grid" ] && [ -f Benchmarks/.inputs/photo-baseline.jpg ]; then
 fi
 if [ -d "$grid" ]; then
   cache=$(mktemp -d); "$bin" "$runs" grid "$grid" "$cache"; rm -rf "$cache"
+  # The .circle grid (results with alpha) from renditions in each candidate format.
+  cache=$(mktemp -d); "$bin" "$runs" alpha "$grid" "$cache"; rm -rf "$cache"
 fi
 python3 - "$runs" <<'PY'
 import sys, time, subprocess, tempfile, os

@@ -4,11 +4,16 @@
 // `SIDE=2048` times a 2048×2048 bitmap instead; `SIGMAS="3 12 20"` picks the blur's radii.
 import CodecJPEG
 import CodecPNG
+import CodecWebP
 import Foundation
 import LoaderFile
 import PipelineCore
 
 let runs = Int(CommandLine.arguments.dropFirst().first ?? "") ?? 7
+if CommandLine.arguments.count == 5, CommandLine.arguments[2] == "alpha" {
+    try await alphaFormats(photos: URL(fileURLWithPath: CommandLine.arguments[3]), cache: URL(fileURLWithPath: CommandLine.arguments[4]))
+    exit(0)
+}
 if CommandLine.arguments.count == 5, CommandLine.arguments[2] == "grid" {
     try await grid(photos: URL(fileURLWithPath: CommandLine.arguments[3]), cache: URL(fileURLWithPath: CommandLine.arguments[4]))
     exit(0)
@@ -55,7 +60,7 @@ for sigma in (ProcessInfo.processInfo.environment["SIGMAS"] ?? "1 2 3 5 8 20").s
 
 /// Second launch of a grid: every JPEG in `photos` as a 256×256 thumbnail with a processor, by
 /// a new pipeline on a warm disk cache in `cache`, answered from renditions (`RenditionEncoder`:
-/// JPEG q85 when opaque, PNG otherwise) or from the originals. "Fresh" originals come from
+/// JPEG q85 when opaque, WebP q85 with exact alpha otherwise) or from the originals. "Fresh" originals come from
 /// `FreshFileLoader` (as an HTTP answer with `max-age` would); plain `file` answers carry no
 /// lifetime, so each hit on a stale original also revalidates it in the background (a reload:
 /// `FileDataLoader` has no 304), which is timed until ``ImagePipeline/waitForBackgroundWork()``.
@@ -63,7 +68,7 @@ func grid(photos: URL, cache: URL) async throws {
     let files = try FileManager.default.contentsOfDirectory(at: photos, includingPropertiesForKeys: nil)
         .filter { $0.pathExtension == "jpg" }.sorted { $0.path < $1.path }
     let originalBytes = files.reduce(0) { $0 + ((try? $1.resourceValues(forKeys: [.fileSizeKey]).fileSize) ?? 0) }
-    let encoders = EncoderRegistry().registering(JPEGEncoder()).registering(PNGEncoder())
+    let encoders = EncoderRegistry().registering(JPEGEncoder()).registering(PNGEncoder()).registering(WebPEncoder())
     print("| second launch, \(files.count) photos → 256×256 | renditions on disk | from renditions ms | from originals ms (\(originalBytes / 1024) KiB of JPEG) | speed-up |")
     print("|---|---|---:|---:|---:|")
     let cases: [(String, ImageProcessor, Bool)] = [
@@ -78,7 +83,7 @@ func grid(photos: URL, cache: URL) async throws {
         func pipeline(_ policy: DiskCachePolicy) throws -> ImagePipeline {
             let loader: any DataLoading = fresh ? FreshFileLoader() : FileDataLoader()
             var configuration = ImagePipeline.Configuration(
-                decoders: DecoderRegistry([JPEGDecoder(), PNGDecoder()]), loaders: LoaderRegistry([loader]),
+                decoders: DecoderRegistry([JPEGDecoder(), PNGDecoder(), WebPDecoder()]), loaders: LoaderRegistry([loader]),
                 diskCache: try DiskCache(directory: caseCache, sizeLimit: 1 << 30))
             configuration.diskCachedSchemes = ["file"]
             configuration.diskCachePolicy = policy
@@ -131,7 +136,7 @@ struct FreshFileLoader: DataLoading {
 /// tag check: headers only), reading the JPEG renditions' files and decoding them.
 func breakdown(files: [URL], cache: URL) async throws {
     func ms(_ start: UInt64) -> Double { Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6 }
-    var best = [Double](repeating: .infinity, count: 5)
+    var best = [Double](repeating: .infinity, count: 6)
     for _ in 0..<runs {
         var start = DispatchTime.now().uptimeNanoseconds
         let disk = try DiskCache(directory: cache, sizeLimit: 1 << 30)
@@ -143,13 +148,20 @@ func breakdown(files: [URL], cache: URL) async throws {
         // The JPEG renditions' entry files (small; the originals are over 100 KB): read whole,
         // then the JPEG inside decoded at full size, as a rendition hit does.
         let names = try FileManager.default.contentsOfDirectory(atPath: cache.path)
-        var bodies: [Data] = [], pngs: [Data] = []
+        var bodies: [Data] = [], pngs: [Data] = [], webps: [Data] = []
         start = DispatchTime.now().uptimeNanoseconds
         for name in names {
             let data = try Data(contentsOf: cache.appendingPathComponent(name))
-            if data.count < 40_000, let at = data.range(of: Data([0xFF, 0xD8, 0xFF])) { bodies.append(data[at.lowerBound...]) }
-            if data.count < 1_000_000, let at = data.range(of: Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A])) {
-                pngs.append(data[at.lowerBound...])
+            // The first signature in the file names the rendition's format (a WebP or PNG body may
+            // contain JPEG's three bytes by chance).
+            let signatures = [(0, Data([0xFF, 0xD8, 0xFF])), (1, Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A])), (2, Data("WEBPVP8".utf8))]
+            let found = signatures.compactMap { kind, signature in data.range(of: signature).map { (kind, $0.lowerBound) } }
+            guard data.count < 1_000_000, let (kind, at) = found.min(by: { $0.1 < $1.1 }) else { continue }
+            switch kind {
+            case 0 where data.count < 40_000: bodies.append(data[at...])
+            case 1: pngs.append(data[at...])
+            case 2 where at >= 8: webps.append(data[(at - 8)...])
+            default: break
             }
         }
         best[2] = min(best[2], ms(start))
@@ -159,6 +171,9 @@ func breakdown(files: [URL], cache: URL) async throws {
         start = DispatchTime.now().uptimeNanoseconds
         for body in pngs { _ = try PNGDecoder().decode(Data(body), options: DecodeOptions()) }
         best[4] = min(best[4], ms(start) * 100 / Double(max(1, pngs.count)))
+        start = DispatchTime.now().uptimeNanoseconds
+        for body in webps { _ = try WebPDecoder().decode(Data(body), options: DecodeOptions()) }
+        best[5] = min(best[5], ms(start) * 100 / Double(max(1, webps.count)))
     }
     print("")
     print("| one thread, no pipeline (per 100 pictures) | ms |")
@@ -168,6 +183,70 @@ func breakdown(files: [URL], cache: URL) async throws {
     print("| read every small entry file (renditions) | \(String(format: "%.1f", best[2])) |")
     print("| decode 100 JPEG renditions (256×256) | \(String(format: "%.1f", best[3])) |")
     print("| decode 100 PNG renditions (256×256 RGBA) | \(String(format: "%.1f", best[4])) |")
+    print("| decode 100 WebP renditions (256×256, q85, exact alpha) | \(String(format: "%.1f", best[5])) |")
+}
+
+/// Second launch of the `.circle` grid (renditions with alpha) from renditions written in each
+/// candidate format for results with alpha, beside the same launch from the originals (fresh
+/// originals, as in `grid(photos:cache:)`): which format answers fastest, and its bytes.
+func alphaFormats(photos: URL, cache: URL) async throws {
+    let files = try FileManager.default.contentsOfDirectory(at: photos, includingPropertiesForKeys: nil)
+        .filter { $0.pathExtension == "jpg" }.sorted { $0.path < $1.path }
+    let encoders = EncoderRegistry().registering(JPEGEncoder()).registering(PNGEncoder()).registering(WebPEncoder())
+    let requests = files.map { ImageRequest(url: $0, width: 256, height: 256, contentMode: .fill, processors: [.circle]) }
+    let candidates: [(String, ImageFormat, EncodeOptions)] = [
+        ("PNG, zlib 1, filters chosen per row (the default)", .png, EncodeOptions(lossless: true, compressionLevel: 1)),
+        ("PNG, zlib 1, no filtering", .png, EncodeOptions(lossless: true, compressionLevel: 1, effort: 0)),
+        ("WebP lossless (method 4)", .webp, EncodeOptions(lossless: true)),
+        ("WebP lossless (method 0)", .webp, EncodeOptions(lossless: true, effort: 0)),
+        ("WebP lossy q85, lossless alpha", .webp, EncodeOptions(quality: 85)),
+    ]
+    print("| second launch, \(files.count) photos → 256×256 .circle | renditions on disk | encode ms (first launch, whole grid) | from renditions ms | from originals ms | speed-up |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for (index, (name, format, options)) in candidates.enumerated() {
+        let caseCache = cache.appendingPathComponent("alpha-\(index)")
+        let bytes = Counter()
+        func pipeline(_ policy: DiskCachePolicy) throws -> ImagePipeline {
+            var configuration = ImagePipeline.Configuration(
+                decoders: DecoderRegistry([JPEGDecoder(), PNGDecoder(), WebPDecoder()]), loaders: LoaderRegistry([FreshFileLoader()]),
+                diskCache: try DiskCache(directory: caseCache, sizeLimit: 1 << 30))
+            configuration.diskCachedSchemes = ["file"]
+            configuration.diskCachePolicy = policy
+            var encoder = RenditionEncoder(encoders: encoders, transparentFormat: format)
+            encoder.transparentOptions = options
+            configuration.renditionEncoder = encoder
+            configuration.eventHandler = { if case .renditionStored(_, let n) = $0 { bytes.add(n) } }
+            return ImagePipeline(configuration: configuration)
+        }
+        func load(_ pipeline: ImagePipeline) async throws -> Double {
+            let start = DispatchTime.now().uptimeNanoseconds
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for request in requests { group.addTask { _ = try await pipeline.image(for: request) } }
+                try await group.waitForAll()
+            }
+            await pipeline.waitForBackgroundWork()
+            return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6
+        }
+        // The encode cost alone: the processed results in memory, each encoded once more here.
+        let first = try pipeline(.originalsAndRenditions)
+        _ = try await load(first)
+        var encoder = RenditionEncoder(encoders: encoders, transparentFormat: format)
+        encoder.transparentOptions = options
+        var encodeMs = Double.infinity
+        let bitmaps = requests.compactMap { first.cachedImage(for: $0)?.bitmap }
+        for _ in 0..<runs {
+            let start = DispatchTime.now().uptimeNanoseconds
+            for bitmap in bitmaps { _ = try encoder.encode(bitmap) }
+            encodeMs = min(encodeMs, Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6)
+        }
+        var fromRenditions = Double.infinity, fromOriginals = Double.infinity
+        for _ in 0..<runs {
+            fromRenditions = min(fromRenditions, try await load(try pipeline(.originalsAndRenditions)))
+            fromOriginals = min(fromOriginals, try await load(try pipeline(.originals)))
+        }
+        print("| \(name) | \(bytes.value / 1024) KiB | \(String(format: "%.0f", encodeMs)) | \(String(format: "%.0f", fromRenditions)) | "
+              + "\(String(format: "%.0f", fromOriginals)) | \(String(format: "%.1f", fromOriginals / fromRenditions))× |")
+    }
 }
 
 /// A thread-safe sum.

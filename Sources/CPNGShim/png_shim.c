@@ -276,6 +276,8 @@ int pngshim_encode_rgba_interlaced(const unsigned char *pixels, unsigned int wid
     }
     png_set_write_fn(png, &sink, write_to_memory, flush_nothing);
     png_set_compression_level(png, level < 0 ? 0 : (level > 9 ? 9 : level));
+    if (interlaced & 2) png_set_filter(png, 0, PNG_FILTER_NONE);
+    interlaced &= 1;
     // A picture with no transparent pixel is written as RGB: a quarter smaller, and readers
     // (and `imgpipe info`) then see that it has no alpha.
     int opaque = 1;

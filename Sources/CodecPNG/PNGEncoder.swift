@@ -27,8 +27,10 @@ public struct PNGEncoder: Sendable, RenditionEncoding, ImageEncoding {
 
     /// The PNG bytes of `bitmap` with `options.compressionLevel` (0–9; `nil`: this encoder's
     /// ``compressionLevel``); `options.progressive` writes Adam7 interlacing (a coarse picture
-    /// after the first seventh of the file; typically a few percent bigger). PNG is always
-    /// lossless: `quality`, `lossless`, `chromaSubsampling` and `optimizesCoding` are ignored.
+    /// after the first seventh of the file; typically a few percent bigger); `options.effort` 0
+    /// writes no row filters (filter type None: the fastest to write and to decode, larger), any
+    /// other value or `nil` lets libpng choose a filter per row. PNG is always lossless:
+    /// `quality`, `lossless`, `chromaSubsampling` and `optimizesCoding` are ignored.
     /// - Throws: ``PipelineCore/EncodingError``.
     public func encode(_ bitmap: Bitmap, options: EncodeOptions) throws -> Data {
         try validateCommonOptions(options)
@@ -43,7 +45,8 @@ public struct PNGEncoder: Sendable, RenditionEncoding, ImageEncoding {
         let code = straight.withUnsafeBufferPointer { pixels in
             message.withUnsafeMutableBufferPointer { text in
                 pngshim_encode_rgba_interlaced(pixels.baseAddress, UInt32(bitmap.width), UInt32(bitmap.height),
-                                               bitmap.width * 4, Int32(compressionLevel), options.progressive ? 1 : 0,
+                                               bitmap.width * 4, Int32(compressionLevel),
+                                               (options.progressive ? 1 : 0) | (options.effort == 0 ? 2 : 0),
                                                &output, &size, text.baseAddress, text.count)
             }
         }

@@ -60,7 +60,8 @@ extension ImagePipeline.Configuration {
     /// and a disk cache named `cacheName` under the user's cache directory
     /// (`$XDG_CACHE_HOME/<cacheName>`, else `~/.cache/<cacheName>`), or in `cacheDirectory` when
     /// given. Renditions, when an app opts in with `diskCachePolicy`, are JPEG (q85) when
-    /// opaque and PNG otherwise (`RenditionEncoder` over ``PipelineCore/EncoderRegistry/standard``).
+    /// opaque and WebP (q85, exact alpha) otherwise (`RenditionEncoder` over
+    /// ``PipelineCore/EncoderRegistry/standard``).
     ///
     /// Change any field before building the pipeline:
     ///
@@ -78,7 +79,7 @@ extension ImagePipeline.Configuration {
             decoders: decoders,
             loaders: .standard(accept: decoders.acceptHeader()),
             diskCache: diskCache)
-        // Renditions (opt-in through `diskCachePolicy`): JPEG for opaque results, PNG otherwise.
+        // Renditions (opt-in through `diskCachePolicy`): JPEG for opaque results, WebP otherwise.
         configuration.renditionEncoder = RenditionEncoder(encoders: .standard)
         return configuration
     }

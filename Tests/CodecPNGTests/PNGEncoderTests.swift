@@ -105,6 +105,25 @@ struct PNGEncoderTests {
         #expect(try PNGEncoder(compressionLevel: 1).encode(bitmap, options: EncodeOptions(compressionLevel: 9)) == smallest)
     }
 
+    /// `effort: 0` writes filter type None on every row (what a rendition cache may ask for:
+    /// the cheapest to read back); the default lets libpng filter. At zlib level 0 the rows are
+    /// stored as is, in one stored deflate block for this small picture: IDAT's data is the
+    /// zlib header (2 bytes), the block header (5), then each row's filter byte and its pixels.
+    @Test func effortZeroWritesNoRowFilters() throws {
+        let bitmap = PNGStreamingTests.pattern(width: 16, height: 12)
+        func filterBytes(_ png: Data) throws -> [UInt8] {
+            let bytes = [UInt8](png)
+            let idat = try #require(bytes.indices.first { bytes[$0...].starts(with: Array("IDAT".utf8)) })
+            let rowLength = 1 + bitmap.width * (bytes[25] == 6 ? 4 : 3)  // IHDR colour type: RGBA or RGB
+            return (0..<bitmap.height).map { bytes[idat + 4 + 7 + $0 * rowLength] }
+        }
+        let none = try PNGEncoder().encode(bitmap, options: EncodeOptions(compressionLevel: 0, effort: 0))
+        let chosen = try PNGEncoder().encode(bitmap, options: EncodeOptions(compressionLevel: 0))
+        #expect(try filterBytes(none) == [UInt8](repeating: 0, count: bitmap.height))
+        #expect(try filterBytes(chosen).contains { $0 != 0 }, "libpng filters this pattern by default")
+        #expect(try PNGTopam.decode(none).samples == PNGTopam.decode(chosen).samples)
+    }
+
     @Test(arguments: [-1, 10, 100])
     func outOfRangeCompressionLevelIsInvalidOptions(_ level: Int) throws {
         let bitmap = Self.translucent(width: 4, height: 4)

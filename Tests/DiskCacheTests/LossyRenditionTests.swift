@@ -1,5 +1,6 @@
 import CodecJPEG
 import CodecPNG
+import CodecWebP
 import Foundation
 import PipelineCore
 import PipelineTestSupport
@@ -68,6 +69,50 @@ import Testing
         #expect(againBlurred.originalSize == madeBlurred.originalSize && againBlurred.format == madeBlurred.format)
     }
 
+    /// With a WebP encoder registered (the default ``RenditionEncoder/transparentFormat``), a
+    /// result with alpha is stored as lossy WebP at q85 whose alpha is exact: after a restart
+    /// the round avatar's alpha equals the processed one everywhere (0 outside, 255 inside, the
+    /// antialiased edge as it was); its colour is lossy (tolerances below).
+    @Test func resultsWithAlphaAreStoredAsWebPWithExactAlpha() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let loader = HeldLoader { .success(.data(HeldLoader.fakeData(for: $0.url), metadata(maxAge: 100, etag: "\"v1\""))) }
+        let request = ImageRequest(url: testURL(64, 48, 5), width: 48, height: 48, contentMode: .fill, processors: [.circle])
+        func pipeline(_ events: EventRecorder) throws -> ImagePipeline {
+            var configuration = ImagePipeline.Configuration(
+                decoders: DecoderRegistry([CountingDecoder(), WebPDecoder(), PNGDecoder()]), loaders: LoaderRegistry([loader]),
+                diskCache: try makeCache(directory), eventHandler: events.handler)
+            configuration.diskCachedSchemes.insert("test")
+            configuration.diskCachePolicy = .originalsAndRenditions
+            configuration.renditionEncoder = RenditionEncoder(
+                encoders: EncoderRegistry().registering(JPEGEncoder()).registering(WebPEncoder()).registering(PNGEncoder()))
+            return ImagePipeline(configuration: configuration)
+        }
+        let made = try await pipeline(EventRecorder()).image(for: request)
+        let stored = try #require(Self.renditionBytes(directory).first)
+        #expect(stored.range(of: Data("WEBPVP8".utf8)) != nil, "a WebP rendition")
+        let events = EventRecorder()
+        let again = try await pipeline(events).image(for: request)
+        #expect(again.source == .rendition && again.bitmap.size == made.bitmap.size)
+        var worst = (centre: 0, anywhere: 0)
+        for y in 0..<made.bitmap.height {
+            for x in 0..<made.bitmap.width {
+                let p = again.bitmap.pixel(x: x, y: y), q = made.bitmap.pixel(x: x, y: y)
+                #expect(p.a == q.a, "alpha at \(x),\(y)")
+                let error = max(abs(Int(p.r) - Int(q.r)), abs(Int(p.g) - Int(q.g)), abs(Int(p.b) - Int(q.b)))
+                worst.anywhere = max(worst.anywhere, error)
+                let dx = Double(x) + 0.5 - 24, dy = Double(y) + 0.5 - 24
+                if (dx * dx + dy * dy).squareRoot() <= 12 { worst.centre = max(worst.centre, error) }
+            }
+        }
+        // Within 12 px of the centre (12 px from the edge): flat colour, only YUV rounding.
+        #expect(worst.centre <= 3, "largest colour difference near the centre \(worst.centre)")
+        // Near the edge the 4:2:0 chroma and the DCT blocks straddle the black (straight
+        // colour of the transparent outside) and ring: measured 8-9 levels at q85.
+        #expect(worst.anywhere <= 16, "largest colour difference \(worst.anywhere)")
+        #expect(made.bitmap.pixel(x: 0, y: 0).a == 0 && made.bitmap.pixel(x: 24, y: 24).a == 255)
+    }
+
     /// A rendition hit checks its tag against the original's header only: with the original's
     /// body damaged on disk (a full read would find the CRC mismatch and drop the entry), the
     /// rendition still answers and nothing is loaded.
@@ -118,7 +163,10 @@ import Testing
         translucentBytes[63] = 254
         let translucent = try #require(Bitmap(width: 4, height: 4, bytesPerRow: 16, bytes: translucentBytes))
         #expect(both.choice(for: opaque).format == .jpeg && both.choice(for: opaque).options.quality == 85)
-        #expect(both.choice(for: translucent).format == .png)
+        #expect(both.choice(for: translucent).format == .png, "no WebP encoder: lossless PNG")
+        let withWebP = RenditionEncoder(encoders: both.encoders.registering(WebPEncoder()))
+        #expect(withWebP.choice(for: translucent).format == .webp && withWebP.choice(for: translucent).options.quality == 85)
+        #expect(withWebP.renditionIdentifier != both.renditionIdentifier)
         #expect(try both.encode(opaque).starts(with: [0xFF, 0xD8, 0xFF]))
         // Without a JPEG encoder, opaque renditions are lossless too; without either, a typed error.
         let pngOnly = RenditionEncoder(encoders: EncoderRegistry().registering(PNGEncoder()))

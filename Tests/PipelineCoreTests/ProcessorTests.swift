@@ -191,6 +191,18 @@ final class CountingProcessor: ImageProcessing {
     }
 }
 
+/// A processor whose failure says it is temporary (`isPermanent` false).
+final class TemporaryFailureProcessor: ImageProcessing {
+    private let runs = Mutex(0)
+    var identifier: String { "flaky" }
+    var runCount: Int { runs.withLock { $0 } }
+    struct Failure: Error, PipelineFailure { var isPermanent: Bool { false } }
+    func process(_ bitmap: Bitmap) throws -> Bitmap {
+        runs.withLock { $0 += 1 }
+        throw Failure()
+    }
+}
+
 @Suite struct ProcessorPipelineTests {
     @Test func equalListsShareOneEntryAndDifferentListsNever() async throws {
         let loader = HeldLoader.immediate()
@@ -244,5 +256,49 @@ final class CountingProcessor: ImageProcessing {
         // The unprocessed decode still serves a request without the processor.
         let plain = try await pipeline.image(for: ImageRequest(url: url, width: 8, height: 8))
         #expect(plain.source == .memory)
+    }
+
+    /// A processor that throws for a key is remembered like a decode failure: the next request
+    /// for that key fails at once without running it again; other keys and a temporary error
+    /// (a `PipelineFailure` that says so) are not affected; `removeAllFailures()` forgets it.
+    @Test func aProcessorsFailureIsRememberedForItsKey() async throws {
+        let loader = HeldLoader.immediate()
+        let decoder = CountingDecoder()
+        let pipeline = makePipeline(loader: loader, decoder: decoder)
+        let url = testURL(16, 16, 2)
+        let failing = CountingProcessor("broken", fails: true)
+        let request = ImageRequest(url: url, width: 8, height: 8, processors: [ImageProcessor(failing)])
+        for _ in 0..<3 {
+            await #expect(throws: ImagePipelineError.processingFailed(url, underlying: CountingProcessor.Failure())) {
+                _ = try await pipeline.image(for: request)
+            }
+        }
+        #expect(failing.runCount == 1)
+        #expect(await pipeline.rememberedFailureCount == 1)
+        // Another size is another key: it runs.
+        _ = try? await pipeline.image(for: ImageRequest(url: url, width: 4, height: 4, processors: [ImageProcessor(failing)]))
+        #expect(failing.runCount == 2)
+        await pipeline.removeAllFailures()
+        _ = try? await pipeline.image(for: request)
+        #expect(failing.runCount == 3)
+
+        let flaky = TemporaryFailureProcessor()
+        let retried = ImageRequest(url: url, width: 8, height: 8, processors: [ImageProcessor(flaky)])
+        _ = try? await pipeline.image(for: retried)
+        _ = try? await pipeline.image(for: retried)
+        #expect(flaky.runCount == 2, "a temporary failure is not remembered")
+        // Two sizes, two decodes (no disk cache: two downloads); the unprocessed results stay in memory.
+        #expect(loader.totalLoads == 2 && decoder.decodeCount == 2)
+    }
+
+    /// Bytes that do not decode are remembered for a processed request too: its base decode
+    /// is not tried again (no second download) while the failure is remembered.
+    @Test func aBaseDecodeFailureIsRememberedForAProcessedRequest() async throws {
+        let loader = HeldLoader { _ in .success(.data(Data("not an image".utf8), ResponseMetadata())) }
+        let pipeline = makePipeline(loader: loader)
+        let url = testURL(16, 16, 3)
+        let request = ImageRequest(url: url, width: 8, height: 8, processors: [.grayscale])
+        for _ in 0..<2 { _ = try? await pipeline.image(for: request) }
+        #expect(loader.totalLoads == 1)
     }
 }

@@ -83,6 +83,12 @@ public final class FixtureServer: Sendable {
         _ = try await get("/release/\(name)")
     }
 
+    /// Moves `/version/<name>` to its next version: new bytes and validators (with `junk`,
+    /// bytes no decoder accepts).
+    public func bump(_ name: String, junk: Bool = false) async throws {
+        _ = try await get("/bump/\(name)" + (junk ? "?junk=1" : ""))
+    }
+
     /// The URL of `path` (with its query) on this server.
     public func url(_ path: String) -> URL {
         URL(string: baseURL.absoluteString + path)!  // test-owned literals

@@ -75,8 +75,9 @@ const char *pngshim_warning(const pngshim_reader *reader, int index);
 int pngshim_encode_rgba(const unsigned char *pixels, unsigned int width, unsigned int height, size_t stride,
                         int level, unsigned char **out, size_t *out_size, char *message, size_t message_size);
 
-/// pngshim_encode_rgba, with Adam7 interlacing when `interlaced` is non-zero (the rows are
-/// still read in place, once per pass: no copy of the picture).
+/// pngshim_encode_rgba, with Adam7 interlacing when bit 0 of `interlaced` is set (the rows are
+/// still read in place, once per pass: no copy of the picture), and no row filters (filter
+/// type None on every row: the fastest to write and to read back) when bit 1 is.
 int pngshim_encode_rgba_interlaced(const unsigned char *pixels, unsigned int width, unsigned int height, size_t stride,
                                    int level, int interlaced, unsigned char **out, size_t *out_size,
                                    char *message, size_t message_size);

@@ -29,6 +29,11 @@ final class InFlightWork<Value: Sendable> {
     /// The download progress of this work (a download's own; a decode's, forwarded from its
     /// download), for the waiters that follow it.
     let progress = ProgressRelay()
+    /// A decode's disk policy: whether its result is stored as a rendition (decided by the
+    /// request that created it; `nil` until then), and whether loaded bytes it decodes are kept
+    /// as the original (when any request that joined wants them).
+    var makesRendition: Bool?
+    var storesOriginal = false
 
     init(id: UInt64, priority: ImagePriority, cachePolicy: CachePolicy) {
         self.id = id
@@ -120,6 +125,9 @@ struct LoadedData: Sendable {
     /// The pipeline's count of replaced stored bytes when these were read: a decode of stored
     /// bytes that were replaced meanwhile is returned but not kept in memory.
     var generation: UInt64 = 0
+    /// The bytes' validators and freshness, when they may be kept on disk (from the disk cache,
+    /// or a loader's answer without `no-store`): what a rendition made from them carries.
+    var info: CacheEntryInfo?
 
     init(data: Data, source: ImageSource) {
         self.data = data

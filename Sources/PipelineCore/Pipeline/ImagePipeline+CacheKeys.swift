@@ -89,7 +89,9 @@ extension ImagePipeline {
     /// buckets go too) or only `request`'s own entry; from the disk cache the original bytes of
     /// every fetch URL the builder may pick for it (``FetchURLBuilding/variantRequests(for:)``)
     /// and the renditions of the memory entries removed (renditions of sizes no longer in
-    /// memory stay until evicted; they are never served for other bytes); and the failures
+    /// memory stay until evicted: one tagged with an original answers only for that original,
+    /// a standalone one (``DiskCachePolicy/renditions``, ``DiskCachePolicy/automatic``) until
+    /// it is stale); and the failures
     /// remembered for it. A decode of the old bytes still running does not put them back in
     /// memory. Work in flight is not cancelled.
     public func removeCachedImage(for request: ImageRequest, allSizes: Bool = true) async {
@@ -118,7 +120,9 @@ extension ImagePipeline {
         for key in removedKeys + [ownKey] { decodeFailures.removeValue(for: key) }
         for fetchURL in identities.values { failures.removeValue(for: fetchURL) }
         guard let disk = configuration.diskCache else { return }
-        let renditions = (removedKeys + [ownKey]).filter { !$0.processors.isEmpty }.compactMap(\.renditionURL)
+        // Under the key the configured encoder writes them (a key without a rendition has none to remove).
+        let encoding = configuration.renditionEncoder?.renditionIdentifier ?? ""
+        let renditions = (removedKeys + [ownKey]).compactMap { $0.renditionURL(encoding: encoding) }
         let originals = allSizes ? Array(identities.keys) : [ownKey.fetchURL]
         for url in Set(originals + renditions) { await disk.removeData(for: url) }
     }

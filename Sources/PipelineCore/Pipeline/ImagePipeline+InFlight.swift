@@ -7,10 +7,21 @@ extension ImagePipeline {
     /// A `reloadIgnoringCaches` request does not join work that may read caches, nor a request
     /// that may load join `returnCacheDataDontLoad` work; each starts its own and takes over the
     /// table slot (the old work still finishes for its own waiters).
-    func decodeWork(for request: ImageRequest, key: ImageKey) -> InFlightWork<ImageResponse> {
-        work(in: decodes, key: key, request: request) { work in
+    ///
+    /// The request's ``DiskCachePolicy`` decides whether the work makes a rendition (its creator
+    /// decides) and whether it keeps loaded bytes as the original (any request that joins may ask
+    /// for that). `asBaseStoringOriginal`, for the unprocessed decode a processed work waits on:
+    /// no rendition of its own, and originals kept as the processed work's policy says.
+    func decodeWork(for request: ImageRequest, key: ImageKey,
+                    asBaseStoringOriginal: Bool? = nil) -> InFlightWork<ImageResponse> {
+        let decode = work(in: decodes, key: key, request: request) { work in
             try await self.performDecode(request: request, key: key, work: work)
         } completion: { _ in }
+        // The work's task runs on this actor, so it starts only after these are set.
+        let policy = request.diskCachePolicy ?? configuration.diskCachePolicy
+        if decode.makesRendition == nil { decode.makesRendition = asBaseStoringOriginal == nil && policy.makesRendition(for: key) }
+        if asBaseStoringOriginal ?? policy.storesOriginal(for: key) { decode.storesOriginal = true }
+        return decode
     }
 
     /// The download work for `request`'s fetch URL `url`, joined or created like ``decodeWork``:

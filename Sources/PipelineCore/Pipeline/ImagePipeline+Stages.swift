@@ -9,27 +9,60 @@ extension ImagePipeline {
     ///
     /// Bytes a loader returned reach the disk cache only here, once they decoded: a broken body
     /// (a truncated or mislabelled answer from a CDN edge) is never stored. When new bytes from a
-    /// revalidation do not decode, the stale copy they were to replace answers instead.
+    /// revalidation do not decode, the stale copy they were to replace answers instead. They are
+    /// stored as the original when a request of this work keeps originals (``DiskCachePolicy``)
+    /// or they replace a stored original; a work that makes a rendition looks it up first and
+    /// stores it after.
     func performDecode(request: ImageRequest, key: ImageKey, work: InFlightWork<ImageResponse>) async throws -> ImageResponse {
         try Task.checkCancellation()
         if !key.processors.isEmpty { return try await performProcessing(request: request, key: key, work: work) }
         let url = fetchURL(for: request)
-        let download = downloadWork(for: request, url: url, cacheURL: key.fetchURL)
-        let loaded = try await wait(on: download, in: downloads, key: key.fetchURL, priority: work.priority.current,
+        var generation = replacements
+        let rendition = work.makesRendition == true ? renditionStore(for: request, key: key) : nil
+        var renewed: (loaded: LoadedData, stale: CachedData)?
+        if let rendition, request.cachePolicy != .reloadIgnoringCaches {
+            switch try await cachedRendition(rendition, request: request, key: key, priority: work.priority) {
+            case .answer(let answer):
+                if replacements == generation { memoryCache.insert(answer, for: key, cost: answer.bitmap.cost) }
+                return answer
+            case .miss: break
+            case .renewed(let loaded, let stale): renewed = (loaded, stale)
+            }
+        }
+        let loaded: LoadedData
+        if let renewed {
+            loaded = renewed.loaded
+        } else {
+            let download = downloadWork(for: request, url: url, cacheURL: key.fetchURL)
+            loaded = try await wait(on: download, in: downloads, key: key.fetchURL, priority: work.priority.current,
                                     upstreamOf: work)
+        }
         try Task.checkCancellation()
 
         var response: ImageResponse, seconds: TimeInterval
         do {
-            (response, seconds) = try await decodeOnPool(loaded.data, source: loaded.source, key: key, priority: work.priority)
-            if let store = loaded.pendingStore, store.claim() {
+            (response, seconds) = try await decodeOnPool(loaded.data, source: loaded.source, key: key, priority: work.priority,
+                                                          origin: originInfo(of: loaded))
+            if let store = loaded.pendingStore, work.storesOriginal || store.replacesStoredBytes, store.claim() {
                 // Decoded: these bytes are a complete answer and may be kept.
                 if store.replacesStoredBytes { dropDecodedCopies(of: key.fetchURL) }
                 await store.disk.storeData(store.data, info: store.info, for: key.fetchURL)
             }
+            if renewed != nil {
+                // New bytes replace those the rendition (and any decoded copy) was made from.
+                dropDecodedCopies(of: key.fetchURL)
+                generation = replacements
+            }
         } catch let error where !(error is CancellationError) {
             let wrapped = Self.wrap(error, decoding: url)
             if let store = loaded.pendingStore { await store.disk.abandonStore(for: key.fetchURL) }
+            if let stale = renewed?.stale, let rendition,
+               var answer = await decodeRendition(stale, in: rendition, key: key, priority: work.priority) {
+                // New bytes for a rendition that do not decode: the stored rendition answers.
+                answer.warnings.append("the revalidated bytes did not decode (\(wrapped)); the stored rendition was used")
+                emit(.renditionHit(key))
+                return answer
+            }
             guard let stale = loaded.staleFallback else {
                 if wrapped.isPermanent, let until = failureLifetime() { decodeFailures.insert(wrapped, until: until, for: key) }
                 throw wrapped
@@ -46,9 +79,19 @@ extension ImagePipeline {
         emit(.decoded(key, seconds: seconds))
         response.downloadedBytes = loaded.downloadedBytes
         response.isStale = loaded.isStale
-        let replaced = loaded.pendingStore == nil && replacedGeneration(of: key.fetchURL) > loaded.generation
+        let replaced = renewed == nil && loaded.pendingStore == nil && replacedGeneration(of: key.fetchURL) > loaded.generation
         if !replaced { memoryCache.insert(response, for: key, cost: response.bitmap.cost) }
+        if let rendition, !replaced, replacements == generation {
+            await storeRendition(response, in: rendition, key: key, priority: work.priority, generation: generation,
+                                 standalone: !work.storesOriginal)
+        }
         return response
+    }
+
+    /// The info a rendition of a decode of `loaded` records, when renditions may be made and
+    /// the bytes may be kept (`nil` for a `no-store` answer).
+    private func originInfo(of loaded: LoadedData) -> CacheEntryInfo? {
+        configuration.renditionEncoder != nil && configuration.diskCache != nil ? loaded.info : nil
     }
 
     /// A processed key's work: the unprocessed result (from memory, or by joining the decode
@@ -57,30 +100,60 @@ extension ImagePipeline {
     /// memory cache like any decode; the processed one is stored under `key`.
     private func performProcessing(request: ImageRequest, key: ImageKey,
                                    work: InFlightWork<ImageResponse>) async throws -> ImageResponse {
-        let generation = replacements
-        let rendition = renditionStore(for: request, key: key)
-        if let rendition, request.cachePolicy != .reloadIgnoringCaches,
-           let answer = try await cachedRendition(rendition, request: request, key: key, priority: work.priority) {
-            if replacements == generation { memoryCache.insert(answer, for: key, cost: answer.bitmap.cost) }
-            return answer
+        var generation = replacements
+        let rendition = work.makesRendition == true ? renditionStore(for: request, key: key) : nil
+        var renewed: (loaded: LoadedData, stale: CachedData)?
+        if let rendition, request.cachePolicy != .reloadIgnoringCaches {
+            switch try await cachedRendition(rendition, request: request, key: key, priority: work.priority) {
+            case .answer(let answer):
+                if replacements == generation { memoryCache.insert(answer, for: key, cost: answer.bitmap.cost) }
+                return answer
+            case .miss: break
+            case .renewed(let loaded, let stale): renewed = (loaded, stale)
+            }
         }
         // Processors work on premultiplied pixels: a straight request shares the premultiplied
         // decode and makes the processed result straight once.
         var baseKey = key.unprocessed
         baseKey.processing.pixelFormat = .rgba8Premultiplied
+        let url = fetchURL(for: request)
         var base: ImageResponse
-        if request.cachePolicy != .reloadIgnoringCaches, let cached = memoryCache.value(for: baseKey) {
+        if let (loaded, stale) = renewed {
+            // A standalone rendition's revalidation brought new bytes: decode them here.
+            do {
+                (base, _) = try await decodeOnPool(loaded.data, source: .network, key: baseKey, priority: work.priority,
+                                                   origin: originInfo(of: loaded))
+            } catch let error where !(error is CancellationError) {
+                let wrapped = Self.wrap(error, decoding: url)
+                if let store = loaded.pendingStore { await store.disk.abandonStore(for: key.fetchURL) }
+                guard let rendition, var answer = await decodeRendition(stale, in: rendition, key: key, priority: work.priority)
+                else { throw wrapped }
+                answer.warnings.append("the revalidated bytes did not decode (\(wrapped)); the stored rendition was used")
+                emit(.renditionHit(key))
+                return answer
+            }
+            if let store = loaded.pendingStore, work.storesOriginal, store.claim() {
+                await store.disk.storeData(store.data, info: store.info, for: key.fetchURL)
+            }
+            dropDecodedCopies(of: key.fetchURL)
+            generation = replacements
+            base.downloadedBytes = loaded.downloadedBytes
+        } else if request.cachePolicy != .reloadIgnoringCaches, let cached = memoryCache.value(for: baseKey) {
             base = cached
             base.source = .memory
         } else {
+            // Bytes that did not decode for this base are remembered: no new download for them.
+            if request.cachePolicy != .reloadIgnoringCaches,
+               let error = decodeFailures.error(for: baseKey, now: configuration.now()) {
+                throw error
+            }
             var baseRequest = request
             baseRequest.processors = []
             baseRequest.processing.pixelFormat = .rgba8Premultiplied
-            let decode = decodeWork(for: baseRequest, key: baseKey)
+            let decode = decodeWork(for: baseRequest, key: baseKey, asBaseStoringOriginal: work.storesOriginal)
             base = try await wait(on: decode, in: decodes, key: baseKey, priority: work.priority.current, upstreamOf: work)
         }
         try Task.checkCancellation()
-        let url = fetchURL(for: request)
         let processors = key.processors
         let clock = configuration.now
         let input = base
@@ -96,75 +169,159 @@ extension ImagePipeline {
                 return (processed, clock().timeIntervalSince(start))
             }
         } catch let error where !(error is CancellationError) {
-            throw Self.wrap(error, processing: url)
+            let wrapped = Self.wrap(error, processing: url)
+            // Processors are deterministic (equal identifiers, equal pixels): a failure repeats
+            // for this key, unless the error says it is temporary.
+            if (error as? any PipelineFailure)?.isPermanent ?? true, let until = failureLifetime() {
+                decodeFailures.insert(wrapped, until: until, for: key)
+            }
+            throw wrapped
         }
+        decodeFailures.removeValue(for: key)
         emit(.processed(key, seconds: seconds))
         let replaced = replacedGeneration(of: key.fetchURL) > generation
         if !replaced { memoryCache.insert(response, for: key, cost: response.bitmap.cost) }
         if let rendition, replacements == generation {
-            await storeRendition(response, in: rendition, key: key, priority: work.priority, generation: generation)
+            await storeRendition(response, in: rendition, key: key, priority: work.priority, generation: generation,
+                                 standalone: !work.storesOriginal)
         }
         return response
     }
 
     /// Where `request`'s rendition would be kept: the disk cache, encoder and rendition URL
-    /// when the policy asks for renditions and the fetch URL's scheme is disk-cached.
+    /// when the fetch URL's scheme is disk-cached and an encoder is configured.
     private func renditionStore(for request: ImageRequest, key: ImageKey) -> RenditionStore? {
-        guard (request.diskCachePolicy ?? configuration.diskCachePolicy) == .originalsAndRenditions,
-              let disk = configuration.diskCache, let encoder = configuration.renditionEncoder,
+        guard let disk = configuration.diskCache, let encoder = configuration.renditionEncoder,
               configuration.diskCachedSchemes.contains(fetchURL(for: request).scheme?.lowercased() ?? ""),
               let url = key.renditionURL(encoding: encoder.renditionIdentifier) else { return nil }
         return RenditionStore(disk: disk, encoder: encoder, url: url)
     }
 
-    /// The rendition for `key` decoded, when one is stored and was made from the original bytes
-    /// on disk now. A stale original follows the request's ``RevalidationPolicy`` as a plain
-    /// disk hit would: with `staleWhileRevalidate` the rendition answers and the original is
-    /// revalidated in the background (new bytes change the tag); `revalidateBeforeAnswering`
-    /// goes the normal way. The original's bytes are neither decoded nor read: the tag is checked
-    /// against its digest (``DataCaching/cachedDigest(for:)``; ``DiskCache`` reads the header).
+    /// What a rendition lookup found.
+    enum RenditionLookup {
+        /// The rendition answers.
+        case answer(ImageResponse)
+        /// None that may answer.
+        case miss
+        /// A standalone rendition's revalidation brought new bytes (`loaded`); `stale` (the
+        /// stored rendition) answers if they do not decode.
+        case renewed(LoadedData, stale: CachedData)
+    }
+
+    /// The rendition for `key` decoded, when one is stored that may answer. With the original
+    /// on disk, the rendition must have been made from those bytes, and a stale original follows
+    /// the request's ``RevalidationPolicy`` as a plain disk hit would: with `staleWhileRevalidate`
+    /// the rendition answers and the original is revalidated in the background (new bytes change
+    /// the tag); `revalidateBeforeAnswering` goes the normal way. The original's bytes are
+    /// neither decoded nor read: the tag is checked against its digest
+    /// (``DataCaching/cachedDigest(for:)``; ``DiskCache`` reads the header). Without the
+    /// original on disk only a standalone rendition answers: at once while fresh, else after its
+    /// own conditional request (a 304 refreshes it; new bytes come back as `RenditionLookup.renewed`;
+    /// an unreachable origin leaves the stale rendition answering).
     private func cachedRendition(_ store: RenditionStore, request: ImageRequest, key: ImageKey,
-                                 priority: PriorityHandle) async throws -> ImageResponse? {
-        guard let original = await store.disk.cachedDigest(for: key.fetchURL),
-              let stored = await store.disk.cachedData(for: store.url),
-              stored.info.etag == renditionTag(of: original) else { return nil }
-        if !original.info.isFresh(at: configuration.now()), request.cachePolicy != .returnCacheDataDontLoad {
-            guard request.revalidation == .staleWhileRevalidate else { return nil }
-            revalidateInBackground(url: fetchURL(for: request), cacheURL: key.fetchURL, headers: request.headers)
+                                 priority: PriorityHandle) async throws -> RenditionLookup {
+        guard let stored = await store.disk.cachedData(for: store.url), let meta = RenditionMeta(stored.info) else { return .miss }
+        let now = configuration.now()
+        var isStale = false
+        if let original = await store.disk.cachedDigest(for: key.fetchURL) {
+            guard meta.tag == renditionTag(of: original) else { return .miss }
+            if !original.info.isFresh(at: now), request.cachePolicy != .returnCacheDataDontLoad {
+                guard request.revalidation == .staleWhileRevalidate else { return .miss }
+                revalidateInBackground(url: fetchURL(for: request), cacheURL: key.fetchURL, headers: request.headers)
+                isStale = true
+            }
+        } else {
+            guard meta.standalone else { return .miss }
+            if !stored.info.isFresh(at: now), request.cachePolicy != .returnCacheDataDontLoad {
+                do {
+                    if let loaded = try await revalidate(stored, meta: meta, in: store, request: request, key: key,
+                                                         priority: priority) {
+                        return .renewed(loaded, stale: stored)
+                    }
+                } catch is CancellationError {
+                    throw CancellationError()
+                } catch {
+                    // Offline: the stale rendition still serves.
+                }
+            }
         }
+        guard var response = await decodeRendition(stored, in: store, key: key, priority: priority) else { return .miss }
+        response.isStale = isStale
+        emit(.renditionHit(key))
+        return .answer(response)
+    }
+
+    /// A standalone rendition's conditional request, with the validators of the original it was
+    /// made from: `nil` after a 304 (its freshness and validators refreshed on disk), else the
+    /// new bytes (to be kept as the original only by a work that keeps originals, once they
+    /// decode). A `no-store` answer removes the rendition.
+    private func revalidate(_ stored: CachedData, meta: RenditionMeta, in store: RenditionStore, request: ImageRequest,
+                            key: ImageKey, priority: PriorityHandle) async throws -> LoadedData? {
+        let url = fetchURL(for: request)
+        let loader = try configuration.loaders.requireLoader(for: url)
+        let load = DataLoadRequest(url: url, priority: priority, validator: meta.validator, headers: request.headers,
+                                   cacheURL: key.fetchURL == url ? nil : key.fetchURL)
+        let result = try await loader.load(load)
+        let now = configuration.now()
+        switch result {
+        case .notModified(let metadata):
+            let info = CacheEntryInfo(metadata, receivedAt: now)
+            var refreshed = meta
+            refreshed.etag = info.etag ?? meta.etag
+            refreshed.lastModified = info.lastModified ?? meta.lastModified
+            await store.disk.updateInfo(refreshed.info(freshUntil: info.freshUntil), for: store.url)
+            emit(.revalidated(url, modified: false))
+            return nil
+        case .data(let data, let metadata):
+            emit(.loaded(url, bytes: data.count))
+            emit(.revalidated(url, modified: true))
+            var loaded = LoadedData(data: data, source: .network)
+            loaded.downloadedBytes = data.count
+            if metadata.noStore {
+                await store.disk.removeData(for: store.url)
+            } else {
+                let info = CacheEntryInfo(metadata, receivedAt: now)
+                loaded.info = info
+                loaded.pendingStore = PendingStore(disk: store.disk, data: data, info: info, replacesStoredBytes: false)
+            }
+            return loaded
+        }
+    }
+
+    /// `stored` (a rendition of `key`) decoded as is, with the original's size and format from
+    /// its metadata; a damaged or undecodable one is removed and reads as `nil`.
+    private func decodeRendition(_ stored: CachedData, in store: RenditionStore, key: ImageKey,
+                                 priority: PriorityHandle) async -> ImageResponse? {
         var plain = key.unprocessed
         plain.targetSize = .original
         plain.processing = ProcessingOptions(appliesOrientation: false, convertsToSRGB: false,
                                              pixelFormat: key.processing.pixelFormat)
         guard let (decoded, _) = try? await decodeOnPool(stored.data, source: .rendition, key: plain, priority: priority) else {
-            await store.disk.removeData(for: store.url)  // damaged or undecodable: a miss
+            await store.disk.removeData(for: store.url)
             return nil
         }
         var response = decoded
-        response.isStale = !original.info.isFresh(at: configuration.now()) && request.cachePolicy != .returnCacheDataDontLoad
-        // The original's size and format, kept in the rendition's lastModified field.
-        if let meta = stored.info.lastModified?.split(separator: " "), meta.count == 3,
-           let width = Int(meta[0]), let height = Int(meta[1]) {
-            response.originalSize = PixelSize(width: width, height: height)
-            response.format = ImageFormat(rawValue: String(meta[2]))
+        if let meta = RenditionMeta(stored.info), let size = meta.originalSize, let format = meta.format {
+            response.originalSize = size
+            response.format = format
         }
-        emit(.renditionHit(key))
         return response
     }
 
     /// Encodes `response` on the decode pool and stores it as `key`'s rendition, tagged with
-    /// the original bytes now on disk (those the decode just stored or read), unless they were
-    /// replaced meanwhile. An encoder's failure only skips the store.
+    /// the original bytes it was made from (`renditionOrigin`), unless those
+    /// were replaced meanwhile. A `standalone` rendition (made by a work that does not keep the
+    /// original) also carries the original's validators. An encoder's failure, or a response
+    /// whose bytes may not be kept, only skips the store.
     private func storeRendition(_ response: ImageResponse, in store: RenditionStore, key: ImageKey,
-                                priority: PriorityHandle, generation: UInt64) async {
+                                priority: PriorityHandle, generation: UInt64, standalone: Bool) async {
         let encoder = store.encoder, bitmap = response.bitmap
-        guard let original = await store.disk.cachedDigest(for: key.fetchURL),
+        guard let origin = response.renditionOrigin,
               let data = try? await decodePool.run(priority: priority, { try encoder.encode(bitmap) }),
               replacements == generation else { return }
-        let meta = "\(response.originalSize.width) \(response.originalSize.height) \(response.format.rawValue)"
-        let info = CacheEntryInfo(etag: renditionTag(of: original), lastModified: meta,
-                                  freshUntil: original.info.freshUntil)
-        await store.disk.storeData(data, info: info, for: store.url)
+        let meta = RenditionMeta(tag: origin.tag, originalSize: response.originalSize, format: response.format,
+                                 standalone: standalone, validators: origin.info)
+        await store.disk.storeData(data, info: meta.info(freshUntil: origin.info.freshUntil), for: store.url)
         emit(.renditionStored(key, bytes: data.count))
     }
 
@@ -181,9 +338,11 @@ extension ImagePipeline {
         max(replacedAt.value(for: url) ?? 0, allReplacedAt)
     }
 
-    /// Decodes `data` on the decode pool at `priority`; returns the response and the seconds it took.
-    func decodeOnPool(_ data: Data, source: ImageSource, key: ImageKey,
-                              priority: PriorityHandle) async throws -> (ImageResponse, TimeInterval) {
+    /// Decodes `data` on the decode pool at `priority`; returns the response and the seconds it
+    /// took. With `origin` (the bytes' info), the response's `renditionOrigin`
+    /// is set, its tag computed there too (a CRC-32 of the bytes: not on the actor).
+    func decodeOnPool(_ data: Data, source: ImageSource, key: ImageKey, priority: PriorityHandle,
+                      origin: CacheEntryInfo? = nil) async throws -> (ImageResponse, TimeInterval) {
         let decoders = configuration.decoders
         let maxPixels = configuration.maxPixelCount
         let clock = configuration.now
@@ -192,7 +351,7 @@ extension ImagePipeline {
             let start = clock()
             let outcome = try Self.decode(data, source: source, key: key, decoders: decoders, maxPixelCount: maxPixels,
                                           admission: admission, reserved: nil)
-            return outcome.timed(since: start, clock: clock)
+            return outcome.timed(since: start, clock: clock).tagged(data, origin)
         }
         guard case .needsMemory(let bytes) = first, let admission else { return try first.result() }
         // Over the decode memory budget: wait (suspended, in priority order) for running decodes
@@ -203,7 +362,7 @@ extension ImagePipeline {
             let start = clock()
             let outcome = try Self.decode(data, source: source, key: key, decoders: decoders, maxPixelCount: maxPixels,
                                           admission: admission, reserved: bytes)
-            return outcome.timed(since: start, clock: clock)
+            return outcome.timed(since: start, clock: clock).tagged(data, origin)
         }.result()
     }
 
@@ -216,6 +375,13 @@ extension ImagePipeline {
         func timed(since start: Date, clock: @Sendable () -> Date) -> DecodeOutcome {
             guard case .decoded(let response, _) = self else { return self }
             return .decoded(response, clock().timeIntervalSince(start))
+        }
+
+        /// With `info`, the decoded response made from `data` records them as its rendition origin.
+        func tagged(_ data: Data, _ info: CacheEntryInfo?) -> DecodeOutcome {
+            guard let info, case .decoded(var response, let seconds) = self else { return self }
+            response.renditionOrigin = RenditionOrigin(tag: renditionTag(of: data), info: info)
+            return .decoded(response, seconds)
         }
 
         func result() throws -> (ImageResponse, TimeInterval) {
@@ -313,6 +479,7 @@ extension ImagePipeline {
             emit(.diskHit(url, fresh: fresh))
             var stored = LoadedData(data: cached.data, source: .disk)
             stored.generation = replacements
+            stored.info = cached.info
             if fresh || request.cachePolicy == .returnCacheDataDontLoad {
                 return stored
             }
@@ -342,9 +509,9 @@ extension ImagePipeline {
             loaded.downloadedBytes = data.count
             if let disk, !metadata.noStore {
                 // Stored by the first decode that succeeds (``performDecode``), never before.
-                loaded.pendingStore = PendingStore(disk: disk, data: data,
-                                                   info: CacheEntryInfo(metadata, receivedAt: configuration.now()),
-                                                   replacesStoredBytes: false)
+                let info = CacheEntryInfo(metadata, receivedAt: configuration.now())
+                loaded.info = info
+                loaded.pendingStore = PendingStore(disk: disk, data: data, info: info, replacesStoredBytes: false)
             } else if let disk, request.cachePolicy == .reloadIgnoringCaches {
                 await disk.removeData(for: cacheURL)  // a reload may have skipped an entry these bytes replace
             }
@@ -371,7 +538,9 @@ extension ImagePipeline {
             info.lastModified = info.lastModified ?? cached.info.lastModified
             await configuration.diskCache?.updateInfo(info, for: cacheURL)
             emit(.revalidated(url, modified: false))
-            return LoadedData(data: cached.data, source: .revalidated)
+            var loaded = LoadedData(data: cached.data, source: .revalidated)
+            loaded.info = info
+            return loaded
         case .data(let data, let metadata):
             emit(.loaded(url, bytes: data.count))
             emit(.revalidated(url, modified: true))
@@ -383,8 +552,9 @@ extension ImagePipeline {
                 dropDecodedCopies(of: cacheURL)
             } else if let disk = configuration.diskCache {
                 // Replaces the stored bytes (and drops decoded copies of them) once it decodes.
-                loaded.pendingStore = PendingStore(disk: disk, data: data, info: CacheEntryInfo(metadata, receivedAt: now),
-                                                   replacesStoredBytes: true)
+                let info = CacheEntryInfo(metadata, receivedAt: now)
+                loaded.info = info
+                loaded.pendingStore = PendingStore(disk: disk, data: data, info: info, replacesStoredBytes: true)
             }
             return loaded
         }

@@ -26,8 +26,8 @@ public actor ImagePipeline {
     let downloads = InFlightTable<URL, LoadedData> { .download($0) }
     /// Remembered permanent failures of downloads (a 404), for every request of the URL.
     let failures: NegativeCache<URL>
-    /// Remembered permanent failures of decodes (undecodable bytes), for one key only: whether
-    /// bytes decode can depend on the key's processing (strict decoding).
+    /// Remembered permanent failures of decodes (undecodable bytes) and of processors, for one
+    /// key only: whether bytes decode can depend on the key's processing (strict decoding).
     let decodeFailures: NegativeCache<ImageKey>
     /// How many times stored bytes were replaced by new ones (a revalidation), and when each URL
     /// last was (bounded): a decode of bytes read before their replacement is not kept in memory.

@@ -6,7 +6,7 @@ public enum ImageSource: String, Hashable, Sendable {
     case memory
     /// The disk cache, without asking the origin.
     case disk
-    /// A processed rendition on disk (``DiskCachePolicy/originalsAndRenditions``): the small
+    /// A processed rendition on disk (any ``DiskCachePolicy`` but `originals`): the small
     /// encoded result was decoded; the original was neither read nor decoded.
     case rendition
     /// The disk cache, after the origin confirmed it is current (HTTP 304).
@@ -38,6 +38,9 @@ public struct ImageResponse: Sendable {
     /// (``RevalidationPolicy/staleWhileRevalidate``); the picture may change once it is done.
     /// Always `false` from memory.
     public var isStale: Bool
+    /// What a rendition made from this response is tagged with (the original bytes' tag and
+    /// info), when it may be made; `nil` for a rendition's own decode.
+    var renditionOrigin: RenditionOrigin?
 
     /// Creates a response.
     public init(bitmap: Bitmap, source: ImageSource, originalSize: PixelSize, format: ImageFormat, warnings: [String] = []) {

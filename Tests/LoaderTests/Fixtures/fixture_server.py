@@ -42,6 +42,11 @@ Endpoints (the query string selects behaviour; counters are kept per path, query
   /flip/<name>?then=junk|partial|empty
                                   first an image (max-age=0, ETag), then that broken answer,
                                   whatever the validators
+  /version/<name>?maxage=S        an image whose bytes, ETag ("<name>-v<N>") and Last-Modified change
+                                  with its version N (from 1); 304 when the request's validator is
+                                  the current version's
+  /bump/<name>?junk=1             the next version of /version/<name> (not counted); with junk=1 it
+                                  is bytes no decoder accepts
   /stats                          JSON: hits per path, statuses, arrival log, client ports,
                                   most requests in progress at once, slow-body disconnect times
 """
@@ -57,6 +62,7 @@ from urllib.parse import parse_qs, urlsplit
 LAST_MODIFIED = "Sat, 01 Jan 2022 00:00:00 GMT"
 LOCK = threading.Lock()
 HOLDS = {}
+VERSIONS = {}
 STATS = {"hits": {}, "statuses": {}, "log": [], "disconnects": {}, "sent": {}, "ports": [],
          "active": 0, "max_active": 0, "accept_encoding": {}}
 
@@ -115,7 +121,7 @@ class Handler(BaseHTTPRequestHandler):
         segments = [s for s in parts.path.split("/") if s]
         kind = segments[0] if segments else ""
         name = segments[1] if len(segments) > 1 else ""
-        if kind in ("stats", "release"):
+        if kind in ("stats", "release", "bump"):
             return getattr(self, "route_" + kind)(name)
         with LOCK:
             STATS["hits"][self.route] = STATS["hits"].get(self.route, 0) + 1
@@ -152,6 +158,30 @@ class Handler(BaseHTTPRequestHandler):
         with LOCK:
             HOLDS.setdefault(name, threading.Event()).set()
         self.reply(204)
+
+    def route_bump(self, name):
+        with LOCK:
+            version, _ = VERSIONS.get(name, (1, False))
+            VERSIONS[name] = (version + 1, "junk" in self.query)
+        self.reply(204)
+
+    def route_version(self, name):
+        with LOCK:
+            version, junk = VERSIONS.get(name, (1, False))
+        etag = '"%s-v%d"' % (name, version)
+        modified = "Sat, %02d Jan 2022 00:00:00 GMT" % version
+        headers = {"ETag": etag, "Last-Modified": modified,
+                   "Cache-Control": "max-age=" + self.query.get("maxage", ["60"])[0]}
+        if self.headers.get("If-None-Match") == etag or (
+                "If-None-Match" not in self.headers and self.headers.get("If-Modified-Since") == modified):
+            self.record(304)
+            self.send_response(304)
+            for key, value in headers.items():
+                self.send_header(key, value)
+            self.end_headers()
+            return
+        body = b"not an image, version %d" % version if junk else image_bytes("%s-v%d" % (name, version), 2000)
+        self.reply(200, body, "image/x-test", headers)
 
     def route_image(self, name):
         self.image(name)
