@@ -1,0 +1,101 @@
+import Foundation
+
+// Decoding on the pool, admitted by estimated memory.
+extension ImagePipeline {
+    /// Decodes `data` on the decode pool at `priority`; returns the response and the seconds it
+    /// took. With `origin` (the bytes' info), the response's `renditionOrigin`
+    /// is set, its tag computed there too (a CRC-32 of the bytes: not on the actor).
+    func decodeOnPool(_ data: Data, source: ImageSource, key: ImageKey, priority: PriorityHandle,
+                      origin: CacheEntryInfo? = nil) async throws -> (ImageResponse, TimeInterval) {
+        let decoders = configuration.decoders
+        let maxPixels = configuration.maxPixelCount
+        let clock = configuration.now
+        let admission = self.admission
+        let first = try await decodePool.run(priority: priority) { () throws -> DecodeOutcome in
+            let start = clock()
+            let outcome = try Self.decode(data, source: source, key: key, decoders: decoders, maxPixelCount: maxPixels,
+                                          admission: admission, reserved: nil)
+            return outcome.timed(since: start, clock: clock).tagged(data, origin)
+        }
+        guard case .needsMemory(let bytes) = first, let admission else { return try first.result() }
+        // Over the decode memory budget: wait (suspended, in priority order) for running decodes
+        // to finish, then decode holding the reservation.
+        try await admission.acquire(bytes, priority: priority)
+        defer { admission.release(bytes) }
+        return try await decodePool.run(priority: priority) { () throws -> DecodeOutcome in
+            let start = clock()
+            let outcome = try Self.decode(data, source: source, key: key, decoders: decoders, maxPixelCount: maxPixels,
+                                          admission: admission, reserved: bytes)
+            return outcome.timed(since: start, clock: clock).tagged(data, origin)
+        }.result()
+    }
+
+    /// What one decode job did: decoded, or found that its estimated memory does not fit the
+    /// decode budget now.
+    enum DecodeOutcome: Sendable {
+        case decoded(ImageResponse, TimeInterval)
+        case needsMemory(Int)
+
+        func timed(since start: Date, clock: @Sendable () -> Date) -> DecodeOutcome {
+            guard case .decoded(let response, _) = self else { return self }
+            return .decoded(response, clock().timeIntervalSince(start))
+        }
+
+        /// With `info`, the decoded response made from `data` records them as its rendition origin.
+        func tagged(_ data: Data, _ info: CacheEntryInfo?) -> DecodeOutcome {
+            guard let info, case .decoded(var response, let seconds) = self else { return self }
+            response.renditionOrigin = RenditionOrigin(tag: renditionTag(of: data), info: info)
+            return .decoded(response, seconds)
+        }
+
+        func result() throws -> (ImageResponse, TimeInterval) {
+            guard case .decoded(let response, let seconds) = self else {
+                // Only a decode without a reservation reports this, and it is never returned here.
+                throw ImagePipelineError.corruptData(format: nil, message: "the decode was not admitted")
+            }
+            return (response, seconds)
+        }
+    }
+
+    /// Decodes `data` to the size `key` asks for: one decoding session, whose header gives the
+    /// plan (pixel limit, fit/fill, the decoder's target), then pixels. Runs on the decode pool.
+    ///
+    /// With `admission`, the session's memory estimate (plus the resampled result) must fit
+    /// the decode budget: a decode holding a `reserved` admission goes ahead, another takes
+    /// the memory if it fits now or returns ``DecodeOutcome/needsMemory(_:)`` to wait for it.
+    static func decode(_ data: Data, source: ImageSource, key: ImageKey, decoders: DecoderRegistry,
+                       maxPixelCount: Int, admission: DecodeAdmission? = nil, reserved: Int? = nil) throws -> DecodeOutcome {
+        let decoder = try decoders.requireDecoder(for: data)
+        return try decoder.withSession(for: data) { session -> DecodeOutcome in
+            let info = session.info
+            var options = DecodeOptions(appliesOrientation: key.processing.appliesOrientation,
+                                        strict: key.processing.strictDecoding, maxPixelCount: maxPixelCount,
+                                        convertsToSRGB: key.processing.convertsToSRGB,
+                                        resamplingFilter: key.processing.resamplingFilter)
+            try options.checkPixelLimit(info)
+            let upright = options.appliesOrientation ? info.uprightSize : info.size
+            let plan = ResizePlan(source: upright, target: key.targetSize, contentMode: key.contentMode,
+                                  allowsUpscaling: key.processing.allowsUpscaling)
+            // Straight pixels from the decoder only when nothing resamples them: resampling
+            // works on premultiplied ones, and the result is made straight once, at the end.
+            let wanted = key.processing.pixelFormat
+            let resamples = plan.scaledSize != upright || plan.outputSize != upright || plan.crop != PixelRect(upright)
+            options.pixelFormat = resamples ? .rgba8Premultiplied : wanted
+            options.targetSize = plan.scaledSize == upright ? nil : plan.scaledSize
+            var admitted = 0
+            if let admission, reserved == nil {
+                // The resampler's output, unless the decoder's full-size bitmap is the answer.
+                let bytes = session.estimatedPeakMemory(options) + (resamples ? plan.outputSize.pixelCount * 4 : 0)
+                guard admission.tryAcquire(bytes) else { return .needsMemory(bytes) }
+                admitted = bytes
+            }
+            defer { if admitted > 0 { admission?.release(admitted) } }
+            let decoded = try session.decodeChecked(options)
+            let bitmap = decoded.bitmap.size == plan.outputSize && plan.crop == PixelRect(upright)
+                ? decoded.bitmap
+                : Resampler.resample(decoded.bitmap.premultiplied(), plan: plan, filter: key.processing.resamplingFilter)
+            return .decoded(ImageResponse(bitmap: bitmap.converted(to: wanted), source: source, originalSize: upright,
+                                          format: info.format, warnings: decoded.warnings), 0)
+        }
+    }
+}
