@@ -2,7 +2,7 @@ import Foundation
 import PipelineCore
 
 /// Decodes GIF with giflib: the first frame as the still picture, and every frame composited
-/// as browsers do through ``PipelineCore/AnimatedImageDecoding``.
+/// as browsers do through `AnimatedImageDecoding`.
 ///
 /// Register it with `DecoderRegistry().registering(GIFDecoder())`. The header info (canvas,
 /// frame count, loop count, transparency) comes from walking the blocks without decompressing

@@ -4,16 +4,16 @@ import Foundation
 import PipelineCore
 
 /// Decodes HEIF (HEVC, `.heic`) and, when libheif has an AV1 decoder, AVIF with libheif: the
-/// primary image, output RGBA8 premultiplied or, as ``PipelineCore/DecodeOptions/pixelFormat``
+/// primary image, output RGBA8 premultiplied or, as `DecodeOptions.pixelFormat`
 /// asks, straight (libheif's own values at full size; a resampled picture is made straight once).
 ///
-/// Register it with ``PipelineCore/DecoderRegistry/registering(_:)``:
+/// Register it with `DecoderRegistry.registering(_:)`:
 /// `DecoderRegistry().registering(HEIFDecoder())`.
 ///
 /// **Orientation.** HEIF stores rotation, mirroring and cropping as item properties
 /// (`irot`, `imir`, `clap`) that are part of the picture's geometry; libheif applies them while
 /// decoding and reports the displayed size. The decoder always lets it: the session's `info`
-/// reports the displayed size with orientation ``PipelineCore/ImageOrientation/up``, so
+/// reports the displayed size with orientation `ImageOrientation.up`, so
 /// `appliesOrientation: false` changes nothing for HEIF (decoding with libheif's
 /// `ignore_transformations` would return a bitmap whose size the header does not announce,
 /// and libheif 1.15 does not expose `irot`/`imir` to describe it as an orientation).

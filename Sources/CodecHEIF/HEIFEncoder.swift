@@ -2,21 +2,21 @@ import CHEIF
 import Foundation
 import PipelineCore
 
-/// Encodes a ``PipelineCore/Bitmap`` as HEIC (HEVC, libheif's x265 plugin) or AVIF (AV1,
+/// Encodes a `Bitmap` as HEIC (HEVC, libheif's x265 plugin) or AVIF (AV1,
 /// libheif's aom plugin), written to memory with `heif_context_write`.
 ///
-/// - **Quality** (``PipelineCore/EncodeOptions/quality``, 0–100, default ``defaultQuality``
+/// - **Quality** (`EncodeOptions.quality`, 0–100, default ``defaultQuality``
 ///   = 50) goes to `heif_encoder_set_lossy_quality`; 50 is vips's `heifsave` default and
 ///   libheif's (`heif-enc`). For AV1, libheif turns it into a constant-quality level
 ///   `cq-level = round((100 − quality) × 63 / 100)` (quality 50 → 32).
-/// - **Lossless** (``PipelineCore/EncodeOptions/lossless``): libheif's lossless mode with
+/// - **Lossless** (`EncodeOptions.lossless`): libheif's lossless mode with
 ///   4:4:4 and RGB stored as such (identity matrix, `matrix_coefficients` 0) and a lossless
 ///   alpha plane: every byte comes back, colour under fully transparent pixels included.
 ///   (Asking for lossless with other than 4:4:4 subsampling is an error.)
-/// - **Chroma** (``PipelineCore/EncodeOptions/chromaSubsampling``, default 4:2:0 at every
+/// - **Chroma** (`EncodeOptions.chromaSubsampling`, default 4:2:0 at every
 ///   quality; vips switches to 4:4:4 from Q 90): the encoders' `chroma` parameter. Lossy pictures are stored as full-range BT.601 YCbCr
 ///   with sRGB primaries and transfer in an `nclx` box, as `heif-enc` and vips write them.
-/// - **Effort** (``PipelineCore/EncodeOptions/effort``, 0–6, default 4): for AV1 the encoder's
+/// - **Effort** (`EncodeOptions.effort`, 0–6, default 4): for AV1 the encoder's
 ///   `speed` = 9 − effort (so the default is speed 5, what vips's `heifsave` uses by default);
 ///   for HEVC x265's `preset`: ultrafast, veryfast, fast, medium, slow (the default, libheif's
 ///   own), slower, veryslow.
@@ -29,7 +29,7 @@ import PipelineCore
 /// and libheif's libaom plugin hands libaom no logger; a test captures fd 2 to check.
 ///
 /// When this libheif was built without the encoder, ``encode(_:options:)`` throws
-/// ``PipelineCore/EncodingError/unsupported(format:message:)``; ``isAvailable`` says so
+/// `EncodingError.unsupported(format:message:)`; ``isAvailable`` says so
 /// beforehand. Encoding is slow next to decoding (x265 and libaom work hard on each block),
 /// so keep it off latency-critical threads.
 public struct HEIFEncoder: ImageEncoding {
@@ -41,14 +41,14 @@ public struct HEIFEncoder: ImageEncoding {
         case av1
     }
 
-    /// The quality used when ``PipelineCore/EncodeOptions/quality`` is `nil`: 50, vips's and libheif's default.
+    /// The quality used when `EncodeOptions.quality` is `nil`: 50, vips's and libheif's default.
     public static let defaultQuality = 50
-    /// The effort used when ``PipelineCore/EncodeOptions/effort`` is `nil`: 4 (AV1 speed 5, x265 preset "slow").
+    /// The effort used when `EncodeOptions.effort` is `nil`: 4 (AV1 speed 5, x265 preset "slow").
     public static let defaultEffort = 4
 
     /// The codec this encoder writes with.
     public let codec: Codec
-    /// ``PipelineCore/ImageFormat/heif`` for HEVC, ``PipelineCore/ImageFormat/avif`` for AV1.
+    /// `ImageFormat.heif` for HEVC, `ImageFormat.avif` for AV1.
     public let format: ImageFormat
     /// libheif's `heif_compression_format`, as its raw value.
     let compression: UInt32
@@ -83,11 +83,11 @@ public struct HEIFEncoder: ImageEncoding {
     }
 
     /// The HEIC or AVIF bytes of `bitmap`.
-    /// - Throws: ``PipelineCore/EncodingError/unsupported(format:message:)`` when libheif has
+    /// - Throws: `EncodingError.unsupported(format:message:)` when libheif has
     ///   no encoder for the codec (or none that is lossless, when asked);
-    ///   ``PipelineCore/EncodingError/invalidOptions(format:message:)`` for quality or effort
+    ///   `EncodingError.invalidOptions(format:message:)` for quality or effort
     ///   out of range, or lossless with chroma other than 4:4:4;
-    ///   ``PipelineCore/EncodingError/failed(format:message:)`` with libheif's message.
+    ///   `EncodingError.failed(format:message:)` with libheif's message.
     public func encode(_ bitmap: Bitmap, options: EncodeOptions) throws -> Data {
         try validateOptions(options)
         return try encode(straight: bitmap.unpremultipliedBytes(), size: bitmap.size, options: options)

@@ -6,17 +6,17 @@ import PipelineCore
 /// Decodes JPEG with libjpeg-turbo: DCT scaling to the smallest size that covers the target,
 /// EXIF orientation, grayscale, CMYK/YCCK, progressive and arithmetic-coded files.
 ///
-/// Register it with ``PipelineCore/DecoderRegistry/registering(_:)``:
+/// Register it with `DecoderRegistry.registering(_:)`:
 /// `DecoderRegistry().registering(JPEGDecoder())`.
 ///
 /// A 6000×4000 file asked for at 256 pixels is decoded at 1/8 scale (750×500) and never exists
-/// at full size. 12-bit files fail with ``PipelineCore/ImagePipelineError/unsupported(format:message:)``
+/// at full size. 12-bit files fail with `ImagePipelineError.unsupported(format:message:)`
 /// (this libjpeg build decodes 8-bit samples only). libjpeg's warnings about corrupt but
-/// decodable data come back in ``PipelineCore/DecodedImage/warnings``, or as an error with
-/// ``PipelineCore/DecodeOptions/strict``.
+/// decodable data come back in `DecodedImage.warnings`, or as an error with
+/// `DecodeOptions.strict`.
 ///
 /// An ICC profile in `APP2 ICC_PROFILE` segments (reassembled by libjpeg-turbo) is reported in
-/// ``PipelineCore/ImageInfo/colorProfile`` and, unless ``PipelineCore/DecodeOptions/convertsToSRGB``
+/// `ImageInfo.colorProfile` and, unless `DecodeOptions.convertsToSRGB`
 /// is off, the decoded (DCT-scaled) pixels are converted to sRGB through it (`ColorManagement`):
 /// RGB profiles, gray profiles on gray files, and CMYK profiles on CMYK/YCCK files (whose rows
 /// then stay CMYK until the profile converts them, instead of the naive CMYK → RGB).

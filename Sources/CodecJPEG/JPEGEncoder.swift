@@ -2,19 +2,19 @@ import CJPEGShim
 import Foundation
 import PipelineCore
 
-/// Encodes a ``PipelineCore/Bitmap`` as a JFIF JPEG with libjpeg-turbo.
+/// Encodes a `Bitmap` as a JFIF JPEG with libjpeg-turbo.
 ///
 /// Register it where the app writes pictures, e.g.
 /// `EncoderRegistry().registering(JPEGEncoder()).registering(PNGEncoder())`; nothing registers
 /// it globally.
 ///
-/// Options (``PipelineCore/EncodeOptions``):
+/// Options (`EncodeOptions`):
 /// - `quality` 0–100 (libjpeg's scale; 0 is written as 1), default ``quality`` (80).
 /// - `progressive`: libjpeg's standard progression script (an SOF2 file); default baseline.
 /// - `chromaSubsampling`: 4:2:0 (the default), 4:2:2 or 4:4:4.
 /// - `optimizesCoding`: optimal Huffman tables (default `true`; about 5–10% smaller at the
 ///   same pixels, one more pass over the coefficients). Progressive files always have them.
-/// - `lossless: true` throws ``PipelineCore/EncodingError/invalidOptions(format:message:)``:
+/// - `lossless: true` throws `EncodingError.invalidOptions(format:message:)`:
 ///   libjpeg-turbo's lossless mode is not baseline JPEG and most decoders refuse it.
 /// - `compressionLevel` and `effort` do not apply and are ignored (`effort` is still range-checked).
 ///
@@ -60,10 +60,10 @@ public struct JPEGEncoder: ImageEncoding {
     /// JPEG's side limit (the SOF fields are 16 bits; libjpeg refuses more than 65,500).
     public static let maximumSide = 65_500
 
-    /// ``PipelineCore/ImageFormat/jpeg``.
+    /// `ImageFormat.jpeg`.
     public var format: ImageFormat { .jpeg }
 
-    /// The quality used when ``PipelineCore/EncodeOptions/quality`` is `nil`. Default 80.
+    /// The quality used when `EncodeOptions.quality` is `nil`. Default 80.
     public var quality: Int
 
     /// What transparent pixels are composited over. Default ``Background/black``.
@@ -76,10 +76,10 @@ public struct JPEGEncoder: ImageEncoding {
     }
 
     /// The JPEG bytes of `bitmap`, written row by row from its pixels.
-    /// - Throws: ``PipelineCore/EncodingError/invalidOptions(format:message:)`` for a quality
-    ///   outside 0–100 or `lossless`; ``PipelineCore/EncodingError/unsupported(format:message:)``
+    /// - Throws: `EncodingError.invalidOptions(format:message:)` for a quality
+    ///   outside 0–100 or `lossless`; `EncodingError.unsupported(format:message:)`
     ///   for an empty bitmap or one wider or taller than ``maximumSide``;
-    ///   ``PipelineCore/EncodingError/failed(format:message:)`` with libjpeg's message otherwise.
+    ///   `EncodingError.failed(format:message:)` with libjpeg's message otherwise.
     public func encode(_ bitmap: Bitmap, options: EncodeOptions) throws -> Data {
         try validateCommonOptions(options)
         let quality = options.quality ?? self.quality

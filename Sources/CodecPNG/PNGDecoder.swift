@@ -5,17 +5,17 @@ import PipelineCore
 
 /// Decodes PNG with libpng: every colour type and bit depth, palettes with tRNS, 16-bit
 /// (scaled to 8), Adam7; output RGBA8, premultiplied or straight as
-/// ``PipelineCore/DecodeOptions/pixelFormat`` asks (straight at full size is libpng's values
+/// `DecodeOptions.pixelFormat` asks (straight at full size is libpng's values
 /// exactly; a smaller target is resampled premultiplied, then made straight). An `iCCP` profile is converted to sRGB on
-/// the output rows (`ColorManagement`; off with ``PipelineCore/DecodeOptions/convertsToSRGB``).
+/// the output rows (`ColorManagement`; off with `DecodeOptions.convertsToSRGB`).
 /// Without one, `gAMA`/`cHRM` are left as stored (libpng applies none unless asked), like
 /// PngSuite's references; `sRGB` needs nothing.
 ///
-/// Register it with ``PipelineCore/DecoderRegistry/registering(_:)``:
+/// Register it with `DecoderRegistry.registering(_:)`:
 /// `DecoderRegistry().registering(PNGDecoder())`.
 ///
 /// Memory: a non-interlaced picture asked for at a smaller size is shrunk while its rows are
-/// read (each row goes into a ``PipelineCore/RowResampler``), so a 6000×4000 thumbnail holds
+/// read (each row goes into a `RowResampler`), so a 6000×4000 thumbnail holds
 /// the output plus a few rows, never the full bitmap. An interlaced (Adam7) picture needs every
 /// pass before any row is final, so it is decoded at full size (after the pixel-limit check)
 /// and then resampled.

@@ -2,12 +2,12 @@ import CPNGShim
 import Foundation
 import PipelineCore
 
-/// Encodes a ``PipelineCore/Bitmap`` as an 8-bit PNG, which stores straight alpha: a straight
+/// Encodes a `Bitmap` as an 8-bit PNG, which stores straight alpha: a straight
 /// bitmap's bytes are written unchanged, a premultiplied one has alpha divided back out first.
 /// A bitmap without a transparent pixel is
 /// written as RGB (no alpha channel), any other as RGBA.
 public struct PNGEncoder: Sendable, RenditionEncoding, ImageEncoding {
-    /// ``PipelineCore/ImageFormat/png``.
+    /// `ImageFormat.png`.
     public var format: ImageFormat { .png }
 
     /// The zlib level, 0 (store) to 9 (smallest). Default 6, libpng's own default.
@@ -19,7 +19,7 @@ public struct PNGEncoder: Sendable, RenditionEncoding, ImageEncoding {
     }
 
     /// The PNG bytes of `bitmap`.
-    /// - Throws: ``PipelineCore/EncodingError/failed(format:message:)`` with libpng's message if
+    /// - Throws: `EncodingError.failed(format:message:)` with libpng's message if
     ///   libpng refuses (it does not for valid bitmaps).
     public func encode(_ bitmap: Bitmap) throws -> Data {
         try encode(bitmap, options: EncodeOptions(compressionLevel: compressionLevel))
@@ -31,7 +31,7 @@ public struct PNGEncoder: Sendable, RenditionEncoding, ImageEncoding {
     /// writes no row filters (filter type None: the fastest to write and to decode, larger), any
     /// other value or `nil` lets libpng choose a filter per row. PNG is always lossless:
     /// `quality`, `lossless`, `chromaSubsampling` and `optimizesCoding` are ignored.
-    /// - Throws: ``PipelineCore/EncodingError``.
+    /// - Throws: `EncodingError`.
     public func encode(_ bitmap: Bitmap, options: EncodeOptions) throws -> Data {
         try validateCommonOptions(options)
         let compressionLevel = options.compressionLevel ?? self.compressionLevel

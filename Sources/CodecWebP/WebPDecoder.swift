@@ -5,12 +5,12 @@ import PipelineCore
 
 /// Decodes WebP with libwebp: lossy (VP8), lossless (VP8L), alpha (ALPH), and the first frame
 /// of an animation; output RGBA8 premultiplied (`MODE_rgbA`) or, when
-/// ``PipelineCore/DecodeOptions/pixelFormat`` asks for straight alpha at full size, libwebp's
+/// `DecodeOptions.pixelFormat` asks for straight alpha at full size, libwebp's
 /// straight values exactly (`MODE_RGBA`, what `dwebp -pam` writes), written by libwebp straight
-/// into the ``PipelineCore/Bitmap``'s bytes (external memory: no intermediate copy). A smaller
+/// into the `Bitmap`'s bytes (external memory: no intermediate copy). A smaller
 /// target is always scaled premultiplied and made straight once at the end.
 ///
-/// Register it with ``PipelineCore/DecoderRegistry/registering(_:)``:
+/// Register it with `DecoderRegistry.registering(_:)`:
 /// `DecoderRegistry().registering(WebPDecoder())`.
 ///
 /// A still picture asked for at a smaller size is scaled by libwebp while it decodes

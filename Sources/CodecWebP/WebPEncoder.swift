@@ -2,36 +2,36 @@ import CWebP
 import Foundation
 import PipelineCore
 
-/// Encodes a ``PipelineCore/Bitmap`` as a still WebP with libwebp's advanced API
+/// Encodes a `Bitmap` as a still WebP with libwebp's advanced API
 /// (`WebPConfig`, `WebPPicture`, `WebPEncode` into a `WebPMemoryWriter`).
 ///
-/// - **Lossy** (the default): VP8 at ``PipelineCore/EncodeOptions/quality`` (0–100, default
+/// - **Lossy** (the default): VP8 at `EncodeOptions.quality` (0–100, default
 ///   ``defaultQuality``), always 4:2:0; alpha, when some pixel is not opaque, is stored
 ///   losslessly beside it (libwebp's `alpha_quality` 100, as `cwebp` and vips do).
-/// - **Lossless** (``PipelineCore/EncodeOptions/lossless``): VP8L with `exact`, so even the
+/// - **Lossless** (`EncodeOptions.lossless`): VP8L with `exact`, so even the
 ///   colour of fully transparent pixels survives and decoding gives back every byte.
 ///
-/// ``PipelineCore/EncodeOptions/effort`` (0–6, default 4) is libwebp's `method`. The pixels
-/// written are straight RGBA (``PipelineCore/Bitmap/unpremultipliedBytes()``); a bitmap whose
+/// `EncodeOptions.effort` (0–6, default 4) is libwebp's `method`. The pixels
+/// written are straight RGBA (`Bitmap.unpremultipliedBytes()`); a bitmap whose
 /// pixels are all opaque is imported as RGB, so the file has no alpha chunk. No metadata is
-/// written. Register it with ``PipelineCore/EncoderRegistry/registering(_:)``.
+/// written. Register it with `EncoderRegistry.registering(_:)`.
 public struct WebPEncoder: ImageEncoding {
-    /// The quality used when ``PipelineCore/EncodeOptions/quality`` is `nil`: 80 (the value
+    /// The quality used when `EncodeOptions.quality` is `nil`: 80 (the value
     /// `EncodeOptions` documents; libwebp's, `cwebp`'s and vips's own default is 75).
     public static let defaultQuality = 80
-    /// The `method` used when ``PipelineCore/EncodeOptions/effort`` is `nil`: 4, libwebp's and vips's default.
+    /// The `method` used when `EncodeOptions.effort` is `nil`: 4, libwebp's and vips's default.
     public static let defaultEffort = 4
 
     /// Creates a WebP encoder. It holds no state; one value serves every thread.
     public init() {}
 
-    /// ``PipelineCore/ImageFormat/webp``.
+    /// `ImageFormat.webp`.
     public var format: ImageFormat { .webp }
 
     /// The WebP bytes of `bitmap`.
-    /// - Throws: ``PipelineCore/EncodingError/invalidOptions(format:message:)`` for quality or
+    /// - Throws: `EncodingError.invalidOptions(format:message:)` for quality or
     ///   effort out of range, or chroma subsampling other than 4:2:0 for a lossy encode;
-    ///   ``PipelineCore/EncodingError/failed(format:message:)`` with libwebp's error
+    ///   `EncodingError.failed(format:message:)` with libwebp's error
     ///   (`WebPPicture.error_code`), e.g. for a side over 16383 pixels.
     public func encode(_ bitmap: Bitmap, options: EncodeOptions) throws -> Data {
         var config = try configuration(options)

@@ -8,7 +8,7 @@ import Synchronization
 /// Each codec module reads its format's profile (JPEG `APP2 ICC_PROFILE`, PNG `iCCP`, WebP
 /// `ICCP`, HEIF `colr`), gets a ``ColorProfile`` from ``profile(iccData:)`` (cached by the
 /// profile's bytes, so one camera's profile is opened once), reports it in
-/// ``PipelineCore/ImageInfo/colorProfile`` and converts the decoded, already downscaled rows with
+/// `ImageInfo.colorProfile` and converts the decoded, already downscaled rows with
 /// ``PipelineCore/DecodedImage/applyColorProfile(_:options:pictureIsGray:)``. PipelineCore itself never links lcms2.
 public enum ColorManagement {
     /// How many profiles the cache keeps (least recently used dropped first).
@@ -80,7 +80,7 @@ extension DecodedImage {
     /// profile on RGB pixels (CMYK JPEGs use ``ColorProfile/convertCMYKToSRGB(_:inverted:)``
     /// instead) leaves the pixels as stored and adds a warning, so strict decoding fails on it.
     /// A valid profile this module does not apply (Lab, device link) leaves them as stored
-    /// silently; its reason is in ``PipelineCore/ColorProfileInfo/problem``.
+    /// silently; its reason is in `ColorProfileInfo.problem`.
     public mutating func applyColorProfile(_ profile: ColorProfile?, options: DecodeOptions, pictureIsGray: Bool) {
         guard let profile, options.convertsToSRGB else { return }
         if let problem = profile.info.problem {

@@ -34,7 +34,7 @@ public final class ColorProfile: @unchecked Sendable {
     /// The largest profile read: a JPEG can carry at most 255 APP2 segments of 65 519 bytes.
     static let maxByteCount = 16 << 20
 
-    /// Whether the profile converts to sRGB (``ColorProfileInfo/problem`` is `nil`).
+    /// Whether the profile converts to sRGB (`ColorProfileInfo.problem` is `nil`).
     public var isApplicable: Bool { opaqueTransform != nil || cmykTransforms != nil }
 
     /// Reads `bytes` with lcms2 and builds the transform to sRGB. Never fails: a profile that
@@ -70,7 +70,7 @@ public final class ColorProfile: @unchecked Sendable {
     /// `TYPE_RGBA_8_PREMUL` gets 8-bit premultiplied pixels wrong). A gray profile reads the red
     /// byte (gray pictures decode with R = G = B) and is applied only to opaque pictures.
     /// Does nothing when ``isApplicable`` is false. Matrix-shaper profiles take a table-driven
-    /// fast path (``MatrixShaper``); others go through `cmsDoTransform`.
+    /// fast path (`MatrixShaper`); others go through `cmsDoTransform`.
     public func convertToSRGB(_ bitmap: inout Bitmap, hasAlpha: Bool) {
         guard let transform = opaqueTransform, !(hasAlpha && isGray) else { return }
         let width = bitmap.width, height = bitmap.height, stride = bitmap.bytesPerRow

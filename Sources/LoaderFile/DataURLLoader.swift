@@ -11,7 +11,7 @@ import PipelineCore
 ///
 /// The decoded size is checked against ``maxBodyBytes`` before any buffer is made. A malformed
 /// URL fails with ``DataURLError`` (permanent: the same URL fails the same way), one over the
-/// limit with ``ImagePipelineError/tooLarge(limit:actual:)``. `data:` URLs are never written
+/// limit with `ImagePipelineError.tooLarge(limit:actual:)`. `data:` URLs are never written
 /// to the disk cache (it keeps `http`/`https` by default): their bytes are in the URL already.
 public struct DataURLLoader: DataLoading {
     /// The largest decoded body accepted, in bytes. Default 10 MB.
@@ -25,8 +25,8 @@ public struct DataURLLoader: DataLoading {
         self.maxBodyBytes = max(0, maxBodyBytes)
     }
 
-    /// Decodes `request.url`; the media type becomes ``ResponseMetadata/contentType``.
-    /// - Throws: ``DataURLError``, ``ImagePipelineError/tooLarge(limit:actual:)`` or `CancellationError`.
+    /// Decodes `request.url`; the media type becomes `ResponseMetadata.contentType`.
+    /// - Throws: ``DataURLError``, `ImagePipelineError.tooLarge(limit:actual:)` or `CancellationError`.
     public func load(_ request: DataLoadRequest) async throws -> DataLoadResult {
         try Task.checkCancellation()
         let parsed = try DataURL(parsing: request.url.absoluteString, maxBodyBytes: maxBodyBytes)
@@ -48,7 +48,7 @@ public struct DataURL: Hashable, Sendable {
     public var data: Data
 
     /// Parses `string` (`data:…`), decoding at most `maxBodyBytes` bytes.
-    /// - Throws: ``DataURLError`` for a malformed URL, ``ImagePipelineError/tooLarge(limit:actual:)``
+    /// - Throws: ``DataURLError`` for a malformed URL, `ImagePipelineError.tooLarge(limit:actual:)`
     ///   when the decoded body would exceed `maxBodyBytes` (checked before decoding).
     public init(parsing string: String, maxBodyBytes: Int = 10_000_000) throws {
         let bytes = Array(string.utf8)

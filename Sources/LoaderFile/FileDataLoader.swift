@@ -9,11 +9,11 @@ import Darwin
 
 /// Loads `file` URLs from the local file system.
 ///
-/// Reads run on a ``WorkerPool`` of dedicated threads, never on the cooperative pool, in
+/// Reads run on a `WorkerPool` of dedicated threads, never on the cooperative pool, in
 /// chunks; cancellation is checked between chunks. The file's modification time and size are
-/// reported as an opaque validator, ``ResponseMetadata/etag`` (`"<mtime>-<size>"`, as web servers
-/// make theirs). A missing file is ``ImagePipelineError/notFound(_:)``; directories, other
-/// non-regular files and permission errors are ``ImagePipelineError/fileUnreadable(path:reason:)``.
+/// reported as an opaque validator, `ResponseMetadata.etag` (`"<mtime>-<size>"`, as web servers
+/// make theirs). A missing file is `ImagePipelineError.notFound(_:)`; directories, other
+/// non-regular files and permission errors are `ImagePipelineError.fileUnreadable(path:reason:)`.
 public struct FileDataLoader: DataLoading {
     /// The largest file accepted, in bytes. Default 50 MB.
     public let maxBodyBytes: Int64
@@ -40,8 +40,8 @@ public struct FileDataLoader: DataLoading {
     }
 
     /// Reads the whole file at `request.url`, reporting progress after each chunk.
-    /// - Throws: ``ImagePipelineError/notFound(_:)``, ``ImagePipelineError/fileUnreadable(path:reason:)``,
-    ///   ``ImagePipelineError/tooLarge(limit:actual:)``, or `CancellationError`.
+    /// - Throws: `ImagePipelineError.notFound(_:)`, `ImagePipelineError.fileUnreadable(path:reason:)`,
+    ///   `ImagePipelineError.tooLarge(limit:actual:)`, or `CancellationError`.
     public func load(_ request: DataLoadRequest) async throws -> DataLoadResult {
         guard request.url.isFileURL else {
             throw ImagePipelineError.fileUnreadable(path: request.url.absoluteString, reason: "not a file URL")

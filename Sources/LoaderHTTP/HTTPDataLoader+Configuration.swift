@@ -33,7 +33,7 @@ extension HTTPDataLoader {
         public var lowSpeedTime: TimeInterval
         /// The longest one attempt may take, in seconds, from when it leaves the loader's queue
         /// to its last byte (waiting for a connection slot does not count; a retry starts a new
-        /// one); over it is ``PipelineCore/ImagePipelineError/timeout(_:)``. `nil` for none.
+        /// one); over it is `ImagePipelineError.timeout(_:)`. `nil` for none.
         /// Default 60: a 5 MB picture needs 700 kbit/s to make it; raise it for large downloads
         /// over slow links.
         public var totalTimeout: TimeInterval?

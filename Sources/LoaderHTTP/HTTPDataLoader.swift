@@ -19,7 +19,7 @@ import Synchronization
 /// `Content-Encoding` curl cannot decode (it asks for and decodes gzip, deflate, br and zstd),
 /// a transfer slower than ``Configuration/lowSpeedLimit`` or over ``Configuration/totalTimeout``
 /// all fail, so nothing broken reaches the disk cache. Failures are ``HTTPError`` (status,
-/// transport, body), ``PipelineCore/ImagePipelineError/notFound(_:)`` for 404 and 410, and the
+/// transport, body), `ImagePipelineError.notFound(_:)` for 404 and 410, and the
 /// core's `truncated`, `tooLarge` and `timeout`.
 public final class HTTPDataLoader: DataLoading {
     /// What the loader was created with.
@@ -40,7 +40,7 @@ public final class HTTPDataLoader: DataLoading {
     public var queuedCount: Int { engine.queuedCount }
 
     /// Loads `request.url`, conditionally when it carries a validator.
-    /// - Throws: ``HTTPError`` or ``PipelineCore/ImagePipelineError`` (not found, truncated, too large, timeout),
+    /// - Throws: ``HTTPError`` or `ImagePipelineError` (not found, truncated, too large, timeout),
     ///   or `CancellationError` when the task is cancelled.
     public func load(_ request: DataLoadRequest) async throws -> DataLoadResult {
         let scheme = request.url.scheme?.lowercased() ?? ""

@@ -24,8 +24,8 @@ public enum NetworkFailure: String, Hashable, Sendable {
 }
 
 /// The HTTP loader's own failures. The pipeline hands them to callers wrapped in
-/// ``PipelineCore/ImagePipelineError/loadingFailed(_:underlying:)``; a 404 or 410 is not one of
-/// these but ``PipelineCore/ImagePipelineError/notFound(_:)``, which every loader shares.
+/// `ImagePipelineError.loadingFailed(_:underlying:)`; a 404 or 410 is not one of
+/// these but `ImagePipelineError.notFound(_:)`, which every loader shares.
 public enum HTTPError: Error, Hashable, Sendable, CustomStringConvertible, LocalizedError, PipelineFailure {
     /// The server answered with a status that is neither a complete answer (200, 203, a 304 to
     /// a conditional request) nor "not found": a 206 (the loader never asks for a range, and a

@@ -3,7 +3,7 @@ import PipelineCore
 
 /// The parts of an HTTP response's headers the pipeline uses: validators, freshness (RFC 9111),
 /// type and length, and `Retry-After`. ``metadata(receivedAt:)`` turns them into the core's
-/// source-neutral ``PipelineCore/ResponseMetadata``.
+/// source-neutral `ResponseMetadata`.
 public struct HTTPResponseHeaders: Hashable, Sendable {
     /// The HTTP status code.
     public var statusCode: Int?
