@@ -91,15 +91,7 @@ func grid(photos: URL, cache: URL) async throws {
             configuration.eventHandler = { if case .renditionStored(_, let bytes) = $0 { renditionBytes.add(bytes) } }
             return ImagePipeline(configuration: configuration)
         }
-        func load(_ pipeline: ImagePipeline) async throws -> Double {
-            let start = DispatchTime.now().uptimeNanoseconds
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                for request in requests { group.addTask { _ = try await pipeline.image(for: request) } }
-                try await group.waitForAll()
-            }
-            await pipeline.waitForBackgroundWork()
-            return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6
-        }
+        func load(_ pipeline: ImagePipeline) async throws -> Double { try await loadAll(requests, with: pipeline) }
         _ = try await load(try pipeline(.originalsAndRenditions))  // first launch: originals and renditions stored
         let sample = try await pipeline(.originals).image(for: requests[0]).bitmap
         let format = RenditionEncoder(encoders: encoders).choice(for: sample).format.rawValue.uppercased()
@@ -218,15 +210,7 @@ func alphaFormats(photos: URL, cache: URL) async throws {
             configuration.eventHandler = { if case .renditionStored(_, let n) = $0 { bytes.add(n) } }
             return ImagePipeline(configuration: configuration)
         }
-        func load(_ pipeline: ImagePipeline) async throws -> Double {
-            let start = DispatchTime.now().uptimeNanoseconds
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                for request in requests { group.addTask { _ = try await pipeline.image(for: request) } }
-                try await group.waitForAll()
-            }
-            await pipeline.waitForBackgroundWork()
-            return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6
-        }
+        func load(_ pipeline: ImagePipeline) async throws -> Double { try await loadAll(requests, with: pipeline) }
         // The encode cost alone: the processed results in memory, each encoded once more here.
         let first = try pipeline(.originalsAndRenditions)
         _ = try await load(first)
@@ -255,4 +239,15 @@ final class Counter: @unchecked Sendable {
     private var total = 0
     func add(_ n: Int) { lock.lock(); total += n; lock.unlock() }
     var value: Int { lock.lock(); defer { lock.unlock() }; return total }
+}
+
+/// Milliseconds to answer every request at once with `pipeline`, its background work included.
+func loadAll(_ requests: [ImageRequest], with pipeline: ImagePipeline) async throws -> Double {
+    let start = DispatchTime.now().uptimeNanoseconds
+    try await withThrowingTaskGroup(of: Void.self) { group in
+        for request in requests { group.addTask { _ = try await pipeline.image(for: request) } }
+        try await group.waitForAll()
+    }
+    await pipeline.waitForBackgroundWork()
+    return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6
 }

@@ -9,17 +9,8 @@ extension ImagePipeline {
     func performProcessing(request: ImageRequest, key: ImageKey,
                                    work: InFlightWork<ImageResponse>) async throws -> ImageResponse {
         var generation = replacements
-        let rendition = work.makesRendition == true ? renditionStore(for: request, key: key) : nil
-        var renewed: (loaded: LoadedData, stale: CachedData)?
-        if let rendition, request.cachePolicy != .reloadIgnoringCaches {
-            switch try await cachedRendition(rendition, request: request, key: key, priority: work.priority) {
-            case .answer(let answer):
-                if replacements == generation { memoryCache.insert(answer, for: key, cost: answer.bitmap.cost) }
-                return answer
-            case .miss: break
-            case .renewed(let loaded, let stale): renewed = (loaded, stale)
-            }
-        }
+        let (rendition, renewed, answer) = try await lookUpRendition(request: request, key: key, work: work, generation: generation)
+        if let answer { return answer }
         // Processors work on premultiplied pixels: a straight request shares the premultiplied
         // decode and makes the processed result straight once.
         var baseKey = key.unprocessed
@@ -103,6 +94,22 @@ extension ImagePipeline {
               configuration.diskCachedSchemes.contains(fetchURL(for: request).scheme?.lowercased() ?? ""),
               let url = key.renditionURL(encoding: encoder.renditionIdentifier) else { return nil }
         return RenditionStore(disk: disk, encoder: encoder, url: url)
+    }
+
+    /// The start of a work that may make a rendition: its store (`nil` when this work makes
+    /// none), and what the stored rendition gave: an answer (already in memory unless bytes were
+    /// replaced since `generation`), or a standalone rendition's new bytes with the stale copy.
+    func lookUpRendition(request: ImageRequest, key: ImageKey, work: InFlightWork<ImageResponse>, generation: UInt64)
+        async throws -> (store: RenditionStore?, renewed: (loaded: LoadedData, stale: CachedData)?, answer: ImageResponse?) {
+        guard work.makesRendition == true, let store = renditionStore(for: request, key: key) else { return (nil, nil, nil) }
+        guard request.cachePolicy != .reloadIgnoringCaches else { return (store, nil, nil) }
+        switch try await cachedRendition(store, request: request, key: key, priority: work.priority) {
+        case .answer(let answer):
+            if replacements == generation { memoryCache.insert(answer, for: key, cost: answer.bitmap.cost) }
+            return (store, nil, answer)
+        case .miss: return (store, nil, nil)
+        case .renewed(let loaded, let stale): return (store, (loaded, stale), nil)
+        }
     }
 
     /// What a rendition lookup found.

@@ -19,17 +19,8 @@ extension ImagePipeline {
         if !key.processors.isEmpty { return try await performProcessing(request: request, key: key, work: work) }
         let url = fetchURL(for: request)
         var generation = replacements
-        let rendition = work.makesRendition == true ? renditionStore(for: request, key: key) : nil
-        var renewed: (loaded: LoadedData, stale: CachedData)?
-        if let rendition, request.cachePolicy != .reloadIgnoringCaches {
-            switch try await cachedRendition(rendition, request: request, key: key, priority: work.priority) {
-            case .answer(let answer):
-                if replacements == generation { memoryCache.insert(answer, for: key, cost: answer.bitmap.cost) }
-                return answer
-            case .miss: break
-            case .renewed(let loaded, let stale): renewed = (loaded, stale)
-            }
-        }
+        let (rendition, renewed, answer) = try await lookUpRendition(request: request, key: key, work: work, generation: generation)
+        if let answer { return answer }
         let loaded: LoadedData
         if let renewed {
             loaded = renewed.loaded
