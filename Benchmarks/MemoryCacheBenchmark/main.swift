@@ -15,7 +15,7 @@ let bitmap = Bitmap(zeroed: PixelSize(width: 8, height: 8))
 let response = ImageResponse(bitmap: bitmap, source: .network, originalSize: bitmap.size, format: .jpeg)
 let keys: [ImageKey] = (0..<entryCount).map { i in
     ImageKey(request: ImageRequest(url: URL(string: "https://cdn.example.com/photos/\(i).jpg")!, width: 256, height: 256),
-             fetchURL: URL(string: "https://cdn.example.com/photos/\(i).jpg?w=320")!)
+             cacheURL: URL(string: "https://cdn.example.com/photos/\(i).jpg?w=320")!)
 }
 // A fixed pseudo-random probe order so every cache sees the same sequence.
 let order: [Int] = {
@@ -56,7 +56,7 @@ measure("ImagePipeline.cachedImage(for:)") { pipeline.cachedImage(for: requests[
 
 final class Box { let value: ImageResponse; init(_ value: ImageResponse) { self.value = value } }
 let nsCache = NSCache<NSString, Box>()
-let nsKeys = keys.map { NSString(string: $0.fetchURL.absoluteString + "|256x256") }
+let nsKeys = keys.map { NSString(string: $0.cacheURL.absoluteString + "|256x256") }
 for key in nsKeys { nsCache.setObject(Box(response), forKey: key, cost: bitmap.cost) }
 measure("NSCache (Foundation, string key)") { nsCache.object(forKey: nsKeys[$0]) != nil }
 

@@ -42,7 +42,7 @@ func fill() {
     for n in 0..<64 {
         let request = ImageRequest(url: URL(fileURLWithPath: "/demo/\(n).png"))
         let response = ImageResponse(bitmap: bitmap, source: .memory, originalSize: bitmap.size, format: .png)
-        memoryCache.insert(response, for: ImageKey(request: request, fetchURL: request.url), cost: bitmap.cost)
+        memoryCache.insert(response, for: ImageKey(request: request, cacheURL: request.url), cost: bitmap.cost)
     }
 }
 fill()

@@ -4,13 +4,15 @@ import PipelineCore
 /// The value stored under an entry key: a self-checking record of the URL, validators,
 /// freshness and compressed bytes.
 ///
-/// Layout (integers big-endian): `"IPR1"`, URL (u32 length + UTF-8), ETag and Last-Modified
+/// Layout (integers big-endian): `"IPR2"`, URL (u32 length + UTF-8), ETag and Last-Modified
 /// (u32 length + UTF-8, `0xFFFFFFFF` for none), fresh-until in Unix milliseconds (i64,
-/// `Int64.min` for none), bytes (u64 length + bytes), then an FNV-1a 64-bit checksum of
+/// `Int64.min` for none), a rendition's record (u32 length + `RenditionRecord.serialized`,
+/// `0xFFFFFFFF` for none), bytes (u64 length + bytes), then an FNV-1a 64-bit checksum of
 /// everything before it. A value that fails to parse, whose checksum does not match, or whose
-/// URL is not the one asked for is a miss.
+/// URL is not the one asked for is a miss; so is a value of the previous layout (`"IPR1"`,
+/// which kept no record).
 enum RedisEntry {
-    static let magic = Data("IPR1".utf8)
+    static let magic = Data("IPR2".utf8)
 
     static func encode(url: URL, data: Data, info: CacheEntryInfo) -> Data {
         var out = Data()
@@ -21,6 +23,7 @@ enum RedisEntry {
         appendString(info.lastModified, to: &out)
         let fresh = info.freshUntil.map { Int64(($0.timeIntervalSince1970 * 1000).rounded()) } ?? Int64.min
         appendInteger(UInt64(bitPattern: fresh), to: &out)
+        appendBytes(info.rendition?.serialized, to: &out)
         appendInteger(UInt64(data.count), to: &out)
         out.append(data)
         appendInteger(checksum(out), to: &out)
@@ -36,13 +39,19 @@ enum RedisEntry {
         reader = Reader(bytes: Array(body), position: magic.count)
         guard let storedURL = reader.string(), storedURL == url.absoluteString,
               let etag = reader.optionalString(), let lastModified = reader.optionalString(),
-              let freshBits = reader.integer(UInt64.self), let length = reader.integer(UInt64.self),
-              length == UInt64(body.count - reader.position)
+              let freshBits = reader.integer(UInt64.self), let record = reader.optionalBytes(),
+              let length = reader.integer(UInt64.self), length == UInt64(body.count - reader.position)
         else { return nil }
+        var rendition: RenditionRecord?
+        if let record {
+            guard let parsed = RenditionRecord(serialized: record) else { return nil }
+            rendition = parsed
+        }
         let fresh = Int64(bitPattern: freshBits)
         let freshUntil = fresh == Int64.min ? nil : Date(timeIntervalSince1970: Double(fresh) / 1000)
         let data = Data(body[(body.startIndex + reader.position)...])
-        return CachedData(data: data, info: CacheEntryInfo(etag: etag, lastModified: lastModified, freshUntil: freshUntil))
+        return CachedData(data: data, info: CacheEntryInfo(etag: etag, lastModified: lastModified, freshUntil: freshUntil,
+                                                                  rendition: rendition))
     }
 
     /// FNV-1a, 64 bits: catches truncation and bit rot; not a defence against a writer with
@@ -57,13 +66,16 @@ enum RedisEntry {
     }
 
     private static func appendString(_ string: String?, to out: inout Data) {
-        guard let string else {
+        appendBytes(string.map { Data($0.utf8) }, to: &out)
+    }
+
+    private static func appendBytes(_ bytes: Data?, to out: inout Data) {
+        guard let bytes else {
             appendInteger(UInt32.max, to: &out)
             return
         }
-        let utf8 = Data(string.utf8)
-        appendInteger(UInt32(clamping: utf8.count), to: &out)
-        out.append(utf8.prefix(Int(UInt32.max - 1)))
+        appendInteger(UInt32(clamping: bytes.count), to: &out)
+        out.append(bytes.prefix(Int(UInt32.max - 1)))
     }
 
     private static func appendInteger<T: FixedWidthInteger>(_ value: T, to out: inout Data) {
@@ -87,6 +99,14 @@ enum RedisEntry {
             guard let length = integer(UInt32.self) else { return nil }
             if length == UInt32.max { return .some(nil) }
             return read(Int(length)).map { .some($0) }
+        }
+
+        mutating func optionalBytes() -> Data?? {
+            guard let length = integer(UInt32.self) else { return nil }
+            if length == UInt32.max { return .some(nil) }
+            guard bytes.count - position >= Int(length) else { return nil }
+            defer { position += Int(length) }
+            return .some(Data(bytes[position..<(position + Int(length))]))
         }
 
         mutating func string() -> String? {

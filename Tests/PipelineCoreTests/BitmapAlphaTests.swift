@@ -78,7 +78,7 @@ struct BitmapAlphaTests {
         let premultiplied = ImageRequest(url: url, width: 10, height: 10)
         var straight = premultiplied
         straight.processing.pixelFormat = .rgba8Straight
-        #expect(ImageKey(request: premultiplied, fetchURL: url) != ImageKey(request: straight, fetchURL: url))
+        #expect(ImageKey(request: premultiplied, cacheURL: url) != ImageKey(request: straight, cacheURL: url))
         #expect(ProcessingOptions().pixelFormat == .rgba8Premultiplied)
         #expect(DecodeOptions().pixelFormat == .rgba8Premultiplied)
     }

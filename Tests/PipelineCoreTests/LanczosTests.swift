@@ -230,8 +230,8 @@ struct LanczosTests {
         lanczos.processing.resamplingFilter = .lanczos3
         var area = lanczos
         area.processing.resamplingFilter = .areaAverage
-        #expect(ImageKey(request: lanczos, fetchURL: url) != ImageKey(request: area, fetchURL: url))
-        #expect(ImageKey(request: lanczos, fetchURL: url) == ImageKey(request: lanczos, fetchURL: url))
+        #expect(ImageKey(request: lanczos, cacheURL: url) != ImageKey(request: area, cacheURL: url))
+        #expect(ImageKey(request: lanczos, cacheURL: url) == ImageKey(request: lanczos, cacheURL: url))
         #expect(ImageRequest(url: url).processing.resamplingFilter == ResamplingFilter.default)
     }
 }

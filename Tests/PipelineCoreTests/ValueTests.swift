@@ -102,7 +102,7 @@ struct ValueTests {
         noOrientation.processing.appliesOrientation = false
         var prefetch = base
         prefetch.priority = .prefetch
-        let key = { (r: ImageRequest) in ImageKey(request: r, fetchURL: url) }
+        let key = { (r: ImageRequest) in ImageKey(request: r, cacheURL: url) }
         #expect(key(base) != key(fill))
         #expect(key(base) != key(noOrientation))
         #expect(key(base) == key(prefetch))  // priority is not part of the key

@@ -9,12 +9,16 @@ public struct CacheEntryInfo: Hashable, Sendable {
     /// Until when the entry is fresh; `nil` when the response gave no lifetime (then it is
     /// treated as stale: usable, but revalidated).
     public var freshUntil: Date?
+    /// For a rendition's entry, what it was made from (the pipeline writes and reads it);
+    /// `nil` for original bytes. A cache stores it with the rest of the info.
+    public var rendition: RenditionRecord?
 
     /// Creates entry info.
-    public init(etag: String? = nil, lastModified: String? = nil, freshUntil: Date? = nil) {
+    public init(etag: String? = nil, lastModified: String? = nil, freshUntil: Date? = nil, rendition: RenditionRecord? = nil) {
         self.etag = etag
         self.lastModified = lastModified
         self.freshUntil = freshUntil
+        self.rendition = rendition
     }
 
     /// The info for a response received at `receivedAt` (its freshness counted from then).

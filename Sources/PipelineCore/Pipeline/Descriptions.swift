@@ -95,7 +95,7 @@ extension ImageRequest: CustomStringConvertible, CustomDebugStringConvertible {
 extension ImageKey: CustomStringConvertible, CustomDebugStringConvertible {
     /// `"ImageKey(https://…/a.jpg?w=320, 256×256 fill)"`, with the processors when there are any.
     public var description: String {
-        var text = "ImageKey(\(shortText(fetchURL)), \(targetSize)"
+        var text = "ImageKey(\(shortText(cacheURL)), \(targetSize)"
         if targetSize != .original { text += " \(contentMode.rawValue)" }
         if !processors.isEmpty { text += ", processors: [\(processors.map(\.identifier).joined(separator: ", "))]" }
         return text + ")"

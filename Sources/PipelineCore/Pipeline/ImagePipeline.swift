@@ -2,81 +2,107 @@ import Foundation
 
 /// The image pipeline: request in, decoded bitmap of the requested size out.
 ///
-/// This actor only coordinates. Its state is the two in-flight tables (downloads by fetch URL,
-/// decodes by ``ImageKey``; shared work runs at the highest priority of its current waiters),
-/// the bounded negative cache and the prefetch tasks; every slow step runs
-/// elsewhere — decoding and resampling on a bounded ``WorkerPool``, loading in the loaders,
-/// file work in the disk cache — and comes back through continuations. Nothing here blocks.
+/// This actor only coordinates; no slow step runs on it. Decoding, resampling and processing
+/// run on a bounded ``WorkerPool``, loading in the loaders, file work in the disk cache, and
+/// each comes back through a continuation.
 ///
-/// Many callers asking for the same picture share one download and one decode. A caller that
-/// cancels gets `CancellationError` at once; the shared work goes on while anyone still waits,
-/// and is cancelled when the last waiter leaves.
+/// A request goes down the stages in one direction, each a type in a file named for it:
+///
+/// 1. here: the request is resolved once (``ResolvedRequest``: the fetch URL and the cache
+///    identity, named apart), then the memory cache and the remembered failures answer, or
+///    the caller joins the work for its key;
+/// 2. ``ProcessingStage``, for a key with processors: the unprocessed picture, then the
+///    processors;
+/// 3. ``DecodeStage``: the bytes, decoded to the key's size (``PoolDecoder``); each of these
+///    two first asks ``RenditionStage`` for a stored rendition;
+/// 4. ``FetchStage``: the bytes from the disk cache or the loader, with ``Revalidator``
+///    for stale entries.
+///
+/// Each stage keeps its works in an ``InFlightTable``: many callers asking for the same picture
+/// share one download and one decode. A caller that cancels gets `CancellationError` at once;
+/// the shared work goes on while anyone still waits, and is cancelled when the last waiter
+/// leaves. The ``ReplacementLedger`` keeps decodes of replaced bytes out of the caches.
 public actor ImagePipeline {
     /// What the pipeline was built from.
     public nonisolated let configuration: Configuration
     /// The memory cache of decoded results (shared with the configuration).
     public nonisolated let memoryCache: MemoryCache<ImageKey, ImageResponse>
 
-    let decodePool: WorkerPool
-    /// Admits decodes by their estimated memory (``Configuration/decodeMemoryBudget``).
-    let admission: DecodeAdmission?
-    /// Decodes in flight, by key.
-    let decodes = InFlightTable<ImageKey, ImageResponse> { .decode($0) }
-    /// Downloads in flight, by fetch URL.
-    let downloads = InFlightTable<URL, LoadedData> { .download($0) }
-    /// Remembered permanent failures of downloads (a 404), for every request of the URL.
-    let failures: NegativeCache<URL>
-    /// Remembered permanent failures of decodes (undecodable bytes) and of processors, for one
-    /// key only: whether bytes decode can depend on the key's processing (strict decoding).
-    let decodeFailures: NegativeCache<ImageKey>
-    /// How many times stored bytes were replaced by new ones (a revalidation), and when each URL
-    /// last was (bounded): a decode of bytes read before their replacement is not kept in memory.
-    var replacements: UInt64 = 0
-    let replacedAt = MemoryCache<URL, UInt64>(costLimit: Int.max, countLimit: 1000, entryCostFraction: 1)
-    /// The count of replacements when every cache was last emptied (``removeAll()``).
-    var allReplacedAt: UInt64 = 0
+    let decoder: PoolDecoder
+    let ledger = ReplacementLedger()
+    let processing: ProcessingStage
+    let decoding: DecodeStage
+    let renditions = RenditionStage()
+    let fetch: FetchStage
+    let revalidator = Revalidator()
+    /// Every stage's table, by ``InFlightTable/id``: what a waiter's token leads back to.
+    private let tables: [any WaiterTable]
     var prefetches: [ImageKey: (id: UInt64, task: Task<Void, Never>)] = [:]
-    var background: [UInt64: Task<Void, Never>] = [:]
-    var revalidating: Set<URL> = []
     private var lastID: UInt64 = 0
 
     /// Creates a pipeline.
     public init(configuration: Configuration) {
         self.configuration = configuration
         self.memoryCache = configuration.memoryCache
-        self.decodePool = WorkerPool(maxConcurrent: configuration.maxConcurrentDecodes, name: "ImagePipeline.decode")
-        self.admission = configuration.decodeMemoryBudget.map { DecodeAdmission(budget: $0) }
-        self.failures = NegativeCache(limit: configuration.negativeCacheLimit)
-        self.decodeFailures = NegativeCache(limit: configuration.negativeCacheLimit)
+        self.decoder = PoolDecoder(configuration: configuration)
+        let processing = ProcessingStage(tableID: 0, configuration: configuration)
+        let decoding = DecodeStage(tableID: 1, configuration: configuration)
+        let fetch = FetchStage(tableID: 2, configuration: configuration)
+        self.processing = processing
+        self.decoding = decoding
+        self.fetch = fetch
+        self.tables = [processing.works, decoding.decodes, fetch.downloads]
     }
 
     /// The decode memory in use now, its peak so far, and how many decodes wait for memory
     /// (all zero without a ``Configuration/decodeMemoryBudget``): for a server's metrics.
     public nonisolated var decodeMemory: DecodeMemoryUsage {
-        guard let admission else { return DecodeMemoryUsage(bytesInUse: 0, peakBytesInUse: 0, waitingDecodes: 0, budget: nil) }
+        guard let admission = decoder.admission else {
+            return DecodeMemoryUsage(bytesInUse: 0, peakBytesInUse: 0, waitingDecodes: 0, budget: nil)
+        }
         return DecodeMemoryUsage(bytesInUse: admission.bytesInUse, peakBytesInUse: admission.peakBytesInUse,
                                  waitingDecodes: admission.waitingCount, budget: admission.budget)
     }
 
-    /// The fetch URL for `request`, by the configured URL builder.
+    // MARK: Resolving a request
+
+    /// `request` resolved: its fetch URL, cache identity and memory key, computed once.
+    nonisolated func resolve(_ request: ImageRequest) -> ResolvedRequest {
+        ResolvedRequest(request, configuration: configuration)
+    }
+
+    /// The URL downloaded for `request`, by the configured URL builder.
     public nonisolated func fetchURL(for request: ImageRequest) -> URL {
         configuration.urlBuilder.fetchURL(for: request)
     }
 
-    /// The memory key for `request` (its ``ImageKey/fetchURL`` is the cache identity,
-    /// ``cacheURL(for:)``).
-    public nonisolated func key(for request: ImageRequest) -> ImageKey {
-        ImageKey(request: request, fetchURL: cacheURL(for: request))
+    /// The identity of `request`'s fetch URL in the caches (``CacheIdentity``): the fetch URL
+    /// itself, unless ``ImageRequest/cacheKey`` or ``Configuration/cacheKey`` gives another.
+    /// A request-level key keeps the URL builder's variant apart (two width buckets of one key
+    /// are two entries): `cacheKey = "https://cdn.example/a.jpg"` at 300 px with
+    /// ``WidthBucketURLBuilder`` is `https://cdn.example/a.jpg?w=320`; `cacheKey = "photo 42"` is
+    /// `imgpipe-key:photo%2042?w=320`.
+    public nonisolated func cacheURL(for request: ImageRequest) -> URL {
+        resolve(request).cacheURL
     }
+
+    /// The memory key for `request` (its ``ImageKey/cacheURL`` is ``cacheURL(for:)``).
+    public nonisolated func key(for request: ImageRequest) -> ImageKey {
+        resolve(request).key
+    }
+
+    // MARK: Loading
 
     /// The picture for `request` if the memory cache has it; synchronous, callable from any
     /// thread (a UI thread too). Never loads.
     public nonisolated func cachedImage(for request: ImageRequest) -> ImageResponse? {
-        let fetchURL = fetchURL(for: request)
-        let key = ImageKey(request: request, fetchURL: cacheURL(for: request, fetchURL: fetchURL))
-        guard var response = memoryCache.value(for: key) else { return nil }
+        cachedImage(for: resolve(request))
+    }
+
+    private nonisolated func cachedImage(for resolved: ResolvedRequest) -> ImageResponse? {
+        guard var response = memoryCache.value(for: resolved.key) else { return nil }
         response.source = .memory
-        response.fetchURL = fetchURL
+        response.fetchURL = resolved.fetchURL
         response.downloadedBytes = 0
         response.isStale = false
         return response
@@ -95,10 +121,10 @@ public actor ImagePipeline {
     func image(for request: ImageRequest, task: ImageTask?) async throws -> ImageResponse {
         let started = configuration.now()
         emit(.started(request))
-        let key = key(for: request)
+        let resolved = resolve(request)
         do {
-            var response = try await response(for: request, key: key, task: task)
-            response.fetchURL = fetchURL(for: request)
+            var response = try await response(for: resolved, task: task)
+            response.fetchURL = resolved.fetchURL
             emit(.completed(request, source: response.source, seconds: configuration.now().timeIntervalSince(started)))
             return response
         } catch is CancellationError {
@@ -110,25 +136,66 @@ public actor ImagePipeline {
         }
     }
 
-    private func response(for request: ImageRequest, key: ImageKey, task: ImageTask?) async throws -> ImageResponse {
+    /// The memory stage: the memory cache, then the remembered failures, then the work for the
+    /// key (processing or decoding), joined or started.
+    private func response(for resolved: ResolvedRequest, task: ImageTask?) async throws -> ImageResponse {
         try Task.checkCancellation()
-        if request.cachePolicy != .reloadIgnoringCaches, let hit = cachedImage(for: request) {
-            emit(.memoryHit(request))
-            return hit
-        }
-        if request.cachePolicy != .reloadIgnoringCaches {
+        if resolved.readsCaches {
+            if let hit = cachedImage(for: resolved) {
+                emit(.memoryHit(resolved.request))
+                return hit
+            }
+            // Download failures by the URL fetched (a new signature deserves a try), decode and
+            // processor failures by key (the same bytes, whatever the token).
             let now = configuration.now()
-            // Download failures by the URL fetched (a new signature deserves a try), decode
-            // failures by key (the same bytes, whatever the token).
-            if let error = failures.error(for: fetchURL(for: request), now: now) ?? decodeFailures.error(for: key, now: now) {
+            if let error = fetch.failures.error(for: resolved.fetchURL, now: now)
+                ?? decoding.failures.error(for: resolved.key, now: now) ?? processing.failures.error(for: resolved.key, now: now) {
                 throw error
             }
         }
-        // Why "straight away": the entry goes into the table before the first `await`, so a
-        // second caller arriving while this one is suspended finds it and joins.
-        let work = decodeWork(for: request, key: key)
-        return try await wait(on: work, in: decodes, key: key, priority: request.priority, task: task)
+        let priority = resolved.request.priority
+        if resolved.key.processors.isEmpty {
+            let work = decoding.work(for: resolved, in: self)
+            return try await decoding.decodes.wait(on: work, priority: priority, task: task, in: self)
+        }
+        let work = processing.work(for: resolved, in: self)
+        return try await processing.works.wait(on: work, priority: priority, task: task, in: self)
     }
+
+    /// The animation for `request`: the bytes from the disk cache or a loader (joining a
+    /// download in flight), the header read by a decoder that adopts
+    /// ``AnimatedImageDecoding``; frames are decoded when iterated. A still GIF or WebP is a
+    /// one-frame animation; data whose decoder does not adopt the protocol (JPEG, PNG) throws
+    /// ``ImagePipelineError/unsupported(format:message:)``, wrapped with the URL. The bytes
+    /// reach the disk cache once the header read.
+    public func animation(for request: ImageRequest) async throws -> ImageAnimation {
+        let resolved = resolve(request)
+        let key = resolved.key, url = resolved.fetchURL
+        let loaded = try await fetch.bytes(for: resolved, priority: request.priority, in: self)
+        let decoders = configuration.decoders
+        let maxPixelCount = configuration.maxPixelCount
+        let animation: ImageAnimation
+        do {
+            let decoder = try decoders.requireDecoder(for: loaded.data)
+            let format = decoders.format(of: loaded.data) ?? ImageFormat("unknown", mimeType: nil, fileExtension: nil)
+            guard let animated = decoder as? any AnimatedImageDecoding else {
+                throw ImagePipelineError.unsupported(format: format, message: "its decoder gives still pictures only")
+            }
+            let frames = try animated.makeAnimationDecoder(for: loaded.data, options: DecodeOptions(maxPixelCount: maxPixelCount))
+            let info = frames.animationInfo
+            let plan = ResizePlan(source: info.canvasSize, target: key.targetSize, contentMode: key.contentMode,
+                                  allowsUpscaling: key.processing.allowsUpscaling)
+            animation = ImageAnimation(format: format, info: info, plan: plan, url: url,
+                                       data: loaded.data, decoder: animated, maxPixelCount: maxPixelCount,
+                                       filter: key.processing.resamplingFilter)
+        } catch {
+            throw ImagePipelineError.wrap(error, decoding: url)
+        }
+        await loaded.pendingStore?.storeOnce()
+        return animation
+    }
+
+    // MARK: Prefetching and background work
 
     /// Starts loading and decoding `requests` at prefetch priority, so a later `image(for:)`
     /// finds them in memory or in flight. Requests already cached or prefetching are skipped.
@@ -163,6 +230,10 @@ public actor ImagePipeline {
     /// The number of prefetches still running.
     public var prefetchCount: Int { prefetches.count }
 
+    private func prefetchFinished(_ key: ImageKey, id: UInt64) {
+        if prefetches[key]?.id == id { prefetches[key] = nil }
+    }
+
     /// Waits until background work (stale-while-revalidate checks, prefetches) has finished:
     /// for command-line tools that must not exit with work cut off.
     ///
@@ -170,7 +241,7 @@ public actor ImagePipeline {
     /// never answers would otherwise be waited for forever), and the wait then ends.
     public func waitForBackgroundWork() async {
         await withTaskCancellationHandler {
-            while let task = background.values.first ?? prefetches.values.first?.task {
+            while let task = revalidator.background.values.first ?? prefetches.values.first?.task {
                 if Task.isCancelled { cancelBackgroundWork() }
                 await task.value
             }
@@ -181,18 +252,151 @@ public actor ImagePipeline {
 
     /// Cancels background revalidations and prefetches.
     private func cancelBackgroundWork() {
-        for task in background.values { task.cancel() }
+        revalidator.cancelAll()
         cancelAllPrefetches()
+    }
+
+    // MARK: Removing
+
+    /// Removes `request`'s picture from the caches: from memory every size and processor list of
+    /// its URL (`allSizes`, the default; compared through the URL builder, so other width
+    /// buckets go too) or only `request`'s own entry; from the disk cache the original bytes of
+    /// every fetch URL the builder may pick for it (``FetchURLBuilding/variantRequests(for:)``)
+    /// and the renditions of the memory entries removed (renditions of sizes no longer in
+    /// memory stay until evicted: one tagged with an original answers only for that original,
+    /// a standalone one (``DiskCachePolicy/renditions``, ``DiskCachePolicy/automatic``) until
+    /// it is stale); and the failures
+    /// remembered for it. A decode of the old bytes still running does not put them back in
+    /// memory. Work in flight is not cancelled.
+    public func removeCachedImage(for request: ImageRequest, allSizes: Bool = true) async {
+        let own = resolve(request)
+        var removedKeys: [ImageKey] = []
+        var identities: [URL: URL] = [own.cacheURL: own.fetchURL]  // identity: fetch URL
+        if allSizes {
+            var probes = [request] + configuration.urlBuilder.variantRequests(for: request)
+            var original = request
+            original.targetSize = .original
+            probes.append(original)
+            for probe in probes {
+                let resolved = resolve(probe)
+                identities[resolved.cacheURL] = resolved.fetchURL
+            }
+            for key in memoryCache.keysByRecency where belongs(key, to: request) {
+                removedKeys.append(key)
+                var probe = request
+                probe.targetSize = key.targetSize
+                identities[key.cacheURL] = fetchURL(for: probe)
+            }
+            for identity in identities.keys { dropDecodedCopies(of: identity) }
+        } else {
+            removedKeys = memoryCache.contains(own.key) ? [own.key] : []
+            ledger.replace(own.cacheURL)
+            memoryCache.removeValue(for: own.key)
+        }
+        for key in removedKeys + [own.key] {
+            decoding.failures.removeValue(for: key)
+            processing.failures.removeValue(for: key)
+        }
+        for fetchURL in identities.values { fetch.failures.removeValue(for: fetchURL) }
+        guard let disk = configuration.diskCache else { return }
+        // Under the key the configured encoder writes them (a key without a rendition has none to remove).
+        let encoding = configuration.renditionEncoder?.renditionIdentifier ?? ""
+        let renditions = (removedKeys + [own.key]).compactMap { RenditionStore.url(for: $0, encoding: encoding) }
+        let originals = allSizes ? Array(identities.keys) : [own.cacheURL]
+        for url in Set(originals + renditions) { await disk.removeData(for: url) }
+    }
+
+    /// Whether memory key `key` is one of `request`'s URL's entries: its identity is the one
+    /// `request` would have at that key's size.
+    private func belongs(_ key: ImageKey, to request: ImageRequest) -> Bool {
+        var probe = request
+        probe.targetSize = key.targetSize
+        probe.contentMode = key.contentMode
+        probe.processing = key.processing
+        return cacheURL(for: probe) == key.cacheURL
+    }
+
+    /// Empties the memory cache and the disk cache (``DataCaching/removeAll()``) and forgets
+    /// remembered failures. Decodes of old bytes still running do not put them back in memory.
+    public func removeAll() async {
+        ledger.replaceAll()
+        memoryCache.removeAll()
+        removeAllFailures()
+        await configuration.diskCache?.removeAll()
     }
 
     /// Forgets remembered permanent failures, so the next request tries again.
     public func removeAllFailures() {
-        failures.removeAll()
-        decodeFailures.removeAll()
+        fetch.failures.removeAll()
+        decoding.failures.removeAll()
+        processing.failures.removeAll()
     }
 
-    private func prefetchFinished(_ key: ImageKey, id: UInt64) {
-        if prefetches[key]?.id == id { prefetches[key] = nil }
+    // MARK: Diagnostics
+
+    /// The number of callers waiting for the work `request` would join (0 when none is in
+    /// flight): for diagnostics, and for tests that must know a caller has joined before they
+    /// go on, instead of sleeping.
+    public func waiterCount(for request: ImageRequest) -> Int {
+        let key = key(for: request)
+        return key.processors.isEmpty ? decoding.decodes.waiterCount(for: key) : processing.works.waiterCount(for: key)
+    }
+
+    /// The number of callers (decodes) waiting for the download of `url` (a cache identity).
+    public func downloadWaiterCount(for url: URL) -> Int {
+        fetch.downloads.waiterCount(for: url)
+    }
+
+    /// How many permanent failures the negative cache remembers (fetch URLs and keys); bounded
+    /// by ``Configuration/negativeCacheLimit`` per kind.
+    public var rememberedFailureCount: Int { fetch.failures.count + decoding.failures.count + processing.failures.count }
+
+    /// The current priority of the work `request` would join, if one is in flight.
+    public func inFlightPriority(for request: ImageRequest) -> ImagePriority? {
+        let key = key(for: request)
+        return key.processors.isEmpty ? decoding.decodes.priority(for: key) : processing.works.priority(for: key)
+    }
+
+    // MARK: What the stages share
+
+    /// Puts `response` in the memory cache under `key` unless the bytes it was made from (read
+    /// at `generation`, ``ReplacementLedger``) were replaced since; `true` when it did. Every
+    /// stage keeps its results through this one check.
+    @discardableResult
+    func keep(_ response: ImageResponse, for key: ImageKey, madeFrom generation: UInt64?) -> Bool {
+        guard ledger.isCurrent(key.cacheURL, since: generation) else { return false }
+        memoryCache.insert(response, for: key, cost: response.bitmap.cost)
+        return true
+    }
+
+    /// New bytes replace the stored ones for the cache identity `url`: decoded copies of the
+    /// old bytes must not answer again, nor be kept by a decode of them still running.
+    func dropDecodedCopies(of url: URL) {
+        ledger.replace(url)
+        memoryCache.removeValues { $0.cacheURL == url }
+    }
+
+    /// Until when a permanent failure is remembered from now, or `nil` with no negative cache.
+    func failureLifetime() -> Date? {
+        guard configuration.negativeCacheLifetime > 0 else { return nil }
+        return configuration.now().addingTimeInterval(configuration.negativeCacheLifetime)
+    }
+
+    /// A waiter leaves its work (its task was cancelled).
+    func leave(_ token: WaiterToken) {
+        tables[token.table].leave(token, in: self)
+    }
+
+    /// Moves one waiter to `priority` (an ``ImageTask``'s new priority), and its work with it.
+    func setWaiterPriority(_ token: WaiterToken, to priority: ImagePriority) {
+        tables[token.table].setWaiterPriority(token, to: priority, in: self)
+    }
+
+    /// Moves the waiter `work` holds in the work it waits on (a decode's in its download) to
+    /// `work`'s new priority, and so on up.
+    func propagatePriority<Value>(of work: InFlightWork<Value>) {
+        guard let token = work.upstream else { return }
+        setWaiterPriority(token, to: work.priority.current)
     }
 
     func nextID() -> UInt64 {

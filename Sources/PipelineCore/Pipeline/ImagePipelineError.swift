@@ -170,3 +170,24 @@ public enum ImagePipelineError: Error, Sendable, CustomStringConvertible, Locali
         return type(of: a) == type(of: b) && String(describing: a) == String(describing: b)
     }
 }
+
+extension ImagePipelineError {
+    /// A loader's error as callers see it: wrapped with the URL
+    /// (``ImagePipelineError/loadingFailed(_:underlying:)``), unless it already is.
+    static func wrap(_ error: any Error, loading url: URL) -> ImagePipelineError {
+        if let own = error as? ImagePipelineError, own.isWrapped { return own }
+        return .loadingFailed(url, underlying: error)
+    }
+
+    /// As ``wrap(_:loading:)``, for a processor's error.
+    static func wrap(_ error: any Error, processing url: URL) -> ImagePipelineError {
+        if let own = error as? ImagePipelineError, own.isWrapped { return own }
+        return .processingFailed(url, underlying: error)
+    }
+
+    /// As ``wrap(_:loading:)``, for a decoder's error.
+    static func wrap(_ error: any Error, decoding url: URL) -> ImagePipelineError {
+        if let own = error as? ImagePipelineError, own.isWrapped { return own }
+        return .decodingFailed(url, underlying: error)
+    }
+}

@@ -4,13 +4,14 @@ import Foundation
 /// processors.
 ///
 /// Two requests with equal keys share one decode and one cache entry. The download and
-/// the disk cache are keyed more coarsely, by ``fetchURL`` alone.
+/// the disk cache are keyed more coarsely, by ``cacheURL`` alone.
 public struct ImageKey: Hashable, Sendable {
     /// The fetch URL's identity in the caches: the URL that is actually fetched (after the URL
     /// builder picked a width bucket), or, when a cache key applies (``ImageRequest/cacheKey``,
     /// ``ImagePipeline/Configuration/cacheKey``), the URL standing for it
     /// (``ImagePipeline/cacheURL(for:)``), so a rotating `?token=` does not make a new entry.
-    public var fetchURL: URL
+    /// Not necessarily the URL fetched: that is ``ImagePipeline/fetchURL(for:)``.
+    public var cacheURL: URL
     /// The size asked for.
     public var targetSize: TargetSize
     /// Fit or fill (ignored, and normalised to `.fit`, for ``TargetSize/original``).
@@ -22,9 +23,10 @@ public struct ImageKey: Hashable, Sendable {
     /// processing.
     public var processors: [ImageProcessor]
 
-    /// Creates the key for `request` fetched from `fetchURL`.
-    public init(request: ImageRequest, fetchURL: URL) {
-        self.fetchURL = fetchURL
+    /// Creates the key for `request` whose identity in the caches is `cacheURL`
+    /// (``ImagePipeline/key(for:)`` computes it).
+    public init(request: ImageRequest, cacheURL: URL) {
+        self.cacheURL = cacheURL
         self.targetSize = request.targetSize
         self.contentMode = request.targetSize == .original ? .fit : request.contentMode
         self.processing = request.processing
@@ -37,4 +39,12 @@ public struct ImageKey: Hashable, Sendable {
         key.processors = []
         return key
     }
+
+    /// The cache identity, under its old name (it was never necessarily the URL fetched).
+    @available(*, deprecated, renamed: "cacheURL")
+    public var fetchURL: URL { cacheURL }
+
+    /// ``init(request:cacheURL:)`` under its old label.
+    @available(*, deprecated, renamed: "init(request:cacheURL:)")
+    public init(request: ImageRequest, fetchURL: URL) { self.init(request: request, cacheURL: fetchURL) }
 }

@@ -44,7 +44,7 @@ public struct ImageAnimation: Sendable {
             do {
                 return try cursor.next()
             } catch let error where !(error is CancellationError) {
-                throw ImagePipeline.wrap(error, decoding: url)
+                throw ImagePipelineError.wrap(error, decoding: url)
             }
         })
     }
@@ -84,43 +84,5 @@ private final class FrameCursor: @unchecked Sendable {
             frame.bitmap = Resampler.resample(frame.bitmap, plan: plan, filter: filter)
         }
         return frame
-    }
-}
-
-extension ImagePipeline {
-    /// The animation for `request`: the bytes from the disk cache or a loader (joining a
-    /// download in flight), the header read by a decoder that adopts
-    /// ``AnimatedImageDecoding``; frames are decoded when iterated. A still GIF or WebP is a
-    /// one-frame animation; data whose decoder does not adopt the protocol (JPEG, PNG) throws
-    /// ``ImagePipelineError/unsupported(format:message:)``, wrapped with the URL. The bytes
-    /// reach the disk cache once the header read.
-    public func animation(for request: ImageRequest) async throws -> ImageAnimation {
-        let key = key(for: request)
-        let url = fetchURL(for: request)
-        let download = downloadWork(for: request, url: url, cacheURL: key.fetchURL)
-        let loaded = try await wait(on: download, in: downloads, key: key.fetchURL, priority: request.priority)
-        let decoders = configuration.decoders
-        let maxPixelCount = configuration.maxPixelCount
-        let animation: ImageAnimation
-        do {
-            let decoder = try decoders.requireDecoder(for: loaded.data)
-            let format = decoders.format(of: loaded.data) ?? ImageFormat("unknown", mimeType: nil, fileExtension: nil)
-            guard let animated = decoder as? any AnimatedImageDecoding else {
-                throw ImagePipelineError.unsupported(format: format, message: "its decoder gives still pictures only")
-            }
-            let frames = try animated.makeAnimationDecoder(for: loaded.data, options: DecodeOptions(maxPixelCount: maxPixelCount))
-            let info = frames.animationInfo
-            let plan = ResizePlan(source: info.canvasSize, target: key.targetSize, contentMode: key.contentMode,
-                                  allowsUpscaling: key.processing.allowsUpscaling)
-            animation = ImageAnimation(format: format, info: info, plan: plan, url: url,
-                                       data: loaded.data, decoder: animated, maxPixelCount: maxPixelCount,
-                                       filter: key.processing.resamplingFilter)
-        } catch {
-            throw Self.wrap(error, decoding: url)
-        }
-        if let store = loaded.pendingStore, store.claim() {
-            await store.disk.storeData(store.data, info: store.info, for: key.fetchURL)
-        }
-        return animation
     }
 }

@@ -1,17 +1,32 @@
 import Foundation
 
-// Decoding on the pool, admitted by estimated memory.
-extension ImagePipeline {
-    /// Decodes `data` on the decode pool at `priority`; returns the response and the seconds it
-    /// took. With `origin` (the bytes' info), the response's `renditionOrigin`
-    /// is set, its tag computed there too (a CRC-32 of the bytes: not on the actor).
-    func decodeOnPool(_ data: Data, source: ImageSource, key: ImageKey, priority: PriorityHandle,
-                      origin: CacheEntryInfo? = nil) async throws -> (ImageResponse, TimeInterval) {
-        let decoders = configuration.decoders
-        let maxPixels = configuration.maxPixelCount
-        let clock = configuration.now
-        let admission = self.admission
-        let first = try await decodePool.run(priority: priority) { () throws -> DecodeOutcome in
+/// Decoding off the actor: one decoding session per picture on the bounded decode pool,
+/// straight to the size the key asks for, admitted by its estimated memory
+/// (``ImagePipeline/Configuration/decodeMemoryBudget``). Every stage that decodes (originals,
+/// renditions, the check of revalidated bytes) goes through here.
+struct PoolDecoder: Sendable {
+    let pool: WorkerPool
+    let decoders: DecoderRegistry
+    let maxPixelCount: Int
+    let clock: @Sendable () -> Date
+    /// Admits decodes by their estimated memory; `nil` without a budget.
+    let admission: DecodeAdmission?
+
+    init(configuration: ImagePipeline.Configuration) {
+        pool = WorkerPool(maxConcurrent: configuration.maxConcurrentDecodes, name: "ImagePipeline.decode")
+        decoders = configuration.decoders
+        maxPixelCount = configuration.maxPixelCount
+        clock = configuration.now
+        admission = configuration.decodeMemoryBudget.map { DecodeAdmission(budget: $0) }
+    }
+
+    /// Decodes `data` at `priority`; returns the response and the seconds it took. With
+    /// `origin` (the bytes' info), the response's `renditionOrigin` is set, its tag computed on
+    /// the pool too (a CRC-32 of the bytes: not on the actor).
+    func decode(_ data: Data, source: ImageSource, key: ImageKey, priority: PriorityHandle,
+                origin: CacheEntryInfo? = nil) async throws -> (ImageResponse, TimeInterval) {
+        let decoders = decoders, maxPixels = maxPixelCount, clock = clock, admission = admission
+        let first = try await pool.run(priority: priority) { () throws -> DecodeOutcome in
             let start = clock()
             let outcome = try Self.decode(data, source: source, key: key, decoders: decoders, maxPixelCount: maxPixels,
                                           admission: admission, reserved: nil)
@@ -22,12 +37,44 @@ extension ImagePipeline {
         // to finish, then decode holding the reservation.
         try await admission.acquire(bytes, priority: priority)
         defer { admission.release(bytes) }
-        return try await decodePool.run(priority: priority) { () throws -> DecodeOutcome in
+        return try await pool.run(priority: priority) { () throws -> DecodeOutcome in
             let start = clock()
             let outcome = try Self.decode(data, source: source, key: key, decoders: decoders, maxPixelCount: maxPixels,
                                           admission: admission, reserved: bytes)
             return outcome.timed(since: start, clock: clock).tagged(data, origin)
         }.result()
+    }
+
+    /// Whether `data` decodes (a small decode at prefetch priority): the check new bytes pass
+    /// before they replace a stored copy nobody is waiting for.
+    func decodes(_ data: Data) async -> Bool {
+        let decoders = decoders
+        let options = DecodeOptions(targetSize: PixelSize(width: 64, height: 64), maxPixelCount: maxPixelCount)
+        let decoded: Bool? = try? await pool.run(priority: PriorityHandle(.prefetch)) {
+            _ = try decoders.requireDecoder(for: data).decode(data, options: options)
+            return true
+        }
+        return decoded == true
+    }
+
+    /// Runs `processors` in order on `input`'s pixels (premultiplied, as processors expect), the
+    /// result in `pixelFormat`; returns it and the seconds it took.
+    func process(_ input: ImageResponse, with processors: [ImageProcessor], pixelFormat: PixelFormat,
+                 priority: PriorityHandle) async throws -> (ImageResponse, TimeInterval) {
+        let clock = clock
+        return try await pool.run(priority: priority) {
+            let start = clock()
+            var bitmap = input.bitmap.premultiplied()
+            for processor in processors { bitmap = try processor.process(bitmap) }
+            var processed = input
+            processed.bitmap = bitmap.converted(to: pixelFormat)
+            return (processed, clock().timeIntervalSince(start))
+        }
+    }
+
+    /// Encodes `bitmap` with `encoder` (a rendition), on the pool.
+    func encode(_ bitmap: Bitmap, with encoder: any RenditionEncoding, priority: PriorityHandle) async throws -> Data {
+        try await pool.run(priority: priority) { try encoder.encode(bitmap) }
     }
 
     /// What one decode job did: decoded, or found that its estimated memory does not fit the
@@ -44,7 +91,7 @@ extension ImagePipeline {
         /// With `info`, the decoded response made from `data` records them as its rendition origin.
         func tagged(_ data: Data, _ info: CacheEntryInfo?) -> DecodeOutcome {
             guard let info, case .decoded(var response, let seconds) = self else { return self }
-            response.renditionOrigin = RenditionOrigin(tag: renditionTag(of: data), info: info)
+            response.renditionOrigin = RenditionOrigin(tag: RenditionRecord.tag(of: data), info: info)
             return .decoded(response, seconds)
         }
 
@@ -64,7 +111,7 @@ extension ImagePipeline {
     /// the decode budget: a decode holding a `reserved` admission goes ahead, another takes
     /// the memory if it fits now or returns ``DecodeOutcome/needsMemory(_:)`` to wait for it.
     static func decode(_ data: Data, source: ImageSource, key: ImageKey, decoders: DecoderRegistry,
-                       maxPixelCount: Int, admission: DecodeAdmission? = nil, reserved: Int? = nil) throws -> DecodeOutcome {
+                       maxPixelCount: Int, admission: DecodeAdmission?, reserved: Int?) throws -> DecodeOutcome {
         let decoder = try decoders.requireDecoder(for: data)
         return try decoder.withSession(for: data) { session -> DecodeOutcome in
             let info = session.info

@@ -1,0 +1,111 @@
+import Foundation
+
+/// The decoding stage: an unprocessed key's picture, from its bytes (``FetchStage``) decoded
+/// and resampled to the key's size on the decode pool (``PoolDecoder``), or from its stored
+/// rendition (``RenditionStage``) when the request's ``DiskCachePolicy`` makes one. One decode
+/// per key however many callers wait.
+///
+/// Bytes a loader returned reach the disk cache only here, once they decoded: a broken body
+/// (a truncated or mislabelled answer from a CDN edge) is never stored. When new bytes from a
+/// revalidation do not decode, the stale copy they were to replace answers instead. They are
+/// stored as the original when a request of this work keeps originals or they replace a stored
+/// original. A permanent decode failure (undecodable bytes) is remembered for this key only.
+/// Runs on the pipeline actor.
+struct DecodeStage {
+    /// Decodes in flight, by key (keys without processors).
+    let decodes: InFlightTable<ImageKey, ImageResponse>
+    /// Remembered permanent decode failures, by key: whether bytes decode can depend on the
+    /// key's options (strict decoding).
+    let failures: NegativeCache<ImageKey>
+
+    init(tableID: Int, configuration: ImagePipeline.Configuration) {
+        decodes = InFlightTable(id: tableID)
+        failures = NegativeCache(limit: configuration.negativeCacheLimit)
+    }
+
+    /// The decode work for `resolved`'s key: joined when one is in flight, else created and
+    /// started. `asBaseStoringOriginal`, for the unprocessed decode a processed work waits on:
+    /// no rendition of its own, and originals kept as the processed work's policy says.
+    func work(for resolved: ResolvedRequest, asBaseStoringOriginal: Bool? = nil,
+              in pipeline: isolated ImagePipeline) -> InFlightWork<ImageResponse> {
+        let work = decodes.work(for: resolved.key, priority: resolved.request.priority,
+                                cachePolicy: resolved.request.cachePolicy, in: pipeline) { pipeline, work in
+            try await pipeline.decoding.perform(resolved, work: work, in: pipeline)
+        }
+        // The work's task runs on the actor, so it starts only after this is set.
+        work.disk.adopt(resolved, asBaseStoringOriginal: asBaseStoringOriginal, configuration: pipeline.configuration)
+        return work
+    }
+
+    /// A decode work's task.
+    private func perform(_ resolved: ResolvedRequest, work: InFlightWork<ImageResponse>,
+                         in pipeline: isolated ImagePipeline) async throws -> ImageResponse {
+        try Task.checkCancellation()
+        let key = resolved.key
+        let lookup = try await pipeline.renditions.lookUp(resolved, work: work, in: pipeline)
+        if let answer = lookup.answer { return answer }
+        let loaded: LoadedData
+        if let renewed = lookup.renewed {
+            loaded = renewed.loaded
+        } else {
+            loaded = try await pipeline.fetch.bytes(for: resolved, priority: work.priority.current, upstreamOf: work, in: pipeline)
+        }
+        try Task.checkCancellation()
+
+        var generation = loaded.generation
+        var response: ImageResponse, seconds: TimeInterval
+        do {
+            (response, seconds) = try await pipeline.decoder.decode(loaded.data, source: loaded.source, key: key,
+                                                                    priority: work.priority,
+                                                                    origin: pipeline.renditions.originInfo(of: loaded, configuration: pipeline.configuration))
+            if let store = loaded.pendingStore, work.disk.storesOriginal || store.replacesStoredBytes, store.claim() {
+                // Decoded: these bytes are a complete answer and may be kept.
+                if store.replacesStoredBytes { pipeline.dropDecodedCopies(of: resolved.cacheURL) }
+                await store.disk.storeData(store.data, info: store.info, for: store.url)
+            }
+            if lookup.renewed != nil {
+                // New bytes replace those the rendition (and any decoded copy) was made from.
+                pipeline.dropDecodedCopies(of: resolved.cacheURL)
+            }
+        } catch let error where !(error is CancellationError) {
+            let wrapped = ImagePipelineError.wrap(error, decoding: resolved.fetchURL)
+            if let store = loaded.pendingStore { await store.abandon() }
+            if let answer = await pipeline.renditions.fallBack(from: lookup, after: wrapped, key: key, priority: work.priority,
+                                                               in: pipeline) {
+                return answer
+            }
+            guard let stale = loaded.staleFallback else {
+                if wrapped.isPermanent, let until = pipeline.failureLifetime() { failures.insert(wrapped, until: until, for: key) }
+                throw wrapped
+            }
+            // New bytes from a revalidation that do not decode: keep serving the stored copy.
+            do {
+                (response, seconds) = try await pipeline.decoder.decode(stale.data, source: .disk, key: key, priority: work.priority)
+            } catch let error where !(error is CancellationError) {
+                throw ImagePipelineError.wrap(error, decoding: resolved.fetchURL)
+            }
+            generation = stale.generation
+            response.warnings.append("the revalidated bytes did not decode (\(wrapped)); the stored copy was used")
+        }
+        failures.removeValue(for: key)
+        pipeline.emit(.decoded(key, seconds: seconds))
+        response.downloadedBytes = loaded.downloadedBytes
+        response.isStale = loaded.isStale
+        if pipeline.keep(response, for: key, madeFrom: generation), let rendition = lookup.store {
+            await pipeline.renditions.store(response, in: rendition, key: key, priority: work.priority, madeFrom: generation,
+                                            standalone: !work.disk.storesOriginal, in: pipeline)
+        }
+        return response
+    }
+}
+
+extension DiskIntent {
+    /// Takes `resolved`'s ``DiskCachePolicy``: whether the work makes a rendition (its creator
+    /// decides) and whether it keeps loaded bytes as the original (any request that joins may
+    /// ask for that). `asBaseStoringOriginal`: see ``DecodeStage/work(for:asBaseStoringOriginal:in:)``.
+    mutating func adopt(_ resolved: ResolvedRequest, asBaseStoringOriginal: Bool?, configuration: ImagePipeline.Configuration) {
+        let policy = resolved.request.diskCachePolicy ?? configuration.diskCachePolicy
+        if makesRendition == nil { makesRendition = asBaseStoringOriginal == nil && policy.makesRendition(for: resolved.key) }
+        if asBaseStoringOriginal ?? policy.storesOriginal(for: resolved.key) { storesOriginal = true }
+    }
+}

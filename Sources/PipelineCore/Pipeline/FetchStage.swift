@@ -1,0 +1,106 @@
+import Foundation
+
+/// The fetching stage: the compressed bytes of a cache identity, from the disk cache when it
+/// may answer (fresh; stale with the request's ``RevalidationPolicy``; offline), else from the
+/// loader for the fetch URL's scheme. One download per cache identity however many decodes
+/// wait (two signed URLs of one picture share the first caller's download).
+///
+/// Bytes a loader returns are not stored here: they reach the disk cache as a
+/// ``PendingStore`` that the first decode that succeeds claims (``DecodeStage``), so a broken
+/// body is never kept. Runs on the pipeline actor.
+struct FetchStage {
+    /// Downloads in flight, by cache identity.
+    let downloads: InFlightTable<URL, LoadedData>
+    /// Remembered permanent failures of downloads (a 404), by the URL fetched: for every
+    /// request of that URL, and a request with a fresh signature deserves a try.
+    let failures: NegativeCache<URL>
+
+    init(tableID: Int, configuration: ImagePipeline.Configuration) {
+        downloads = InFlightTable(id: tableID)
+        failures = NegativeCache(limit: configuration.negativeCacheLimit)
+    }
+
+    /// The bytes for `resolved`: joins the download of its cache identity, or starts one, and
+    /// waits as a waiter of `dependent` (the decode on whose behalf it waits) or, without one,
+    /// at `priority`. A download's failure reaches every waiter wrapped with the fetch URL and,
+    /// when permanent, is remembered for it.
+    func bytes(for resolved: ResolvedRequest, priority: ImagePriority, upstreamOf dependent: (any UpstreamLinked)? = nil,
+               in pipeline: isolated ImagePipeline) async throws -> LoadedData {
+        let failures = failures
+        let work = downloads.work(for: resolved.cacheURL, priority: resolved.request.priority,
+                                  cachePolicy: resolved.request.cachePolicy, in: pipeline) { pipeline, work in
+            try await pipeline.fetch.perform(resolved, work: work, in: pipeline)
+        } completion: { pipeline, result in
+            switch result {
+            case .success:  // bytes in hand: a failure remembered for this URL no longer holds
+                failures.removeValue(for: resolved.fetchURL)
+            case .failure(let error) where !(error is CancellationError):
+                let wrapped = ImagePipelineError.wrap(error, loading: resolved.fetchURL)
+                if wrapped.isPermanent, let until = pipeline.failureLifetime() {
+                    failures.insert(wrapped, until: until, for: resolved.fetchURL)
+                }
+                result = .failure(wrapped)
+            case .failure:
+                break
+            }
+        }
+        return try await downloads.wait(on: work, priority: priority, upstreamOf: dependent, in: pipeline)
+    }
+
+    /// The disk cache for `resolved`'s fetch URL: the configured one when its scheme is
+    /// disk-cached (``ImagePipeline/Configuration/diskCachedSchemes``).
+    static func disk(for resolved: ResolvedRequest, configuration: ImagePipeline.Configuration) -> (any DataCaching)? {
+        configuration.diskCachedSchemes.contains(resolved.fetchURL.scheme?.lowercased() ?? "") ? configuration.diskCache : nil
+    }
+
+    /// A download work's task: the disk cache (under the cache identity) when it may be used,
+    /// else the loader, reporting its progress to the work's ``InFlightWork/progress``.
+    private func perform(_ resolved: ResolvedRequest, work: InFlightWork<LoadedData>,
+                         in pipeline: isolated ImagePipeline) async throws -> LoadedData {
+        try Task.checkCancellation()
+        let request = resolved.request, configuration = pipeline.configuration
+        let relay = work.progress
+        let progress: @Sendable (Int64, Int64?) -> Void = { relay.send(ImageTask.Progress(completed: $0, total: $1)) }
+        let disk = Self.disk(for: resolved, configuration: configuration)
+        if resolved.readsCaches, let disk, let cached = await disk.cachedData(for: resolved.cacheURL) {
+            let fresh = cached.info.isFresh(at: configuration.now())
+            pipeline.emit(.diskHit(resolved.fetchURL, fresh: fresh))
+            var stored = LoadedData(data: cached.data, source: .disk, generation: pipeline.ledger.current)
+            stored.info = cached.info
+            if fresh || resolved.cacheOnly { return stored }
+            if request.revalidation == .staleWhileRevalidate {
+                pipeline.revalidator.revalidateInBackground(resolved, disk: disk, in: pipeline)
+                stored.isStale = true
+                return stored
+            }
+            do {
+                return try await pipeline.revalidator.revalidateOriginal(cached, for: resolved, disk: disk, priority: work.priority,
+                                                                         progress: progress, in: pipeline)
+            } catch is CancellationError {
+                throw CancellationError()
+            } catch {
+                return stored  // offline: the stale copy still serves
+            }
+        }
+        if resolved.cacheOnly { throw ImagePipelineError.notCached }
+        try Task.checkCancellation()
+        let loader = try configuration.loaders.requireLoader(for: resolved.fetchURL)
+        switch try await loader.load(resolved.loadRequest(priority: work.priority, progress: progress)) {
+        case .data(let data, let metadata):
+            pipeline.emit(.loaded(resolved.fetchURL, bytes: data.count))
+            var loaded = LoadedData(data: data, source: .network, generation: nil)
+            loaded.downloadedBytes = data.count
+            if let disk, !metadata.noStore {
+                let info = CacheEntryInfo(metadata, receivedAt: configuration.now())
+                loaded.info = info
+                loaded.pendingStore = PendingStore(disk: disk, url: resolved.cacheURL, data: data, info: info,
+                                                   replacesStoredBytes: false)
+            } else if let disk, !resolved.readsCaches {
+                await disk.removeData(for: resolved.cacheURL)  // a reload may have skipped an entry these bytes replace
+            }
+            return loaded
+        case .notModified:
+            throw ImagePipelineError.unexpectedNotModified
+        }
+    }
+}

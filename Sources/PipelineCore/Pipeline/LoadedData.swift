@@ -1,0 +1,67 @@
+import Foundation
+import Synchronization
+
+/// Compressed bytes and where they came from: what the fetch stage hands the decode stage.
+struct LoadedData: Sendable {
+    let data: Data
+    let source: ImageSource
+    /// The ledger's count when these stored bytes were read (``ReplacementLedger/isCurrent(_:since:)``),
+    /// `nil` for bytes fresh from the origin: a decode of stored bytes replaced meanwhile is
+    /// returned but not kept.
+    let generation: UInt64?
+    /// Bytes from a loader still to be written to the disk cache, by the first decode that succeeds.
+    var pendingStore: PendingStore?
+    /// Bytes a loader delivered for this answer (0 from the disk cache or after a 304).
+    var downloadedBytes = 0
+    /// A stale disk copy, served while a background revalidation runs.
+    var isStale = false
+    /// The stored copy a revalidation's new bytes replace: decoded instead when those do not
+    /// decode. `generation` as for ``generation``.
+    var staleFallback: (data: Data, generation: UInt64?)?
+    /// The bytes' validators and freshness, when they may be kept on disk (from the disk cache,
+    /// or a loader's answer without `no-store`): what a rendition made from them carries.
+    var info: CacheEntryInfo?
+
+    init(data: Data, source: ImageSource, generation: UInt64?) {
+        self.data = data
+        self.source = source
+        self.generation = generation
+    }
+}
+
+/// Loaded bytes waiting to prove they decode before the disk cache keeps them. Several decodes
+/// (keys) may share one download; the first that succeeds claims the store.
+final class PendingStore: Sendable {
+    let disk: any DataCaching
+    /// Where the bytes go: an original's cache identity, or a rendition's key.
+    let url: URL
+    let data: Data
+    let info: CacheEntryInfo
+    /// `true` after a revalidation: the bytes replace a stored copy whose decoded results in
+    /// memory must go.
+    let replacesStoredBytes: Bool
+    private let claimed = Atomic<Bool>(false)
+
+    init(disk: any DataCaching, url: URL, data: Data, info: CacheEntryInfo, replacesStoredBytes: Bool) {
+        self.disk = disk
+        self.url = url
+        self.data = data
+        self.info = info
+        self.replacesStoredBytes = replacesStoredBytes
+    }
+
+    /// `true` exactly once: for the caller that stores the bytes.
+    func claim() -> Bool {
+        !claimed.exchange(true, ordering: .acquiringAndReleasing)
+    }
+
+    /// Stores the bytes if nobody has yet: they decoded, so they are a complete answer.
+    func storeOnce() async {
+        if claim() { await disk.storeData(data, info: info, for: url) }
+    }
+
+    /// Tells the disk cache these bytes will not be stored (they did not decode).
+    func abandon() async {
+        await disk.abandonStore(for: url)
+    }
+}

@@ -1,0 +1,90 @@
+import Foundation
+
+/// The processing stage: a key with processors. Its input is the unprocessed picture (from
+/// memory, or by joining the unprocessed decode (``DecodeStage``), which other processor lists
+/// of the picture share, with its download); the processors then run in order on the decode
+/// pool. The unprocessed result stays in the memory cache like any decode; the processed one
+/// is kept under its own key, and on disk as a rendition when the request's
+/// ``DiskCachePolicy`` makes one (``RenditionStage``). Runs on the pipeline actor.
+struct ProcessingStage {
+    /// Processing works in flight, by (processed) key.
+    let works: InFlightTable<ImageKey, ImageResponse>
+    /// Remembered processor failures, by key: processors are deterministic (equal identifiers,
+    /// equal pixels), so a failure repeats for the key unless the error says it is temporary.
+    let failures: NegativeCache<ImageKey>
+
+    init(tableID: Int, configuration: ImagePipeline.Configuration) {
+        works = InFlightTable(id: tableID)
+        failures = NegativeCache(limit: configuration.negativeCacheLimit)
+    }
+
+    /// The processing work for `resolved`'s key: joined when one is in flight, else started.
+    func work(for resolved: ResolvedRequest, in pipeline: isolated ImagePipeline) -> InFlightWork<ImageResponse> {
+        let work = works.work(for: resolved.key, priority: resolved.request.priority,
+                              cachePolicy: resolved.request.cachePolicy, in: pipeline) { pipeline, work in
+            try await pipeline.processing.perform(resolved, work: work, in: pipeline)
+        }
+        work.disk.adopt(resolved, asBaseStoringOriginal: nil, configuration: pipeline.configuration)
+        return work
+    }
+
+    /// A processing work's task.
+    private func perform(_ resolved: ResolvedRequest, work: InFlightWork<ImageResponse>,
+                         in pipeline: isolated ImagePipeline) async throws -> ImageResponse {
+        try Task.checkCancellation()
+        let key = resolved.key
+        var generation: UInt64? = pipeline.ledger.current
+        let lookup = try await pipeline.renditions.lookUp(resolved, work: work, in: pipeline)
+        if let answer = lookup.answer { return answer }
+        let base = resolved.unprocessed
+        var input: ImageResponse
+        if let (loaded, _) = lookup.renewed {
+            // A standalone rendition's revalidation brought new bytes: decode them here.
+            do {
+                (input, _) = try await pipeline.decoder.decode(loaded.data, source: .network, key: base.key, priority: work.priority,
+                                                               origin: pipeline.renditions.originInfo(of: loaded, configuration: pipeline.configuration))
+            } catch let error where !(error is CancellationError) {
+                let wrapped = ImagePipelineError.wrap(error, decoding: resolved.fetchURL)
+                if let store = loaded.pendingStore { await store.abandon() }
+                guard let answer = await pipeline.renditions.fallBack(from: lookup, after: wrapped, key: key,
+                                                                      priority: work.priority, in: pipeline)
+                else { throw wrapped }
+                return answer
+            }
+            if let store = loaded.pendingStore, work.disk.storesOriginal { await store.storeOnce() }
+            pipeline.dropDecodedCopies(of: resolved.cacheURL)
+            generation = loaded.generation
+            input.downloadedBytes = loaded.downloadedBytes
+        } else if resolved.readsCaches, let cached = pipeline.memoryCache.value(for: base.key) {
+            input = cached
+            input.source = .memory
+        } else {
+            // Bytes that did not decode for this base are remembered: no new download for them.
+            if resolved.readsCaches, let error = pipeline.decoding.failures.error(for: base.key, now: pipeline.configuration.now()) {
+                throw error
+            }
+            let decode = pipeline.decoding.work(for: base, asBaseStoringOriginal: work.disk.storesOriginal, in: pipeline)
+            input = try await pipeline.decoding.decodes.wait(on: decode, priority: work.priority.current, upstreamOf: work,
+                                                             in: pipeline)
+        }
+        try Task.checkCancellation()
+        let (response, seconds): (ImageResponse, TimeInterval)
+        do {
+            (response, seconds) = try await pipeline.decoder.process(input, with: key.processors,
+                                                                     pixelFormat: key.processing.pixelFormat, priority: work.priority)
+        } catch let error where !(error is CancellationError) {
+            let wrapped = ImagePipelineError.wrap(error, processing: resolved.fetchURL)
+            if (error as? any PipelineFailure)?.isPermanent ?? true, let until = pipeline.failureLifetime() {
+                failures.insert(wrapped, until: until, for: key)
+            }
+            throw wrapped
+        }
+        failures.removeValue(for: key)
+        pipeline.emit(.processed(key, seconds: seconds))
+        if pipeline.keep(response, for: key, madeFrom: generation), let rendition = lookup.store {
+            await pipeline.renditions.store(response, in: rendition, key: key, priority: work.priority, madeFrom: generation,
+                                            standalone: !work.disk.storesOriginal, in: pipeline)
+        }
+        return response
+    }
+}

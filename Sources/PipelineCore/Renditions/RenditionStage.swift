@@ -1,0 +1,194 @@
+import Foundation
+
+/// The rendition stage: a request's processed and resized result kept on disk encoded (its
+/// "rendition", ``DiskCachePolicy``), looked up before a decode or processing work decodes the
+/// original and stored after it. Runs on the pipeline actor; holds no state of its own.
+///
+/// A rendition is tagged with its original bytes (``RenditionRecord/originTag``). With the
+/// original on disk, the rendition must have been made from those bytes, and a stale original
+/// follows the request's ``RevalidationPolicy`` as a plain disk hit would: with
+/// `staleWhileRevalidate` the rendition answers and the original is revalidated in the
+/// background (new bytes change the tag); `revalidateBeforeAnswering` goes the normal way. The
+/// original's bytes are neither decoded nor read: the tag is checked against its digest
+/// (``DataCaching/cachedDigest(for:)``). Without the original on disk only a standalone
+/// rendition answers: at once while fresh, else after its own conditional request
+/// (``Revalidator``): a 304 refreshes it; new bytes come back as ``Lookup/renewed`` for the
+/// work to decode; an unreachable origin leaves the stale rendition answering.
+struct RenditionStage {
+    /// What a lookup at the start of a work found.
+    struct Lookup {
+        /// Where the work's rendition is kept; `nil` when the work makes none.
+        var store: RenditionStore?
+        /// A standalone rendition's revalidation brought new bytes (`loaded`); `stale` (the
+        /// stored rendition) answers if they do not decode.
+        var renewed: (loaded: LoadedData, stale: CachedData)?
+        /// The rendition answers (and is in memory unless its bytes were replaced meanwhile).
+        var answer: ImageResponse?
+    }
+
+    /// The start of a work that may make a rendition (its ``DiskIntent``).
+    func lookUp(_ resolved: ResolvedRequest, work: InFlightWork<ImageResponse>,
+                in pipeline: isolated ImagePipeline) async throws -> Lookup {
+        guard work.disk.makesRendition == true, let store = RenditionStore(for: resolved, configuration: pipeline.configuration)
+        else { return Lookup() }
+        guard resolved.readsCaches else { return Lookup(store: store) }
+        let started = pipeline.ledger.current
+        guard let stored = await store.disk.cachedData(for: store.url), let record = stored.info.rendition else {
+            return Lookup(store: store)
+        }
+        let now = pipeline.configuration.now()
+        var isStale = false
+        if let original = await store.disk.cachedDigest(for: resolved.cacheURL) {
+            guard record.originTag == RenditionRecord.tag(of: original) else { return Lookup(store: store) }
+            if !original.info.isFresh(at: now), !resolved.cacheOnly {
+                guard resolved.request.revalidation == .staleWhileRevalidate else { return Lookup(store: store) }
+                pipeline.revalidator.revalidateInBackground(resolved, disk: store.disk, in: pipeline)
+                isStale = true
+            }
+        } else {
+            guard record.standalone else { return Lookup(store: store) }
+            if !stored.info.isFresh(at: now), !resolved.cacheOnly {
+                do {
+                    if let loaded = try await revalidate(stored, in: store, for: resolved, priority: work.priority, in: pipeline) {
+                        return Lookup(store: store, renewed: (loaded, stored))
+                    }
+                } catch is CancellationError {
+                    throw CancellationError()
+                } catch {
+                    // Offline: the stale rendition still serves.
+                }
+            }
+        }
+        guard var answer = await decode(stored, in: store, key: resolved.key, priority: work.priority, in: pipeline) else {
+            return Lookup(store: store)
+        }
+        answer.isStale = isStale
+        pipeline.emit(.renditionHit(resolved.key))
+        pipeline.keep(answer, for: resolved.key, madeFrom: started)
+        return Lookup(store: store, answer: answer)
+    }
+
+    /// A standalone rendition's conditional request, with the validators of the original it
+    /// was made from: `nil` after a 304 (its freshness and validators refreshed on disk), else
+    /// the new bytes (kept as the original only by a work that keeps originals, once they
+    /// decode). A `no-store` answer removes the rendition.
+    private func revalidate(_ stored: CachedData, in store: RenditionStore, for resolved: ResolvedRequest,
+                            priority: PriorityHandle, in pipeline: isolated ImagePipeline) async throws -> LoadedData? {
+        switch try await pipeline.revalidator.ask(resolved, validator: stored.info.validator, priority: priority, in: pipeline) {
+        case .notModified(let answer):
+            var refreshed = stored.info
+            refreshed.etag = answer.etag ?? refreshed.etag
+            refreshed.lastModified = answer.lastModified ?? refreshed.lastModified
+            refreshed.freshUntil = answer.freshUntil
+            await store.disk.updateInfo(refreshed, for: store.url)
+            return nil
+        case .modified(var loaded, let noStore):
+            if noStore {
+                await store.disk.removeData(for: store.url)
+            } else if let info = loaded.info {
+                loaded.pendingStore = PendingStore(disk: store.disk, url: resolved.cacheURL, data: loaded.data, info: info,
+                                                   replacesStoredBytes: false)
+            }
+            return loaded
+        }
+    }
+
+    /// `stored` (a rendition of `key`) decoded as is, with the original's size and format from
+    /// its record; a damaged or undecodable one is removed and reads as `nil`.
+    func decode(_ stored: CachedData, in store: RenditionStore, key: ImageKey, priority: PriorityHandle,
+                in pipeline: isolated ImagePipeline) async -> ImageResponse? {
+        var plain = key.unprocessed
+        plain.targetSize = .original
+        plain.processing = ProcessingOptions(appliesOrientation: false, convertsToSRGB: false,
+                                             pixelFormat: key.processing.pixelFormat)
+        guard var (response, _) = try? await pipeline.decoder.decode(stored.data, source: .rendition, key: plain,
+                                                                     priority: priority) else {
+            await store.disk.removeData(for: store.url)
+            return nil
+        }
+        if let record = stored.info.rendition {
+            response.originalSize = record.originalSize
+            response.format = record.format
+        }
+        return response
+    }
+
+    /// When new bytes for a rendition did not decode (`error`): the stored rendition they were
+    /// to replace, decoded, as the answer with a warning; `nil` without one.
+    func fallBack(from lookup: Lookup, after error: ImagePipelineError, key: ImageKey, priority: PriorityHandle,
+                  in pipeline: isolated ImagePipeline) async -> ImageResponse? {
+        guard let stale = lookup.renewed?.stale, let store = lookup.store,
+              var answer = await decode(stale, in: store, key: key, priority: priority, in: pipeline) else { return nil }
+        answer.warnings.append("the revalidated bytes did not decode (\(error)); the stored rendition was used")
+        pipeline.emit(.renditionHit(key))
+        return answer
+    }
+
+    /// Encodes `response` on the decode pool and stores it as `key`'s rendition, recording the
+    /// original bytes it was made from (`renditionOrigin`), unless those were replaced since
+    /// `generation`. A `standalone` rendition (made by a work that does not keep the original)
+    /// also carries the original's validators. An encoder's failure, or a response whose bytes
+    /// may not be kept, only skips the store.
+    func store(_ response: ImageResponse, in store: RenditionStore, key: ImageKey, priority: PriorityHandle,
+               madeFrom generation: UInt64?, standalone: Bool, in pipeline: isolated ImagePipeline) async {
+        guard let origin = response.renditionOrigin,
+              let data = try? await pipeline.decoder.encode(response.bitmap, with: store.encoder, priority: priority),
+              pipeline.ledger.isCurrent(key.cacheURL, since: generation) else { return }
+        let record = RenditionRecord(originTag: origin.tag, originalSize: response.originalSize, format: response.format,
+                                     standalone: standalone)
+        let info = CacheEntryInfo(etag: standalone ? origin.info.etag : nil, lastModified: standalone ? origin.info.lastModified : nil,
+                                  freshUntil: origin.info.freshUntil, rendition: record)
+        await store.disk.storeData(data, info: info, for: store.url)
+        pipeline.emit(.renditionStored(key, bytes: data.count))
+    }
+
+    /// The info a rendition of a decode of `loaded` records, when renditions may be made and
+    /// the bytes may be kept (`nil` for a `no-store` answer).
+    func originInfo(of loaded: LoadedData, configuration: ImagePipeline.Configuration) -> CacheEntryInfo? {
+        configuration.renditionEncoder != nil && configuration.diskCache != nil ? loaded.info : nil
+    }
+}
+
+/// A rendition's place: the disk cache, the encoder and its key there.
+struct RenditionStore: Sendable {
+    let disk: any DataCaching
+    let encoder: any RenditionEncoding
+    let url: URL
+
+    /// Where `resolved`'s rendition is kept, when its fetch URL's scheme is disk-cached and an
+    /// encoder is configured.
+    init?(for resolved: ResolvedRequest, configuration: ImagePipeline.Configuration) {
+        guard let disk = FetchStage.disk(for: resolved, configuration: configuration),
+              let encoder = configuration.renditionEncoder,
+              let url = Self.url(for: resolved.key, encoding: encoder.renditionIdentifier) else { return nil }
+        self.disk = disk
+        self.encoder = encoder
+        self.url = url
+    }
+
+    /// The disk-cache key of `key`'s rendition written by an encoder whose
+    /// ``RenditionEncoding/renditionIdentifier`` is `encoding`: a URL no loader serves, naming a
+    /// SHA-256 of the cache identity, size, mode, options, processor identifiers and encoding.
+    static func url(for key: ImageKey, encoding: String) -> URL? {
+        let size: String
+        switch key.targetSize {
+        case .original: size = "original"
+        case .pixels(let pixels): size = "\(pixels.width)x\(pixels.height)"
+        }
+        let processing = key.processing
+        let options = [processing.appliesOrientation, processing.strictDecoding, processing.allowsUpscaling,
+                       processing.convertsToSRGB].map { $0 ? "1" : "0" }.joined()
+        var parts = [key.cacheURL.absoluteString, size, key.contentMode.rawValue, options] + key.processors.map(\.identifier)
+        if !encoding.isEmpty { parts.append("encoding=" + encoding) }
+        // Length-prefixed parts, so no identifier can imitate a boundary.
+        let text = parts.map { "\($0.utf8.count):\($0)" }.joined()
+        return URL(string: "imgpipe-rendition:///" + SHA256.hexDigest(Array(text.utf8)))
+    }
+}
+
+/// The original a response was decoded from, as a rendition made from it records it: the
+/// bytes' tag (``RenditionRecord/tag(of:)-(Data)``) and their validators and freshness.
+struct RenditionOrigin: Sendable {
+    let tag: String
+    let info: CacheEntryInfo
+}
