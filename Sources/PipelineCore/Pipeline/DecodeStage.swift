@@ -28,13 +28,9 @@ struct DecodeStage {
     /// no rendition of its own, and originals kept as the processed work's policy says.
     func work(for resolved: ResolvedRequest, asBaseStoringOriginal: Bool? = nil,
               in pipeline: isolated ImagePipeline) -> InFlightWork<ImageResponse> {
-        let work = decodes.work(for: resolved.key, priority: resolved.request.priority,
-                                cachePolicy: resolved.request.cachePolicy, in: pipeline) { pipeline, work in
+        decodes.work(for: resolved, asBaseStoringOriginal: asBaseStoringOriginal, in: pipeline) { pipeline, work in
             try await pipeline.decoding.perform(resolved, work: work, in: pipeline)
         }
-        // The work's task runs on the actor, so it starts only after this is set.
-        work.disk.adopt(resolved, asBaseStoringOriginal: asBaseStoringOriginal, configuration: pipeline.configuration)
-        return work
     }
 
     /// A decode work's task.
@@ -54,10 +50,10 @@ struct DecodeStage {
 
         var generation = loaded.generation
         var response: ImageResponse, seconds: TimeInterval
+        let origin = pipeline.renditions.originInfo(of: loaded, configuration: pipeline.configuration)
         do {
             (response, seconds) = try await pipeline.decoder.decode(loaded.data, source: loaded.source, key: key,
-                                                                    priority: work.priority,
-                                                                    origin: pipeline.renditions.originInfo(of: loaded, configuration: pipeline.configuration))
+                                                                    priority: work.priority, origin: origin)
             if let store = loaded.pendingStore, work.disk.storesOriginal || store.replacesStoredBytes, store.claim() {
                 // Decoded: these bytes are a complete answer and may be kept.
                 if store.replacesStoredBytes { pipeline.dropDecodedCopies(of: resolved.cacheURL) }
@@ -96,16 +92,5 @@ struct DecodeStage {
                                             standalone: !work.disk.storesOriginal, in: pipeline)
         }
         return response
-    }
-}
-
-extension DiskIntent {
-    /// Takes `resolved`'s ``DiskCachePolicy``: whether the work makes a rendition (its creator
-    /// decides) and whether it keeps loaded bytes as the original (any request that joins may
-    /// ask for that). `asBaseStoringOriginal`: see ``DecodeStage/work(for:asBaseStoringOriginal:in:)``.
-    mutating func adopt(_ resolved: ResolvedRequest, asBaseStoringOriginal: Bool?, configuration: ImagePipeline.Configuration) {
-        let policy = resolved.request.diskCachePolicy ?? configuration.diskCachePolicy
-        if makesRendition == nil { makesRendition = asBaseStoringOriginal == nil && policy.makesRendition(for: resolved.key) }
-        if asBaseStoringOriginal ?? policy.storesOriginal(for: resolved.key) { storesOriginal = true }
     }
 }

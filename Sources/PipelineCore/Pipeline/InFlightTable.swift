@@ -192,14 +192,6 @@ final class InFlightWork<Value: Sendable>: UpstreamLinked {
     func link(upstream token: WaiterToken) { upstream = token }
 }
 
-/// An image work's disk policy: whether its result is stored as a rendition (decided by the
-/// request that created it; `nil` until then), and whether loaded bytes it decodes are kept as
-/// the original (when any request that joined wants them).
-struct DiskIntent {
-    var makesRendition: Bool?
-    var storesOriginal = false
-}
-
 /// Work that waits on other work and must know its place there (a decode in its download).
 protocol UpstreamLinked: AnyObject {
     /// Records this work's waiter token in the work it waits on.

@@ -20,12 +20,9 @@ struct ProcessingStage {
 
     /// The processing work for `resolved`'s key: joined when one is in flight, else started.
     func work(for resolved: ResolvedRequest, in pipeline: isolated ImagePipeline) -> InFlightWork<ImageResponse> {
-        let work = works.work(for: resolved.key, priority: resolved.request.priority,
-                              cachePolicy: resolved.request.cachePolicy, in: pipeline) { pipeline, work in
+        works.work(for: resolved, in: pipeline) { pipeline, work in
             try await pipeline.processing.perform(resolved, work: work, in: pipeline)
         }
-        work.disk.adopt(resolved, asBaseStoringOriginal: nil, configuration: pipeline.configuration)
-        return work
     }
 
     /// A processing work's task.
@@ -40,9 +37,10 @@ struct ProcessingStage {
         var input: ImageResponse
         if let (loaded, _) = lookup.renewed {
             // A standalone rendition's revalidation brought new bytes: decode them here.
+            let origin = pipeline.renditions.originInfo(of: loaded, configuration: pipeline.configuration)
             do {
-                (input, _) = try await pipeline.decoder.decode(loaded.data, source: .network, key: base.key, priority: work.priority,
-                                                               origin: pipeline.renditions.originInfo(of: loaded, configuration: pipeline.configuration))
+                (input, _) = try await pipeline.decoder.decode(loaded.data, source: .network, key: base.key,
+                                                               priority: work.priority, origin: origin)
             } catch let error where !(error is CancellationError) {
                 let wrapped = ImagePipelineError.wrap(error, decoding: resolved.fetchURL)
                 if let store = loaded.pendingStore { await store.abandon() }
@@ -70,8 +68,8 @@ struct ProcessingStage {
         try Task.checkCancellation()
         let (response, seconds): (ImageResponse, TimeInterval)
         do {
-            (response, seconds) = try await pipeline.decoder.process(input, with: key.processors,
-                                                                     pixelFormat: key.processing.pixelFormat, priority: work.priority)
+            (response, seconds) = try await pipeline.decoder.process(input, with: key.processors, pixelFormat: key.processing.pixelFormat,
+                                                                     priority: work.priority)
         } catch let error where !(error is CancellationError) {
             let wrapped = ImagePipelineError.wrap(error, processing: resolved.fetchURL)
             if (error as? any PipelineFailure)?.isPermanent ?? true, let until = pipeline.failureLifetime() {
