@@ -8,20 +8,20 @@ import Foundation
 ///
 /// A request goes down the stages in one direction, each a type in a file named for it:
 ///
-/// 1. here: the request is resolved once (``ResolvedRequest``: the fetch URL and the cache
+/// 1. here: the request is resolved once (`ResolvedRequest`: the fetch URL and the cache
 ///    identity, named apart), then the memory cache and the remembered failures answer, or
 ///    the caller joins the work for its key;
-/// 2. ``ProcessingStage``, for a key with processors: the unprocessed picture, then the
+/// 2. `ProcessingStage`, for a key with processors: the unprocessed picture, then the
 ///    processors;
-/// 3. ``DecodeStage``: the bytes, decoded to the key's size (``PoolDecoder``); each of these
-///    two first asks ``RenditionStage`` for a stored rendition;
-/// 4. ``FetchStage``: the bytes from the disk cache or the loader, with ``Revalidator``
+/// 3. `DecodeStage`: the bytes, decoded to the key's size (`PoolDecoder`); each of these
+///    two first asks `RenditionStage` for a stored rendition;
+/// 4. `FetchStage`: the bytes from the disk cache or the loader, with `Revalidator`
 ///    for stale entries.
 ///
-/// Each stage keeps its works in an ``InFlightTable``: many callers asking for the same picture
+/// Each stage keeps its works in an `InFlightTable`: many callers asking for the same picture
 /// share one download and one decode. A caller that cancels gets `CancellationError` at once;
 /// the shared work goes on while anyone still waits, and is cancelled when the last waiter
-/// leaves. The ``ReplacementLedger`` keeps decodes of replaced bytes out of the caches.
+/// leaves. The `ReplacementLedger` keeps decodes of replaced bytes out of the caches.
 public actor ImagePipeline {
     /// What the pipeline was built from.
     public nonisolated let configuration: Configuration
@@ -76,7 +76,7 @@ public actor ImagePipeline {
         configuration.urlBuilder.fetchURL(for: request)
     }
 
-    /// The identity of `request`'s fetch URL in the caches (``CacheIdentity``): the fetch URL
+    /// The identity of `request`'s fetch URL in the caches (`CacheIdentity`): the fetch URL
     /// itself, unless ``ImageRequest/cacheKey`` or ``Configuration/cacheKey`` gives another.
     /// A request-level key keeps the URL builder's variant apart (two width buckets of one key
     /// are two entries): `cacheKey = "https://cdn.example/a.jpg"` at 300 px with

@@ -35,7 +35,7 @@ public struct RenditionRecord: Hashable, Sendable {
     }
 
     /// The same tag from a stored entry's digest (no bytes read).
-    public static func tag(of original: CachedDigest) -> String {
+    public static func tag(for original: CachedDigest) -> String {
         "\(original.length)-\(String(original.crc32, radix: 16))"
     }
 

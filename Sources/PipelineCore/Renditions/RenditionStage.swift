@@ -39,7 +39,7 @@ struct RenditionStage {
         let now = pipeline.configuration.now()
         var isStale = false
         if let original = await store.disk.cachedDigest(for: resolved.cacheURL) {
-            guard record.originTag == RenditionRecord.tag(of: original) else { return Lookup(store: store) }
+            guard record.originTag == RenditionRecord.tag(for: original) else { return Lookup(store: store) }
             if !original.info.isFresh(at: now), !resolved.cacheOnly {
                 guard resolved.request.revalidation == .staleWhileRevalidate else { return Lookup(store: store) }
                 pipeline.revalidator.revalidateInBackground(resolved, disk: store.disk, in: pipeline)
@@ -187,7 +187,7 @@ struct RenditionStore: Sendable {
 }
 
 /// The original a response was decoded from, as a rendition made from it records it: the
-/// bytes' tag (``RenditionRecord/tag(of:)-(Data)``) and their validators and freshness.
+/// bytes' tag (``RenditionRecord/tag(of:)``) and their validators and freshness.
 struct RenditionOrigin: Sendable {
     let tag: String
     let info: CacheEntryInfo
