@@ -129,7 +129,7 @@ extension ImagePipeline {
     /// the rendition answers and the original is revalidated in the background (new bytes change
     /// the tag); `revalidateBeforeAnswering` goes the normal way. The original's bytes are
     /// neither decoded nor read: the tag is checked against its digest
-    /// (``DataCaching/cachedDigest(for:)``; ``DiskCache`` reads the header). Without the
+    /// (``DataCaching/cachedDigest(for:)``; `DiskCache` reads the header). Without the
     /// original on disk only a standalone rendition answers: at once while fresh, else after its
     /// own conditional request (a 304 refreshes it; new bytes come back as `RenditionLookup.renewed`;
     /// an unreachable origin leaves the stale rendition answering).

@@ -1,4 +1,5 @@
 import Foundation
+import PipelineCore
 import Synchronization
 
 #if canImport(Glibc)

@@ -1,4 +1,5 @@
 import Foundation
+import PipelineCore
 import Synchronization
 
 // Reading and writing single entries. Every function here blocks and runs on `pool`.
@@ -8,7 +9,7 @@ extension DiskCache {
 
     /// The largest entry file a read accepts: bigger ones cannot have been written under this
     /// cap (or are hostile) and are removed before anything is allocated.
-    var maxEntryFileSize: Int { sizeLimit + DiskEntryHeader.maxLength }
+    var maxEntryFileSize: Int { sizeLimit + DiskCacheEntry.maxLength }
 
     /// Reads `url`'s entry from file `name`: header checks, URL check, body length and CRC,
     /// then the sidecar's info if it applies. A damaged file, or anything but a regular file
@@ -18,7 +19,7 @@ extension DiskCache {
         guard let file = DiskFiles.openRegular(entryPath(name), flags: O_RDONLY) else { return nil }
         guard let status = file.status(), status.st_mode & S_IFMT == S_IFREG else { return nil }
         let fileSize = Int(status.st_size)
-        guard fileSize <= maxEntryFileSize, let header = readHeader(file, kind: .entry, fileSize: fileSize),
+        guard fileSize <= maxEntryFileSize, let header = DiskCacheEntry.read(from: file, kind: .entry, fileSize: fileSize),
               UInt64(fileSize - header.length) == header.value.bodyLength else {
             removeDamaged(name, status: status)
             return nil
@@ -48,7 +49,7 @@ extension DiskCache {
         guard let file = DiskFiles.openRegular(entryPath(name), flags: O_RDONLY) else { return nil }
         guard let status = file.status(), status.st_mode & S_IFMT == S_IFREG else { return nil }
         let fileSize = Int(status.st_size)
-        guard fileSize <= maxEntryFileSize, let header = readHeader(file, kind: .entry, fileSize: fileSize),
+        guard fileSize <= maxEntryFileSize, let header = DiskCacheEntry.read(from: file, kind: .entry, fileSize: fileSize),
               UInt64(fileSize - header.length) == header.value.bodyLength else {
             removeDamaged(name, status: status)
             return nil
@@ -72,26 +73,11 @@ extension DiskCache {
         }
     }
 
-    /// The header at the start of `file`, and its length; `nil` when it is damaged.
-    func readHeader(_ file: DiskFiles.Descriptor, kind: DiskEntryHeader.Kind,
-                    fileSize: Int) -> (value: DiskEntryHeader, length: Int)? {
-        // One small read covers nearly every header; a long URL takes a second one.
-        guard var bytes = file.read(count: min(fileSize, 1024), at: 0),
-              let length = bytes.withUnsafeBytes({ DiskEntryHeader.declaredLength($0, kind: kind, fileSize: fileSize) })
-        else { return nil }
-        if length > bytes.count {
-            guard let rest = file.read(count: length - bytes.count, at: bytes.count) else { return nil }
-            bytes += rest
-        }
-        let header = bytes.withUnsafeBytes { DiskEntryHeader.decode(UnsafeRawBufferPointer(rebasing: $0[0..<length]), kind: kind) }
-        return header.map { ($0, length) }
-    }
-
     /// The sidecar of entry `name`, if there is a sound one (a regular file: anything else is removed).
-    func readInfo(_ name: String) -> DiskEntryHeader? {
+    func readInfo(_ name: String) -> DiskCacheEntry? {
         guard let file = DiskFiles.openRegular(infoPath(name), flags: O_RDONLY),
-              let status = file.status(), Int(status.st_size) <= DiskEntryHeader.maxLength,
-              let header = readHeader(file, kind: .info, fileSize: Int(status.st_size)),
+              let status = file.status(), Int(status.st_size) <= DiskCacheEntry.maxLength,
+              let header = DiskCacheEntry.read(from: file, kind: .info, fileSize: Int(status.st_size)),
               header.length == Int(status.st_size) else { return nil }
         return header.value
     }
@@ -102,7 +88,7 @@ extension DiskCache {
     /// entry is removed all the same: it no longer holds the URL's current bytes.
     package func write(_ data: Data, info: CacheEntryInfo, url: URL, name: String) {
         guard data.count <= sizeLimit else { return remove(url: url, name: name) }
-        let header = DiskEntryHeader(kind: .entry, generation: UInt64.random(in: 1...UInt64.max), url: url.absoluteString,
+        let header = DiskCacheEntry(kind: .entry, generation: UInt64.random(in: 1...UInt64.max), url: url.absoluteString,
                                      info: info, bodyLength: UInt64(data.count), bodyCRC: CRC32.checksum(data))
         guard let headerBytes = header.encoded() else { return remove(url: url, name: name) }
         unlink(infoPath(name))
@@ -122,7 +108,7 @@ extension DiskCache {
     func writeInfo(_ info: CacheEntryInfo, url: URL, name: String) {
         guard let file = DiskFiles.openRegular(entryPath(name), flags: O_RDONLY),
               let status = file.status(),
-              let header = readHeader(file, kind: .entry, fileSize: Int(status.st_size))?.value,
+              let header = DiskCacheEntry.read(from: file, kind: .entry, fileSize: Int(status.st_size))?.value,
               header.url == url.absoluteString else { return }
         var stored = header.info
         if let sidecar = readInfo(name), sidecar.applies(to: header) { stored = sidecar.info }
@@ -142,7 +128,7 @@ extension DiskCache {
     /// Removes file `name` and its sidecar if the entry is `url`'s (or unreadable).
     func remove(url: URL, name: String) {
         if let file = DiskFiles.openRegular(entryPath(name), flags: O_RDONLY), let status = file.status(),
-           let header = readHeader(file, kind: .entry, fileSize: Int(status.st_size))?.value,
+           let header = DiskCacheEntry.read(from: file, kind: .entry, fileSize: Int(status.st_size))?.value,
            header.url != url.absoluteString {
             return  // another URL's entry under a colliding name
         }
