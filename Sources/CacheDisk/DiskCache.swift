@@ -2,7 +2,7 @@ import Foundation
 import PipelineCore
 import Synchronization
 
-/// A ``DataCaching`` on disk: the compressed bytes exactly as loaded, keyed by fetch URL, with
+/// A `DataCaching` on disk: the compressed bytes exactly as loaded, keyed by fetch URL, with
 /// their HTTP validators and freshness, under a byte cap with least-recently-used eviction.
 ///
 /// - Files are named by the SHA-256 of the fetch URL; each entry records its full URL, which
