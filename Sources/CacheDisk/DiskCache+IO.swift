@@ -16,29 +16,14 @@ extension DiskCache {
     /// (``DiskFiles/openRegular(_:flags:)``), is removed; another URL's entry (a name collision)
     /// is left alone.
     package func read(url: URL, name: String) -> CachedData? {
-        guard let file = DiskFiles.openRegular(entryPath(name), flags: O_RDONLY) else { return nil }
-        guard let status = file.status(), status.st_mode & S_IFMT == S_IFREG else { return nil }
-        let fileSize = Int(status.st_size)
-        guard fileSize <= maxEntryFileSize, let header = DiskCacheEntry.read(from: file, kind: .entry, fileSize: fileSize),
-              UInt64(fileSize - header.length) == header.value.bodyLength else {
-            removeDamaged(name, status: status)
+        guard let entry = openEntry(url: url, name: name) else { return nil }
+        var body = Data(count: Int(entry.header.bodyLength))
+        let ok = body.isEmpty || body.withUnsafeMutableBytes { entry.file.read(into: $0, at: entry.headerLength) }
+        guard ok, CRC32.checksum(body) == entry.header.bodyCRC else {
+            removeDamaged(name, status: entry.status)
             return nil
         }
-        guard header.value.url == url.absoluteString else { return nil }  // a collision: not ours
-        var body = Data(count: fileSize - header.length)
-        let ok = body.isEmpty || body.withUnsafeMutableBytes { file.read(into: $0, at: header.length) }
-        guard ok, CRC32.checksum(body) == header.value.bodyCRC else {
-            removeDamaged(name, status: status)
-            return nil
-        }
-        var info = header.value.info
-        if let sidecar = readInfo(name), sidecar.applies(to: header.value) { info = sidecar.info }
-        let persist = index.withLock {
-            $0.recordAccess(name, size: fileSize, modified: DiskFiles.modificationTime(status),
-                            persistInterval: accessPersistInterval)
-        }
-        if persist { futimens(file.fd, nil) }  // the last access, for LRU order after a restart
-        return CachedData(data: body, info: info)
+        return CachedData(data: body, info: recordHit(entry, name: name))
     }
 
     /// The digest of `url`'s entry in file `name` from its header (and sidecar) alone: the body
@@ -46,6 +31,23 @@ extension DiskCache {
     /// Counts as an access for LRU order, like a read. A header that does not match the file's
     /// length is damage: the file is removed, as by a read.
     package func readDigest(url: URL, name: String) -> CachedDigest? {
+        guard let entry = openEntry(url: url, name: name) else { return nil }
+        let info = recordHit(entry, name: name)
+        return CachedDigest(length: Int(entry.header.bodyLength), crc32: entry.header.bodyCRC, info: info)
+    }
+
+    /// An entry file opened for reading, with its header checked against the file's size.
+    private struct OpenedEntry {
+        let file: DiskFiles.Descriptor
+        let status: stat
+        let header: DiskCacheEntry
+        let headerLength: Int
+    }
+
+    /// Opens file `name` when it holds `url`'s entry with a sound header. A damaged file is
+    /// removed (as anything but a regular file is by the open); another URL's entry (a name
+    /// collision) is left alone. `nil` in every such case.
+    private func openEntry(url: URL, name: String) -> OpenedEntry? {
         guard let file = DiskFiles.openRegular(entryPath(name), flags: O_RDONLY) else { return nil }
         guard let status = file.status(), status.st_mode & S_IFMT == S_IFREG else { return nil }
         let fileSize = Int(status.st_size)
@@ -55,14 +57,20 @@ extension DiskCache {
             return nil
         }
         guard header.value.url == url.absoluteString else { return nil }  // a collision: not ours
-        var info = header.value.info
-        if let sidecar = readInfo(name), sidecar.applies(to: header.value) { info = sidecar.info }
+        return OpenedEntry(file: file, status: status, header: header.value, headerLength: header.length)
+    }
+
+    /// Records a hit on `entry` for LRU order (writing its mtime when due) and returns its
+    /// current info: the sidecar's if one applies, else the header's.
+    private func recordHit(_ entry: OpenedEntry, name: String) -> CacheEntryInfo {
+        var info = entry.header.info
+        if let sidecar = readInfo(name), sidecar.applies(to: entry.header) { info = sidecar.info }
         let persist = index.withLock {
-            $0.recordAccess(name, size: fileSize, modified: DiskFiles.modificationTime(status),
+            $0.recordAccess(name, size: Int(entry.status.st_size), modified: DiskFiles.modificationTime(entry.status),
                             persistInterval: accessPersistInterval)
         }
-        if persist { futimens(file.fd, nil) }
-        return CachedDigest(length: Int(header.value.bodyLength), crc32: header.value.bodyCRC, info: info)
+        if persist { futimens(entry.file.fd, nil) }  // the last access, for LRU order after a restart
+        return info
     }
 
     /// Removes damaged entry file `name` if it is still the file `status` describes, and forgets
