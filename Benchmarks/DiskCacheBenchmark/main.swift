@@ -5,6 +5,7 @@
 //   stat(2) of the file               (a floor: one path lookup in the kernel)
 // The files sit in the page cache (they were just written): these are warm numbers.
 // Run: swift run -c release DiskCacheBenchmark [entries]
+import CacheDisk
 import Foundation
 import PipelineCore
 

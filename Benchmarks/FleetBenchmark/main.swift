@@ -17,6 +17,7 @@
 // Usage: FleetBenchmark plain|tier|parts <base-url> <count> <seed> <concurrency> <redis-port> <start-at-unix-ms>
 //                       [poll-ms]
 // URLs are <base-url>/<i>.png for i in 0..<count.
+import CacheDisk
 import CacheRedis
 import CodecPNG
 import Foundation

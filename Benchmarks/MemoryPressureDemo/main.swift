@@ -10,6 +10,7 @@
 // 1 s window (default 500, `MemoryPressureTrigger.critical`), to see a critical trim under a
 // milder load.
 import Foundation
+import MemoryPressureLinux
 import PipelineCore
 
 var cgroupRoot = "/sys/fs/cgroup"

@@ -2,6 +2,7 @@
 // box approximation of the same blur, in milliseconds (minimum of N runs). Run by
 // Benchmarks/processors.sh, which times Pillow and vips on the same machine beside it.
 // `SIDE=2048` times a 2048×2048 bitmap instead; `SIGMAS="3 12 20"` picks the blur's radii.
+import CacheDisk
 import CodecJPEG
 import CodecPNG
 import CodecWebP

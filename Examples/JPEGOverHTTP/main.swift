@@ -5,6 +5,7 @@
 //
 // Each URL is asked for at 300 px wide, so the fetch URL gets `?w=320` (the smallest bucket
 // that covers it); run it twice to see the second run answered from the disk cache.
+import CacheDisk
 import CodecJPEG
 import Foundation
 import LoaderHTTP

@@ -1,3 +1,4 @@
+import CacheDisk
 import CodecGIF
 import CodecHEIF
 import CodecJPEG

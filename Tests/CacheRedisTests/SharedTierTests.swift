@@ -1,3 +1,4 @@
+import CacheDisk
 @testable import CacheRedis
 import Foundation
 import PipelineCore

@@ -1,3 +1,4 @@
+import CacheDisk
 import CacheRedis
 import Foundation
 import LoaderHTTP

@@ -3,6 +3,7 @@
 // `count` stores.
 //
 // Usage: DiskCacheCrashWriter <directory> <keys> <count (0 = forever)> <seed>
+import CacheDisk
 import Foundation
 import PipelineCore
 import PipelineTestSupport

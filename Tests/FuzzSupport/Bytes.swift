@@ -43,20 +43,3 @@ extension Array where Element == UInt8 {
         return String(self[offset..<offset + 4].map { (0x20...0x7E).contains($0) ? Character(UnicodeScalar($0)) : "." })
     }
 }
-
-/// CRC-32 (ISO 3309, as PNG uses it), so a mutated PNG chunk can be given a valid checksum and
-/// reach the decoder's deeper code instead of failing the CRC check.
-enum CRC32 {
-    private static let table: [UInt32] = (0..<256).map { n in
-        var c = UInt32(n)
-        for _ in 0..<8 { c = c & 1 == 1 ? 0xEDB8_8320 ^ (c >> 1) : c >> 1 }
-        return c
-    }
-
-    /// The CRC-32 of `bytes[range]`.
-    static func checksum(_ bytes: [UInt8], _ range: Range<Int>) -> UInt32 {
-        var c: UInt32 = 0xFFFF_FFFF
-        for i in range { c = table[Int((c ^ UInt32(bytes[i])) & 0xFF)] ^ (c >> 8) }
-        return c ^ 0xFFFF_FFFF
-    }
-}

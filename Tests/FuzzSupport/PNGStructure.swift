@@ -1,3 +1,6 @@
+import Foundation
+import PipelineCore
+
 /// PNG: the signature, then chunks of `length(4, BE) type(4) data crc(4)`.
 enum PNGStructure {
     static func parse(_ bytes: [UInt8]) -> Structure {
@@ -5,7 +8,7 @@ enum PNGStructure {
         structure.fixChecksum = { bytes, unit in
             let crcAt = unit.range.upperBound - 4
             guard crcAt >= unit.range.lowerBound + 4, crcAt + 4 <= bytes.count else { return }
-            bytes.writeBE(crcAt, 4, UInt64(CRC32.checksum(bytes, unit.range.lowerBound + 4..<crcAt)))
+            bytes.writeBE(crcAt, 4, UInt64(CRC32.checksum(bytes[unit.range.lowerBound + 4..<crcAt])))
         }
         var offset = 8
         while let length = bytes.readBE(offset, 4), offset + 12 + Int(length) <= bytes.count {

@@ -1,3 +1,4 @@
+import CacheDisk
 import Foundation
 import PipelineCore
 import PipelineTestSupport

@@ -5,7 +5,7 @@ import Foundation
 public struct CachedDigest: Hashable, Sendable {
     /// How many bytes are stored.
     public var length: Int
-    /// Their CRC-32 (IEEE, as ``DiskCache`` keeps it in each entry's header).
+    /// Their CRC-32 (``CRC32``, as `DiskCache` keeps it in each entry's header).
     public var crc32: UInt32
     /// Validators and freshness.
     public var info: CacheEntryInfo
@@ -20,7 +20,7 @@ public struct CachedDigest: Hashable, Sendable {
 
 extension DataCaching {
     /// The digest of `url`'s entry, or `nil`. This default reads the whole entry and computes
-    /// the CRC-32; ``DiskCache`` reads only the entry's header, which holds both.
+    /// the CRC-32; `DiskCache` reads only the entry's header, which holds both.
     public func cachedDigest(for url: URL) async -> CachedDigest? {
         guard let cached = await cachedData(for: url) else { return nil }
         return CachedDigest(length: cached.data.count, crc32: CRC32.checksum(cached.data), info: cached.info)

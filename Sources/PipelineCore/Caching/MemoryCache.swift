@@ -34,38 +34,21 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     /// which also keeps a server process from growing its cache without bound.
     ///
     /// "The memory this process may use" is the smaller of physical memory and the container's
-    /// limit (``containerMemoryLimit(cgroupRoot:)``): inside a 512 MiB pod on a 64 GiB host the
-    /// budget is about 102 MiB, not 512 MiB.
+    /// limit (``ContainerMemory/available(cgroupRoot:physicalMemory:)``): inside a 512 MiB pod on
+    /// a 64 GiB host the budget is about 102 MiB, not 512 MiB.
     /// - Parameters:
     ///   - cgroupRoot: where the cgroup file system is mounted; a test passes a fake directory.
     ///   - physicalMemory: the machine's memory in bytes; default `ProcessInfo`'s.
     public static func defaultCostLimit(cgroupRoot: String = "/sys/fs/cgroup",
                                         physicalMemory: UInt64 = ProcessInfo.processInfo.physicalMemory) -> Int {
-        let available = min(physicalMemory, containerMemoryLimit(cgroupRoot: cgroupRoot) ?? .max)
+        let available = ContainerMemory.available(cgroupRoot: cgroupRoot, physicalMemory: physicalMemory)
         return Int(min(available / 5, 512 * 1024 * 1024))
     }
 
-    /// The memory limit of this process's container in bytes, or `nil` when there is none.
-    ///
-    /// Reads cgroup v2 `<cgroupRoot>/memory.max` (`max` means no limit) and falls back to
-    /// cgroup v1 `<cgroupRoot>/memory/memory.limit_in_bytes` (then `<cgroupRoot>/memory.limit_in_bytes`).
-    /// A missing, unreadable or malformed file counts as no limit. Inside a container the
-    /// cgroup namespace makes the mounted root the container's own group.
+    /// The memory limit of this process's container in bytes, or `nil` when there is none:
+    /// ``ContainerMemory/limit(cgroupRoot:)``, kept here for callers that knew it as the cache's.
     public static func containerMemoryLimit(cgroupRoot: String = "/sys/fs/cgroup") -> UInt64? {
-        let root = URL(fileURLWithPath: cgroupRoot, isDirectory: true)
-        let candidates = ["memory.max", "memory/memory.limit_in_bytes", "memory.limit_in_bytes"]
-        for name in candidates {
-            // A cgroup file is a few bytes; refuse anything larger rather than read it.
-            guard let handle = try? FileHandle(forReadingFrom: root.appendingPathComponent(name)) else { continue }
-            defer { try? handle.close() }
-            guard let data = try? handle.read(upToCount: 64) else { continue }
-            let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-            if text == "max" { return nil }
-            // cgroup v1 spells "no limit" as a page-rounded Int64.max; callers take the minimum
-            // with physical memory, so such a value is harmless.
-            if let bytes = UInt64(text), bytes > 0 { return bytes }
-        }
-        return nil
+        ContainerMemory.limit(cgroupRoot: cgroupRoot)
     }
 
     /// The value for `key`, marking it most recently used; `nil` on a miss.

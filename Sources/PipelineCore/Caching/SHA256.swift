@@ -1,6 +1,16 @@
-/// SHA-256 (FIPS 180-4), small and dependency-free: Foundation on Linux has no CryptoKit.
-/// Used for disk-cache file names, where the input is a URL of a few hundred bytes.
-package struct SHA256 {
+/// SHA-256 (FIPS 180-4), small and dependency-free (Foundation on Linux has no CryptoKit): a
+/// stable hash for naming cache keys.
+///
+/// The pipeline names rendition keys with it, and `DiskCache` names its files by the hex digest
+/// of the fetch URL; a ``DataCaching`` implementation whose store limits key length or
+/// characters (a file system, a key-value store) can do the same. Meant for short inputs such as
+/// URLs of a few hundred bytes; it is not tuned for hashing large bodies. Where CryptoKit or
+/// swift-crypto is imported too, write `PipelineCore.SHA256`.
+///
+/// ```swift
+/// let name = SHA256.hexDigest(url.absoluteString.utf8)  // 64 lower-case hex digits
+/// ```
+public struct SHA256: Sendable {
     private static let k: [UInt32] = [
         0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
         0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
@@ -18,17 +28,17 @@ package struct SHA256 {
     private var length: UInt64 = 0
 
     /// A hasher with nothing fed yet.
-    package init() { buffer.reserveCapacity(64) }
+    public init() { buffer.reserveCapacity(64) }
 
     /// The digest of `bytes` (32 bytes).
-    package static func hash<S: Sequence>(_ bytes: S) -> [UInt8] where S.Element == UInt8 {
+    public static func hash<S: Sequence>(_ bytes: S) -> [UInt8] where S.Element == UInt8 {
         var hasher = SHA256()
         hasher.update(bytes)
         return hasher.finalize()
     }
 
     /// The digest of `bytes` as 64 lower-case hex digits.
-    package static func hexDigest<S: Sequence>(_ bytes: S) -> String where S.Element == UInt8 {
+    public static func hexDigest<S: Sequence>(_ bytes: S) -> String where S.Element == UInt8 {
         let digits = Array("0123456789abcdef".utf8)
         var hex = [UInt8]()
         hex.reserveCapacity(64)
@@ -40,7 +50,7 @@ package struct SHA256 {
     }
 
     /// Feeds more bytes.
-    package mutating func update<S: Sequence>(_ bytes: S) where S.Element == UInt8 {
+    public mutating func update<S: Sequence>(_ bytes: S) where S.Element == UInt8 {
         for byte in bytes {
             buffer.append(byte)
             if buffer.count == 64 {
@@ -52,7 +62,7 @@ package struct SHA256 {
     }
 
     /// Pads, finishes and returns the 32-byte digest.
-    package mutating func finalize() -> [UInt8] {
+    public mutating func finalize() -> [UInt8] {
         let bitLength = length &* 8
         var padding: [UInt8] = [0x80]
         let used = (buffer.count + 1) % 64

@@ -1,4 +1,5 @@
 import Foundation
+import PipelineCore
 import Synchronization
 
 #if canImport(Glibc)
@@ -9,7 +10,7 @@ import Darwin
 
 /// Watches memory pressure on a dedicated thread (never Swift's cooperative pool) and calls a
 /// handler with the level each time a trigger fires: the Linux counterpart of iOS's memory
-/// warning and Android's `onTrimMemory`. ``ImagePipeline/watchMemoryPressure(source:fallbackInterval:policy:)``
+/// warning and Android's `onTrimMemory`. ``PipelineCore/ImagePipeline/watchMemoryPressure(source:fallbackInterval:policy:)``
 /// uses one to trim the pipeline.
 ///
 /// With PSI triggers the thread sleeps in `poll` until the kernel reports a stall (a trigger

@@ -1,3 +1,4 @@
+import CacheDisk
 import CodecJPEG
 import CodecPNG
 import CodecWebP

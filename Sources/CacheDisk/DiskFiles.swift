@@ -1,7 +1,7 @@
 import Foundation
 
 /// Blocking POSIX file operations for the disk cache. Every function here runs on the cache's
-/// ``WorkerPool`` threads, never on an actor or the cooperative pool.
+/// `WorkerPool` threads, never on an actor or the cooperative pool.
 enum DiskFiles {
     /// An open file descriptor, closed when the value goes away.
     final class Descriptor {
@@ -132,6 +132,23 @@ enum DiskFiles {
             return nil
         }
         return file
+    }
+
+    /// Runs `body` holding an exclusive `flock` on the file at `lockPath` (created if missing);
+    /// `false` (and `body` not run) when it cannot be opened. The kernel drops the lock if the
+    /// process dies. Anything but a regular file at `lockPath` (a FIFO, a symlink, which is never
+    /// followed, a directory…) is removed by the first open and a new lock file made by the
+    /// second; if that fails too, callers fall back to indexing without evicting.
+    @discardableResult
+    static func withExclusiveLock(_ lockPath: String, _ body: () -> Void) -> Bool {
+        guard let file = openRegular(lockPath, flags: O_RDWR | O_CREAT)
+                ?? openRegular(lockPath, flags: O_RDWR | O_CREAT) else { return false }
+        while flock(file.fd, LOCK_EX) != 0 {
+            guard errno == EINTR else { return false }
+        }
+        defer { flock(file.fd, LOCK_UN) }
+        body()
+        return true
     }
 
     /// `st_mtim` in seconds since 1970.

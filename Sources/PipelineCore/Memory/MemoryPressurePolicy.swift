@@ -22,8 +22,8 @@ public struct MemoryPressurePolicy: Sendable, Hashable {
 extension ImagePipeline {
     /// Sheds memory for `level`: trims the memory cache to `policy`'s share of what it holds
     /// and cancels the prefetches, then emits ``ImagePipelineEvent/memoryTrimmed(_:freedBytes:cancelledPrefetches:)``.
-    /// Called by the watcher of ``watchMemoryPressure(source:fallbackInterval:policy:)``; a host
-    /// with its own signal (a container orchestrator's hook) may call it too.
+    /// Called by `MemoryPressureLinux`'s watcher (`watchMemoryPressure()`) on Linux; a host
+    /// with its own signal (a memory warning, a container orchestrator's hook) calls it too.
     /// - Returns: the bytes freed from the memory cache.
     @discardableResult
     public func trimMemory(for level: MemoryPressureLevel, policy: MemoryPressurePolicy = MemoryPressurePolicy()) -> Int {
@@ -34,30 +34,5 @@ extension ImagePipeline {
         if policy.cancelsPrefetches { cancelAllPrefetches() }
         emit(.memoryTrimmed(level, freedBytes: freed, cancelledPrefetches: cancelled))
         return freed
-    }
-
-    /// Starts a ``MemoryPressureWatcher`` that calls ``trimMemory(for:policy:)`` whenever
-    /// memory pressure rises: the Linux counterpart of a memory warning. Keep the watcher
-    /// (releasing it stops it); it does not keep the pipeline alive.
-    ///
-    /// ```swift
-    /// let watcher = try? pipeline.watchMemoryPressure()  // nil where there is no PSI at all
-    /// ```
-    /// - Parameters:
-    ///   - source: default ``PSIMemoryPressureSource``: the cgroup's `memory.pressure`, else
-    ///     `/proc/pressure/memory`, with ``MemoryPressureTrigger/warning`` and
-    ///     ``MemoryPressureTrigger/critical``.
-    ///   - fallbackInterval: how often to read the averages where triggers cannot be set, or
-    ///     `nil` to throw instead. Default 2 s.
-    ///   - policy: what a trim sheds.
-    /// - Throws: ``MemoryPressureUnavailable`` when pressure cannot be watched here.
-    public nonisolated func watchMemoryPressure(source: any MemoryPressureSource = PSIMemoryPressureSource(),
-                                                fallbackInterval: Duration? = .seconds(2),
-                                                policy: MemoryPressurePolicy = MemoryPressurePolicy())
-        throws(MemoryPressureUnavailable) -> MemoryPressureWatcher {
-        try MemoryPressureWatcher.start(source: source, fallbackInterval: fallbackInterval) { [weak self] level in
-            guard let self else { return }
-            Task { await self.trimMemory(for: level, policy: policy) }
-        }
     }
 }

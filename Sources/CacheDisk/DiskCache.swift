@@ -1,7 +1,8 @@
 import Foundation
+import PipelineCore
 import Synchronization
 
-/// A ``DataCaching`` on disk: the compressed bytes exactly as loaded, keyed by fetch URL, with
+/// A `DataCaching` on disk: the compressed bytes exactly as loaded, keyed by fetch URL, with
 /// their HTTP validators and freshness, under a byte cap with least-recently-used eviction.
 ///
 /// - Files are named by the SHA-256 of the fetch URL; each entry records its full URL, which
@@ -16,7 +17,7 @@ import Synchronization
 /// - Eviction runs in the background: once after opening, and after a store takes the total
 ///   past ``sizeLimit``; it trims to ``trimRatio`` of the cap, oldest access first. Passes in
 ///   all processes are serialised by an advisory `flock` on `<directory>/.lock`.
-/// - All file work runs on a dedicated ``WorkerPool``, never on an actor or the cooperative pool.
+/// - All file work runs on a dedicated `WorkerPool`, never on an actor or the cooperative pool.
 public final class DiskCache: DataCaching, Sendable {
     /// The directory holding the entries.
     public let directory: URL

@@ -1,4 +1,5 @@
 import Foundation
+import PipelineCore
 import Synchronization
 
 // Background maintenance: the directory scan that builds the index, and LRU eviction.
@@ -37,7 +38,7 @@ extension DiskCache {
     /// total is over ``sizeLimit``, removes the least recently used entries down to
     /// ``trimRatio`` of it. Runs on `pool` under the directory's lock.
     func maintenancePass() {
-        let lock = withDirectoryLock {
+        let lock = DiskFiles.withExclusiveLock(path + "/.lock") {
             index.withLock { $0.beginScan() }
             let scanned = scan()
             index.withLock { $0.finishScan(scanned) }
@@ -113,24 +114,6 @@ extension DiskCache {
             }
             index.withLock { $0.reset() }
         }
-        if !withDirectoryLock(remove) { remove() }
-    }
-
-    /// Runs `body` holding an exclusive `flock` on `<directory>/.lock`; `false` (and `body` not
-    /// run) when the lock file cannot be opened. The kernel drops the lock if the process dies.
-    /// Anything but a regular file at `.lock` (a FIFO, a symlink, which is never followed, a
-    /// directory…) is removed by the first open and a new lock file made by the second; if that
-    /// fails too, callers fall back to indexing without evicting.
-    @discardableResult
-    func withDirectoryLock(_ body: () -> Void) -> Bool {
-        let lockPath = path + "/.lock"
-        guard let file = DiskFiles.openRegular(lockPath, flags: O_RDWR | O_CREAT)
-                ?? DiskFiles.openRegular(lockPath, flags: O_RDWR | O_CREAT) else { return false }
-        while flock(file.fd, LOCK_EX) != 0 {
-            guard errno == EINTR else { return false }
-        }
-        defer { flock(file.fd, LOCK_UN) }
-        body()
-        return true
+        if !DiskFiles.withExclusiveLock(path + "/.lock", remove) { remove() }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import PipelineCore
 import Synchronization
 
 // Reading and writing single entries. Every function here blocks and runs on `pool`.
@@ -8,36 +9,21 @@ extension DiskCache {
 
     /// The largest entry file a read accepts: bigger ones cannot have been written under this
     /// cap (or are hostile) and are removed before anything is allocated.
-    var maxEntryFileSize: Int { sizeLimit + DiskEntryHeader.maxLength }
+    var maxEntryFileSize: Int { sizeLimit + DiskCacheEntry.maxLength }
 
     /// Reads `url`'s entry from file `name`: header checks, URL check, body length and CRC,
     /// then the sidecar's info if it applies. A damaged file, or anything but a regular file
     /// (``DiskFiles/openRegular(_:flags:)``), is removed; another URL's entry (a name collision)
     /// is left alone.
     package func read(url: URL, name: String) -> CachedData? {
-        guard let file = DiskFiles.openRegular(entryPath(name), flags: O_RDONLY) else { return nil }
-        guard let status = file.status(), status.st_mode & S_IFMT == S_IFREG else { return nil }
-        let fileSize = Int(status.st_size)
-        guard fileSize <= maxEntryFileSize, let header = readHeader(file, kind: .entry, fileSize: fileSize),
-              UInt64(fileSize - header.length) == header.value.bodyLength else {
-            removeDamaged(name, status: status)
+        guard let entry = openEntry(url: url, name: name) else { return nil }
+        var body = Data(count: Int(entry.header.bodyLength))
+        let ok = body.isEmpty || body.withUnsafeMutableBytes { entry.file.read(into: $0, at: entry.headerLength) }
+        guard ok, CRC32.checksum(body) == entry.header.bodyCRC else {
+            removeDamaged(name, status: entry.status)
             return nil
         }
-        guard header.value.url == url.absoluteString else { return nil }  // a collision: not ours
-        var body = Data(count: fileSize - header.length)
-        let ok = body.isEmpty || body.withUnsafeMutableBytes { file.read(into: $0, at: header.length) }
-        guard ok, CRC32.checksum(body) == header.value.bodyCRC else {
-            removeDamaged(name, status: status)
-            return nil
-        }
-        var info = header.value.info
-        if let sidecar = readInfo(name), sidecar.applies(to: header.value) { info = sidecar.info }
-        let persist = index.withLock {
-            $0.recordAccess(name, size: fileSize, modified: DiskFiles.modificationTime(status),
-                            persistInterval: accessPersistInterval)
-        }
-        if persist { futimens(file.fd, nil) }  // the last access, for LRU order after a restart
-        return CachedData(data: body, info: info)
+        return CachedData(data: body, info: recordHit(entry, name: name))
     }
 
     /// The digest of `url`'s entry in file `name` from its header (and sidecar) alone: the body
@@ -45,23 +31,46 @@ extension DiskCache {
     /// Counts as an access for LRU order, like a read. A header that does not match the file's
     /// length is damage: the file is removed, as by a read.
     package func readDigest(url: URL, name: String) -> CachedDigest? {
+        guard let entry = openEntry(url: url, name: name) else { return nil }
+        let info = recordHit(entry, name: name)
+        return CachedDigest(length: Int(entry.header.bodyLength), crc32: entry.header.bodyCRC, info: info)
+    }
+
+    /// An entry file opened for reading, with its header checked against the file's size.
+    private struct OpenedEntry {
+        let file: DiskFiles.Descriptor
+        let status: stat
+        let header: DiskCacheEntry
+        let headerLength: Int
+    }
+
+    /// Opens file `name` when it holds `url`'s entry with a sound header. A damaged file is
+    /// removed (as anything but a regular file is by the open); another URL's entry (a name
+    /// collision) is left alone. `nil` in every such case.
+    private func openEntry(url: URL, name: String) -> OpenedEntry? {
         guard let file = DiskFiles.openRegular(entryPath(name), flags: O_RDONLY) else { return nil }
         guard let status = file.status(), status.st_mode & S_IFMT == S_IFREG else { return nil }
         let fileSize = Int(status.st_size)
-        guard fileSize <= maxEntryFileSize, let header = readHeader(file, kind: .entry, fileSize: fileSize),
+        guard fileSize <= maxEntryFileSize, let header = DiskCacheEntry.read(from: file, kind: .entry, fileSize: fileSize),
               UInt64(fileSize - header.length) == header.value.bodyLength else {
             removeDamaged(name, status: status)
             return nil
         }
         guard header.value.url == url.absoluteString else { return nil }  // a collision: not ours
-        var info = header.value.info
-        if let sidecar = readInfo(name), sidecar.applies(to: header.value) { info = sidecar.info }
+        return OpenedEntry(file: file, status: status, header: header.value, headerLength: header.length)
+    }
+
+    /// Records a hit on `entry` for LRU order (writing its mtime when due) and returns its
+    /// current info: the sidecar's if one applies, else the header's.
+    private func recordHit(_ entry: OpenedEntry, name: String) -> CacheEntryInfo {
+        var info = entry.header.info
+        if let sidecar = readInfo(name), sidecar.applies(to: entry.header) { info = sidecar.info }
         let persist = index.withLock {
-            $0.recordAccess(name, size: fileSize, modified: DiskFiles.modificationTime(status),
+            $0.recordAccess(name, size: Int(entry.status.st_size), modified: DiskFiles.modificationTime(entry.status),
                             persistInterval: accessPersistInterval)
         }
-        if persist { futimens(file.fd, nil) }
-        return CachedDigest(length: Int(header.value.bodyLength), crc32: header.value.bodyCRC, info: info)
+        if persist { futimens(entry.file.fd, nil) }  // the last access, for LRU order after a restart
+        return info
     }
 
     /// Removes damaged entry file `name` if it is still the file `status` describes, and forgets
@@ -72,26 +81,11 @@ extension DiskCache {
         }
     }
 
-    /// The header at the start of `file`, and its length; `nil` when it is damaged.
-    func readHeader(_ file: DiskFiles.Descriptor, kind: DiskEntryHeader.Kind,
-                    fileSize: Int) -> (value: DiskEntryHeader, length: Int)? {
-        // One small read covers nearly every header; a long URL takes a second one.
-        guard var bytes = file.read(count: min(fileSize, 1024), at: 0),
-              let length = bytes.withUnsafeBytes({ DiskEntryHeader.declaredLength($0, kind: kind, fileSize: fileSize) })
-        else { return nil }
-        if length > bytes.count {
-            guard let rest = file.read(count: length - bytes.count, at: bytes.count) else { return nil }
-            bytes += rest
-        }
-        let header = bytes.withUnsafeBytes { DiskEntryHeader.decode(UnsafeRawBufferPointer(rebasing: $0[0..<length]), kind: kind) }
-        return header.map { ($0, length) }
-    }
-
     /// The sidecar of entry `name`, if there is a sound one (a regular file: anything else is removed).
-    func readInfo(_ name: String) -> DiskEntryHeader? {
+    func readInfo(_ name: String) -> DiskCacheEntry? {
         guard let file = DiskFiles.openRegular(infoPath(name), flags: O_RDONLY),
-              let status = file.status(), Int(status.st_size) <= DiskEntryHeader.maxLength,
-              let header = readHeader(file, kind: .info, fileSize: Int(status.st_size)),
+              let status = file.status(), Int(status.st_size) <= DiskCacheEntry.maxLength,
+              let header = DiskCacheEntry.read(from: file, kind: .info, fileSize: Int(status.st_size)),
               header.length == Int(status.st_size) else { return nil }
         return header.value
     }
@@ -102,7 +96,7 @@ extension DiskCache {
     /// entry is removed all the same: it no longer holds the URL's current bytes.
     package func write(_ data: Data, info: CacheEntryInfo, url: URL, name: String) {
         guard data.count <= sizeLimit else { return remove(url: url, name: name) }
-        let header = DiskEntryHeader(kind: .entry, generation: UInt64.random(in: 1...UInt64.max), url: url.absoluteString,
+        let header = DiskCacheEntry(kind: .entry, generation: UInt64.random(in: 1...UInt64.max), url: url.absoluteString,
                                      info: info, bodyLength: UInt64(data.count), bodyCRC: CRC32.checksum(data))
         guard let headerBytes = header.encoded() else { return remove(url: url, name: name) }
         unlink(infoPath(name))
@@ -122,7 +116,7 @@ extension DiskCache {
     func writeInfo(_ info: CacheEntryInfo, url: URL, name: String) {
         guard let file = DiskFiles.openRegular(entryPath(name), flags: O_RDONLY),
               let status = file.status(),
-              let header = readHeader(file, kind: .entry, fileSize: Int(status.st_size))?.value,
+              let header = DiskCacheEntry.read(from: file, kind: .entry, fileSize: Int(status.st_size))?.value,
               header.url == url.absoluteString else { return }
         var stored = header.info
         if let sidecar = readInfo(name), sidecar.applies(to: header) { stored = sidecar.info }
@@ -142,7 +136,7 @@ extension DiskCache {
     /// Removes file `name` and its sidecar if the entry is `url`'s (or unreadable).
     func remove(url: URL, name: String) {
         if let file = DiskFiles.openRegular(entryPath(name), flags: O_RDONLY), let status = file.status(),
-           let header = readHeader(file, kind: .entry, fileSize: Int(status.st_size))?.value,
+           let header = DiskCacheEntry.read(from: file, kind: .entry, fileSize: Int(status.st_size))?.value,
            header.url != url.absoluteString {
             return  // another URL's entry under a colliding name
         }

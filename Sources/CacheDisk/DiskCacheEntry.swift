@@ -1,4 +1,5 @@
 import Foundation
+import PipelineCore
 
 // The on-disk format. One entry is up to two files, both replaced only by an atomic rename:
 //
@@ -20,8 +21,9 @@ import Foundation
 // against fixed limits and the file size before anything is allocated, so a hostile file costs
 // at most one small read.
 
-/// The header of an entry file or of its info sidecar.
-struct DiskEntryHeader: Equatable {
+/// The header of an entry file or of its info sidecar: the entry format above as a value,
+/// encoded, decoded and read from an open file here.
+struct DiskCacheEntry: Equatable {
     /// Which of the two files a header starts.
     enum Kind: Equatable {
         case entry, info
@@ -44,7 +46,7 @@ struct DiskEntryHeader: Equatable {
     var bodyCRC: UInt32
 
     /// Whether an info sidecar with this header describes the entry `entry`.
-    func applies(to entry: DiskEntryHeader) -> Bool {
+    func applies(to entry: DiskCacheEntry) -> Bool {
         kind == .info && entry.kind == .entry && generation == entry.generation && url == entry.url
             && bodyLength == entry.bodyLength && bodyCRC == entry.bodyCRC
     }
@@ -93,7 +95,7 @@ struct DiskEntryHeader: Equatable {
     }
 
     /// Decodes a whole header (exactly its declared length), or `nil` when it is corrupt.
-    static func decode(_ bytes: UnsafeRawBufferPointer, kind: Kind) -> DiskEntryHeader? {
+    static func decode(_ bytes: UnsafeRawBufferPointer, kind: Kind) -> DiskCacheEntry? {
         guard let length = declaredLength(bytes, kind: kind, fileSize: bytes.count), length == bytes.count else {
             return nil
         }
@@ -116,9 +118,23 @@ struct DiskEntryHeader: Equatable {
         let info = CacheEntryInfo(etag: flags & 2 != 0 ? etag : nil,
                                   lastModified: flags & 4 != 0 ? lastModified : nil,
                                   freshUntil: flags & 1 != 0 ? Date(timeIntervalSince1970: fresh) : nil)
-        return DiskEntryHeader(kind: kind, generation: bytes.loadLittleEndian(UInt64.self, at: 12), url: url,
+        return DiskCacheEntry(kind: kind, generation: bytes.loadLittleEndian(UInt64.self, at: 12), url: url,
                                info: info, bodyLength: bytes.loadLittleEndian(UInt64.self, at: 20),
                                bodyCRC: bytes.loadLittleEndian(UInt32.self, at: 28))
+    }
+
+    /// The header at the start of `file`, and its length; `nil` when it is damaged.
+    static func read(from file: DiskFiles.Descriptor, kind: Kind, fileSize: Int) -> (value: DiskCacheEntry, length: Int)? {
+        // One small read covers nearly every header; a long URL takes a second one.
+        guard var bytes = file.read(count: min(fileSize, 1024), at: 0),
+              let length = bytes.withUnsafeBytes({ declaredLength($0, kind: kind, fileSize: fileSize) })
+        else { return nil }
+        if length > bytes.count {
+            guard let rest = file.read(count: length - bytes.count, at: bytes.count) else { return nil }
+            bytes += rest
+        }
+        let header = bytes.withUnsafeBytes { decode(UnsafeRawBufferPointer(rebasing: $0[0..<length]), kind: kind) }
+        return header.map { ($0, length) }
     }
 }
 
