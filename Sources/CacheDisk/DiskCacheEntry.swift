@@ -8,18 +8,23 @@ import PipelineCore
 //                   layout with magic "IPDI" and no body. It applies only while it names the
 //                   entry's generation, body length, body CRC and URL; otherwise it is ignored.
 //
-// Header (little-endian), 48 fixed bytes, then the strings, then a CRC-32 of everything before:
+// Header (little-endian), 52 fixed bytes, then the variable parts, then a CRC-32 of everything
+// before:
 //
-//   0  magic "IPDC" (entry) / "IPDI" (info)   4  version UInt16 = 1    6  flags UInt16
+//   0  magic "IPDC" (entry) / "IPDI" (info)   4  version UInt16 = 2    6  flags UInt16
 //   8  header length UInt32 (with the CRC)    12 generation UInt64 (random per store)
 //   20 body length UInt64                     28 body CRC-32 UInt32
 //   32 fresh-until: Double seconds since 1970 (bit pattern), valid when flags & 1
 //   40 URL length UInt32                      44 ETag length UInt16  46 Last-Modified length UInt16
-//   48 URL, ETag, Last-Modified (UTF-8)       …  header CRC-32 UInt32
+//   48 rendition record length UInt16         50 reserved UInt16 = 0
+//   52 URL, ETag, Last-Modified (UTF-8), rendition record (`RenditionRecord.serialized`)
+//   …  header CRC-32 UInt32
 //
-// Flags: 1 fresh-until present, 2 ETag present, 4 Last-Modified present. Every length is checked
-// against fixed limits and the file size before anything is allocated, so a hostile file costs
-// at most one small read.
+// Flags: 1 fresh-until present, 2 ETag present, 4 Last-Modified present, 8 rendition record
+// present. Every length is checked against fixed limits and the file size before anything is
+// allocated, so a hostile file costs at most one small read. Version 1 (no rendition record;
+// renditions kept their record as text in the ETag and Last-Modified fields) reads as a miss,
+// and the entry is removed like any damaged one.
 
 /// The header of an entry file or of its info sidecar: the entry format above as a value,
 /// encoded, decoded and read from an open file here.
@@ -31,12 +36,12 @@ struct DiskCacheEntry: Equatable {
         var magic: [UInt8] { self == .entry ? Array("IPDC".utf8) : Array("IPDI".utf8) }
     }
 
-    static let version: UInt16 = 1
-    static let fixedLength = 48
+    static let version: UInt16 = 2
+    static let fixedLength = 52
     /// The most bytes a URL may take; longer URLs are not cached.
     static let maxURLLength = 32 * 1024
     /// The largest header that can exist; bigger declared lengths are corrupt.
-    static let maxLength = fixedLength + maxURLLength + 2 * Int(UInt16.max) + 4
+    static let maxLength = fixedLength + maxURLLength + 3 * Int(UInt16.max) + 4
 
     var kind: Kind
     var generation: UInt64
@@ -56,14 +61,17 @@ struct DiskCacheEntry: Equatable {
         let urlBytes = Array(url.utf8)
         let etag = info.etag.map { Array($0.utf8) } ?? []
         let lastModified = info.lastModified.map { Array($0.utf8) } ?? []
-        guard urlBytes.count <= Self.maxURLLength, etag.count <= UInt16.max, lastModified.count <= UInt16.max else {
+        let rendition = info.rendition.map { [UInt8]($0.serialized) } ?? []
+        guard urlBytes.count <= Self.maxURLLength, etag.count <= UInt16.max, lastModified.count <= UInt16.max,
+              rendition.count <= UInt16.max else {
             return nil
         }
-        let length = Self.fixedLength + urlBytes.count + etag.count + lastModified.count + 4
+        let length = Self.fixedLength + urlBytes.count + etag.count + lastModified.count + rendition.count + 4
         var flags: UInt16 = 0
         if info.freshUntil != nil { flags |= 1 }
         if info.etag != nil { flags |= 2 }
         if info.lastModified != nil { flags |= 4 }
+        if info.rendition != nil { flags |= 8 }
         var out = [UInt8]()
         out.reserveCapacity(length)
         out += kind.magic
@@ -77,9 +85,12 @@ struct DiskCacheEntry: Equatable {
         out.appendLittleEndian(UInt32(urlBytes.count))
         out.appendLittleEndian(UInt16(etag.count))
         out.appendLittleEndian(UInt16(lastModified.count))
+        out.appendLittleEndian(UInt16(rendition.count))
+        out.appendLittleEndian(UInt16(0))
         out += urlBytes
         out += etag
         out += lastModified
+        out += rendition
         out.appendLittleEndian(out.withUnsafeBytes { CRC32.checksum($0) })
         return out
     }
@@ -105,8 +116,9 @@ struct DiskCacheEntry: Equatable {
         let urlLength = Int(bytes.loadLittleEndian(UInt32.self, at: 40))
         let etagLength = Int(bytes.loadLittleEndian(UInt16.self, at: 44))
         let lastModifiedLength = Int(bytes.loadLittleEndian(UInt16.self, at: 46))
+        let renditionLength = Int(bytes.loadLittleEndian(UInt16.self, at: 48))
         guard urlLength <= maxURLLength,
-              fixedLength + urlLength + etagLength + lastModifiedLength + 4 == length else { return nil }
+              fixedLength + urlLength + etagLength + lastModifiedLength + renditionLength + 4 == length else { return nil }
         func string(_ start: Int, _ count: Int) -> String? {
             String(validating: UnsafeRawBufferPointer(rebasing: bytes[start..<start + count]), as: UTF8.self)
         }
@@ -115,9 +127,16 @@ struct DiskCacheEntry: Equatable {
               let lastModified = string(fixedLength + urlLength + etagLength, lastModifiedLength) else { return nil }
         let fresh = Double(bitPattern: bytes.loadLittleEndian(UInt64.self, at: 32))
         guard flags & 1 == 0 || fresh.isFinite else { return nil }
+        var rendition: RenditionRecord?
+        if flags & 8 != 0 {
+            let start = fixedLength + urlLength + etagLength + lastModifiedLength
+            guard let record = RenditionRecord(serialized: Data(bytes[start..<start + renditionLength])) else { return nil }
+            rendition = record
+        }
         let info = CacheEntryInfo(etag: flags & 2 != 0 ? etag : nil,
                                   lastModified: flags & 4 != 0 ? lastModified : nil,
-                                  freshUntil: flags & 1 != 0 ? Date(timeIntervalSince1970: fresh) : nil)
+                                  freshUntil: flags & 1 != 0 ? Date(timeIntervalSince1970: fresh) : nil,
+                                  rendition: rendition)
         return DiskCacheEntry(kind: kind, generation: bytes.loadLittleEndian(UInt64.self, at: 12), url: url,
                                info: info, bodyLength: bytes.loadLittleEndian(UInt64.self, at: 20),
                                bodyCRC: bytes.loadLittleEndian(UInt32.self, at: 28))

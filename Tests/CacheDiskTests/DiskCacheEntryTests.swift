@@ -95,7 +95,7 @@ struct DiskCacheEntryTests {
         let url = URL(string: "test://host/hostile")!
         let path = directory.entryPath(url)
         // A header that declares a 4 GiB header, then one that declares a 4 GiB URL.
-        var header = Array("IPDC".utf8) + [1, 0, 0, 0] + [0xFF, 0xFF, 0xFF, 0xFF]
+        var header = Array("IPDC".utf8) + [2, 0, 0, 0] + [0xFF, 0xFF, 0xFF, 0xFF]
         header += [UInt8](repeating: 0xFF, count: 200)
         try Data(header).write(to: URL(fileURLWithPath: path))
         #expect(await cache.cachedData(for: url) == nil)

@@ -111,3 +111,31 @@ struct ValueTests {
         #expect(key(originalFill) == key(ImageRequest(url: url)))  // mode means nothing at original size
     }
 }
+
+@Suite("Rendition records")
+struct RenditionRecordTests {
+    @Test func theSerializedFormRoundTripsAndAnythingElseIsRejected() throws {
+        let record = RenditionRecord(originTag: "123-abc", originalSize: PixelSize(width: 4032, height: 3024),
+                                     format: ImageFormat(rawValue: "image/x-new"), standalone: false)
+        let bytes = record.serialized
+        #expect(RenditionRecord(serialized: bytes) == record)
+        var standalone = record
+        standalone.standalone = true
+        #expect(RenditionRecord(serialized: standalone.serialized)?.standalone == true)
+        // Every truncation, an extra byte, another version and bad flags are refused.
+        for length in 0..<bytes.count { #expect(RenditionRecord(serialized: bytes.prefix(length)) == nil) }
+        #expect(RenditionRecord(serialized: bytes + Data([0])) == nil)
+        var other = bytes
+        other[0] = 2
+        #expect(RenditionRecord(serialized: other) == nil)
+        other = bytes
+        other[1] = 7
+        #expect(RenditionRecord(serialized: other) == nil)
+    }
+
+    @Test func theTagIsTheLengthAndCRC32OfTheBytes() {
+        let data = Data("123456789".utf8)  // CRC-32 check value cbf43926
+        #expect(RenditionRecord.tag(of: data) == "9-cbf43926")
+        #expect(RenditionRecord.tag(for: CachedDigest(length: 9, crc32: 0xcbf4_3926, info: CacheEntryInfo())) == "9-cbf43926")
+    }
+}

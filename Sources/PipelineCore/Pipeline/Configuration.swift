@@ -59,10 +59,7 @@ extension ImagePipeline {
         /// 24-megapixel JPEGs (about 75 MiB of coefficients each) do not all start at once.
         public static func defaultDecodeMemoryBudget(cgroupRoot: String = "/sys/fs/cgroup",
                                                      physicalMemory: UInt64 = ProcessInfo.processInfo.physicalMemory) -> Int {
-            var total = physicalMemory
-            if let limit = MemoryCache<ImageKey, ImageResponse>.containerMemoryLimit(cgroupRoot: cgroupRoot) {
-                total = min(total, limit)
-            }
+            let total = ContainerMemory.available(cgroupRoot: cgroupRoot, physicalMemory: physicalMemory)
             let quarter = Int(clamping: total / 4)
             return min(max(quarter, 64 << 20), 1 << 30)
         }
