@@ -33,7 +33,7 @@ struct ReadmeTests {
     static func markedBlocks() throws -> [(page: String, path: String, block: String)] {
         try documentationPages().flatMap { page in
             let text = try String(contentsOf: root.appendingPathComponent(page), encoding: .utf8)
-            return text.components(separatedBy: "<!-- compiled: ").dropFirst().compactMap { part in
+            return text.components(separatedBy: "<!-- compiled: ").dropFirst().compactMap { part -> (page: String, path: String, block: String)? in
                 guard let end = part.range(of: " -->\n```swift\n") else { return nil }
                 let path = String(part[..<end.lowerBound])
                 return (page, path, part[end.upperBound...].components(separatedBy: "\n```")[0])
