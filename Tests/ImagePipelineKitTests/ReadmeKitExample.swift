@@ -1,8 +1,8 @@
 import ImagePipelineKit
 import PipelineCore
 
-/// The README's `ImagePipelineKit` block, compiled here (never called: it would make a cache
-/// directory in the user's home). `ReadmeTests` checks the README prints exactly these lines.
+/// The `ImagePipelineKit` catalog page's example, compiled here (never called: it would make a cache
+/// directory in the user's home). `ReadmeTests` checks the page prints exactly these lines.
 func readmeKitExample() throws -> (ImagePipeline, ImagePipeline.Configuration) {
     // README begin
     let pipeline = try ImagePipeline.standard(cacheName: "MyApp")   // disk cache in ~/.cache/MyApp
