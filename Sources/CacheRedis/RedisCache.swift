@@ -19,7 +19,7 @@ import Synchronization
 /// redirections are followed), every node has its own connection pool and circuit breaker, and
 /// a node that is down is a miss for its keys only.
 ///
-/// Keys: `<prefix>e:{<tag>}<url>` holds an entry (see the README's "Running a fleet"),
+/// Keys: `<prefix>e:{<tag>}<url>` holds an entry (a checked record of the URL, info and bytes),
 /// `<prefix>l:{<tag>}<url>` a fetch lease; `<tag>` is a hash of the URL, so a URL's entry and
 /// lease share a cluster slot (and node). Each entry expires (Redis `PX`) at its freshness plus
 /// ``Configuration/staleWindow``.
@@ -45,7 +45,7 @@ public final class RedisCache: DataCaching, Sendable {
         /// Server port.
         public var port: Int
         /// Prepended to every key, so that several applications (or layout versions) share a server.
-        /// Must not contain `{`: the keys carry their own cluster hash tag.
+        /// Must not contain `{`: the keys carry their own cluster hash tag. Default `"imgpipe:v2:"`.
         public var keyPrefix: String
         /// Connect and per-command timeout. Default 50 ms.
         public var timeout: Duration

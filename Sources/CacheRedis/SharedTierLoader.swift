@@ -18,9 +18,9 @@ public struct SharedTierLoader: DataLoading {
     public let base: any DataLoading
     /// The shared tier the lease and the result live in.
     public let tier: RedisCache
-    /// How long a lease lasts, and the longest another pipeline waits for its result.
+    /// How long a lease lasts, and the longest another pipeline waits for its result. Default 5 s.
     public let leaseDuration: Duration
-    /// How often a waiting pipeline asks for the result.
+    /// How often a waiting pipeline asks for the result. Default 10 ms.
     public let pollInterval: Duration
 
     /// Creates the wrapper.

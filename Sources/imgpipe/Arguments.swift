@@ -25,10 +25,10 @@ struct OptionSpec: Sendable {
     static let shared: [OptionSpec] = [
         .value("cache-dir", "DIR", "disk cache directory (default: the user cache directory, imgpipe/)"),
         .flag("no-disk-cache", "use no disk cache"),
-        .value("memory-cache-mb", "N", "memory cache budget in MiB (default 256)"),
+        .value("memory-cache-mb", "N", "memory cache budget in MiB (default 256; thumb --out-dir 32)"),
         .value("max-pixels", "N", "refuse pictures with more pixels than this (default 100000000)"),
         .value("timeout", "S", "network connect and idle timeout in seconds (default 15)"),
-        .value("concurrency", "N", "pictures loaded at once (default 8)"),
+        .value("concurrency", "N", "pictures loaded at once (default 8; thumb --out-dir max(8, 2 × cores))"),
         .flag("verbose", "print each source as it finishes"),
         .flag("help", "show this help"),
     ]
