@@ -3,44 +3,9 @@ import Foundation
 import LoaderHTTP
 import PipelineCore
 import PipelineTestSupport
-import Synchronization
 
-
-/// A disk-cache stand-in kept in memory, so tests can look at what the pipeline stored.
-actor InMemoryDataCache: DataCaching {
-    private(set) var entries: [URL: CachedData] = [:]
-    private(set) var stores = 0
-    private(set) var infoUpdates = 0
-
-    func cachedData(for url: URL) async -> CachedData? { entries[url] }
-
-    func storeData(_ data: Data, info: CacheEntryInfo, for url: URL) async {
-        stores += 1
-        entries[url] = CachedData(data: data, info: info)
-    }
-
-    func updateInfo(_ info: CacheEntryInfo, for url: URL) async {
-        infoUpdates += 1
-        entries[url]?.info = info
-    }
-
-    func removeData(for url: URL) async { entries[url] = nil }
-}
-
-/// A value several tasks update.
-final class Counter: Sendable {
-    private let value = Mutex(0)
-    var current: Int { value.withLock { $0 } }
-    func increment() { value.withLock { $0 += 1 } }
-}
-
-/// A pipeline that loads through `loader` and decodes with ``TestImageDecoder`` and the real
-/// PNG decoder.
-func makePipeline(_ loader: any DataLoading, diskCache: (any DataCaching)? = nil) -> ImagePipeline {
-    ImagePipeline(configuration: .init(decoders: DecoderRegistry([TestImageDecoder(), PNGDecoder()]),
-                                       loaders: LoaderRegistry([loader]), diskCache: diskCache,
-                                       negativeCacheLifetime: 0))
-}
+/// The fixture server's formats: its test format (``TestImageDecoder``) and PNG.
+let fixtureDecoders = DecoderRegistry([TestImageDecoder(), PNGDecoder()])
 
 /// The `ImagePipelineError` `body` throws, or `nil` when it succeeds or throws something else.
 func pipelineError(_ body: () async throws -> Void) async -> LoadFailure? {
@@ -91,12 +56,12 @@ func waitUntil(seconds: Double = 60, _ condition: () async throws -> Bool) async
 /// Runs `body` with a real ``PipelineCore/DiskCache`` in a fresh temporary directory, removed
 /// afterwards; `body` also gets the directory, to look at the files themselves.
 func withDiskCache<T>(_ body: (DiskCache, URL) async throws -> T) async throws -> T {
-    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("LoaderTests-disk-\(UUID().uuidString)")
-    let disk = try DiskCache(directory: directory, sizeLimit: 16 << 20)
-    let result = await Result { try await body(disk, directory) }
-    await disk.waitForMaintenance()
-    try? FileManager.default.removeItem(at: directory)
-    return try result.get()
+    try await withTemporaryDirectory(prefix: "LoaderHTTPTests-disk") { directory in
+        let disk = try DiskCache(directory: directory, sizeLimit: 16 << 20)
+        let result = await Result { try await body(disk, directory) }
+        await disk.waitForMaintenance()
+        return try result.get()
+    }
 }
 
 extension Result where Failure == any Error {

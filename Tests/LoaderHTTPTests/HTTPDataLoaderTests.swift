@@ -74,7 +74,7 @@ struct HTTPDataLoaderTests {
                 headers["Authorization"] = "Bearer secret"
             }
             let loader = HTTPDataLoader(configuration: configuration)
-            let pipeline = makePipeline(loader)
+            let pipeline = makePipeline(loader: loader, decoders: fixtureDecoders, negativeCacheLifetime: 0)
             _ = try await pipeline.image(for: ImageRequest(url: server.url("/auth/a?token=secret")))
             #expect(calls.current == 1)
             let refused = await pipelineError { _ = try await loader.load(DataLoadRequest(url: server.url("/auth/b?token=other"))) }
@@ -85,7 +85,7 @@ struct HTTPDataLoaderTests {
 
     @Test func requestHeadersAreSent() async throws {
         try await withFixtureServer { server in
-            let pipeline = makePipeline(HTTPDataLoader(configuration: strictLimits))
+            let pipeline = makePipeline(loader: HTTPDataLoader(configuration: strictLimits), decoders: fixtureDecoders, negativeCacheLifetime: 0)
             let url = server.url("/header/h?name=X-Client&value=grid")
             let missing = await pipelineError { _ = try await pipeline.image(for: ImageRequest(url: url)) }
             #expect(missing == .http(.badStatus(code: 400)))
