@@ -105,7 +105,7 @@ struct LoaderErrorTests {
                 #expect(await disk.cachedData(for: url) == nil, "fetch \(fetch) stored the body")
                 // A request cut short (a time limit) may reach the server's count after the error.
                 let expected = failure.hits * fetch
-                _ = try await waitUntil(seconds: 30) { try await server.hits(failure.counted) - before >= expected }
+                _ = try await eventually(timeout: 30) { try await server.hits(failure.counted) - before >= expected }
                 let hits = try await server.hits(failure.counted) - before
                 #expect(hits == expected, "fetch \(fetch)")
             }

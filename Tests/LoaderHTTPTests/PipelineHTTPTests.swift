@@ -26,7 +26,7 @@ struct PipelineHTTPTests {
             let url = server.url("/slow/shared?chunks=500&interval_ms=10&chunk=1000")
             let first = Task { try await pipeline.image(for: ImageRequest(url: url)) }
             let second = Task { try await pipeline.image(for: ImageRequest(url: url)) }
-            #expect(try await waitUntil { (try await server.stats().sent["/slow/shared"] ?? 0) >= 5000 })
+            #expect(try await eventually { (try await server.stats().sent["/slow/shared"] ?? 0) >= 5000 })
             first.cancel()
             await #expect(throws: CancellationError.self) { _ = try await first.value }
             try await Task.sleep(nanoseconds: 100_000_000)
@@ -35,7 +35,7 @@ struct PipelineHTTPTests {
             let cancelledAt = Date().timeIntervalSince1970
             second.cancel()
             await #expect(throws: CancellationError.self) { _ = try await second.value }
-            #expect(try await waitUntil { try await server.stats().disconnects["/slow/shared"] != nil })
+            #expect(try await eventually { try await server.stats().disconnects["/slow/shared"] != nil })
             let stopped = try #require(try await server.stats().disconnects["/slow/shared"]) - cancelledAt
             print("pipeline: last waiter cancelled → server saw the socket close: \(Int(stopped * 1000)) ms")
             // Run to its end, the body would take 4.5 s more; promptly is well under that (0–10 ms
@@ -52,14 +52,14 @@ struct PipelineHTTPTests {
             let loader = HTTPDataLoader(configuration: .init(maxConnectionsPerHost: 1))
             let pipeline = makePipeline(loader: loader, decoders: fixtureDecoders, negativeCacheLifetime: 0)
             let blocker = Task { try await pipeline.image(for: ImageRequest(url: server.url("/hold/blocker"))) }
-            #expect(try await waitUntil { try await server.hits("/hold/blocker") == 1 })
+            #expect(try await eventually { try await server.hits("/hold/blocker") == 1 })
             let prefetches = (0..<3).map { ImageRequest(url: server.url("/image/p\($0)"), priority: .prefetch) }
             await pipeline.prefetch(prefetches)
-            #expect(try await waitUntil { loader.queuedCount == 3 })
+            #expect(await eventually { loader.queuedCount == 3 })
             var visible = (0..<2).map { ImageRequest(url: server.url("/image/v\($0)")) }
             visible.append(ImageRequest(url: server.url("/image/p2")))
             let tasks = visible.map { request in Task { try await pipeline.image(for: request) } }
-            #expect(try await waitUntil { loader.queuedCount == 5 })
+            #expect(await eventually { loader.queuedCount == 5 })
             try await server.release("blocker")
             _ = try await blocker.value
             for task in tasks { _ = try await task.value }

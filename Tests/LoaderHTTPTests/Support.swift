@@ -43,16 +43,6 @@ enum LoadFailure: Equatable, Sendable, CustomStringConvertible {
     }
 }
 
-/// Waits (polling every 5 ms, at most `seconds`) until `condition` holds.
-func waitUntil(seconds: Double = 60, _ condition: () async throws -> Bool) async throws -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while Date() < deadline {
-        if try await condition() { return true }
-        try await Task.sleep(nanoseconds: 5_000_000)
-    }
-    return try await condition()
-}
-
 /// Runs `body` with a real ``PipelineCore/DiskCache`` in a fresh temporary directory, removed
 /// afterwards; `body` also gets the directory, to look at the files themselves.
 func withDiskCache<T>(_ body: (DiskCache, URL) async throws -> T) async throws -> T {
