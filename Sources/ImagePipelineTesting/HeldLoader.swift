@@ -117,12 +117,7 @@ public final class HeldLoader: DataLoading {
 
     /// Waits (polling every millisecond, at most `timeout` seconds) until `condition` holds.
     public func waitUntil(timeout: TimeInterval = 120, _ condition: @Sendable (HeldLoader) -> Bool) async -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while !condition(self) {
-            if Date() > deadline { return false }
-            try? await Task.sleep(nanoseconds: 1_000_000)
-        }
-        return true
+        await eventually(timeout: timeout) { condition(self) }
     }
 }
 

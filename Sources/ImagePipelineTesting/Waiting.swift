@@ -2,13 +2,14 @@ import Foundation
 import PipelineCore
 
 /// Checks `condition` every millisecond until it holds or `timeout` seconds have passed; true
-/// when it held. For conditions nothing signals (a count inside the pipeline's actor): the
-/// timeout is a safety net for a broken test, never a pause the test relies on, so a starved
-/// machine makes the test slower, not wrong.
+/// when it held. For conditions nothing signals (a count inside the pipeline's actor, a local
+/// server's counters): the timeout is a safety net for a broken test, never a pause the test
+/// relies on, so a starved machine makes the test slower, not wrong. An error `condition`
+/// throws ends the wait and is rethrown.
 public func eventually(isolation: isolated (any Actor)? = #isolation, timeout: TimeInterval = 120,
-                       _ condition: () async -> Bool) async -> Bool {
+                       _ condition: () async throws -> Bool) async rethrows -> Bool {
     let deadline = Date().addingTimeInterval(timeout)
-    while await !condition() {
+    while try await !condition() {
         if Date() > deadline { return false }
         try? await Task.sleep(nanoseconds: 1_000_000)
     }

@@ -4,23 +4,9 @@ import PipelineCore
 import PipelineTestSupport
 import Synchronization
 
-/// A fresh temporary directory, removed by ``remove()``.
-struct TemporaryDirectory {
-    let url: URL
-
-    init() throws {
-        url = FileManager.default.temporaryDirectory
-            .appendingPathComponent("DiskCacheTests-\(UUID().uuidString)", isDirectory: true)
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-
-    func remove() { try? FileManager.default.removeItem(at: url) }
-
+extension TemporaryDirectory {
     /// The path of `url`'s entry file in this directory.
     func entryPath(_ key: URL) -> String { url.appendingPathComponent(DiskCache.fileName(for: key)).path }
-
-    /// The names in the directory.
-    var names: [String] { (try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? [] }
 }
 
 /// A test cache with a small cap and no mtime persistence delay unless asked.
@@ -31,21 +17,10 @@ func makeCache(_ directory: TemporaryDirectory, sizeLimit: Int = 64 << 20, trimR
                   accessPersistInterval: accessPersistInterval, fileName: fileName)
 }
 
-/// A pipeline over the test fakes and a real disk cache.
+/// A pipeline over the test fakes and a real disk cache (the shared ``makePipeline`` with the
+/// configuration's own negative-cache lifetime, which these tests rely on).
 func makePipeline(loader: HeldLoader, diskCache: DiskCache, clock: TestClock) -> ImagePipeline {
-    var configuration = ImagePipeline.Configuration(
-        decoders: DecoderRegistry([CountingDecoder()]), loaders: LoaderRegistry([loader]),
-        memoryCache: MemoryCache(costLimit: 64 << 20), diskCache: diskCache, maxConcurrentDecodes: 2)
-    configuration.now = { clock.now }
-    configuration.diskCachedSchemes.insert("test")  // HeldLoader's scheme
-    return ImagePipeline(configuration: configuration)
-}
-
-/// A clock the test moves by hand.
-final class TestClock: Sendable {
-    private let current = Mutex(Date(timeIntervalSince1970: 1_700_000_000))
-    var now: Date { current.withLock { $0 } }
-    func advance(_ seconds: TimeInterval) { current.withLock { $0 = $0.addingTimeInterval(seconds) } }
+    makePipeline(loader: loader, diskCache: diskCache, negativeCacheLifetime: 10, clock: clock)
 }
 
 /// `test://host/WxH/N`: FakeImage bytes of that size and colour N via `HeldLoader.fakeData`.

@@ -1,5 +1,6 @@
 @testable import CacheRedis
 import Foundation
+import PipelineTestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -33,41 +34,38 @@ final class RedisCluster: Sendable {
             print("CacheRedisTests: cluster tests skipped, redis-server or redis-cli is not installed (scripts/bootstrap installs them)")
             return
         }
-        let directory = FileManager.default.temporaryDirectory
-            .appendingPathComponent("RedisCluster-\(UUID().uuidString)", isDirectory: true)
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        var nodes: [RedisServer] = []
-        do {
-            for index in 0..<count {
-                // No full coverage: with a master down (and no replica to take over) the other
-                // masters keep serving their slots instead of refusing everything. The bus port
-                // is chosen too: the default (port + 10000) is out of range for most free ports.
-                // A few attempts: another process may take a free port before the server binds it.
-                var attempt = 0
-                while true {
-                    do {
-                        nodes.append(try await RedisServer.start(arguments: [
-                            "--cluster-enabled", "yes", "--cluster-port", String(try RedisServer.freePort()),
-                            "--cluster-config-file", directory.appendingPathComponent("nodes-\(index)-\(attempt).conf").path,
-                            "--cluster-node-timeout", "5000", "--cluster-require-full-coverage", "no", "--dir", directory.path,
-                        ]))
-                        break
-                    } catch RedisServer.Failure.didNotStart where attempt < 2 {
-                        attempt += 1
+        try await withTemporaryDirectory(prefix: "RedisCluster") { directory in
+            var nodes: [RedisServer] = []
+            do {
+                for index in 0..<count {
+                    // No full coverage: with a master down (and no replica to take over) the other
+                    // masters keep serving their slots instead of refusing everything. The bus port
+                    // is chosen too: the default (port + 10000) is out of range for most free ports.
+                    // A few attempts: another process may take a free port before the server binds it.
+                    var attempt = 0
+                    while true {
+                        do {
+                            nodes.append(try await RedisServer.start(arguments: [
+                                "--cluster-enabled", "yes", "--cluster-port", String(try RedisServer.freePort()),
+                                "--cluster-config-file", directory.appendingPathComponent("nodes-\(index)-\(attempt).conf").path,
+                                "--cluster-node-timeout", "5000", "--cluster-require-full-coverage", "no", "--dir", directory.path,
+                            ]))
+                            break
+                        } catch RedisServer.Failure.didNotStart where attempt < 2 {
+                            attempt += 1
+                        }
                     }
                 }
+                let cluster = RedisCluster(nodes: nodes, directory: directory)
+                try await runCLI(cli, ["--cluster", "create"] + nodes.map { "127.0.0.1:\($0.port)" } + ["--cluster-replicas", "0", "--cluster-yes"])
+                try await cluster.waitUntilReady()
+                try await body(cluster)
+            } catch {
+                for node in nodes { await node.stop() }
+                throw error
             }
-            let cluster = RedisCluster(nodes: nodes, directory: directory)
-            try await runCLI(cli, ["--cluster", "create"] + nodes.map { "127.0.0.1:\($0.port)" } + ["--cluster-replicas", "0", "--cluster-yes"])
-            try await cluster.waitUntilReady()
-            try await body(cluster)
-        } catch {
             for node in nodes { await node.stop() }
-            try? FileManager.default.removeItem(at: directory)
-            throw error
         }
-        for node in nodes { await node.stop() }
-        try? FileManager.default.removeItem(at: directory)
     }
 
     /// Polls every node until it reports `cluster_state:ok` and knows all slots (20 s at most).

@@ -5,11 +5,10 @@ import LoaderHTTP
 import PipelineCore
 import PipelineTestSupport
 
-
 /// One "replica": its own disk cache in a temporary directory, its own connection to the
 /// shared Redis tier, and the HTTP loader behind the fetch lease.
 struct Replica {
-    let directory: URL
+    let directory: TemporaryDirectory
     let disk: DiskCache
     let tier: RedisCache
     let pipeline: ImagePipeline
@@ -19,9 +18,8 @@ struct Replica {
     }
 
     init(configuration: RedisCache.Configuration, leaseDuration: Duration = .seconds(60)) throws {
-        directory = FileManager.default.temporaryDirectory
-            .appendingPathComponent("CacheRedisTests-\(UUID().uuidString)", isDirectory: true)
-        disk = try DiskCache(directory: directory)
+        directory = try TemporaryDirectory(prefix: "CacheRedisTests")
+        disk = try DiskCache(directory: directory.url)
         tier = RedisCache(configuration: configuration)
         let loader = SharedTierLoader(base: HTTPDataLoader(), tier: tier, leaseDuration: leaseDuration)
         pipeline = ImagePipeline(configuration: .init(
@@ -30,7 +28,7 @@ struct Replica {
             negativeCacheLifetime: 0))
     }
 
-    func remove() { try? FileManager.default.removeItem(at: directory) }
+    func remove() { directory.remove() }
 }
 
 /// Runs `body` with a fresh Redis server and fixture server, stopping both on every path.

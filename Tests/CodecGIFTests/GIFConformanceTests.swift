@@ -1,5 +1,6 @@
 import CodecGIF
 import Foundation
+import GIFFixtureWriter
 import PipelineCore
 import PipelineTestSupport
 import Testing

@@ -132,9 +132,9 @@ struct HEIFDecoderTests {
     func aStraightDecodeWithAlphaMatchesHeifConvertExactly(heifEncArguments: [String]) throws {
         guard heifEncArguments.isEmpty || HEIFDecoder.decodesAVIF else { return }
         let png = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Samples/glass-alpha.png")
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("heif-alpha-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let temporary = try TemporaryDirectory(prefix: "heif-alpha")
+        defer { temporary.remove() }
+        let directory = temporary.url
         let encoded = directory.appendingPathComponent("alpha.heif"), reference = directory.appendingPathComponent("reference.png")
         let pam = directory.appendingPathComponent("reference.pam")
         for (tool, arguments, output) in [

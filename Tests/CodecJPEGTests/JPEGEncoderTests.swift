@@ -89,23 +89,6 @@ struct JPEGMarkers {
     }
 }
 
-/// PSNR in dB over R, G and B of two same-size bitmaps (colour as stored; both opaque here).
-func psnr(_ a: Bitmap, _ b: Bitmap) -> Double {
-    guard a.size == b.size else { return 0 }
-    var sum = 0.0
-    for y in 0..<a.height {
-        for x in 0..<a.width {
-            let p = a.pixel(x: x, y: y), q = b.pixel(x: x, y: y)
-            for (u, v) in [(p.r, q.r), (p.g, q.g), (p.b, q.b)] {
-                let d = Double(u) - Double(v)
-                sum += d * d
-            }
-        }
-    }
-    let mse = sum / Double(a.width * a.height * 3)
-    return mse == 0 ? .infinity : 10 * log10(255 * 255 / mse)
-}
-
 /// `JPEGEncoder` against libjpeg-turbo's own command-line decoder and encoder.
 @Suite(.enabled(if: JPEGTools.available, JPEGTools.missing))
 struct JPEGEncoderTests {

@@ -35,21 +35,6 @@ enum ICC {
         try PNGDecoder().decode(try Corpus.data(folder, name), options: DecodeOptions(convertsToSRGB: false))
             .bitmap.unpremultipliedBytes()
     }
-
-    /// PSNR in dB over R, G and B of two straight RGBA buffers of the same size.
-    static func psnr(_ a: [UInt8], _ b: [UInt8]) -> Double {
-        precondition(a.count == b.count)
-        var sum = 0.0, count = 0
-        for i in stride(from: 0, to: a.count, by: 4) {
-            for c in 0..<3 {
-                let d = Double(Int(a[i + c]) - Int(b[i + c]))
-                sum += d * d
-            }
-            count += 3
-        }
-        let mse = sum / Double(max(1, count))
-        return mse == 0 ? 99 : 10 * log10(255 * 255 / mse)
-    }
 }
 
 /// Every file of `../shared/corpus/icc/` against its colour-managed reference.
@@ -62,7 +47,7 @@ struct ICCCorpusTests {
             let ours = decoded.bitmap.unpremultipliedBytes()
             #expect(ours.count == expected.count, "\(file): size \(decoded.bitmap.size)")
             guard ours.count == expected.count else { continue }
-            let db = ICC.psnr(ours, expected)
+            let db = psnr(ours, expected)
             #expect(db >= 35, "\(file): \(db) dB against \(reference)")
             #expect(decoded.info.colorProfile != nil, "\(file): no profile reported")
             #expect(decoded.warnings.isEmpty, "\(file): \(decoded.warnings)")
@@ -95,7 +80,7 @@ struct ICCCorpusTests {
             let file = "ProPhotoRGB.\(format)"
             let off = try ICC.decode(file, options: DecodeOptions(convertsToSRGB: false))
             let expected = try ICC.reference("\(file).srgb.png")
-            #expect(ICC.psnr(off.bitmap.unpremultipliedBytes(), expected) < 30, "\(file): stored values match sRGB")
+            #expect(psnr(off.bitmap.unpremultipliedBytes(), expected) < 30, "\(file): stored values match sRGB")
             let profile = try #require(off.info.colorProfile, "\(file): no profile")
             #expect(profile.colorSpace == "RGB")
             #expect(profile.problem == nil)

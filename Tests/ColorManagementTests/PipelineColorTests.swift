@@ -18,7 +18,7 @@ struct PipelineColorTests {
         var request = ImageRequest(url: url)
         request.processing.convertsToSRGB = false
         let stored = try await pipeline.image(for: request)
-        #expect(ICC.psnr(converted.bitmap.unpremultipliedBytes(), expected) >= 35)
-        #expect(ICC.psnr(stored.bitmap.unpremultipliedBytes(), expected) < 30)
+        #expect(psnr(converted.bitmap.unpremultipliedBytes(), expected) >= 35)
+        #expect(psnr(stored.bitmap.unpremultipliedBytes(), expected) < 30)
     }
 }

@@ -101,7 +101,7 @@ public final class FuzzHarness: Sendable {
     public init(settings: Settings = Settings()) {
         _ = memory_probe_fix_mmap_threshold(128 * 1024)
         self.settings = settings
-        pipeline = Mutex(Self.makePipeline(loader: loader, settings: settings))
+        pipeline = Mutex(Self.freshPipeline(loader: loader, settings: settings))
     }
 
     /// Every decoder this package ships; the HEIF decoder takes AVIF too when libheif can.
@@ -109,10 +109,13 @@ public final class FuzzHarness: Sendable {
         DecoderRegistry().registering(JPEGDecoder()).registering(PNGDecoder()).registering(WebPDecoder()).registering(HEIFDecoder())
     }
 
-    private static func makePipeline(loader: FuzzLoader, settings: Settings) -> ImagePipeline {
-        ImagePipeline(configuration: .init(
-            decoders: decoders, loaders: LoaderRegistry().registering(loader),
-            memoryCache: MemoryCache(costLimit: 0), maxPixelCount: settings.pixelLimit, negativeCacheLifetime: 0))
+    /// The harness's pipeline: every decoder, one decode per core, and neither a memory cache nor
+    /// a negative cache, so that every case runs the decoders afresh.
+    private static func freshPipeline(loader: FuzzLoader, settings: Settings) -> ImagePipeline {
+        makePipeline(
+            loader: loader, decoders: decoders, memoryCache: MemoryCache(costLimit: 0),
+            maxConcurrentDecodes: ProcessInfo.processInfo.activeProcessorCount, maxPixelCount: settings.pixelLimit,
+            negativeCacheLifetime: 0)
     }
 
     /// Runs `bytes` as a thumbnail request (a size and content mode that follow from `variant`)
@@ -170,7 +173,7 @@ public final class FuzzHarness: Sendable {
             problems.append("\(label): no answer within \(settings.deadline) s")
             hung = true
             // The stuck decode keeps its worker thread; later cases get a new pipeline.
-            self.pipeline.withLock { $0 = Self.makePipeline(loader: loader, settings: settings) }
+            self.pipeline.withLock { $0 = Self.freshPipeline(loader: loader, settings: settings) }
             return .timedOut
         case .finished(.success(let response)):
             let size = response.bitmap

@@ -10,13 +10,6 @@ import Testing
 struct KitTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
-    private func withTemporaryFolder<T>(_ body: (URL) async throws -> T) async throws -> T {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("KitTests-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
-        return try await body(folder)
-    }
-
     @Test func theAcceptHeaderNamesTheRegisteredFormatsNewestFirst() {
         let registry = DecoderRegistry([CountingDecoder(format: .jpeg), CountingDecoder(format: .png), TestImageDecoder(),
                                         CountingDecoder(format: "nomime"), CountingDecoder(format: .jpeg)])
@@ -37,7 +30,7 @@ struct KitTests {
     /// Over HTTP (the fixture server answers `/header/…` only when `Accept` is exactly the
     /// derived value) into the disk cache directory given; then every bundled sample from files.
     @Test func theStandardPipelineSendsItsAcceptHeaderAndUsesItsDiskCache() async throws {
-        try await withTemporaryFolder { folder in
+        try await withTemporaryDirectory(prefix: "KitTests") { folder in
             var configuration = try ImagePipeline.Configuration.standard(cacheName: "unused", cacheDirectory: folder)
             let accept = DecoderRegistry.standard.acceptHeader()
             configuration.decoders.register(TestImageDecoder())  // the fixture server's format
@@ -72,7 +65,7 @@ struct KitTests {
     }
 
     @Test func dataURLsLoadThroughTheStandardPipeline() async throws {
-        try await withTemporaryFolder { folder in
+        try await withTemporaryDirectory(prefix: "KitTests") { folder in
             let pipeline = ImagePipeline(configuration: try .standard(cacheName: "unused", cacheDirectory: folder))
             let png = try Data(contentsOf: Self.root.appendingPathComponent("Samples/rings.png"))
             let url = try #require(URL(string: "data:image/png;base64," + png.base64EncodedString()))

@@ -61,14 +61,6 @@ struct Imgpipe {
         return Result(status: process.terminationStatus, terminatedBySignal: process.terminationReason == .uncaughtSignal,
                       stdout: String(decoding: outData, as: UTF8.self), stderr: String(decoding: errData, as: UTF8.self))
     }
-
-    /// A temporary directory removed by `body`'s end.
-    static func withTemporaryDirectory<T>(_ body: (URL) async throws -> T) async throws -> T {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("imgpipe-tests-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        return try await body(directory)
-    }
 }
 
 /// The width and height in a PAM file's header.

@@ -1,4 +1,5 @@
 import Foundation
+import PipelineTestSupport
 import Testing
 
 /// `../shared/corpus`.
@@ -60,7 +61,7 @@ struct ImgpipeStraightAlphaTests {
             .filter { $0.hasSuffix(".png") && !$0.hasPrefix("x") }.sorted()
             .filter { Self.pngHasAlpha((try? Data(contentsOf: folder.appendingPathComponent($0))) ?? Data()) }
         #expect(names.count >= 28, "PngSuite files with alpha or tRNS")
-        try await Imgpipe.withTemporaryDirectory { (directory: URL) async throws in
+        try await withTemporaryDirectory(prefix: "imgpipe-tests") { (directory: URL) async throws in
             for name in names {
                 let out = directory.appendingPathComponent(name + ".pam")
                 let result = try await Imgpipe.run(["decode", folder.appendingPathComponent(name).path, "--out", out.path])
@@ -79,7 +80,7 @@ struct ImgpipeStraightAlphaTests {
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/pngtopam"), "pngtopam (netpbm) is not installed"),
           arguments: ["png-suite/png/basn6a08.png", "png-suite/png/basn4a16.png", "webp/lossy_alpha1.webp", "webp/lossless1.webp"])
     func pngOutputHoldsTheSameStraightPixels(_ file: String) async throws {
-        try await Imgpipe.withTemporaryDirectory { (directory: URL) async throws in
+        try await withTemporaryDirectory(prefix: "imgpipe-tests") { (directory: URL) async throws in
             let source = Self.corpus.appendingPathComponent(file).path
             let pam = directory.appendingPathComponent("out.pam"), png = directory.appendingPathComponent("out.png")
             for out in [pam, png] {
@@ -110,7 +111,7 @@ struct ImgpipeStraightAlphaTests {
         }
         let names = listed.keys.sorted().filter { Self.webpHasAlpha((try? Data(contentsOf: folder.appendingPathComponent($0))) ?? Data()) }
         #expect(names.count >= 22, "libwebp vectors with alpha")
-        try await Imgpipe.withTemporaryDirectory { (directory: URL) async throws in
+        try await withTemporaryDirectory(prefix: "imgpipe-tests") { (directory: URL) async throws in
             var outputs: [String] = []
             for name in names {
                 let out = directory.appendingPathComponent(name + ".pam")

@@ -1,4 +1,5 @@
 import Foundation
+import PipelineTestSupport
 import Testing
 
 @Suite("imgpipe command line", .timeLimit(.minutes(2)))
@@ -78,7 +79,7 @@ struct ImgpipeTests {
     }
 
     @Test func framesWritesEveryCompositedFrameAndThumbTheFirst() async throws {
-        try await Imgpipe.withTemporaryDirectory { (directory: URL) async throws in
+        try await withTemporaryDirectory(prefix: "imgpipe-tests") { (directory: URL) async throws in
             let orbit = Imgpipe.samples.appendingPathComponent("orbit.gif").path
             let full = directory.appendingPathComponent("full")
             let result = try await Imgpipe.run(["frames", orbit, "--out-dir", full.path, "--no-disk-cache"])
@@ -100,7 +101,7 @@ struct ImgpipeTests {
     }
 
     @Test func thumbFitsOrFillsAndDecodeIsUpright() async throws {
-        try await Imgpipe.withTemporaryDirectory { (directory: URL) async throws in
+        try await withTemporaryDirectory(prefix: "imgpipe-tests") { (directory: URL) async throws in
             let mandelbrot = Imgpipe.samples.appendingPathComponent("mandelbrot.jpg").path
             let fit = directory.appendingPathComponent("fit.pam")
             #expect(try await Imgpipe.run(["thumb", mandelbrot, "--size", "64", "--out", fit.path]).status == 0)
@@ -119,7 +120,7 @@ struct ImgpipeTests {
     }
 
     @Test func thumbRoundsBlursAndRoundsCorners() async throws {
-        try await Imgpipe.withTemporaryDirectory { (directory: URL) async throws in
+        try await withTemporaryDirectory(prefix: "imgpipe-tests") { (directory: URL) async throws in
             let mandelbrot = Imgpipe.samples.appendingPathComponent("mandelbrot.jpg").path
             let round = directory.appendingPathComponent("round.pam")
             let result = try await Imgpipe.run(["thumb", mandelbrot, "--fill", "40x40", "--blur", "1.5", "--corner-radius", "4",
@@ -134,7 +135,7 @@ struct ImgpipeTests {
     }
 
     @Test func badInputExitsOneWithATypedMessageAndNeverASignal() async throws {
-        try await Imgpipe.withTemporaryDirectory { (directory: URL) async throws in
+        try await withTemporaryDirectory(prefix: "imgpipe-tests") { (directory: URL) async throws in
             let original = try Data(contentsOf: Imgpipe.samples.appendingPathComponent("dunes-progressive.jpg"))
             var cases: [(String, Data, String)] = [
                 ("gif.gif", Data("GIF89a".utf8) + Data(count: 40), "corrupt GIF data: the header gives a size of 0×0"),
@@ -161,7 +162,7 @@ struct ImgpipeTests {
     }
 
     @Test func sheetRendersTheBundledSamplesByDefault() async throws {
-        try await Imgpipe.withTemporaryDirectory { (directory: URL) async throws in
+        try await withTemporaryDirectory(prefix: "imgpipe-tests") { (directory: URL) async throws in
             let out = directory.appendingPathComponent("sheet.png")
             let result = try await Imgpipe.run(["sheet", "--size", "64", "--columns", "3", "--out", out.path, "--no-disk-cache"])
             #expect(result.status == 0, "\(result.stderr)")
@@ -174,7 +175,7 @@ struct ImgpipeTests {
     }
 
     @Test func fetchGoesToTheNetworkOnceThenTheDiskCache() async throws {
-        try await Imgpipe.withTemporaryDirectory { (directory: URL) async throws in
+        try await withTemporaryDirectory(prefix: "imgpipe-tests") { (directory: URL) async throws in
             let server = try StaticServer(directory: Imgpipe.samples)
             defer { server.stop() }
             let cache = directory.appendingPathComponent("cache").path
@@ -197,7 +198,7 @@ struct ImgpipeTests {
     /// start tasks, so a huge value (valid as a positive whole number) hung sheet and fetch.
     @Test(arguments: ["sheet", "fetch"])
     func hugeConcurrencyDoesNotHang(command: String) async throws {
-        try await Imgpipe.withTemporaryDirectory { (directory: URL) async throws in
+        try await withTemporaryDirectory(prefix: "imgpipe-tests") { (directory: URL) async throws in
             let source = Imgpipe.samples.appendingPathComponent("rings.png").path
             let out = command == "sheet" ? ["--out", directory.appendingPathComponent("s.png").path] : []
             let result = try await Imgpipe.run([command, source, "--concurrency", "9223372036854775807", "--no-disk-cache"] + out,
@@ -211,7 +212,7 @@ struct ImgpipeTests {
     /// `--size` asked for tens of gigabytes and the process died. It is held to `--max-pixels`
     /// before anything loads, as a usage error.
     @Test func sheetLargerThanMaxPixelsIsRefusedBeforeLoading() async throws {
-        try await Imgpipe.withTemporaryDirectory { (directory: URL) async throws in
+        try await withTemporaryDirectory(prefix: "imgpipe-tests") { (directory: URL) async throws in
             let source = Imgpipe.samples.appendingPathComponent("rings.png").path
             let out = directory.appendingPathComponent("s.png")
             let result = try await Imgpipe.run(["sheet", source, source, source, "--size", "200", "--max-pixels", "100000",
@@ -274,7 +275,7 @@ struct ImgpipeStandardErrorTests {
     @Test(.enabled(if: FileManager.default.fileExists(atPath: corpus.appendingPathComponent("heif").path),
                    "../shared/corpus is absent: skipped"))
     func damagedFilesGiveExactlyOneLineNamingTheFile() async throws {
-        try await Imgpipe.withTemporaryDirectory { (directory: URL) async throws in
+        try await withTemporaryDirectory(prefix: "imgpipe-tests") { (directory: URL) async throws in
             for (name, data, message) in try Self.damagedFiles() {
                 let path = directory.appendingPathComponent(name)
                 try data.write(to: path)
@@ -311,7 +312,7 @@ struct ImgpipeOutputMemoryTests {
     /// A 4000×4000 decode (a 64 MB bitmap) written as PAM raised the peak by about four
     /// bitmaps (straight copy, `Data`, header + body); streamed, it is about one.
     @Test func aFullDecodeWrittenAsPAMCostsAboutOneBitmap() async throws {
-        try await Imgpipe.withTemporaryDirectory { (directory: URL) async throws in
+        try await withTemporaryDirectory(prefix: "imgpipe-tests") { (directory: URL) async throws in
             let small = directory.appendingPathComponent("small.webp"), large = directory.appendingPathComponent("large.webp")
             try Self.animation(canvas: 16).write(to: small)
             try Self.animation(canvas: 4000).write(to: large)

@@ -1,4 +1,5 @@
 import Foundation
+import PipelineTestSupport
 import Testing
 
 /// A PAM file as `imgpipe` writes it: width, height and straight RGBA bytes.
@@ -43,7 +44,7 @@ struct ImgpipeWritingTests {
     /// this build, fails with exit 1 naming the format, before anything is loaded or written.
     /// PNG and PAM are always there.
     @Test func theExtensionPicksTheFormat() async throws {
-        try await Imgpipe.withTemporaryDirectory { (directory: URL) async throws in
+        try await withTemporaryDirectory(prefix: "imgpipe-tests") { (directory: URL) async throws in
             let source = Imgpipe.samples.appendingPathComponent("glass-alpha.png").path
             for (ext, name, isFormat) in Self.formats {
                 let out = directory.appendingPathComponent("out.\(ext)")
@@ -77,7 +78,7 @@ struct ImgpipeWritingTests {
     /// `--compression-level` reaches the PNG encoder: level 0 stores, level 9 compresses, and
     /// both hold the same pixels.
     @Test func compressionLevelReachesThePNGEncoder() async throws {
-        try await Imgpipe.withTemporaryDirectory { (directory: URL) async throws in
+        try await withTemporaryDirectory(prefix: "imgpipe-tests") { (directory: URL) async throws in
             let source = Imgpipe.samples.appendingPathComponent("rings.png").path
             var sizes: [Int] = [], pixels: [[UInt8]] = []
             for level in ["0", "9"] {
@@ -95,7 +96,7 @@ struct ImgpipeWritingTests {
     /// An output that cannot be written is exit 1 with one line naming it, checked before the
     /// source is loaded when the folder is missing; no partial file is left behind.
     @Test func unwritableOutputsAreTypedErrors() async throws {
-        try await Imgpipe.withTemporaryDirectory { (directory: URL) async throws in
+        try await withTemporaryDirectory(prefix: "imgpipe-tests") { (directory: URL) async throws in
             let source = Imgpipe.samples.appendingPathComponent("rings.png").path
             let missing = try await Imgpipe.run(["convert", "/no/such/source.png", "--out", "/no/such/folder/x.png"])
             #expect(missing.status == 1 && missing.stderr == "imgpipe: cannot write /no/such/folder/x.png: the folder "
@@ -129,7 +130,7 @@ struct ImgpipeWritingTests {
     /// resampled and the decode is straight).
     @Test(.enabled(if: FileManager.default.fileExists(atPath: pngSuite.path), "../shared/corpus/png-suite is absent: skipped"))
     func convertPNGToPNGKeepsThePixels() async throws {
-        try await Imgpipe.withTemporaryDirectory { (directory: URL) async throws in
+        try await withTemporaryDirectory(prefix: "imgpipe-tests") { (directory: URL) async throws in
             let opaque = ["basn2c08", "basn0g04", "basn3p08", "basi2c08", "basn2c16"]
             let alpha = ["basn6a08", "basn4a08", "tbbn3p08"]
             var sources = (opaque + alpha).map { Self.pngSuite.appendingPathComponent("png/\($0).png") }
@@ -163,7 +164,7 @@ struct ImgpipeWritingTests {
     /// alpha included: decodes for writing are straight and the encoder keeps every value
     /// (`exact`), colour under transparent pixels too.
     @Test func convertToLosslessWebPKeepsThePixels() async throws {
-        try await Imgpipe.withTemporaryDirectory { (directory: URL) async throws in
+        try await withTemporaryDirectory(prefix: "imgpipe-tests") { (directory: URL) async throws in
             for name in ["aurora.png", "rings.png", "glass-alpha.png"] {
                 let source = Imgpipe.samples.appendingPathComponent(name).path
                 let webp = directory.appendingPathComponent("\(name).webp")
@@ -182,7 +183,7 @@ struct ImgpipeWritingTests {
     /// name, the others are written at the right size, and the exit status is 1. `-` adds the
     /// sources on stdin.
     @Test func batchWritesTheOthersWhenOneSourceFails() async throws {
-        try await Imgpipe.withTemporaryDirectory { (directory: URL) async throws in
+        try await withTemporaryDirectory(prefix: "imgpipe-tests") { (directory: URL) async throws in
             let broken = directory.appendingPathComponent("broken.png")
             try Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + [UInt8](repeating: 7, count: 100)).write(to: broken)
             let missing = directory.appendingPathComponent("missing.jpg").path
@@ -215,7 +216,7 @@ struct ImgpipeWritingTests {
     /// `<stem>.<ext>`, the next get `-2`, `-3`, … in source order, each with a warning naming
     /// both sources; the run still succeeds.
     @Test func sameStemsGetNumberedNames() async throws {
-        try await Imgpipe.withTemporaryDirectory { (directory: URL) async throws in
+        try await withTemporaryDirectory(prefix: "imgpipe-tests") { (directory: URL) async throws in
             var sources: [String] = []
             for (folder, name, sample) in [("a", "pic.png", "rings.png"), ("b", "pic.jpg", "mandelbrot.jpg"),
                                            ("c", "PIC.jpg", "balloon-exif6.jpg"), ("d", "pic-2.png", "rings.png")] {

@@ -10,13 +10,6 @@ private func freshLoader() -> HeldLoader {
     HeldLoader(schemes: ["https"]) { .success(.data(HeldLoader.fakeData(for: $0.url), ResponseMetadata(freshFor: 600))) }
 }
 
-/// A real disk cache in a fresh temporary directory, removed afterwards.
-private func withTemporaryDirectory<T>(_ body: (URL) async throws -> T) async throws -> T {
-    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("AppAPITests-\(UUID().uuidString)")
-    defer { try? FileManager.default.removeItem(at: directory) }
-    return try await body(directory)
-}
-
 /// A pipeline over `loader`, width buckets and a disk cache at `directory`, with `cacheKey`.
 private func makeKeyedPipeline(_ loader: HeldLoader, directory: URL,
                                cacheKey: (@Sendable (URL) -> String?)? = nil) throws -> ImagePipeline {
@@ -86,7 +79,7 @@ struct CacheKeyTests {
     /// With the token dropped from the identity: a second token hits memory; a new pipeline on
     /// the same disk cache with a third token hits disk; the loads used the real URLs.
     @Test func aRotatingTokenHitsMemoryThenDiskWithAConfiguredKey() async throws {
-        try await withTemporaryDirectory { directory in
+        try await withTemporaryDirectory(prefix: "AppAPITests") { directory in
             let loader = freshLoader()
             let ignoreToken = ImagePipeline.Configuration.ignoringQueryItems(["token"])
             let pipeline = try makeKeyedPipeline(loader, directory: directory, cacheKey: ignoreToken)
@@ -136,7 +129,7 @@ struct CacheKeyTests {
 
     /// Without a key each token is a picture of its own, in memory and on disk.
     @Test func withoutAKeyATokenIsANewEntry() async throws {
-        try await withTemporaryDirectory { directory in
+        try await withTemporaryDirectory(prefix: "AppAPITests") { directory in
             let loader = freshLoader()
             let pipeline = try makeKeyedPipeline(loader, directory: directory)
             _ = try await pipeline.image(for: ImageRequest(url: signedURL("a"), width: 100, height: 100))
@@ -152,7 +145,7 @@ struct CacheKeyTests {
     /// The request-level key does the same, keeps width buckets apart, and joins two tokens'
     /// downloads in flight into one (made with the first URL).
     @Test func aRequestLevelKeyHitsMemoryAndDiskAndJoinsDownloads() async throws {
-        try await withTemporaryDirectory { directory in
+        try await withTemporaryDirectory(prefix: "AppAPITests") { directory in
             let held = HeldLoader(schemes: ["https"])
             let pipeline = try makeKeyedPipeline(held, directory: directory)
             func request(_ token: String, width: Int = 100) -> ImageRequest {
@@ -191,7 +184,7 @@ struct RemovalTests {
     /// removal takes every entry of the picture from memory and both buckets from disk, and
     /// leaves the other picture alone; the next request loads again.
     @Test func removeCachedImageRemovesEverySizeFromMemoryAndDisk() async throws {
-        try await withTemporaryDirectory { directory in
+        try await withTemporaryDirectory(prefix: "AppAPITests") { directory in
             let loader = freshLoader()
             let pipeline = try makeKeyedPipeline(loader, directory: directory)
             let small = ImageRequest(url: signedURL("x"), width: 100, height: 100)
@@ -216,7 +209,7 @@ struct RemovalTests {
     /// `allSizes: false` removes only the request's own memory entry (and its disk entry);
     /// `removeAll()` empties both levels.
     @Test func removingOneSizeAndRemovingAll() async throws {
-        try await withTemporaryDirectory { directory in
+        try await withTemporaryDirectory(prefix: "AppAPITests") { directory in
             let loader = freshLoader()
             let pipeline = try makeKeyedPipeline(loader, directory: directory)
             let small = ImageRequest(url: signedURL("x"), width: 100, height: 100)

@@ -55,7 +55,7 @@ struct CachePolicyTests {
             return .failure(ImagePipelineError.timeout("connect"))
         })
         let decoder = CountingDecoder()
-        let pipeline = makePipeline(loader: loader, decoder: decoder)
+        let pipeline = makePipeline(loader: loader, decoders: DecoderRegistry([decoder]))
         let bad = URL(string: "test://host/bad")!, slow = URL(string: "test://host/slow")!
         for _ in 0..<2 {
             await #expect(throws: ImagePipelineError.self) { try await pipeline.image(for: ImageRequest(url: bad)) }

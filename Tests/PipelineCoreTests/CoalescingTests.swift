@@ -8,7 +8,7 @@ struct CoalescingTests {
     @Test func twoCallersShareOneDownloadAndOneDecode() async throws {
         let loader = HeldLoader()
         let decoder = CountingDecoder()
-        let pipeline = makePipeline(loader: loader, decoder: decoder)
+        let pipeline = makePipeline(loader: loader, decoders: DecoderRegistry([decoder]))
         let url = testURL(100, 80, 1)
         let request = ImageRequest(url: url, width: 50, height: 50)
         async let a = pipeline.image(for: request)
@@ -27,7 +27,7 @@ struct CoalescingTests {
     @Test func requestsInOneWidthBucketShareTheDownloadButDecodeTwice() async throws {
         let loader = HeldLoader.immediate()
         let decoder = CountingDecoder()
-        let pipeline = makePipeline(loader: loader, decoder: decoder, urlBuilder: WidthBucketURLBuilder())
+        let pipeline = makePipeline(loader: loader, decoders: DecoderRegistry([decoder]), urlBuilder: WidthBucketURLBuilder())
         let url = URL(string: "https://cdn.example/1000x1000/3")!
         let fetchURL = URL(string: "https://cdn.example/1000x1000/3?w=160")!
         async let a = pipeline.image(for: ImageRequest(url: url, width: 150, height: 150))
@@ -104,7 +104,7 @@ struct CoalescingTests {
     @Test func aThousandConcurrentRequestsForFiftyURLsLoadAndDecodeFiftyTimes() async throws {
         let loader = HeldLoader.immediate()
         let decoder = CountingDecoder(delay: 0.002)
-        let pipeline = makePipeline(loader: loader, decoder: decoder)
+        let pipeline = makePipeline(loader: loader, decoders: DecoderRegistry([decoder]))
         let results = try await withThrowingTaskGroup(of: (Int, [UInt8]).self) { group in
             for i in 0..<1000 {
                 let n = i % 50
@@ -126,7 +126,7 @@ struct CoalescingTests {
         let loader = HeldLoader.immediate()
         let decoder = CountingDecoder()
         let events = EventRecorder()
-        let pipeline = makePipeline(loader: loader, decoder: decoder, events: events)
+        let pipeline = makePipeline(loader: loader, decoders: DecoderRegistry([decoder]), events: events)
         let request = ImageRequest(url: testURL(64, 64, 6), width: 32, height: 32)
         let first = try await pipeline.image(for: request)
         let second = try await pipeline.image(for: request)
@@ -142,7 +142,7 @@ struct CoalescingTests {
     @Test func decodesRunOnTheBoundedPoolAtMostTheConfiguredNumberAtOnce() async throws {
         let loader = HeldLoader.immediate()
         let decoder = CountingDecoder(delay: 0.01)
-        let pipeline = makePipeline(loader: loader, decoder: decoder, maxConcurrentDecodes: 1)
+        let pipeline = makePipeline(loader: loader, decoders: DecoderRegistry([decoder]), maxConcurrentDecodes: 1)
         try await withThrowingTaskGroup(of: Void.self) { group in
             for n in 0..<8 {
                 group.addTask { _ = try await pipeline.image(for: ImageRequest(url: testURL(16, 16, n))) }

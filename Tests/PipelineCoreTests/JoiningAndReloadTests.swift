@@ -105,7 +105,7 @@ struct JoiningAndReloadTests {
 
         let loader = HeldLoader.immediate()
         let decoder = CountingDecoder()
-        let pipeline = makePipeline(loader: loader, decoder: decoder)
+        let pipeline = makePipeline(loader: loader, decoders: DecoderRegistry([decoder]))
         var request = ImageRequest(url: testURL(4, 64, 3), width: 64, height: 4, contentMode: .fill)
         request.processing.allowsUpscaling = true
         let response = try await pipeline.image(for: request)

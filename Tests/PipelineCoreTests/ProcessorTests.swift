@@ -207,7 +207,7 @@ final class TemporaryFailureProcessor: ImageProcessing {
     @Test func equalListsShareOneEntryAndDifferentListsNever() async throws {
         let loader = HeldLoader.immediate()
         let decoder = CountingDecoder()
-        let pipeline = makePipeline(loader: loader, decoder: decoder)
+        let pipeline = makePipeline(loader: loader, decoders: DecoderRegistry([decoder]))
         let url = testURL(64, 64, 3)
         let round = ImageRequest(url: url, width: 32, height: 32, processors: [.circle])
         let roundBlur = ImageRequest(url: url, width: 32, height: 32, processors: [.circle, .gaussianBlur(radius: 1)])
@@ -232,7 +232,7 @@ final class TemporaryFailureProcessor: ImageProcessing {
     @Test func concurrentRequestsShareOneProcessingRunPerList() async throws {
         let loader = HeldLoader.immediate()
         let decoder = CountingDecoder(delay: 0.01)
-        let pipeline = makePipeline(loader: loader, decoder: decoder)
+        let pipeline = makePipeline(loader: loader, decoders: DecoderRegistry([decoder]))
         let p1 = CountingProcessor("p1"), p2 = CountingProcessor("p2")
         let url = testURL(40, 40, 9)
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -264,7 +264,7 @@ final class TemporaryFailureProcessor: ImageProcessing {
     @Test func aProcessorsFailureIsRememberedForItsKey() async throws {
         let loader = HeldLoader.immediate()
         let decoder = CountingDecoder()
-        let pipeline = makePipeline(loader: loader, decoder: decoder)
+        let pipeline = makePipeline(loader: loader, decoders: DecoderRegistry([decoder]))
         let url = testURL(16, 16, 2)
         let failing = CountingProcessor("broken", fails: true)
         let request = ImageRequest(url: url, width: 8, height: 8, processors: [ImageProcessor(failing)])

@@ -4,7 +4,7 @@ import Foundation
 import Glibc
 #endif
 
-/// The fault-injecting fixture server (`Tests/LoaderTests/Fixtures/fixture_server.py`) as a subprocess on
+/// The fault-injecting fixture server (`Tests/LoaderHTTPTests/Fixtures/fixture_server.py`) as a subprocess on
 /// 127.0.0.1. Each test starts its own, so request counters never mix; ``stop()`` ends it, and
 /// it also exits on its own when its stdin closes (if the test process dies).
 public final class FixtureServer: Sendable {
@@ -40,7 +40,7 @@ public final class FixtureServer: Sendable {
 
     private init(arguments: [String]) throws {
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-            .appendingPathComponent("../LoaderTests/Fixtures/fixture_server.py")
+            .appendingPathComponent("../LoaderHTTPTests/Fixtures/fixture_server.py")
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["python3", script.path] + arguments

@@ -35,7 +35,7 @@ struct PluginPipelineTests {
     @Test(arguments: [(ContentMode.fit, 40, 40), (.fill, 30, 30), (.fit, 200, 200)])
     func aThumbnailThroughThePipelineHasThePlannedSizeAndPixels(_ mode: ContentMode, _ width: Int, _ height: Int) async throws {
         let fixture = try QOIFixture("glass-edge")
-        let pipeline = makePipeline(loader: ShelfLoader(["glass": .bytes(fixture.qoi)]))
+        let pipeline = makePipeline(loader: ShelfLoader(["glass": .bytes(fixture.qoi)]), decoders: .withQOI())
         let box = PixelSize(width: width, height: height)
         let response = try await pipeline.image(for: ImageRequest(url: shelf("glass"), width: width, height: height, contentMode: mode))
         let plan = ResizePlan(source: fixture.size, target: .pixels(box), contentMode: mode)
@@ -53,7 +53,7 @@ struct PluginPipelineTests {
         let loader = HeldLoader()
         let decoder = CountingWrapper(QOIDecoder())
         let recorder = EventRecorder()
-        let pipeline = makePipeline(loader: loader, qoi: decoder, events: recorder.handler)
+        let pipeline = makePipeline(loader: loader, decoders: .withQOI(decoder), events: recorder)
         let url = try #require(URL(string: "test:///aurora.qoi"))
         let request = ImageRequest(url: url, width: 48, height: 48)
         let callers = (0..<6).map { _ in Task { try await pipeline.image(for: request) } }
@@ -88,7 +88,7 @@ struct PluginPipelineTests {
         ]
         let loader = ShelfLoader(Dictionary(uniqueKeysWithValues: cases.map { ($0.name, .bytes($0.data)) }))
         let decoder = CountingWrapper(QOIDecoder())
-        let pipeline = makePipeline(loader: loader, qoi: decoder)
+        let pipeline = makePipeline(loader: loader, decoders: .withQOI(decoder))
         for (name, _, expected) in cases {
             let url = shelf(name)
             for _ in 0..<2 {
@@ -128,7 +128,7 @@ struct PluginPipelineTests {
 
     @Test func aCustomLoadersOwnErrorReachesTheCallerUnchanged() async throws {
         let loader = ShelfLoader(["gone": .failure(.withdrawn), "busy": .failure(.busy)])
-        let pipeline = makePipeline(loader: loader)
+        let pipeline = makePipeline(loader: loader, decoders: .withQOI())
         for (name, expected) in [("gone", ShelfError.withdrawn), ("busy", .busy)] {
             let url = shelf(name)
             for _ in 0..<2 {
@@ -149,7 +149,7 @@ struct PluginPipelineTests {
 
     @Test func aNotFoundFromACustomLoaderIsNegativelyCachedLikeA404() async throws {
         let loader = ShelfLoader([:])
-        let pipeline = makePipeline(loader: loader)
+        let pipeline = makePipeline(loader: loader, decoders: .withQOI())
         let url = shelf("missing")
         for _ in 0..<2 {
             await #expect(throws: ImagePipelineError.loadingFailed(url, underlying: ImagePipelineError.notFound(url))) {
@@ -166,7 +166,7 @@ struct PluginPipelineTests {
     }
 
     @Test func gifBytesNameTheModuleToLink() async throws {
-        let pipeline = makePipeline(loader: ShelfLoader(["anim": .bytes(Data("GIF89a".utf8) + Data(count: 32))]))
+        let pipeline = makePipeline(loader: ShelfLoader(["anim": .bytes(Data("GIF89a".utf8) + Data(count: 32))]), decoders: .withQOI())
         do {
             _ = try await pipeline.image(for: ImageRequest(url: shelf("anim")))
             Issue.record("expected an error")

@@ -136,14 +136,11 @@ final class ShelfLoader: DataLoading {
 /// `shelf://NAME`.
 func shelf(_ name: String) -> URL { URL(string: "shelf://\(name)") ?? URL(fileURLWithPath: "/") }
 
-/// A pipeline with the shipped JPEG decoder, the QOI plugin (or `qoi`) and `loader`. Failures
-/// are remembered for 10 minutes, so a starved machine cannot outlast the negative cache
-/// between two requests of a test.
-func makePipeline(loader: any DataLoading, qoi: any ImageDecoding = QOIDecoder(),
-                  events: (@Sendable (ImagePipelineEvent) -> Void)? = nil) -> ImagePipeline {
-    ImagePipeline(configuration: .init(
-        decoders: DecoderRegistry().registering(qoi).registering(JPEGDecoder()),
-        loaders: LoaderRegistry().registering(loader), negativeCacheLifetime: 600, eventHandler: events))
+extension DecoderRegistry {
+    /// The shipped JPEG decoder and the QOI plugin (or `qoi`), registered as an app would.
+    static func withQOI(_ qoi: any ImageDecoding = QOIDecoder()) -> DecoderRegistry {
+        DecoderRegistry().registering(qoi).registering(JPEGDecoder())
+    }
 }
 
 /// `nil` when `a` and `b` are the same bitmap, else where they first differ (a short message,

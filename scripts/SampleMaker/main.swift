@@ -3,6 +3,7 @@
 // Run: ./scripts/make-samples   (needs `cjpeg` from libjpeg-turbo-progs)
 import CodecPNG
 import Foundation
+import GIFFixtureWriter
 import PipelineCore
 
 typealias RGBA = (r: Double, g: Double, b: Double, a: Double)

@@ -102,9 +102,9 @@ struct RenditionPolicyTests {
 
             let url = server.url("/hold/shared")
             let processed = Task { try await pipeline.image(for: ImageRequest(url: url, width: 2, height: 2, processors: [.circle])) }
-            #expect(try await waitUntil { await pipeline.downloadWaiterCount(for: url) == 1 })
+            try #require(await eventually { await pipeline.downloadWaiterCount(for: url) == 1 })
             let plain = Task { try await pipeline.image(for: ImageRequest(url: url)) }
-            #expect(try await waitUntil { await pipeline.downloadWaiterCount(for: url) == 2 })
+            try #require(await eventually { await pipeline.downloadWaiterCount(for: url) == 2 })
             try await server.release("shared")
             _ = try await processed.value
             _ = try await plain.value
@@ -113,15 +113,4 @@ struct RenditionPolicyTests {
             #expect(events.count { if case .renditionStored = $0 { true } else { false } } == 2)
         }
     }
-}
-
-/// Polls `condition` (every 5 ms) until it holds, at most `seconds` (generous: a starved machine
-/// is slow, but a condition that never holds must still end the test).
-private func waitUntil(seconds: Double = 60, _ condition: () async throws -> Bool) async throws -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while Date() < deadline {
-        if try await condition() { return true }
-        try await Task.sleep(nanoseconds: 5_000_000)
-    }
-    return try await condition()
 }

@@ -1,21 +1,46 @@
 import Foundation
 
-/// Writes small GIFs for tests: 8-bit indices sent as uncompressed LZW (9-bit codes, a clear
-/// code every 254 pixels so the code table never widens), any frame geometry, disposal,
-/// transparency and interlacing.
-enum GIFWriter {
-    struct Frame {
-        var x = 0, y = 0, width: Int, height: Int
+/// Writes small GIFs for the GIF tests and the bundled samples (`scripts/SampleMaker`): 8-bit
+/// indices sent as uncompressed LZW (9-bit codes, a clear code every 254 pixels so the code
+/// table never widens), any frame geometry, disposal, transparency and interlacing.
+public enum GIFWriter {
+    /// One image of the file and its graphic control extension.
+    public struct Frame {
+        /// The frame's place on the canvas and its size, in pixels.
+        public var x: Int, y: Int, width: Int, height: Int
         /// Row-major indices, `width × height` of them (in display order; interlacing reorders).
-        var indices: [UInt8]
-        var delayCentiseconds = 0
-        var disposal = 0
-        var transparentIndex: UInt8?
-        var interlaced = false
-        var localPalette: [(UInt8, UInt8, UInt8)]?
+        public var indices: [UInt8]
+        /// How long the frame shows, in hundredths of a second.
+        public var delayCentiseconds: Int
+        /// The disposal method (0–3), as the file stores it.
+        public var disposal: Int
+        /// The palette index drawn as transparent, if any.
+        public var transparentIndex: UInt8?
+        /// Whether the rows are stored interlaced (in GIF's four passes).
+        public var interlaced: Bool
+        /// A palette of the frame's own (256 entries written), else the global one.
+        public var localPalette: [(UInt8, UInt8, UInt8)]?
+
+        /// A frame; everything but the size and indices defaults to a plain full-size frame.
+        public init(x: Int = 0, y: Int = 0, width: Int, height: Int, indices: [UInt8], delayCentiseconds: Int = 0,
+                    disposal: Int = 0, transparentIndex: UInt8? = nil, interlaced: Bool = false,
+                    localPalette: [(UInt8, UInt8, UInt8)]? = nil) {
+            self.x = x
+            self.y = y
+            self.width = width
+            self.height = height
+            self.indices = indices
+            self.delayCentiseconds = delayCentiseconds
+            self.disposal = disposal
+            self.transparentIndex = transparentIndex
+            self.interlaced = interlaced
+            self.localPalette = localPalette
+        }
     }
 
-    static func gif(width: Int, height: Int, palette: [(UInt8, UInt8, UInt8)], loopCount: Int? = nil, frames: [Frame]) -> Data {
+    /// A GIF89a file of `width × height` with the global `palette` (256 entries written), a
+    /// NETSCAPE2.0 loop extension when `loopCount` is given (0: forever), and `frames`.
+    public static func gif(width: Int, height: Int, palette: [(UInt8, UInt8, UInt8)], loopCount: Int? = nil, frames: [Frame]) -> Data {
         var out = Array("GIF89a".utf8)
         func word(_ v: Int) { out += [UInt8(v & 0xFF), UInt8(v >> 8 & 0xFF)] }
         func table(_ colors: [(UInt8, UInt8, UInt8)]) {

@@ -10,9 +10,9 @@ import Testing
 struct TLSTests {
     /// A certificate and key in a temporary folder, removed after `body`.
     private func withCertificate<T>(_ body: (_ certificate: String, _ key: String) async throws -> T) async throws -> T {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("LoaderTests-tls-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
+        let directory = try TemporaryDirectory(prefix: "LoaderHTTPTests-tls")
+        defer { directory.remove() }
+        let folder = directory.url
         let certificate = folder.appendingPathComponent("cert.pem").path, key = folder.appendingPathComponent("key.pem").path
         let openssl = Process()
         openssl.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
@@ -37,7 +37,7 @@ struct TLSTests {
         try await withCertificate { certificate, key in
             try await withFixtureServer(tls: (certificate, key)) { server in
                 let trusting = HTTPDataLoader(configuration: .init(caBundlePath: certificate))
-                let response = try await makePipeline(trusting).image(for: ImageRequest(url: server.url("/image/a")))
+                let response = try await makePipeline(loader: trusting, decoders: fixtureDecoders, negativeCacheLifetime: 0).image(for: ImageRequest(url: server.url("/image/a")))
                 #expect(response.bitmap.size == PixelSize(width: 4, height: 3))
 
                 let error = await pipelineError { _ = try await HTTPDataLoader().load(DataLoadRequest(url: server.url("/image/b"))) }

@@ -31,7 +31,7 @@ struct ImageTaskProgressTests {
     /// total, rising, the last equal to the total, and the response counts the bytes.
     @Test func progressOverHTTPReachesTheCaller() async throws {
         try await withFixtureServer { server in
-            let pipeline = makePipeline(HTTPDataLoader())
+            let pipeline = makePipeline(loader: HTTPDataLoader(), decoders: fixtureDecoders, negativeCacheLifetime: 0)
             let url = server.url("/steps/progress?chunks=5&chunk=1000")
             let task = pipeline.imageTask(for: ImageRequest(url: url))
             var values: [ImageTask.Progress] = []
@@ -62,7 +62,7 @@ struct ImageTaskProgressTests {
     /// first and follows from there.
     @Test func coalescedTasksEachSeeProgressAndCancellingOneKeepsTheOthersLoad() async throws {
         try await withFixtureServer { server in
-            let pipeline = makePipeline(HTTPDataLoader())
+            let pipeline = makePipeline(loader: HTTPDataLoader(), decoders: fixtureDecoders, negativeCacheLifetime: 0)
             let request = ImageRequest(url: server.url("/steps/shared?chunks=4&chunk=1000"))
             let first = pipeline.imageTask(for: request)
             let second = pipeline.imageTask(for: request)
@@ -99,15 +99,15 @@ struct ImageTaskProgressTests {
 
     /// A file read in chunks reports progress to the task too; the last value is the file's size.
     @Test func progressOfAFileLoadReachesTheCaller() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ImageTask-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let temporary = try TemporaryDirectory(prefix: "ImageTask")
+        defer { temporary.remove() }
+        let directory = temporary.url
         var bytes = Data("TIMG".utf8) + Data([0, 4, 0, 3, 10, 20, 30, 255])
         bytes.append(Data(count: 40_000 - bytes.count))
         let file = directory.appendingPathComponent("picture.timg")
         try bytes.write(to: file)
 
-        let pipeline = makePipeline(FileDataLoader(chunkSize: 4096))
+        let pipeline = makePipeline(loader: FileDataLoader(chunkSize: 4096), decoders: fixtureDecoders, negativeCacheLifetime: 0)
         let task = pipeline.imageTask(for: ImageRequest(url: file))
         var values: [ImageTask.Progress] = []
         for await value in task.progress { values.append(value) }

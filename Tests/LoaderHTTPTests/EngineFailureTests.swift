@@ -14,7 +14,7 @@ struct EngineFailureTests {
         try await withFixtureServer { server in
             let loader = HTTPDataLoader(configuration: .init(maxRetries: 0))
             let held = Task { try await loader.load(DataLoadRequest(url: server.url("/hold/a"))) }
-            #expect(try await waitUntil(seconds: 30) { try await server.hits("/hold/a") == 1 })
+            #expect(try await eventually(timeout: 30) { try await server.hits("/hold/a") == 1 })
             loader.engine.injectFault(CURLM_OUT_OF_MEMORY, into: .perform)
             // Wakes the engine, whose next perform fails: the held transfer and this one end.
             let added = await pipelineError { _ = try await loader.load(DataLoadRequest(url: server.url("/image/b"))) }
@@ -48,7 +48,7 @@ struct EngineFailureTests {
         try await withFixtureServer { server in
             let loader = HTTPDataLoader(configuration: .init(maxRetries: 0))
             let held = Task { try await loader.load(DataLoadRequest(url: server.url("/hold/p"))) }
-            #expect(try await waitUntil(seconds: 30) { try await server.hits("/hold/p") == 1 })
+            #expect(try await eventually(timeout: 30) { try await server.hits("/hold/p") == 1 })
             // The engine thread is in (or about to enter) its poll; the fault hits the next one,
             // which a second request (waking the thread) brings on.
             loader.engine.injectFault(CURLM_INTERNAL_ERROR, into: .poll)

@@ -74,7 +74,7 @@ struct HTTPDataLoaderTests {
                 headers["Authorization"] = "Bearer secret"
             }
             let loader = HTTPDataLoader(configuration: configuration)
-            let pipeline = makePipeline(loader)
+            let pipeline = makePipeline(loader: loader, decoders: fixtureDecoders, negativeCacheLifetime: 0)
             _ = try await pipeline.image(for: ImageRequest(url: server.url("/auth/a?token=secret")))
             #expect(calls.current == 1)
             let refused = await pipelineError { _ = try await loader.load(DataLoadRequest(url: server.url("/auth/b?token=other"))) }
@@ -85,7 +85,7 @@ struct HTTPDataLoaderTests {
 
     @Test func requestHeadersAreSent() async throws {
         try await withFixtureServer { server in
-            let pipeline = makePipeline(HTTPDataLoader(configuration: strictLimits))
+            let pipeline = makePipeline(loader: HTTPDataLoader(configuration: strictLimits), decoders: fixtureDecoders, negativeCacheLifetime: 0)
             let url = server.url("/header/h?name=X-Client&value=grid")
             let missing = await pipelineError { _ = try await pipeline.image(for: ImageRequest(url: url)) }
             #expect(missing == .http(.badStatus(code: 400)))
@@ -173,12 +173,12 @@ struct HTTPDataLoaderTests {
             }
             let loader = HTTPDataLoader()
             let task = Task { try await loader.load(request) }
-            #expect(try await waitUntil { received.load(ordering: .relaxed) >= 5000 })
+            #expect(await eventually { received.load(ordering: .relaxed) >= 5000 })
             let cancelledAt = Date().timeIntervalSince1970
             task.cancel()
             await #expect(throws: CancellationError.self) { _ = try await task.value }
             let returned = Date().timeIntervalSince1970 - cancelledAt
-            #expect(try await waitUntil { try await server.stats().disconnects["/slow/c"] != nil })
+            #expect(try await eventually { try await server.stats().disconnects["/slow/c"] != nil })
             let stats = try await server.stats()
             let stopped = try #require(stats.disconnects["/slow/c"]) - cancelledAt
             print("cancel → task returned: \(Int(returned * 1000)) ms; cancel → server saw the socket close: \(Int(stopped * 1000)) ms")
@@ -198,10 +198,10 @@ struct HTTPDataLoaderTests {
             func enqueue(_ path: String, _ priority: PriorityHandle) async throws {
                 let expected = loader.queuedCount + 1
                 tasks.append(Task { try await loader.load(DataLoadRequest(url: server.url(path), priority: priority)) })
-                #expect(try await waitUntil { loader.queuedCount == expected })
+                #expect(await eventually { loader.queuedCount == expected })
             }
             tasks.append(Task { try await loader.load(DataLoadRequest(url: server.url("/hold/blocker"))) })
-            #expect(try await waitUntil { try await server.hits("/hold/blocker") == 1 })
+            #expect(try await eventually { try await server.hits("/hold/blocker") == 1 })
             let raised = PriorityHandle(.prefetch)
             for index in 0..<3 { try await enqueue("/image/p\(index)", PriorityHandle(.prefetch)) }
             try await enqueue("/image/raised", raised)
@@ -289,7 +289,7 @@ struct HTTPDataLoaderHostileTests {
             let loader = HTTPDataLoader(configuration: lowSpeedLimits)
             let error = await pipelineError { _ = try await loader.load(DataLoadRequest(url: server.url("/trickle/t?interval_ms=50"))) }
             #expect(error == .http(.tooSlow(bytesPerSecond: 1000, seconds: 0.5)))
-            let closed = try await waitUntil { try await server.stats().disconnects["/trickle/t"] != nil }
+            let closed = try await eventually { try await server.stats().disconnects["/trickle/t"] != nil }
             #expect(closed)
         }
     }

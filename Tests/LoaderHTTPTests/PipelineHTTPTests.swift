@@ -9,7 +9,7 @@ import Testing
 struct PipelineHTTPTests {
     @Test func twentyConcurrentRequestsForOneURLDownloadOnce() async throws {
         try await withFixtureServer { server in
-            let pipeline = makePipeline(HTTPDataLoader())
+            let pipeline = makePipeline(loader: HTTPDataLoader(), decoders: fixtureDecoders, negativeCacheLifetime: 0)
             let url = server.url("/delay/shared?ms=150")
             try await withThrowingTaskGroup(of: PixelSize.self) { group in
                 for _ in 0..<20 {
@@ -23,11 +23,11 @@ struct PipelineHTTPTests {
 
     @Test func cancellingTheLastWaiterStopsTheTransfer() async throws {
         try await withFixtureServer { server in
-            let pipeline = makePipeline(HTTPDataLoader())
+            let pipeline = makePipeline(loader: HTTPDataLoader(), decoders: fixtureDecoders, negativeCacheLifetime: 0)
             let url = server.url("/slow/shared?chunks=500&interval_ms=10&chunk=1000")
             let first = Task { try await pipeline.image(for: ImageRequest(url: url)) }
             let second = Task { try await pipeline.image(for: ImageRequest(url: url)) }
-            #expect(try await waitUntil { (try await server.stats().sent["/slow/shared"] ?? 0) >= 5000 })
+            #expect(try await eventually { (try await server.stats().sent["/slow/shared"] ?? 0) >= 5000 })
             first.cancel()
             await #expect(throws: CancellationError.self) { _ = try await first.value }
             try await Task.sleep(nanoseconds: 100_000_000)
@@ -36,7 +36,7 @@ struct PipelineHTTPTests {
             let cancelledAt = Date().timeIntervalSince1970
             second.cancel()
             await #expect(throws: CancellationError.self) { _ = try await second.value }
-            #expect(try await waitUntil { try await server.stats().disconnects["/slow/shared"] != nil })
+            #expect(try await eventually { try await server.stats().disconnects["/slow/shared"] != nil })
             let stopped = try #require(try await server.stats().disconnects["/slow/shared"]) - cancelledAt
             print("pipeline: last waiter cancelled → server saw the socket close: \(Int(stopped * 1000)) ms")
             // Run to its end, the body would take 4.5 s more; promptly is well under that (0–10 ms
@@ -51,16 +51,16 @@ struct PipelineHTTPTests {
     @Test func visibleRequestsOvertakeQueuedPrefetches() async throws {
         try await withFixtureServer { server in
             let loader = HTTPDataLoader(configuration: .init(maxConnectionsPerHost: 1))
-            let pipeline = makePipeline(loader)
+            let pipeline = makePipeline(loader: loader, decoders: fixtureDecoders, negativeCacheLifetime: 0)
             let blocker = Task { try await pipeline.image(for: ImageRequest(url: server.url("/hold/blocker"))) }
-            #expect(try await waitUntil { try await server.hits("/hold/blocker") == 1 })
+            #expect(try await eventually { try await server.hits("/hold/blocker") == 1 })
             let prefetches = (0..<3).map { ImageRequest(url: server.url("/image/p\($0)"), priority: .prefetch) }
             await pipeline.prefetch(prefetches)
-            #expect(try await waitUntil { loader.queuedCount == 3 })
+            #expect(await eventually { loader.queuedCount == 3 })
             var visible = (0..<2).map { ImageRequest(url: server.url("/image/v\($0)")) }
             visible.append(ImageRequest(url: server.url("/image/p2")))
             let tasks = visible.map { request in Task { try await pipeline.image(for: request) } }
-            #expect(try await waitUntil { loader.queuedCount == 5 })
+            #expect(await eventually { loader.queuedCount == 5 })
             try await server.release("blocker")
             _ = try await blocker.value
             for task in tasks { _ = try await task.value }
@@ -76,19 +76,19 @@ struct PipelineHTTPTests {
     @Test func notModifiedRefreshesTheDiskEntryWithoutDownloadingAgain() async throws {
         try await withFixtureServer { server in
             let cache = InMemoryDataCache()
-            let pipeline = makePipeline(HTTPDataLoader(), diskCache: cache)
+            let pipeline = makePipeline(loader: HTTPDataLoader(), decoders: fixtureDecoders, diskCache: cache, negativeCacheLifetime: 0)
             let url = server.url("/image/r?maxage=0&maxage304=3600")
             let request = ImageRequest(url: url, revalidation: .revalidateBeforeAnswering)
 
             #expect(try await pipeline.image(for: request).source == .network)
-            #expect(await cache.entries[url]?.info.isFresh(at: Date()) == false)  // max-age=0: stale at once
+            #expect(cache.info(for: url)?.isFresh(at: Date()) == false)  // max-age=0: stale at once
             pipeline.memoryCache.removeAll()
             #expect(try await pipeline.image(for: request).source == .revalidated)
-            let info = try #require(await cache.entries[url]?.info)
+            let info = try #require(cache.info(for: url))
             #expect(info.isFresh(at: Date().addingTimeInterval(3000)))
             #expect(info.etag == "\"r-2000\"")
-            #expect(await cache.stores == 1)
-            #expect(await cache.infoUpdates == 1)
+            #expect(cache.storeCount == 1)
+            #expect(cache.infoUpdateCount == 1)
 
             pipeline.memoryCache.removeAll()
             #expect(try await pipeline.image(for: request).source == .disk)  // fresh now: no request
@@ -102,7 +102,7 @@ struct PipelineHTTPTests {
     func staleEntryOutlivesABrokenRevalidation(_ answer: String) async throws {
         try await withFixtureServer { server in
             try await withDiskCache { disk, _ in
-                let pipeline = makePipeline(HTTPDataLoader(configuration: strictLimits), diskCache: disk)
+                let pipeline = makePipeline(loader: HTTPDataLoader(configuration: strictLimits), decoders: fixtureDecoders, diskCache: disk, negativeCacheLifetime: 0)
                 let url = server.url("/flip/s?then=\(answer)")
                 let request = ImageRequest(url: url, revalidation: .revalidateBeforeAnswering)
                 let first = try await pipeline.image(for: request)
@@ -123,7 +123,7 @@ struct PipelineHTTPTests {
     @Test func aGzipBodyIsStoredDecoded() async throws {
         try await withFixtureServer { server in
             try await withDiskCache { disk, _ in
-                let pipeline = makePipeline(HTTPDataLoader(configuration: strictLimits), diskCache: disk)
+                let pipeline = makePipeline(loader: HTTPDataLoader(configuration: strictLimits), decoders: fixtureDecoders, diskCache: disk, negativeCacheLifetime: 0)
                 let url = server.url("/encoded/g?encoding=gzip")
                 #expect(try await pipeline.image(for: ImageRequest(url: url)).source == .network)
                 let stored = try #require(await disk.cachedData(for: url))

@@ -97,7 +97,7 @@ struct LoaderErrorTests {
     func serverFailureIsTyped(_ failure: FailureCase) async throws {
         let server = try await SharedFixtureServer.instance.server()
         try await withDiskCache { disk, directory in
-            let pipeline = makePipeline(HTTPDataLoader(configuration: failure.configuration), diskCache: disk)
+            let pipeline = makePipeline(loader: HTTPDataLoader(configuration: failure.configuration), decoders: fixtureDecoders, diskCache: disk, negativeCacheLifetime: 0)
             let url = server.url(failure.path)
             let before = try await server.hits(failure.counted)
             for fetch in 1...2 {
@@ -106,7 +106,7 @@ struct LoaderErrorTests {
                 #expect(await disk.cachedData(for: url) == nil, "fetch \(fetch) stored the body")
                 // A request cut short (a time limit) may reach the server's count after the error.
                 let expected = failure.hits * fetch
-                _ = try await waitUntil(seconds: 30) { try await server.hits(failure.counted) - before >= expected }
+                _ = try await eventually(timeout: 30) { try await server.hits(failure.counted) - before >= expected }
                 let hits = try await server.hits(failure.counted) - before
                 #expect(hits == expected, "fetch \(fetch)")
             }
@@ -116,7 +116,7 @@ struct LoaderErrorTests {
 
     @Test func redirectChainWithinTheLimitIsFollowed() async throws {
         try await withFixtureServer { server in
-            let pipeline = makePipeline(HTTPDataLoader(configuration: strictLimits))
+            let pipeline = makePipeline(loader: HTTPDataLoader(configuration: strictLimits), decoders: fixtureDecoders, negativeCacheLifetime: 0)
             let response = try await pipeline.image(for: ImageRequest(url: server.url("/redirect/5")))
             #expect(response.bitmap.size == PixelSize(width: 4, height: 3))
             #expect(try await server.stats().log == (0...5).reversed().map { "/redirect/\($0)" })
@@ -127,7 +127,7 @@ struct LoaderErrorTests {
         let port = try await withFixtureServer { server in server.port }  // stopped: nothing listens now
         let loader = HTTPDataLoader(configuration: .init(maxRetries: 0))
         let error = await pipelineError {
-            _ = try await makePipeline(loader).image(for: ImageRequest(url: URL(string: "http://127.0.0.1:\(port)/x")!))
+            _ = try await makePipeline(loader: loader, decoders: fixtureDecoders, negativeCacheLifetime: 0).image(for: ImageRequest(url: URL(string: "http://127.0.0.1:\(port)/x")!))
         }
         guard case .http(.network(.connection, _))? = error else { Issue.record("got \(String(describing: error))"); return }
     }
@@ -161,7 +161,7 @@ struct LoaderErrorTests {
         let url = URL(string: "http://127.0.0.1:\(UInt16(bigEndian: address.sin_port))/x")!
         let loader = HTTPDataLoader(configuration: .init(connectTimeout: 0.3, maxRetries: 0))
         let start = Date()
-        let error = await pipelineError { _ = try await makePipeline(loader).image(for: ImageRequest(url: url)) }
+        let error = await pipelineError { _ = try await makePipeline(loader: loader, decoders: fixtureDecoders, negativeCacheLifetime: 0).image(for: ImageRequest(url: url)) }
         guard case .core(.timeout)? = error else { Issue.record("got \(String(describing: error))"); return }
         // Loose on purpose: the typed timeout is the point, and a starved machine may take
         // seconds to run a 0.3 s timer; this only catches a connect that waits for the kernel.
@@ -171,7 +171,7 @@ struct LoaderErrorTests {
     @Test func tlsHandshakeWithAPlainHTTPServerIsATLSFailure() async throws {
         try await withFixtureServer { server in
             let url = URL(string: "https://127.0.0.1:\(server.port)/image/a")!
-            let error = await pipelineError { _ = try await makePipeline(HTTPDataLoader()).image(for: ImageRequest(url: url)) }
+            let error = await pipelineError { _ = try await makePipeline(loader: HTTPDataLoader(), decoders: fixtureDecoders, negativeCacheLifetime: 0).image(for: ImageRequest(url: url)) }
             guard case .http(.network(.tls, _))? = error else { Issue.record("got \(String(describing: error))"); return }
         }
     }
@@ -180,7 +180,7 @@ struct LoaderErrorTests {
     /// lookup fails without a packet leaving the machine.
     @Test func unresolvableHostIsADNSFailure() async throws {
         let url = URL(string: "http://\(String(repeating: "a", count: 70)).invalid/x")!
-        let error = await pipelineError { _ = try await makePipeline(HTTPDataLoader()).image(for: ImageRequest(url: url)) }
+        let error = await pipelineError { _ = try await makePipeline(loader: HTTPDataLoader(), decoders: fixtureDecoders, negativeCacheLifetime: 0).image(for: ImageRequest(url: url)) }
         guard case .http(.network(.dns, _))? = error else { Issue.record("got \(String(describing: error))"); return }
     }
 

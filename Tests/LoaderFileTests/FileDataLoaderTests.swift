@@ -1,6 +1,7 @@
 import Foundation
 import LoaderFile
 import PipelineCore
+import PipelineTestSupport
 import Synchronization
 import Testing
 
@@ -10,14 +11,6 @@ import Glibc
 
 @Suite("FileDataLoader")
 struct FileDataLoaderTests {
-    /// A temporary folder removed when the test ends.
-    private func withTemporaryFolder<T>(_ body: (URL) async throws -> T) async throws -> T {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("LoaderTests-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
-        return try await body(folder)
-    }
-
     private func testImage(size: Int) -> Data {
         var data = Data("TIMG".utf8) + Data([0, 4, 0, 3, 10, 20, 30, 255])
         data.append(Data(repeating: 7, count: max(0, size - data.count)))
@@ -25,7 +18,7 @@ struct FileDataLoaderTests {
     }
 
     @Test func readsTheFileWithItsModificationDateAsValidator() async throws {
-        try await withTemporaryFolder { folder in
+        try await withTemporaryDirectory(prefix: "LoaderFileTests") { folder in
             let file = folder.appendingPathComponent("a.timg")
             try testImage(size: 5000).write(to: file)
             let modified = Date(timeIntervalSince1970: 1_600_000_000)
@@ -42,40 +35,40 @@ struct FileDataLoaderTests {
     }
 
     @Test func decodesThroughThePipeline() async throws {
-        try await withTemporaryFolder { folder in
+        try await withTemporaryDirectory(prefix: "LoaderFileTests") { folder in
             let file = folder.appendingPathComponent("b.timg")
             try testImage(size: 100).write(to: file)
-            let response = try await makePipeline(FileDataLoader()).image(for: ImageRequest(url: file))
+            let response = try await makePipeline(loader: FileDataLoader(), decoders: DecoderRegistry([TestImageDecoder()]), negativeCacheLifetime: 0).image(for: ImageRequest(url: file))
             #expect(response.bitmap.size == PixelSize(width: 4, height: 3))
         }
     }
 
     @Test func missingFilesAndDirectoriesAreUnreadable() async throws {
-        try await withTemporaryFolder { folder in
+        try await withTemporaryDirectory(prefix: "LoaderFileTests") { folder in
             let loader = FileDataLoader()
             let missing = folder.appendingPathComponent("missing.timg")
-            let error = await pipelineError { _ = try await loader.load(DataLoadRequest(url: missing)) }
-            #expect(error == .core(.notFound(missing)))
-            let directory = await pipelineError { _ = try await loader.load(DataLoadRequest(url: folder)) }
-            #expect(directory == .core(.fileUnreadable(path: folder.path, reason: "is a directory")))
+            let error = await #expect(throws: ImagePipelineError.self) { _ = try await loader.load(DataLoadRequest(url: missing)) }
+            #expect(error == .notFound(missing))
+            let directory = await #expect(throws: ImagePipelineError.self) { _ = try await loader.load(DataLoadRequest(url: folder)) }
+            #expect(directory == .fileUnreadable(path: folder.path, reason: "is a directory"))
         }
     }
 
     @Test(.disabled(if: getuid() == 0, "root reads files whatever their mode"))
     func unreadableFileIsPermissionDenied() async throws {
-        try await withTemporaryFolder { folder in
+        try await withTemporaryDirectory(prefix: "LoaderFileTests") { folder in
             let file = folder.appendingPathComponent("secret.timg")
             try testImage(size: 100).write(to: file)
             chmod(file.path, 0)
-            let error = await pipelineError { _ = try await FileDataLoader().load(DataLoadRequest(url: file)) }
-            #expect(error == .core(.fileUnreadable(path: file.path, reason: "permission denied")))
+            let error = await #expect(throws: ImagePipelineError.self) { _ = try await FileDataLoader().load(DataLoadRequest(url: file)) }
+            #expect(error == .fileUnreadable(path: file.path, reason: "permission denied"))
         }
     }
 
     /// Regression: `open` on a FIFO blocks until a writer comes, so `imgpipe info some.fifo`
     /// (or a sheet with one among its sources) hung forever. It must fail at once instead.
     @Test func fifoIsNotARegularFileAndDoesNotBlock() async throws {
-        try await withTemporaryFolder { folder in
+        try await withTemporaryDirectory(prefix: "LoaderFileTests") { folder in
             let fifo = folder.appendingPathComponent("pipe.timg")
             #expect(mkfifo(fifo.path, 0o600) == 0)
             // Should the read block, become its writer after 3 s so that the test ends (and fails).
@@ -86,24 +79,24 @@ struct FileDataLoaderTests {
                 if descriptor >= 0 { close(descriptor) }
                 return descriptor >= 0
             }
-            let error = await pipelineError { _ = try await FileDataLoader().load(DataLoadRequest(url: fifo)) }
+            let error = await #expect(throws: ImagePipelineError.self) { _ = try await FileDataLoader().load(DataLoadRequest(url: fifo)) }
             unblocker.cancel()
             #expect(await unblocker.value == false, "the read waited for a writer")
-            #expect(error == .core(.fileUnreadable(path: fifo.path, reason: "not a regular file")))
+            #expect(error == .fileUnreadable(path: fifo.path, reason: "not a regular file"))
         }
     }
 
     @Test func fileOverTheLimitIsTooLarge() async throws {
-        try await withTemporaryFolder { folder in
+        try await withTemporaryDirectory(prefix: "LoaderFileTests") { folder in
             let file = folder.appendingPathComponent("big.timg")
             try testImage(size: 10_001).write(to: file)
-            let error = await pipelineError { _ = try await FileDataLoader(maxBodyBytes: 10_000).load(DataLoadRequest(url: file)) }
-            #expect(error == .core(.tooLarge(limit: 10_000, actual: 10_001)))
+            let error = await #expect(throws: ImagePipelineError.self) { _ = try await FileDataLoader(maxBodyBytes: 10_000).load(DataLoadRequest(url: file)) }
+            #expect(error == .tooLarge(limit: 10_000, actual: 10_001))
         }
     }
 
     @Test func cancellationStopsTheReadBetweenChunks() async throws {
-        try await withTemporaryFolder { folder in
+        try await withTemporaryDirectory(prefix: "LoaderFileTests") { folder in
             let file = folder.appendingPathComponent("chunks.timg")
             try testImage(size: 1_000_000).write(to: file)
             let chunks = Counter()

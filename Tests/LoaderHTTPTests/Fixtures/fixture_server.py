@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A fault-injecting HTTP/1.1 fixture server for LoaderTests.
+"""A fault-injecting HTTP/1.1 fixture server for the HTTP loader tests (LoaderHTTPTests).
 
 Listens on 127.0.0.1 on an ephemeral port and prints "PORT <n>" on stdout once ready; with
 "--tls CERT KEY" it speaks HTTPS with that certificate. Exits
