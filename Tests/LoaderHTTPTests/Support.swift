@@ -1,3 +1,4 @@
+import CacheDisk
 import CodecPNG
 import Foundation
 import LoaderHTTP
