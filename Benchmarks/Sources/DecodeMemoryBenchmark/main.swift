@@ -18,7 +18,7 @@ import CodecWebP
 import Foundation
 import PipelineCore
 
-import CMemoryProbe
+import CMallocTuning
 
 struct MemoryLoader: DataLoading {
     let data: Data
@@ -52,7 +52,7 @@ guard arguments.count >= 3, let data = FileManager.default.contents(atPath: argu
     FileHandle.standardError.write(Data("usage: DecodeMemoryBenchmark estimate FILE [SIZE] | concurrent FILE COUNT SIZE THREADS BUDGET_MIB|none\n".utf8))
     exit(2)
 }
-_ = memory_probe_fix_mmap_threshold(128 * 1024)
+_ = malloc_tuning_fix_mmap_threshold(128 * 1024)
 let name = URL(fileURLWithPath: arguments[2]).lastPathComponent
 
 switch arguments[1] {
