@@ -19,8 +19,7 @@
 # POLL_MS sets SharedTierLoader's poll interval (default 10, the library's default).
 # ORDER=same gives every replica the same order (a burst: every URL asked by all replicas at
 # once, so most requests wait on another replica's lease) instead of one shuffle each.
-set -euo pipefail
-cd "$(dirname "$0")/.."
+source "$(dirname "$0")/common.sh"
 count="${1:-500}"
 replicas="${2:-4}"
 concurrency="${3:-6}"
@@ -28,7 +27,7 @@ runs="${4:-3}"
 poll_ms="${POLL_MS:-10}"
 order="${ORDER:-shuffled}"
 
-source scripts/bootstrap nginx-light
+bench_bootstrap nginx-light
 
 work="$(mktemp -d /tmp/fleet-bench.XXXXXX)"
 nginx_pid=""
@@ -93,8 +92,7 @@ for _ in $(seq 50); do
   sleep 0.1
 done
 
-swift build -c release --product FleetBenchmark 2>&1 | grep -E "error|warning:" || true
-binary=.build/release/FleetBenchmark
+binary="$(BENCH_QUIET_BUILD=1 bench_build FleetBenchmark)/FleetBenchmark"
 base="http://127.0.0.1:$port/img"
 bytes="$(du -sb "$work/www/img" | cut -f1)"
 echo "$count PNGs (64×64, $((bytes / count)) bytes on average) from nginx; redis-server $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/'); $replicas replicas × $concurrency concurrent requests; $runs runs; lease poll ${poll_ms} ms; $order orders"
