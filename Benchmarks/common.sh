@@ -122,3 +122,23 @@ row() {
     if declare -F row_note >/dev/null; then row_note; fi
     echo
 }
+
+# free_port: a free TCP port on 127.0.0.1.
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+# nginx_head DIR WORKERS: the start of an nginx configuration for a server on loopback whose
+# files are all under DIR (pid, error log in DIR/logs, temporary files in DIR/tmp), in the
+# foreground; it ends inside the `http {` block, which the driver goes on with and closes.
+nginx_head() {
+    cat <<CONF
+worker_processes $2;
+pid $1/nginx.pid;
+error_log $1/logs/error.log warn;
+daemon off;
+events { worker_connections 1024; }
+http {
+  include /etc/nginx/mime.types;
+  client_body_temp_path $1/tmp; proxy_temp_path $1/tmp; fastcgi_temp_path $1/tmp;
+  uwsgi_temp_path $1/tmp; scgi_temp_path $1/tmp;
+CONF
+}

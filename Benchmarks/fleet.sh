@@ -59,21 +59,11 @@ for i in range(count):
         f.write(png)
 PY
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 port="$(free_port)"
 redis_port="$(free_port)"
-cat > "$work/nginx.conf" <<CONF
-worker_processes 1;
-pid $work/nginx.pid;
-error_log $work/logs/error.log warn;
-daemon off;
-events { worker_connections 1024; }
-http {
-  include /etc/nginx/mime.types;
+{ nginx_head "$work" 1; cat <<CONF
   log_format uri '\$request_uri';
   access_log $work/logs/access.log uri;
-  client_body_temp_path $work/tmp; proxy_temp_path $work/tmp; fastcgi_temp_path $work/tmp;
-  uwsgi_temp_path $work/tmp; scgi_temp_path $work/tmp;
   sendfile on; keepalive_requests 100000; keepalive_timeout 60;
   server {
     listen 127.0.0.1:$port;
@@ -83,6 +73,7 @@ http {
   }
 }
 CONF
+} > "$work/nginx.conf"
 nginx -c "$work/nginx.conf" -p "$work" &
 nginx_pid=$!
 redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no --dir "$work" --logfile "$work/logs/redis.log" &

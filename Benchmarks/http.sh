@@ -36,22 +36,12 @@ for i in range(count):
 PY
 
 # Free loopback ports, a certificate, then nginx in the foreground (we own its pid) with its own config.
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 port="$(free_port)"
 tls_port="$(free_port)"
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$work/key.pem" \
   -out "$work/cert.pem" -days 1 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 2>/dev/null
-cat > "$work/nginx.conf" <<CONF
-worker_processes 2;
-pid $work/nginx.pid;
-error_log $work/logs/error.log warn;
-daemon off;
-events { worker_connections 1024; }
-http {
-  include /etc/nginx/mime.types;
+{ nginx_head "$work" 2; cat <<CONF
   access_log off;
-  client_body_temp_path $work/tmp; proxy_temp_path $work/tmp; fastcgi_temp_path $work/tmp;
-  uwsgi_temp_path $work/tmp; scgi_temp_path $work/tmp;
   sendfile on; tcp_nopush on; keepalive_requests 100000; keepalive_timeout 60;
   server {
     listen 127.0.0.1:$port;
@@ -70,6 +60,7 @@ http {
   }
 }
 CONF
+} > "$work/nginx.conf"
 mkdir -p "$work/tmp"
 nginx -c "$work/nginx.conf" -p "$work" &
 nginx_pid=$!
