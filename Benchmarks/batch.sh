@@ -20,14 +20,12 @@
 # from Debian's plasma-workspace-wallpapers, made by Benchmarks/thumbnails.sh's recipe), each
 # scaled by 2/3 to 1280x853 and saved as JPEG q90.
 #
-# Idempotent: installs missing peers (libvips-tools, time, Pillow), builds the release imgpipe.
+# Idempotent: installs missing peers with scripts/bootstrap (libvips-tools, time, python3-pil),
+# builds the release imgpipe (the benchmark package's).
 # Don't run it while other builds share the machine unless you need a number.
-set -euo pipefail
-cd "$(dirname "$0")/.."
-root=$(pwd)
-inputs="$root/Benchmarks/.inputs"
+source "$(dirname "$0")/common.sh"
 batch="$inputs/batch-1280"
-runs=${RUNS:-5}
+bench_runs 5
 format=${FORMAT:-png}
 size=256
 out=$(mktemp -d)
@@ -42,28 +40,10 @@ esac
 peer_format=$format
 [ "$format" = pam ] && peer_format=ppm
 
-sudo=""
-[ "$(id -u)" -eq 0 ] || sudo="sudo"
-missing=()
-command -v vipsthumbnail >/dev/null || missing+=(libvips-tools)
-[ -x /usr/bin/time ] || missing+=(time)
-if [ "${#missing[@]}" -gt 0 ]; then
-  echo "batch: installing ${missing[*]}" >&2
-  export DEBIAN_FRONTEND=noninteractive
-  $sudo apt-get update -qq
-  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
-python3 -c "import PIL" 2>/dev/null || python3 -m pip install --quiet Pillow
+bench_bootstrap libvips-tools time python3-pil
+imgpipe="$(bench_build imgpipe)/imgpipe"
 
-swift build -c release --product imgpipe >&2
-imgpipe="$(swift build -c release --show-bin-path)/imgpipe"
-
-if [ ! -f "$inputs/photo-baseline.jpg" ]; then
-  tmp=$(mktemp -d)
-  (cd "$tmp" && apt-get download plasma-workspace-wallpapers >/dev/null && dpkg-deb -x ./*.deb unpacked)
-  python3 Benchmarks/make_inputs.py "$tmp/unpacked/usr/share/wallpapers" "$inputs"
-  rm -rf "$tmp"
-fi
+photo_inputs
 if [ "$(ls "$batch"/*.jpg 2>/dev/null | wc -l)" -ne 100 ]; then
   echo "batch: making 100 1280x853 inputs in $batch" >&2
   rm -rf "$batch"; mkdir -p "$batch"
@@ -76,7 +56,7 @@ if [ "$(ls "$batch"/*.jpg 2>/dev/null | wc -l)" -ne 100 ]; then
 fi
 files=("$batch"/*.jpg)
 
-pillow="import os, sys
+pillow_script="import os, sys
 from multiprocessing import Pool
 from PIL import Image
 def one(job):
@@ -94,14 +74,10 @@ if __name__ == '__main__':
 # Runs "$@" once (in a fresh $out/t) and prints "seconds cpu-seconds KiB output-KiB", or
 # "failed".
 measure_once() {
-  local line start end
   rm -rf "$out/t"; mkdir -p "$out/t"
-  start=$EPOCHREALTIME
-  /usr/bin/time -o "$out/rusage" -f "%U %S %M" "$@" >/dev/null 2>"$out/err" || { cat "$out/err" >&2; echo "failed"; return; }
-  end=$EPOCHREALTIME
+  timed_run "$@" || { echo "failed"; return; }
   [ "$(ls "$out/t" | wc -l)" -eq 100 ] || { echo "batch: $1 wrote $(ls "$out/t" | wc -l) files" >&2; echo "failed"; return; }
-  line=$(python3 -c "u, s, k = open('$out/rusage').read().split()[-3:]; print(f'{$end - $start:.3f} {float(u) + float(s):.2f} {k}')")
-  echo "$line $(du -sk "$out/t" | cut -f1)"
+  echo "$(awk -v s="$run_seconds" 'BEGIN { printf "%.3f", s }') $run_cpu $run_kib $(du -sk "$out/t" | cut -f1)"
 }
 
 run_tool() {
@@ -111,7 +87,7 @@ run_tool() {
     imgpipe-extra) measure_once "$imgpipe" thumb "${files[@]}" --size $size --out-dir "$out/t" --format "$format" \
                      "${imgpipe_options[@]}" $IMGPIPE_EXTRA ;;
     vipsthumbnail) measure_once vipsthumbnail "${files[@]}" -s $size -o "$out/t/%s.$peer_format$vips_suffix" ;;
-    pillow) measure_once python3 -c "$pillow" "$out/t" "${files[@]}" ;;
+    pillow) measure_once "$pillow" -c "$pillow_script" "$out/t" "${files[@]}" ;;
   esac
 }
 
@@ -127,7 +103,7 @@ for _ in $(seq "$runs"); do
     result=$(run_tool "$tool")
     [ "$result" = failed ] && { best[$tool]=failed; continue; }
     [ "${best[$tool]:-}" = failed ] && continue
-    if [ -z "${best[$tool]:-}" ] || python3 -c "import sys; sys.exit(0 if ${result%% *} < ${best[$tool]%% *} else 1)"; then
+    if [ -z "${best[$tool]:-}" ] || awk -v a="${result%% *}" -v b="${best[$tool]%% *}" 'BEGIN { exit !(a < b) }'; then
       best[$tool]=$result
     fi
   done
@@ -143,6 +119,6 @@ for tool in "${tools[@]}"; do
   [ "$tool" = imgpipe-extra ] && label="imgpipe $IMGPIPE_EXTRA"
   [ "$tool" = vipsthumbnail ] && label="vipsthumbnail (one process)"
   [ "$tool" = pillow ] && label="Pillow draft+thumbnail, Pool(2)"
-  printf "%-34s %8s %12s %9s %10s %11s\n" "$label" "$seconds" "$(python3 -c "print(f'{100 / $seconds:.1f}')")" "$cpu" \
-    "$(python3 -c "print(f'{$kb / 1024:.1f}')")" "$bytes"
+  printf "%-34s %8s %12s %9s %10s %11s\n" "$label" "$seconds" "$(awk -v s="$seconds" 'BEGIN { printf "%.1f", 100 / s }')" "$cpu" \
+    "$(mib "$kb")" "$bytes"
 done

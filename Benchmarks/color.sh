@@ -6,16 +6,14 @@
 #
 # Needs Benchmarks/.inputs/photo-baseline.jpg (run Benchmarks/thumbnails.sh once) and vips
 # (libvips-tools) for the 12 MP file. Don't run it while other builds share the machine.
-set -euo pipefail
-cd "$(dirname "$0")/.."
-inputs="$PWD/Benchmarks/.inputs"
-corpus="$PWD/../shared/corpus/icc"
-runs=${RUNS:-7}
+source "$(dirname "$0")/common.sh"
+corpus="$root/../shared/corpus/icc"
+bench_runs 7
+bench_bootstrap libvips-tools
 [ -f "$inputs/photo-baseline.jpg" ] || { echo "color: run Benchmarks/thumbnails.sh first (it makes $inputs)" >&2; exit 1; }
 if [ ! -f "$inputs/photo-12mp-adobe.jpg" ]; then
   vips resize "$inputs/photo-baseline.jpg" "$inputs/photo-12mp.jpg[Q=90]" 0.70711
   python3 Benchmarks/splice_icc.py "$corpus/AdobeRGB1998.jpg" "$inputs/photo-baseline.jpg" "$inputs/photo-24mp-adobe.jpg"
   python3 Benchmarks/splice_icc.py "$corpus/AdobeRGB1998.jpg" "$inputs/photo-12mp.jpg" "$inputs/photo-12mp-adobe.jpg"
 fi
-swift build -c release --product ColorBenchmark >&2
-"$(swift build -c release --show-bin-path)/ColorBenchmark" "$runs" "$inputs/photo-24mp-adobe.jpg:256" "$inputs/photo-12mp-adobe.jpg:0"
+"$(bench_build ColorBenchmark)/ColorBenchmark" "$runs" "$inputs/photo-24mp-adobe.jpg:256" "$inputs/photo-12mp-adobe.jpg:0"

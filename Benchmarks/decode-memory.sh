@@ -6,12 +6,10 @@
 #     default), with no memory budget and with a 256 MiB one: peak RSS and wall time.
 # Each line is its own process. Inputs: the 6000x4000 photos of thumbnails.sh (made there), and
 # 3000x2000 copies in other formats made here with vips, cwebp, heif-enc and ImageMagick.
-set -euo pipefail
-cd "$(dirname "$0")/.."
-inputs=Benchmarks/.inputs
+source "$(dirname "$0")/common.sh"
 [ -f "$inputs/photo-rgba.png" ] || { echo "decode-memory: run Benchmarks/thumbnails.sh once to make the inputs" >&2; exit 1; }
-swift build -c release --product DecodeMemoryBenchmark >&2
-bench="$(swift build -c release --show-bin-path)/DecodeMemoryBenchmark"
+bench_bootstrap libvips-tools webp libheif-examples imagemagick
+bench="$(bench_build DecodeMemoryBenchmark)/DecodeMemoryBenchmark"
 m="$inputs/memory"
 mkdir -p "$m"
 if [ ! -f "$m/small.gif" ]; then

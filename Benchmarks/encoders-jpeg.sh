@@ -3,40 +3,29 @@
 # once as a lossless PNG (JPEGEncoderBenchmark, release build); our JPEGEncoder and
 # `vips jpegsave --Q $Q` (default settings, and with --optimize-coding) then encode exactly
 # those pixels, so only the encoder differs. Each JPEG is scored against the PNG with
-# SSIMULACRA2 (PyPI `ssimulacra2`, in a venv under Benchmarks/.venv) and PSNR; prints a row
+# SSIMULACRA2 (PyPI `ssimulacra2`, in a venv in Benchmarks/.venv) and PSNR; prints a row
 # per photo and the totals/means.
 #
 # Photos: the 2560x1600 JPEG wallpapers of Debian's plasma-workspace-wallpapers (fetched once
 # with `apt-get download` into Benchmarks/.inputs/wallpapers), or the files given as arguments.
 # Needs libvips-tools. Q=80 by default; RUNS (default 5) timings of our encode, minimum kept.
-set -euo pipefail
-cd "$(dirname "$0")/.."
-root=$(pwd)
+source "$(dirname "$0")/common.sh"
 q=${Q:-80}
-runs=${RUNS:-5}
+bench_runs 5
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
-command -v vips >/dev/null || { echo "encoders-jpeg: needs vips (Debian libvips-tools)" >&2; exit 1; }
-venv="$root/Benchmarks/.venv"
-if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import ssimulacra2, PIL, numpy" 2>/dev/null; then
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet ssimulacra2 Pillow numpy
-fi
+bench_bootstrap libvips-tools python3-venv
+scorer="$(ssimulacra2_python)"
 
 if [ "$#" -gt 0 ]; then
   photos=("$@")
 else
-  walls="$root/Benchmarks/.inputs/wallpapers"
-  if [ ! -d "$walls/usr/share/wallpapers" ]; then
-    mkdir -p "$walls"
-    (cd "$walls" && apt-get download plasma-workspace-wallpapers >/dev/null && dpkg-deb -x ./*.deb . && rm -f ./*.deb)
-  fi
-  mapfile -t photos < <(find "$walls/usr/share/wallpapers" -path "*/contents/images/2560x1600.jpg" | sort)
+  walls="$(wallpapers)"
+  mapfile -t photos < <(find "$walls" -path "*/contents/images/2560x1600.jpg" | sort)
 fi
 
-swift build -c release --product JPEGEncoderBenchmark >&2
-bin="$(swift build -c release --show-bin-path)/JPEGEncoderBenchmark"
+bin="$(bench_build JPEGEncoderBenchmark)/JPEGEncoderBenchmark"
 "$bin" "$out" "$q" "$runs" "${photos[@]}" > "$out/ours.tsv"
 for png in "$out"/[0-9][0-9].png; do
   stem="${png%.png}"
@@ -44,7 +33,7 @@ for png in "$out"/[0-9][0-9].png; do
   vips jpegsave "$png" "$stem.vipsopt.jpg" --Q "$q" --optimize-coding
 done
 
-"$venv/bin/python" - "$out" "$q" <<'PY'
+"$scorer" - "$out" "$q" <<'PY'
 import csv, math, os, sys
 import numpy as np
 from PIL import Image

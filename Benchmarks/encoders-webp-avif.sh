@@ -18,48 +18,27 @@
 # --strip; AVIF 44,599 B against 44,753 (0.997×), SSIMULACRA2 66.76 against 66.56, PSNR 35.01
 # against 34.98 dB. (The SSIMULACRA2 scores come from the PyPI Python port, not libjxl's tool.)
 #
-# Idempotent: installs missing peers (libvips-tools, libavif-bin, webp) and a venv with
-# ssimulacra2 in Benchmarks/.inputs/venv. Encoding is deterministic, so one run suffices.
-set -euo pipefail
-cd "$(dirname "$0")/.."
-root=$(pwd)
-inputs="$root/Benchmarks/.inputs"
+# Idempotent: installs missing peers with scripts/bootstrap (libvips-tools, libavif-bin, webp,
+# python3-venv) and a venv with ssimulacra2 in Benchmarks/.venv. Encoding is deterministic, so
+# one run suffices.
+source "$(dirname "$0")/common.sh"
 thumbs="$inputs/encoders-256"
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
-sudo=""
-[ "$(id -u)" -eq 0 ] || sudo="sudo"
-missing=()
-command -v vips >/dev/null || missing+=(libvips-tools)
-command -v avifenc >/dev/null || missing+=(libavif-bin)
-command -v dwebp >/dev/null || missing+=(webp)
-python3 -c "import venv" 2>/dev/null || missing+=(python3-venv)
-if [ "${#missing[@]}" -gt 0 ]; then
-  echo "encoders: installing ${missing[*]}" >&2
-  export DEBIAN_FRONTEND=noninteractive
-  $sudo apt-get update -qq
-  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
-if [ ! -x "$inputs/venv/bin/ssymulacra2" ]; then
-  python3 -m venv "$inputs/venv"
-  "$inputs/venv/bin/pip" install --quiet ssimulacra2
-fi
+bench_bootstrap libvips-tools libavif-bin webp python3-venv
+scorer="$(ssimulacra2_python)"
 
 if [ ! -d "$thumbs" ]; then
-  tmp=$(mktemp -d)
-  (cd "$tmp" && apt-get download plasma-workspace-wallpapers >/dev/null && dpkg-deb -x ./*.deb unpacked)
   mkdir -p "$thumbs.partial"
-  for photo in "$tmp"/unpacked/usr/share/wallpapers/*/contents/images/2560x1600.jpg; do
+  for photo in "$(wallpapers)"/*/contents/images/2560x1600.jpg; do
     name=$(basename "$(dirname "$(dirname "$(dirname "$photo")")")")
     vipsthumbnail "$photo" -s 256 -o "$thumbs.partial/$name.png[strip]"
   done
   mv "$thumbs.partial" "$thumbs"
-  rm -rf "$tmp"
 fi
 
-swift build -c release --product EncoderBenchmark >&2
-bench="$(swift build -c release --show-bin-path)/EncoderBenchmark"
+bench="$(bench_build EncoderBenchmark)/EncoderBenchmark"
 
 mkdir -p "$out/ours-webp" "$out/vips-webp" "$out/ours-avif" "$out/avifenc-avif" "$out/png"
 "$bench" webp --quality 80 --out-dir "$out/ours-webp" "$thumbs"/*.png >/dev/null
@@ -73,7 +52,7 @@ for thumb in "$thumbs"/*.png; do
   for tool in ours-avif avifenc-avif; do avifdec "$out/$tool/$name.avif" "$out/png/$tool-$name.png" >/dev/null; done
 done
 
-"$inputs/venv/bin/python" - "$thumbs" "$out" <<'PY'
+"$scorer" - "$thumbs" "$out" <<'PY'
 import sys
 from pathlib import Path
 

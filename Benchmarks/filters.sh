@@ -11,22 +11,16 @@
 # (made by it into Benchmarks/.inputs when missing), a few corpus pictures (../shared/corpus),
 # Samples/rings.png, Samples/glass-alpha.png and rings-6000x4000.png (SampleMaker's rings formula
 # rendered at 6000x4000 with 4x4 supersampling, made once into Benchmarks/.inputs).
-set -euo pipefail
-cd "$(dirname "$0")/.."
-root=$(pwd)
-inputs="$root/Benchmarks/.inputs"
+source "$(dirname "$0")/common.sh"
 corpus="$root/../shared/corpus"
-runs=${RUNS:-5}
+bench_runs 5
 
-command -v vipsthumbnail >/dev/null || { echo "filters: needs vipsthumbnail (libvips-tools); Benchmarks/thumbnails.sh installs it" >&2; exit 1; }
-python3 -c "import PIL, numpy" 2>/dev/null || python3 -m pip install --quiet Pillow numpy
-[ -f "$inputs/photo-rgb.png" ] || RUNS=1 Benchmarks/thumbnails.sh >/dev/null
-
-swift build -c release --product imgpipe >&2
-imgpipe="$(swift build -c release --show-bin-path)/imgpipe"
+bench_bootstrap libvips-tools python3-pil python3-numpy
+photo_inputs
+imgpipe="$(bench_build imgpipe)/imgpipe"
 
 if [ ! -f "$inputs/rings-6000x4000.png" ]; then
-  python3 - "$inputs/rings-6000x4000.png" <<'EOF'
+  "$pillow" - "$inputs/rings-6000x4000.png" <<'EOF'
 import sys
 import numpy as np
 from PIL import Image
@@ -46,7 +40,7 @@ Image.fromarray(np.clip(out / (ss * ss) * 255 + 0.5, 0, 255).astype(np.uint8)).s
 EOF
 fi
 
-python3 - "$imgpipe" "$runs" "$inputs" "$corpus" "$root/Samples" <<'EOF'
+"$pillow" - "$imgpipe" "$runs" "$inputs" "$corpus" "$root/Samples" <<'EOF'
 import math, os, subprocess, sys, tempfile, time
 import numpy as np
 from PIL import Image

@@ -19,8 +19,7 @@
 # POLL_MS sets SharedTierLoader's poll interval (default 10, the library's default).
 # ORDER=same gives every replica the same order (a burst: every URL asked by all replicas at
 # once, so most requests wait on another replica's lease) instead of one shuffle each.
-set -euo pipefail
-cd "$(dirname "$0")/.."
+source "$(dirname "$0")/common.sh"
 count="${1:-500}"
 replicas="${2:-4}"
 concurrency="${3:-6}"
@@ -28,7 +27,7 @@ runs="${4:-3}"
 poll_ms="${POLL_MS:-10}"
 order="${ORDER:-shuffled}"
 
-source scripts/bootstrap nginx-light
+bench_bootstrap nginx-light
 
 work="$(mktemp -d /tmp/fleet-bench.XXXXXX)"
 nginx_pid=""
@@ -60,21 +59,11 @@ for i in range(count):
         f.write(png)
 PY
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 port="$(free_port)"
 redis_port="$(free_port)"
-cat > "$work/nginx.conf" <<CONF
-worker_processes 1;
-pid $work/nginx.pid;
-error_log $work/logs/error.log warn;
-daemon off;
-events { worker_connections 1024; }
-http {
-  include /etc/nginx/mime.types;
+{ nginx_head "$work" 1; cat <<CONF
   log_format uri '\$request_uri';
   access_log $work/logs/access.log uri;
-  client_body_temp_path $work/tmp; proxy_temp_path $work/tmp; fastcgi_temp_path $work/tmp;
-  uwsgi_temp_path $work/tmp; scgi_temp_path $work/tmp;
   sendfile on; keepalive_requests 100000; keepalive_timeout 60;
   server {
     listen 127.0.0.1:$port;
@@ -84,6 +73,7 @@ http {
   }
 }
 CONF
+} > "$work/nginx.conf"
 nginx -c "$work/nginx.conf" -p "$work" &
 nginx_pid=$!
 redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no --dir "$work" --logfile "$work/logs/redis.log" &
@@ -93,8 +83,7 @@ for _ in $(seq 50); do
   sleep 0.1
 done
 
-swift build -c release --product FleetBenchmark 2>&1 | grep -E "error|warning:" || true
-binary=.build/release/FleetBenchmark
+binary="$(BENCH_QUIET_BUILD=1 bench_build FleetBenchmark)/FleetBenchmark"
 base="http://127.0.0.1:$port/img"
 bytes="$(du -sb "$work/www/img" | cut -f1)"
 echo "$count PNGs (64×64, $((bytes / count)) bytes on average) from nginx; redis-server $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/'); $replicas replicas × $concurrency concurrent requests; $runs runs; lease poll ${poll_ms} ms; $order orders"

@@ -9,46 +9,25 @@
 #
 # BASELINE=/path/to/another/imgpipe adds its rows (e.g. a release build of an older commit).
 #
-# Idempotent: installs missing tools (heif-thumbnailer, libheif-examples for heif-enc, time,
-# python3-pil, all from Debian), builds the release imgpipe, and makes the inputs once into Benchmarks/.inputs
+# Idempotent: installs missing tools with scripts/bootstrap (heif-thumbnailer, libheif-examples
+# for heif-enc, time, python3-pil), builds the release imgpipe (the benchmark package's), and
+# makes the inputs once into Benchmarks/.inputs
 # (gitignored): the 6000x4000 photo of ./Benchmarks/thumbnails.sh, encoded with `heif-enc -q 90`
 # (which embeds no thumbnail unless asked), and that photo tiled 2x2 as a JPEG.
-set -euo pipefail
-cd "$(dirname "$0")/.."
-root=$(pwd)
-inputs="$root/Benchmarks/.inputs"
+source "$(dirname "$0")/common.sh"
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-runs=${RUNS:-5}
+bench_runs 5
 
-sudo=""
-[ "$(id -u)" -eq 0 ] || sudo="sudo"
-missing=()
-command -v heif-thumbnailer >/dev/null || missing+=(heif-thumbnailer)
-command -v heif-enc >/dev/null || missing+=(libheif-examples)
-[ -x /usr/bin/time ] || missing+=(time)
-/usr/bin/python3 -c "import PIL" 2>/dev/null || missing+=(python3-pil)
-if [ "${#missing[@]}" -gt 0 ]; then
-  echo "heif-memory: installing ${missing[*]}" >&2
-  export DEBIAN_FRONTEND=noninteractive
-  $sudo apt-get update -qq
-  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
-python3 -c "import PIL" 2>/dev/null || 
-swift build -c release --product imgpipe >&2
-imgpipe="$(swift build -c release --show-bin-path)/imgpipe"
+bench_bootstrap heif-thumbnailer libheif-examples time python3-pil
+imgpipe="$(bench_build imgpipe)/imgpipe"
 
-if [ ! -f "$inputs/photo-rgb.png" ]; then
-  tmp=$(mktemp -d)
-  (cd "$tmp" && apt-get download plasma-workspace-wallpapers >/dev/null && dpkg-deb -x ./*.deb unpacked)
-  /usr/bin/python3 Benchmarks/make_inputs.py "$tmp/unpacked/usr/share/wallpapers" "$inputs"
-  rm -rf "$tmp"
-fi
+photo_inputs
 if [ ! -f "$inputs/photo.heic" ]; then
   heif-enc -q 90 "$inputs/photo-rgb.png" -o "$inputs/photo.heic" >/dev/null
 fi
 if [ ! -f "$inputs/photo-96mp.jpg" ]; then
-  /usr/bin/python3 - "$inputs/photo-baseline.jpg" "$inputs/photo-96mp.jpg" <<'EOF'
+  "$pillow" - "$inputs/photo-baseline.jpg" "$inputs/photo-96mp.jpg" <<'EOF'
 import sys
 from PIL import Image
 photo = Image.open(sys.argv[1]).convert("RGB")
@@ -60,28 +39,7 @@ EOF
 fi
 canvas="$root/Tests/CodecWebPTests/Fixtures/huge-canvas.webp"
 
-# Prints "milliseconds KiB" for the fastest and the smallest of $runs runs of "$@".
-measure() {
-  local best_ms="" best_kb="" start end ms kb
-  for _ in $(seq "$runs"); do
-    start=$EPOCHREALTIME
-    /usr/bin/time -o "$out/rss" -f %M "$@" >/dev/null 2>"$out/err" || { cat "$out/err" >&2; echo "failed"; return; }
-    end=$EPOCHREALTIME
-    ms=$(python3 -c "print(round(($end - $start) * 1000))")
-    kb=$(tail -n 1 "$out/rss")
-    if [ -z "$best_ms" ] || [ "$ms" -lt "$best_ms" ]; then best_ms=$ms; fi
-    if [ -z "$best_kb" ] || [ "$kb" -lt "$best_kb" ]; then best_kb=$kb; fi
-  done
-  echo "$best_ms $best_kb"
-}
-
-row() {  # label tool command...
-  local label=$1 tool=$2 result ms kb
-  shift 2
-  result=$(measure "$@")
-  read -r ms kb <<<"$result"
-  printf "%-34s %-18s %8s %10s\n" "$label" "$tool" "$ms" "$(python3 -c "print(f'{$kb/1024:.1f}')")"
-}
+row_format="%-34s %-18s %8s %10s"
 
 imgpipes=("imgpipe:$imgpipe")
 [ -n "${BASELINE:-}" ] && imgpipes+=("baseline:$BASELINE")

@@ -8,13 +8,12 @@
 # cannot be told to trust a private CA (FoundationNetworking reads its CA variable on Android only).
 #
 # Usage: Benchmarks/http.sh [count] [connections-per-host] [rounds]
-set -euo pipefail
-cd "$(dirname "$0")/.."
+source "$(dirname "$0")/common.sh"
 count="${1:-1000}"
 per_host="${2:-6}"
 rounds="${3:-5}"
 
-source scripts/bootstrap nginx-light openssl
+bench_bootstrap nginx-light openssl
 
 work="$(mktemp -d /tmp/http-bench.XXXXXX)"
 nginx_pid=""
@@ -37,22 +36,12 @@ for i in range(count):
 PY
 
 # Free loopback ports, a certificate, then nginx in the foreground (we own its pid) with its own config.
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 port="$(free_port)"
 tls_port="$(free_port)"
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$work/key.pem" \
   -out "$work/cert.pem" -days 1 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 2>/dev/null
-cat > "$work/nginx.conf" <<CONF
-worker_processes 2;
-pid $work/nginx.pid;
-error_log $work/logs/error.log warn;
-daemon off;
-events { worker_connections 1024; }
-http {
-  include /etc/nginx/mime.types;
+{ nginx_head "$work" 2; cat <<CONF
   access_log off;
-  client_body_temp_path $work/tmp; proxy_temp_path $work/tmp; fastcgi_temp_path $work/tmp;
-  uwsgi_temp_path $work/tmp; scgi_temp_path $work/tmp;
   sendfile on; tcp_nopush on; keepalive_requests 100000; keepalive_timeout 60;
   server {
     listen 127.0.0.1:$port;
@@ -71,19 +60,20 @@ http {
   }
 }
 CONF
+} > "$work/nginx.conf"
 mkdir -p "$work/tmp"
 nginx -c "$work/nginx.conf" -p "$work" &
 nginx_pid=$!
 for _ in $(seq 50); do curl -sf -o /dev/null "http://127.0.0.1:$port/f/0000.jpg" && break; sleep 0.1; done
 
-swift build -c release --product HTTPBenchmark 2>&1 | grep -E "error|warning:" || true
+benchmark="$(BENCH_QUIET_BUILD=1 bench_build HTTPBenchmark)/HTTPBenchmark"
 bytes="$(du -sb "$work/www/f" | cut -f1)"
 echo "$count files, $((bytes / 1000)) KB, $per_host connections per host, median of $rounds rounds (after one warm-up)"
 
 # Runs the Swift loaders and curl against base URL $1; extra curl options follow.
 run() {
   local base="$1" only="$2"; shift 2
-  BENCH_CA="$work/cert.pem" BENCH_ONLY="$only" .build/release/HTTPBenchmark "$base" "$count" "$per_host" "$rounds"
+  BENCH_CA="$work/cert.pem" BENCH_ONLY="$only" "$benchmark" "$base" "$count" "$per_host" "$rounds"
   # curl: one process for all files (start-up included), to /dev/null.
   for i in $(seq 0 $((count - 1))); do printf 'url = "%s/%04d.jpg"\noutput = "/dev/null"\n' "$base" "$i"; done > "$work/curl.cfg"
   local times=()

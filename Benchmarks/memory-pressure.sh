@@ -13,19 +13,15 @@
 # The workload stays inside the 256 MiB cgroup: stress-ng (Debian stress-ng) holds 220 MiB of
 # anonymous memory and sleeps, and one `cat` re-reads a 100 MiB file through the ~36 MiB left, so
 # every read refaults the pages it evicted. Nothing else on the machine is squeezed.
-set -euo pipefail
+source "$(dirname "$0")/common.sh"
 seconds=${1:-30}
 critical_ms=${2:-500}
-cd "$(dirname "$0")/.."
 name=imagepipeline-psi-demo-$$
 v1=/sys/fs/cgroup/memory/$name
 v2=/sys/fs/cgroup/unified/$name
 file=/var/tmp/$name.bin
-command -v stress-ng >/dev/null || { echo "stress-ng is not installed (apt-get install stress-ng)"; exit 1; }
-
-# Debug: the watcher sleeps in poll, speed does not matter.
-if ! out=$(nice swift build --product MemoryPressureDemo 2>&1); then echo "$out"; exit 1; fi
-demo=$(swift build --show-bin-path)/MemoryPressureDemo
+bench_bootstrap stress-ng
+demo="$(BENCH_QUIET_BUILD=1 bench_build MemoryPressureDemo)/MemoryPressureDemo"
 
 cleanup() {
     [ -n "${workload:-}" ] && kill -- "-$workload" 2>/dev/null || true

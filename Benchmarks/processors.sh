@@ -3,19 +3,18 @@
 # GaussianBlur / ImageOps.fit + ellipse mask / convert("L") and vips gaussblur, same machine,
 # minimum of $RUNS runs (default 7). Needs python3-pil and libvips-tools. Don't run it while
 # other builds share the machine.
-set -euo pipefail
-cd "$(dirname "$0")/.."
-runs=${RUNS:-7}
-swift build -c release --product ProcessorBenchmark >&2
-bin="$(swift build -c release --show-bin-path)/ProcessorBenchmark"
+source "$(dirname "$0")/common.sh"
+bench_runs 7
+bench_bootstrap libvips-tools python3-pil
+bin="$(bench_build ProcessorBenchmark)/ProcessorBenchmark"
 "$bin" "$runs"
 # Second launch of a 100-photo grid (1280 px JPEGs -> 256x256 round): renditions vs originals on
 # disk. Needs Benchmarks/.inputs/photo-baseline.jpg (run Benchmarks/thumbnails.sh once) and vips.
-grid="$PWD/Benchmarks/.inputs/grid-1280"
-if [ ! -d "$grid" ] && [ -f Benchmarks/.inputs/photo-baseline.jpg ]; then
+grid="$inputs/grid-1280"
+if [ ! -d "$grid" ] && [ -f "$inputs/photo-baseline.jpg" ]; then
   mkdir -p "$grid"
   for i in $(seq 0 99); do
-    vips crop Benchmarks/.inputs/photo-baseline.jpg "$grid/tmp.v" $(( (i % 10) * 400 )) $(( (i / 10) * 280 )) 1280 960
+    vips crop "$inputs/photo-baseline.jpg" "$grid/tmp.v" $(( (i % 10) * 400 )) $(( (i / 10) * 280 )) 1280 960
     vips copy "$grid/tmp.v" "$grid/$(printf %03d $i).jpg[Q=85]"
   done
   rm -f "$grid/tmp.v"
@@ -25,7 +24,7 @@ if [ -d "$grid" ]; then
   # The .circle grid (results with alpha) from renditions in each candidate format.
   cache=$(mktemp -d); "$bin" "$runs" alpha "$grid" "$cache"; rm -rf "$cache"
 fi
-python3 - "$runs" <<'PY'
+"$pillow" - "$runs" <<'PY'
 import sys, time, subprocess, tempfile, os
 from PIL import Image, ImageFilter, ImageOps, ImageDraw
 runs = int(sys.argv[1]); side = 512

@@ -1,5 +1,5 @@
 import Foundation
-import PipelineCore
+@testable import PipelineCore
 import Testing
 
 /// A deterministic premultiplied picture with every alpha level (a linear congruential

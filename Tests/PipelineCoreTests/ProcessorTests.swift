@@ -1,5 +1,5 @@
 import Foundation
-import PipelineCore
+@testable import PipelineCore
 import PipelineTestSupport
 import Synchronization
 import Testing

@@ -12,8 +12,9 @@ struct GaussianBlurProcessor: ImageProcessing {
     /// exact kernel: its cost does not grow with the radius (the exact kernel's does, linearly),
     /// and its error is then about one level in the interior (the method Pillow uses at every
     /// radius), more near the edges. Up to 12 the exact kernel is the faster of the two
-    /// (`Benchmarks/processors.sh`: 512×512, and `SIDE=2048`; at 16 to 20 the two cross,
+    /// (both timed at every radius on 512×512 and 2048×2048 pictures: at 16 to 20 the two cross,
     /// depending on the picture's size), so the more accurate one runs wherever it costs less.
+    /// `Benchmarks/processors.sh` times ``ImageProcessor/gaussianBlur(radius:)`` either side of it.
     static let exactLimit = 12.0
 
     func process(_ bitmap: Bitmap) throws -> Bitmap {
@@ -26,8 +27,7 @@ struct GaussianBlurProcessor: ImageProcessing {
 
 /// The exact Gaussian blur: the sampled kernel `exp(-x²/2σ²)` for offsets up to ⌈3σ⌉ (at most
 /// the picture's longer side), normalised, applied along rows then along columns, edges
-/// extended. What ``ImageProcessor/gaussianBlur(radius:)`` runs up to a standard deviation of 12;
-/// public for `Benchmarks/processors.sh`, which times it beside ``BoxBlurApproximation``.
+/// extended. What ``ImageProcessor/gaussianBlur(radius:)`` runs up to a standard deviation of 12.
 ///
 /// Every channel comes out as the true Gaussian of the input rounded to the nearest level
 /// (within 0.6 of it up to σ 20, edges included; the products' dropped fractions, made good on
@@ -41,11 +41,11 @@ struct GaussianBlurProcessor: ImageProcessing {
 /// blurred horizontally into a ring of 2·⌈3σ⌉+1 rows, which the vertical pass reads row by row
 /// as it goes: both passes stream along rows and the intermediate stays in cache. Sums only
 /// grow with their inputs, so a colour never exceeds its alpha after blurring.
-public enum ExactGaussianBlur {
+enum ExactGaussianBlur {
     /// Blurs `bitmap` (premultiplied RGBA8) with the exact Gaussian of standard deviation
     /// `sigma`, whatever its size (the cost grows with `sigma`); returned unchanged for a `sigma`
     /// that is not finite or below 0.2 (where the kernel rounds to the identity).
-    public static func blur(_ bitmap: Bitmap, sigma: Double) -> Bitmap {
+    static func blur(_ bitmap: Bitmap, sigma: Double) -> Bitmap {
         (try? blurChecked(bitmap, sigma: sigma)) ?? bitmap
     }
 
@@ -175,12 +175,11 @@ public enum ExactGaussianBlur {
 
 /// The three-pass box approximation of a Gaussian (box widths chosen so the three passes
 /// together have the Gaussian's variance, two sizes mixed as in Kovesi's method), edges
-/// extended: what ``ImageProcessor/gaussianBlur(radius:)`` uses above a standard deviation of 12,
-/// and the baseline of `Benchmarks/processors.sh`.
-public enum BoxBlurApproximation {
+/// extended: what ``ImageProcessor/gaussianBlur(radius:)`` uses above a standard deviation of 12.
+enum BoxBlurApproximation {
     /// Blurs `bitmap` with three box passes per axis approximating a Gaussian of `sigma`
     /// (returned unchanged for a `sigma` that is not positive and finite).
-    public static func blur(_ bitmap: Bitmap, sigma: Double) -> Bitmap {
+    static func blur(_ bitmap: Bitmap, sigma: Double) -> Bitmap {
         (try? blurChecked(bitmap, sigma: sigma)) ?? bitmap
     }
 

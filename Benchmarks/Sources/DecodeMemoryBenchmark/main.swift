@@ -18,7 +18,7 @@ import CodecWebP
 import Foundation
 import PipelineCore
 
-import CMemoryProbe
+import CMallocTuning
 
 struct MemoryLoader: DataLoading {
     let data: Data
@@ -52,7 +52,7 @@ guard arguments.count >= 3, let data = FileManager.default.contents(atPath: argu
     FileHandle.standardError.write(Data("usage: DecodeMemoryBenchmark estimate FILE [SIZE] | concurrent FILE COUNT SIZE THREADS BUDGET_MIB|none\n".utf8))
     exit(2)
 }
-_ = memory_probe_fix_mmap_threshold(128 * 1024)
+_ = malloc_tuning_fix_mmap_threshold(128 * 1024)
 let name = URL(fileURLWithPath: arguments[2]).lastPathComponent
 
 switch arguments[1] {
@@ -67,7 +67,9 @@ case "estimate":
     let response = try await pipe.image(for: ImageRequest(url: URL(fileURLWithPath: "/measured").withScheme("mem"), targetSize: target))
     let peak = status("VmHWM") - before
     let estimate = pipe.decodeMemory.peakBytesInUse
-    print("\(name)\t\(size.map(String.init) ?? "full")\t\(response.bitmap.width)x\(response.bitmap.height)\testimate \(mib(estimate)) MiB\tmeasured \(mib(peak)) MiB\tratio \(String(format: "%.2f", Double(estimate) / Double(max(1, peak))))")
+    let ratio = String(format: "%.2f", Double(estimate) / Double(max(1, peak)))
+    print("\(name)\t\(size.map(String.init) ?? "full")\t\(response.bitmap.width)x\(response.bitmap.height)"
+          + "\testimate \(mib(estimate)) MiB\tmeasured \(mib(peak)) MiB\tratio \(ratio)")
 case "concurrent":
     guard arguments.count == 7, let count = Int(arguments[3]), let size = Int(arguments[4]), let threads = Int(arguments[5]) else { exit(2) }
     let budget = Int(arguments[6]).map { $0 << 20 }
@@ -81,7 +83,8 @@ case "concurrent":
         try await group.waitForAll()
     }
     let seconds = Date().timeIntervalSince(start)
-    print("\(name)\t\(count) at once\t\(threads) threads\tbudget \(budget.map { mib($0) + " MiB" } ?? "none")\tpeak RSS \(mib(status("VmHWM"))) MiB\tadmitted peak \(mib(pipe.decodeMemory.peakBytesInUse)) MiB\t\(String(format: "%.2f", seconds)) s")
+    print("\(name)\t\(count) at once\t\(threads) threads\tbudget \(budget.map { mib($0) + " MiB" } ?? "none")"
+          + "\tpeak RSS \(mib(status("VmHWM"))) MiB\tadmitted peak \(mib(pipe.decodeMemory.peakBytesInUse)) MiB\t\(String(format: "%.2f", seconds)) s")
 default:
     exit(2)
 }

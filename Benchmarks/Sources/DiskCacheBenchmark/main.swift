@@ -1,6 +1,5 @@
 // Disk-cache open and lookup cost at 100,000 entries, beside peers measured in the same run:
 //   DiskCache.cachedData(for:)        (ours, the async call the pipeline makes: pool hop + read)
-//   DiskCache read on this thread     (ours without the pool hop: open, header, body, CRC, sidecar probe)
 //   Data(contentsOf:) of the file     (Foundation, the same file, no checks)
 //   stat(2) of the file               (a floor: one path lookup in the kernel)
 // The files sit in the page cache (they were just written): these are warm numbers.
@@ -20,16 +19,18 @@ func missURL(_ i: Int) -> URL { URL(string: "https://cdn.example.com/missing/\(i
 let directory = FileManager.default.temporaryDirectory.appendingPathComponent("DiskCacheBenchmark-\(UUID().uuidString)")
 defer { try? FileManager.default.removeItem(at: directory) }
 
-// 1. Fill: entries written straight through the cache's synchronous write, on every core.
+// 1. Fill: entries stored through `storeData(_:info:for:)`, 64 writers at a time.
 var start = now()
 do {
     let writer = try DiskCache(directory: directory, sizeLimit: 1 << 30)
     await writer.waitForMaintenance()
     let body = Data((0..<bodySize).map { UInt8(truncatingIfNeeded: $0) })
     let info = CacheEntryInfo(etag: "\"abc\"", freshUntil: Date().addingTimeInterval(3600))
-    DispatchQueue.concurrentPerform(iterations: 64) { chunk in
-        for i in stride(from: chunk, to: entryCount, by: 64) {
-            writer.write(body, info: info, url: url(i), name: DiskCache.fileName(for: url(i)))
+    await withTaskGroup(of: Void.self) { group in
+        for chunk in 0..<64 {
+            group.addTask {
+                for i in stride(from: chunk, to: entryCount, by: 64) { await writer.storeData(body, info: info, for: url(i)) }
+            }
         }
     }
 }
@@ -87,17 +88,6 @@ await measure("DiskCache miss (async)") {
     var hits = 0
     for u in missURLs where await cache.cachedData(for: u) != nil { hits += 1 }
     precondition(hits == 0)
-    return hits
-}
-await measure("DiskCache hit (this thread)") {
-    var hits = 0
-    for u in hitURLs where cache.read(url: u, name: DiskCache.fileName(for: u)) != nil { hits += 1 }
-    precondition(hits == lookups)
-    return hits
-}
-await measure("DiskCache miss (this thread)") {
-    var hits = 0
-    for u in missURLs where cache.read(url: u, name: DiskCache.fileName(for: u)) != nil { hits += 1 }
     return hits
 }
 await measure("SHA-256 file name alone") {
