@@ -15,7 +15,7 @@ extension DiskCache {
     /// then the sidecar's info if it applies. A damaged file, or anything but a regular file
     /// (``DiskFiles/openRegular(_:flags:)``), is removed; another URL's entry (a name collision)
     /// is left alone.
-    package func read(url: URL, name: String) -> CachedData? {
+    func read(url: URL, name: String) -> CachedData? {
         guard let entry = openEntry(url: url, name: name) else { return nil }
         var body = Data(count: Int(entry.header.bodyLength))
         let ok = body.isEmpty || body.withUnsafeMutableBytes { entry.file.read(into: $0, at: entry.headerLength) }
@@ -30,7 +30,7 @@ extension DiskCache {
     /// is neither read nor checked (a torn body is found by the next full ``read(url:name:)``).
     /// Counts as an access for LRU order, like a read. A header that does not match the file's
     /// length is damage: the file is removed, as by a read.
-    package func readDigest(url: URL, name: String) -> CachedDigest? {
+    func readDigest(url: URL, name: String) -> CachedDigest? {
         guard let entry = openEntry(url: url, name: name) else { return nil }
         let info = recordHit(entry, name: name)
         return CachedDigest(length: Int(entry.header.bodyLength), crc32: entry.header.bodyCRC, info: info)
@@ -94,7 +94,7 @@ extension DiskCache {
     /// even if it survived (a crash, a racing `updateInfo`), its generation no longer matches.
     /// When the bytes cannot be stored (over the cap, a URL too long, a failed write), the old
     /// entry is removed all the same: it no longer holds the URL's current bytes.
-    package func write(_ data: Data, info: CacheEntryInfo, url: URL, name: String) {
+    func write(_ data: Data, info: CacheEntryInfo, url: URL, name: String) {
         guard data.count <= sizeLimit else { return remove(url: url, name: name) }
         let header = DiskCacheEntry(kind: .entry, generation: UInt64.random(in: 1...UInt64.max), url: url.absoluteString,
                                      info: info, bodyLength: UInt64(data.count), bodyCRC: CRC32.checksum(data))

@@ -1,6 +1,7 @@
 import CacheDisk
 import Foundation
 import PipelineCore
+import PipelineTestSupport
 import Testing
 
 @Suite("Disk cache review regressions: index and replacement", .timeLimit(.minutes(1)))

@@ -1,6 +1,7 @@
 import CacheDisk
 import Foundation
 import PipelineCore
+import PipelineTestSupport
 import Testing
 
 /// Something other than a regular file, put where the cache keeps one of its own files.
