@@ -44,8 +44,7 @@ var targets: [Target] = [
     .target(name: "CacheRedis", dependencies: ["PipelineCore", "CHiredis"]),
     .target(name: "MemoryPressureLinux", dependencies: ["PipelineCore"]),
     .target(name: "ImagePipelineKit", dependencies: ["PipelineCore", "CodecJPEG", "CodecPNG", "CodecWebP", "CodecHEIF",
-                                                   "CodecGIF", "LoaderFile", "LoaderHTTP", "CacheDisk",
-                                                   "MemoryPressureLinux"]),
+                                                   "CodecGIF", "LoaderFile", "LoaderHTTP", "CacheDisk"]),
     // Published test support: no Swift Testing or XCTest inside, so apps use it from either.
     .target(name: "ImagePipelineTesting", dependencies: ["PipelineCore"]),
 
