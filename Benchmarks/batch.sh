@@ -13,6 +13,8 @@
 # writes PAM, vips and Pillow PPM (uncompressed both).
 #
 # IMGPIPE_EXTRA="--compression-level 4" adds a row: imgpipe again with those options.
+# BASELINE_IMGPIPE=/path/to/imgpipe adds a row: another build of imgpipe (say, main before a
+# change), measured in the same runs, so a refactor can show its numbers did not move.
 #
 # Inputs: there is no perf corpus under ../shared, so they are made here, once, into
 # Benchmarks/.inputs/batch-1280 (gitignored) with vips: 100 windows of 1920x1280 cut on a
@@ -86,6 +88,8 @@ run_tool() {
     # shellcheck disable=SC2086
     imgpipe-extra) measure_once "$imgpipe" thumb "${files[@]}" --size $size --out-dir "$out/t" --format "$format" \
                      "${imgpipe_options[@]}" $IMGPIPE_EXTRA ;;
+    imgpipe-baseline) measure_once "$BASELINE_IMGPIPE" thumb "${files[@]}" --size $size --out-dir "$out/t" --format "$format" \
+                        "${imgpipe_options[@]}" ;;
     vipsthumbnail) measure_once vipsthumbnail "${files[@]}" -s $size -o "$out/t/%s.$peer_format$vips_suffix" ;;
     pillow) measure_once "$pillow" -c "$pillow_script" "$out/t" "${files[@]}" ;;
   esac
@@ -94,6 +98,7 @@ run_tool() {
 echo "100 photos 1280x853 -> ${size}px $format, min of $runs runs, $(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg)"
 tools=(imgpipe)
 [ -n "${IMGPIPE_EXTRA:-}" ] && tools+=(imgpipe-extra)
+[ -n "${BASELINE_IMGPIPE:-}" ] && tools+=(imgpipe-baseline)
 tools+=(vipsthumbnail pillow)
 # The tools take turns within each run, so a change in the machine's load hits them alike;
 # each keeps its fastest run.
@@ -117,6 +122,7 @@ for tool in "${tools[@]}"; do
   label=$tool
   [ "$tool" = imgpipe ] && label="imgpipe thumb --out-dir"
   [ "$tool" = imgpipe-extra ] && label="imgpipe $IMGPIPE_EXTRA"
+  [ "$tool" = imgpipe-baseline ] && label="baseline imgpipe"
   [ "$tool" = vipsthumbnail ] && label="vipsthumbnail (one process)"
   [ "$tool" = pillow ] && label="Pillow draft+thumbnail, Pool(2)"
   printf "%-34s %8s %12s %9s %10s %11s\n" "$label" "$seconds" "$(awk -v s="$seconds" 'BEGIN { printf "%.1f", 100 / s }')" "$cpu" \

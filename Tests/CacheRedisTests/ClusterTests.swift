@@ -26,7 +26,7 @@ struct ClusterTests {
         #expect(RedisRouter.Redirect("ASK 3999 127.0.0.1:6381")?.asking == true)
         #expect(RedisRouter.Redirect("MOVED 99999 127.0.0.1:6381") == nil)
         #expect(RedisRouter.Redirect("ERR nope") == nil)
-        // The README's configuration, as printed (nothing connects until the first operation).
+        // The Running a fleet article's configuration, as printed (nothing connects until the first operation).
         let tier = RedisCache(configuration: .init(clusterSeeds: [
             .init(host: "10.0.0.5", port: 6379), .init(host: "10.0.0.6", port: 6379)]))
         #expect(tier.configuration.clusterSeeds.count == 2 && tier.statistics == RedisCache.Statistics())

@@ -159,7 +159,7 @@ private let pillowBlur2 = Data(base64Encoded: "VgAAXQABaAACcgIDegoEfBwFeDsHcmcHc
     }
 }
 
-/// The README's custom processor (same body): sepia by the classic matrix, clamped to alpha.
+/// The custom processor of the Processors and renditions article (same body): sepia by the classic matrix, clamped to alpha.
 struct Sepia: ImageProcessing {
     var identifier: String { "sepia" }
     func process(_ bitmap: Bitmap) throws -> Bitmap {
