@@ -84,6 +84,9 @@ struct DecodeStage {
             response.warnings.append("the revalidated bytes did not decode (\(wrapped)); the stored copy was used")
         }
         failures.removeValue(for: key)
+        // Bytes fresh from the origin are the newest (kept in memory whatever was replaced
+        // meanwhile); from here on, a purge still stops the rendition made from them.
+        if generation == nil { generation = pipeline.ledger.current }
         pipeline.emit(.decoded(key, seconds: seconds))
         response.downloadedBytes = loaded.downloadedBytes
         response.isStale = loaded.isStale

@@ -62,10 +62,11 @@ struct FetchStage {
         let relay = work.progress
         let progress: @Sendable (Int64, Int64?) -> Void = { relay.send(ImageTask.Progress(completed: $0, total: $1)) }
         let disk = Self.disk(for: resolved, configuration: configuration)
+        let read = pipeline.ledger.current  // before the read: a replacement during it counts
         if resolved.readsCaches, let disk, let cached = await disk.cachedData(for: resolved.cacheURL) {
             let fresh = cached.info.isFresh(at: configuration.now())
             pipeline.emit(.diskHit(resolved.fetchURL, fresh: fresh))
-            var stored = LoadedData(data: cached.data, source: .disk, generation: pipeline.ledger.current)
+            var stored = LoadedData(data: cached.data, source: .disk, generation: read)
             stored.info = cached.info
             if fresh || resolved.cacheOnly { return stored }
             if request.revalidation == .staleWhileRevalidate {

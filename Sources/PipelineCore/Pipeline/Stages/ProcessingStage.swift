@@ -51,7 +51,9 @@ struct ProcessingStage {
             }
             if let store = loaded.pendingStore, work.disk.storesOriginal { await store.storeOnce() }
             pipeline.dropDecodedCopies(of: resolved.cacheURL)
-            generation = loaded.generation
+            // Read after this work's own replacement: a purge from now on still keeps the
+            // processed result out of memory and off the disk.
+            generation = pipeline.ledger.current
             input.downloadedBytes = loaded.downloadedBytes
         } else if resolved.readsCaches, let cached = pipeline.memoryCache.value(for: base.key) {
             input = cached
