@@ -95,30 +95,26 @@ enum RedisEntry {
             return value
         }
 
-        mutating func optionalString() -> String?? {
+        /// A length-prefixed field (`0xFFFFFFFF` for none): `nil` when the value is cut short.
+        mutating func optionalBytes() -> Data?? {
             guard let length = integer(UInt32.self) else { return nil }
             if length == UInt32.max { return .some(nil) }
             return read(Int(length)).map { .some($0) }
         }
 
-        mutating func optionalBytes() -> Data?? {
-            guard let length = integer(UInt32.self) else { return nil }
-            if length == UInt32.max { return .some(nil) }
-            guard bytes.count - position >= Int(length) else { return nil }
-            defer { position += Int(length) }
-            return .some(Data(bytes[position..<(position + Int(length))]))
+        mutating func optionalString() -> String?? {
+            optionalBytes().map { $0.map { String(decoding: $0, as: UTF8.self) } }
         }
 
         mutating func string() -> String? {
             guard let length = integer(UInt32.self), length != UInt32.max else { return nil }
-            return read(Int(length))
+            return read(Int(length)).map { String(decoding: $0, as: UTF8.self) }
         }
 
-        private mutating func read(_ length: Int) -> String? {
+        private mutating func read(_ length: Int) -> Data? {
             guard bytes.count - position >= length else { return nil }
-            let text = String(decoding: bytes[position..<(position + length)], as: UTF8.self)
-            position += length
-            return text
+            defer { position += length }
+            return Data(bytes[position..<(position + length)])
         }
     }
 }

@@ -45,13 +45,16 @@ public actor ImagePipeline {
         self.configuration = configuration
         self.memoryCache = configuration.memoryCache
         self.decoder = PoolDecoder(configuration: configuration)
+        // Each stage's table id is its place in `tables`.
         let processing = ProcessingStage(tableID: 0, configuration: configuration)
         let decoding = DecodeStage(tableID: 1, configuration: configuration)
         let fetch = FetchStage(tableID: 2, configuration: configuration)
         self.processing = processing
         self.decoding = decoding
         self.fetch = fetch
-        self.tables = [processing.works, decoding.decodes, fetch.downloads]
+        let tables: [any WaiterTable] = [processing.works, decoding.decodes, fetch.downloads]
+        assert(tables.indices.allSatisfy { tables[$0].id == $0 }, "a table's id is its index in `tables`")
+        self.tables = tables
     }
 
     /// The decode memory in use now, its peak so far, and how many decodes wait for memory

@@ -124,6 +124,8 @@ final class InFlightTable<Key: Hashable & Sendable, Value: Sendable>: WaiterTabl
 /// and value types: the cancellation handler and an ``ImageTask``'s priority change only have
 /// the token.
 protocol WaiterTable: AnyObject {
+    /// The table's place in ``ImagePipeline/tables``.
+    var id: Int { get }
     func leave(_ token: WaiterToken, in pipeline: isolated ImagePipeline)
     func setWaiterPriority(_ token: WaiterToken, to priority: ImagePriority, in pipeline: isolated ImagePipeline)
 }

@@ -30,7 +30,7 @@ struct ProcessingStage {
                          in pipeline: isolated ImagePipeline) async throws -> ImageResponse {
         try Task.checkCancellation()
         let key = resolved.key
-        var generation: UInt64? = pipeline.ledger.current
+        var generation = pipeline.ledger.current
         let lookup = try await pipeline.renditions.lookUp(resolved, work: work, in: pipeline)
         if let answer = lookup.answer { return answer }
         let base = resolved.unprocessed
