@@ -33,6 +33,10 @@ public enum ImagePipelineError: Error, Sendable, CustomStringConvertible, Locali
     case corruptData(format: ImageFormat?, message: String)
     /// The header declares more pixels than the configured maximum.
     case tooManyPixels(PixelSize, limit: Int)
+    /// The source would cost more than one of the limits on a source other than pixels and
+    /// body bytes (``SourceLimit``): `actual` is what was counted when the decoder stopped, at
+    /// least `limit + 1` when it stopped counting there, or `nil` when it is not known.
+    case overLimit(SourceLimit, limit: Int, actual: Int?)
     /// A connect, idle or total timeout, with what timed out.
     case timeout(String)
     /// A local file could not be read: a directory, not permitted, not a regular file.
@@ -82,7 +86,7 @@ public enum ImagePipelineError: Error, Sendable, CustomStringConvertible, Locali
     /// for itself through ``PipelineFailure`` (temporary when it does not conform).
     public var isPermanent: Bool {
         switch self {
-        case .notFound, .noDecoder, .unsupported, .corruptData, .tooManyPixels: return true
+        case .notFound, .noDecoder, .unsupported, .corruptData, .tooManyPixels, .overLimit: return true
         case .loadingFailed(_, let error), .decodingFailed(_, let error), .processingFailed(_, let error):
             return (error as? any PipelineFailure)?.isPermanent ?? false
         default: return false
@@ -106,6 +110,8 @@ public enum ImagePipelineError: Error, Sendable, CustomStringConvertible, Locali
         case .corruptData(let format?, let message): return "corrupt \(format) data: \(message)"
         case .corruptData(nil, let message): return "corrupt data: \(message)"
         case .tooManyPixels(let size, let limit): return "the picture is \(size) pixels, over the limit of \(limit) pixels"
+        case .overLimit(let kind, let limit, let actual?): return "\(kind.counting) is \(actual), over the limit of \(limit)"
+        case .overLimit(let kind, let limit, nil): return "\(kind.counting) is over the limit of \(limit)"
         case .timeout(let what): return "timed out: \(what)"
         case .fileUnreadable(let path, let reason): return "cannot read \(path): \(reason)"
         case .notCached: return "the picture is not cached and the request does not allow loading"
@@ -134,6 +140,7 @@ public enum ImagePipelineError: Error, Sendable, CustomStringConvertible, Locali
         case (.unsupported(let a1, let a2), .unsupported(let b1, let b2)): return a1 == b1 && a2 == b2
         case (.corruptData(let a1, let a2), .corruptData(let b1, let b2)): return a1 == b1 && a2 == b2
         case (.tooManyPixels(let a1, let a2), .tooManyPixels(let b1, let b2)): return a1 == b1 && a2 == b2
+        case (.overLimit(let a1, let a2, let a3), .overLimit(let b1, let b2, let b3)): return a1 == b1 && a2 == b2 && a3 == b3
         case (.timeout(let a), .timeout(let b)): return a == b
         case (.fileUnreadable(let a1, let a2), .fileUnreadable(let b1, let b2)): return a1 == b1 && a2 == b2
         case (.notCached, .notCached), (.unexpectedNotModified, .unexpectedNotModified): return true
