@@ -32,6 +32,18 @@ CURLcode ccurl_easy_set_header(CURL *easy, ccurl_data_callback callback, void *c
     return curl_easy_setopt(easy, CURLOPT_HEADERDATA, context);
 }
 
+CURLcode ccurl_easy_set_opensocket(CURL *easy, curl_opensocket_callback callback, void *context) {
+    CURLcode code = curl_easy_setopt(easy, CURLOPT_OPENSOCKETFUNCTION, callback);
+    if (code != CURLE_OK) return code;
+    return curl_easy_setopt(easy, CURLOPT_OPENSOCKETDATA, context);
+}
+
+CURLcode ccurl_easy_set_prereq(CURL *easy, curl_prereq_callback callback, void *context) {
+    CURLcode code = curl_easy_setopt(easy, CURLOPT_PREREQFUNCTION, callback);
+    if (code != CURLE_OK) return code;
+    return curl_easy_setopt(easy, CURLOPT_PREREQDATA, context);
+}
+
 CURLcode ccurl_easy_get_long(CURL *easy, CURLINFO info, long *value) {
     return curl_easy_getinfo(easy, info, value);
 }
@@ -47,6 +59,12 @@ CURLcode ccurl_easy_get_string(CURL *easy, CURLINFO info, const char **value) {
 CURLMcode ccurl_multi_set_long(CURLM *multi, CURLMoption option, long value) {
     return curl_multi_setopt(multi, option, value);
 }
+
+curl_socket_t ccurl_socket_bad(void) { return CURL_SOCKET_BAD; }
+
+int ccurl_prereq_ok(void) { return CURL_PREREQFUNC_OK; }
+
+int ccurl_prereq_abort(void) { return CURL_PREREQFUNC_ABORT; }
 
 long ccurl_global_default(void) { return CURL_GLOBAL_DEFAULT; }
 

@@ -22,10 +22,6 @@ enum CurlErrors {
              CURLE_SSL_CIPHER, CURLE_SSL_CACERT_BADFILE, CURLE_SSL_ISSUER_ERROR, CURLE_SSL_PINNEDPUBKEYNOTMATCH,
              CURLE_SSL_INVALIDCERTSTATUS, CURLE_SSL_SHUTDOWN_FAILED, CURLE_USE_SSL_FAILED, CURLE_SSL_ENGINE_INITFAILED:
             return HTTPError.network(.tls, message: message)
-        case CURLE_TOO_MANY_REDIRECTS:
-            return HTTPError.network(.tooManyRedirects, message: message)
-        case CURLE_UNSUPPORTED_PROTOCOL:
-            return transfer.refusedRedirectError(curlMessage: transfer.curlDetail ?? message)
         case CURLE_BAD_CONTENT_ENCODING:
             return HTTPError.corruptEncoding(message: transfer.curlDetail ?? message)
         default:

@@ -9,6 +9,9 @@ enum TransferOutcome: Sendable {
     /// A final response arrived in full, its headers ended (a status the callbacks let
     /// through: 200, 203 or 304).
     case completed(status: Int, metadata: HTTPResponseHeaders, body: Data)
+    /// The server answered with a redirect to `location` (as sent, perhaps relative), which the
+    /// loader follows itself after checking it.
+    case redirected(location: String, metadata: HTTPResponseHeaders)
     /// The transfer failed; `metadata` is the final response's, when one arrived (for `Retry-After`).
     case failed(any Error, metadata: HTTPResponseHeaders?)
     /// The task was cancelled and the transfer removed.
@@ -18,7 +21,10 @@ enum TransferOutcome: Sendable {
 /// A transfer as the loader submits it: everything the engine thread needs to run it.
 struct TransferJob: Sendable {
     let id: UInt64
+    /// The URL this transfer asks for: the request's, or a redirect's target.
     let url: URL
+    /// The URL the caller asked for, which a 404 names.
+    let requestURL: URL
     /// Scheme, host and port: the unit of the per-host connection limit.
     let hostKey: String
     let priority: PriorityHandle
@@ -49,8 +55,15 @@ final class CurlTransfer {
     /// The current response's headers ended (its blank line arrived). `false` at completion
     /// means the connection closed inside them.
     private var headersComplete = false
-    /// The `Location` of the last redirect, to say which redirect curl refused.
+    /// The `Location` of a redirect answer, which ends the transfer (the loader follows it).
     private var redirectLocation: String?
+    /// Bytes of a redirect's body, read and dropped.
+    private var redirectBodyBytes = 0
+    /// Header bytes received (every response's, trailers too), for ``HTTPDataLoader/Configuration/maxHeaderBytes``.
+    private var headerBytes = 0
+    /// The first address the connection policy refused while curl connected; reported when no
+    /// other address of the host could be connected to.
+    private var refusal: ConnectionRefusal?
     private var responseHeaders: [(name: String, value: String)] = []
     private(set) var metadata: HTTPResponseHeaders?
     private(set) var body = Data()
@@ -84,7 +97,6 @@ final class CurlTransfer {
             headerList = list
         }
         let https = job.url.scheme?.lowercased() == "https"
-        let redirectProtocols = https && !limits.allowsInsecureRedirects ? "https" : "http,https"
         let context = Unmanaged.passUnretained(self).toOpaque()
         let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
@@ -96,9 +108,10 @@ final class CurlTransfer {
             // 100 KB, as the curl tool uses: most pictures arrive in one read instead of several.
             { ccurl_easy_set_long(self.easy, CURLOPT_BUFFERSIZE, 102_400) },
             { ccurl_easy_set_string(self.easy, CURLOPT_PROTOCOLS_STR, self.limits.requiresHTTPS ? "https" : "http,https") },
-            { ccurl_easy_set_string(self.easy, CURLOPT_REDIR_PROTOCOLS_STR, redirectProtocols) },
-            { ccurl_easy_set_long(self.easy, CURLOPT_FOLLOWLOCATION, 1) },
-            { ccurl_easy_set_long(self.easy, CURLOPT_MAXREDIRS, self.limits.maxRedirects) },
+            // Redirects end the transfer: the loader checks and follows each itself.
+            { ccurl_easy_set_long(self.easy, CURLOPT_FOLLOWLOCATION, 0) },
+            { ccurl_easy_set_opensocket(self.easy, curlOpenSocketCallback, context) },
+            { ccurl_easy_set_prereq(self.easy, curlPrereqCallback, context) },
             { ccurl_easy_set_long(self.easy, CURLOPT_CONNECTTIMEOUT_MS, Self.milliseconds(self.limits.connectTimeout)) },
             { ccurl_easy_set_long(self.easy, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS) },
             { ccurl_easy_set_long(self.easy, CURLOPT_PIPEWAIT, https ? 1 : 0) },
@@ -182,12 +195,47 @@ final class CurlTransfer {
 
     // MARK: Callbacks (on the engine thread, inside curl_multi_perform)
 
+    /// Opens the socket for a connection to `address`, or refuses it (``CURL_SOCKET_BAD``)
+    /// when the connection policy does not allow the address or port: nothing is sent to a
+    /// refused address, not even a SYN.
+    func openSocket(_ address: UnsafeMutablePointer<curl_sockaddr>) -> curl_socket_t {
+        guard let offset = MemoryLayout<curl_sockaddr>.offset(of: \curl_sockaddr.addr),
+              let (ip, port) = IPAddress.fromSocketAddress(UnsafeRawPointer(address) + offset, length: Int(address.pointee.addrlen))
+        else {
+            return ccurl_socket_bad()  // not an IPv4 or IPv6 address: nothing this loader connects to
+        }
+        if let refused = limits.connectionPolicy.refusal(connectingTo: ip, port: port, for: job.url) {
+            if refusal == nil { refusal = refused }
+            return ccurl_socket_bad()
+        }
+        return socket(address.pointee.family, address.pointee.socktype, address.pointee.protocol)
+    }
+
+    /// Checks the connection a request is about to be sent on (new or reused) once more: its
+    /// address (`primaryIP`, as curl writes it) and port. Returns `false` to abort.
+    func connectionReady(primaryIP: String, port: Int) -> Bool {
+        guard let ip = IPAddress(primaryIP) else {
+            abortReason = HTTPError.network(.connection, message: "curl connected to an address it did not name ('\(primaryIP)')")
+            return false
+        }
+        if let refused = limits.connectionPolicy.refusal(connectingTo: ip, port: port, for: job.url) {
+            abortReason = HTTPError.refused(refused)
+            return false
+        }
+        return true
+    }
+
     /// One header line, as raw bytes. A status line starts a new response (redirects and 1xx
     /// come first); the blank line ends one, and a final response is checked before its body is
     /// read. Returns `false` to abort. Works on bytes: this runs for every header of every
     /// response, and Foundation's string trimming would cost more than the transfer.
     func receiveHeaderLine(_ line: UnsafeRawBufferPointer) -> Bool {
         received(line.count)
+        headerBytes += line.count
+        guard headerBytes <= limits.maxHeaderBytes else {
+            abortReason = HTTPError.headersTooLarge(limit: limits.maxHeaderBytes)
+            return false
+        }
         if bodyStarted { return true }
         func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0D || byte == 0x0A }
         var end = line.count
@@ -222,7 +270,7 @@ final class CurlTransfer {
     }
 
     /// Checks a response whose headers just ended. Only a complete answer goes on to its body:
-    /// 200 or 203 (a 304 and a redirect curl follows have none); any other status, a 206 and a
+    /// 200 or 203 (a 304 has none; a redirect's is dropped); any other status, a 206 and a
     /// 204 included, ends the transfer with ``HTTPError/badStatus(code:)`` (404 and 410 with
     /// `notFound`), as do an HTML page, a `Content-Encoding` curl cannot decode and a length
     /// over the limit.
@@ -235,11 +283,11 @@ final class CurlTransfer {
         let isRedirect = (status == 301 || status == 302 || status == 303 || status == 307 || status == 308) && location != nil
         if isRedirect {
             redirectLocation = location?.value
-            return true  // curl follows it
+            return true  // the loader follows it once the transfer ends
         }
         if status == 304 { return true }  // no body; the loader checks a validator was sent
         guard status == 200 || status == 203 else {
-            abortReason = status == 404 || status == 410 ? ImagePipelineError.notFound(job.url) : HTTPError.badStatus(code: status)
+            abortReason = status == 404 || status == 410 ? ImagePipelineError.notFound(job.requestURL) : HTTPError.badStatus(code: status)
             return false
         }
         if metadata.contentType == "text/html" {
@@ -263,6 +311,12 @@ final class CurlTransfer {
     /// A piece of the body. Returns `false` to abort (over the size limit).
     func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Bool {
         received(bytes.count)
+        if redirectLocation != nil {
+            // A redirect's body is read so its connection can be reused, up to 64 KiB; past
+            // that the transfer ends (still a redirect) and the connection closes.
+            redirectBodyBytes += bytes.count
+            return redirectBodyBytes <= 64 << 10
+        }
         bodyStarted = true
         guard Int64(body.count + bytes.count) <= limits.maxBodyBytes else {
             abortReason = ImagePipelineError.tooLarge(limit: limits.maxBodyBytes, actual: nil)
@@ -281,28 +335,16 @@ final class CurlTransfer {
     /// The outcome once curl reports the transfer done with `code`.
     func outcome(for code: CURLcode) -> TransferOutcome {
         if let abortReason { return .failed(abortReason, metadata: metadata) }
+        if let redirectLocation, headersComplete, let metadata {
+            return .redirected(location: redirectLocation, metadata: metadata)
+        }
         guard code == CURLE_OK else {
+            if code == CURLE_COULDNT_CONNECT, let refusal { return .failed(HTTPError.refused(refusal), metadata: nil) }
             return .failed(CurlErrors.map(code, transfer: self), metadata: metadata)
         }
         // curl ends a response cut inside its headers without an error (it saw a status line).
         guard headersComplete, let metadata else { return .failed(HTTPError.incompleteHeaders, metadata: nil) }
         return .completed(status: status, metadata: metadata, body: body)
-    }
-
-    /// The error for a redirect curl refused to follow (CURLE_UNSUPPORTED_PROTOCOL: the first
-    /// URL's scheme was checked before the transfer): to `http` from an `https` request, or to
-    /// a scheme that is never followed (`file`, `ftp`).
-    func refusedRedirectError(curlMessage: String) -> HTTPError {
-        guard let location = redirectLocation,
-              let target = URL(string: location, relativeTo: job.url)?.absoluteURL,
-              let scheme = target.scheme?.lowercased() else {
-            return .network(.forbiddenRedirect, message: "a redirect was refused (\(curlMessage))")
-        }
-        if scheme == "http" {
-            return .network(.insecureRedirect, message: "a redirect from https to http was refused: \(target.absoluteString)")
-        }
-        return .network(.forbiddenRedirect,
-                        message: "a redirect to a \(scheme) URL was refused (only http and https are followed): \(target.absoluteString)")
     }
 
     /// The content codings of a `Content-Encoding` value, lower-case, in order, `identity` left
@@ -342,6 +384,19 @@ private let curlWriteCallback: ccurl_data_callback = { data, size, count, contex
     let length = size * count
     guard length > 0, let data else { return 0 }
     return transfer.receiveBody(UnsafeRawBufferPointer(start: data, count: length)) ? length : 0
+}
+
+/// CURLOPT_OPENSOCKETFUNCTION: the transfer opens the socket, or refuses the address.
+private let curlOpenSocketCallback: curl_opensocket_callback = { context, _, address in
+    guard let context, let address else { return ccurl_socket_bad() }
+    return Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue().openSocket(address)
+}
+
+/// CURLOPT_PREREQFUNCTION: the transfer checks the connection before the request is sent.
+private let curlPrereqCallback: curl_prereq_callback = { context, primaryIP, _, primaryPort, _ in
+    guard let context, let primaryIP else { return ccurl_prereq_abort() }
+    let transfer = Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
+    return transfer.connectionReady(primaryIP: String(cString: primaryIP), port: Int(primaryPort)) ? ccurl_prereq_ok() : ccurl_prereq_abort()
 }
 
 /// CURLOPT_HEADERFUNCTION: one header line at a time; a short count aborts.

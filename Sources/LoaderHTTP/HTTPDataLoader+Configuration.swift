@@ -38,6 +38,8 @@ extension HTTPDataLoader {
         /// over slow links.
         public var totalTimeout: TimeInterval?
         /// Redirects followed at most; one more is a ``NetworkFailure/tooManyRedirects``. Default 5.
+        /// The loader follows them itself, one request each, so that every hop is checked
+        /// against ``connectionPolicy`` and carries only the headers meant for its origin.
         public var maxRedirects: Int
         /// Follow a redirect from `https` to `http`. Default `false`
         /// (``NetworkFailure/insecureRedirect``).
@@ -51,6 +53,25 @@ extension HTTPDataLoader {
         public var retryBaseDelay: TimeInterval
         /// The longest wait before a retry, in seconds. Default 10.
         public var maxRetryDelay: TimeInterval
+        /// Where the loader may connect: address ranges, hosts and ports, checked on every URL,
+        /// every address curl connects to and every connection a request is sent on. Default
+        /// ``ConnectionPolicy/default`` (never link-local, so never a cloud metadata address);
+        /// servers that fetch URLs their users send use ``ConnectionPolicy/publicOnly``.
+        public var connectionPolicy: ConnectionPolicy
+        /// The most header bytes one request may receive (its response's, with those of the
+        /// `1xx` answers before it); more is ``HTTPError/headersTooLarge(limit:)``, permanent and
+        /// not retried, so a server that floods headers (endless `100 Continue` or header lines)
+        /// costs one request. Default 128 KiB: ten times the headers of a large real answer (a
+        /// CDN's, with cookies and a content-security policy), and below libcurl's own 300 KB,
+        /// which would end the transfer as a connection failure.
+        public var maxHeaderBytes: Int
+        /// The request headers (names, any case) still sent after a redirect to another origin
+        /// (scheme, host or port). Every other header from ``headers``, the request's own and the
+        /// ``authorization`` hook's is dropped from that hop on, so an API key meant for one
+        /// origin never reaches another (libcurl alone drops only `Authorization` and
+        /// `Cookie`); the hook is not called for such hops. Validators (`If-None-Match`,
+        /// `If-Modified-Since`) are the pipeline's own and are kept. Default `["Accept"]`.
+        public var headersKeptAcrossOrigins: Set<String>
         /// Headers sent with every request; a request's own headers override them. Default: an
         /// `Accept` that prefers JPEG and PNG and names no WebP, AVIF or HEIC, so a negotiating
         /// CDN does not answer with a format no decoder here may be registered for; an app
@@ -72,7 +93,8 @@ extension HTTPDataLoader {
                     maxRetries: Int = 2, retryBaseDelay: TimeInterval = 0.5, maxRetryDelay: TimeInterval = 10,
                     headers: [String: String] = ["Accept": "image/jpeg,image/png,image/*;q=0.8,*/*;q=0.5"],
                     authorization: AuthorizationHook? = nil, caBundlePath: String? = nil,
-                    userAgent: String = "ImagePipeline/1 libcurl") {
+                    userAgent: String = "ImagePipeline/1 libcurl", connectionPolicy: ConnectionPolicy = .default,
+                    maxHeaderBytes: Int = 128 << 10, headersKeptAcrossOrigins: Set<String> = ["Accept"]) {
             self.maxConnectionsPerHost = max(1, maxConnectionsPerHost)
             self.maxTotalConnections = max(1, maxTotalConnections)
             self.maxBodyBytes = maxBodyBytes
@@ -91,6 +113,9 @@ extension HTTPDataLoader {
             self.authorization = authorization
             self.caBundlePath = caBundlePath
             self.userAgent = userAgent
+            self.connectionPolicy = connectionPolicy
+            self.maxHeaderBytes = max(1, maxHeaderBytes)
+            self.headersKeptAcrossOrigins = headersKeptAcrossOrigins
         }
 
         /// ``idleTimeout`` in nanoseconds, saturating: a timeout too long for a `UInt64` of

@@ -14,6 +14,12 @@ import Synchronization
 /// closes its connection. Transient failures (connection errors, headers cut off, 5xx, 429)
 /// are retried with exponential backoff and jitter.
 ///
+/// The loader follows redirects itself, one transfer per hop, so each hop is checked like the
+/// first request: its scheme (`http`/`https` only; never `https` to `http` unless allowed),
+/// the ``Configuration/connectionPolicy`` (hosts, ports, and every address curl connects to),
+/// and its headers (after a hop to another origin, only
+/// ``Configuration/headersKeptAcrossOrigins`` are sent).
+///
 /// Only a complete answer is a success: a 200 or 203 with a non-empty body (or a 304 to a
 /// conditional request). A 206, a 204 or any other status, an empty body, headers cut off, a
 /// `Content-Encoding` curl cannot decode (it asks for and decodes gzip, deflate, br and zstd),
@@ -47,13 +53,28 @@ public final class HTTPDataLoader: DataLoading {
         guard scheme == "https" || (scheme == "http" && !configuration.requiresHTTPS) else {
             throw HTTPError.network(.insecureScheme, message: "'\(scheme)' URLs are not allowed: \(request.url)")
         }
+        if let refusal = configuration.connectionPolicy.refusal(for: request.url) { throw HTTPError.refused(refusal) }
+        var url = request.url
+        var crossOrigin = false
+        var redirects = 0
         var attempt = 0
         while true {
             try Task.checkCancellation()
-            let outcome = try await perform(request)
+            let outcome = try await perform(request, url: url, crossOrigin: crossOrigin)
             switch outcome {
             case .cancelled:
                 throw CancellationError()
+            case .redirected(let location, _):
+                redirects += 1
+                let target = try redirectTarget(location, from: url)
+                guard redirects <= configuration.maxRedirects else {
+                    throw HTTPError.network(.tooManyRedirects,
+                                            message: "more than \(configuration.maxRedirects) redirects; the next was to \(target.absoluteString)")
+                }
+                if let refusal = configuration.connectionPolicy.refusal(for: target) { throw HTTPError.refused(refusal) }
+                crossOrigin = crossOrigin || !Self.sameOrigin(url, target)
+                url = target
+                attempt = 0
             case .completed(let status, let metadata, let body):
                 if status == 304 {
                     guard request.validator != nil else { throw HTTPError.badStatus(code: 304) }
@@ -83,22 +104,28 @@ public final class HTTPDataLoader: DataLoading {
         }
     }
 
-    /// One attempt: headers (with the auth hook's), then the transfer on the engine thread.
-    private func perform(_ request: DataLoadRequest) async throws -> TransferOutcome {
+    /// One attempt at `url` (the request's, or a redirect's target): headers (with the auth
+    /// hook's, unless a redirect crossed to another origin), then the transfer on the engine
+    /// thread.
+    private func perform(_ request: DataLoadRequest, url: URL, crossOrigin: Bool) async throws -> TransferOutcome {
         var headers = configuration.headers
         headers.merge(request.headers) { _, own in own }
+        if crossOrigin {
+            let kept = Set(configuration.headersKeptAcrossOrigins.map { $0.lowercased() })
+            headers = headers.filter { kept.contains($0.key.lowercased()) }
+        }
         if let etag = request.validator?.etag { headers["If-None-Match"] = etag }
         if let date = request.validator?.lastModified { headers["If-Modified-Since"] = date }
-        if let authorization = configuration.authorization {
-            try await authorization(request.url, &headers)
+        if !crossOrigin, let authorization = configuration.authorization {
+            try await authorization(url, &headers)
             try Task.checkCancellation()
         }
         let id = lastID.add(1, ordering: .relaxed).newValue
-        let hostKey = "\(request.url.scheme ?? "")://\(request.url.host ?? ""):\(request.url.port ?? -1)"
+        let hostKey = "\(url.scheme ?? "")://\(url.host ?? ""):\(url.port ?? -1)"
         let engine = engine
         return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
-                engine.submit(TransferJob(id: id, url: request.url, hostKey: hostKey, priority: request.priority,
+                engine.submit(TransferJob(id: id, url: url, requestURL: request.url, hostKey: hostKey, priority: request.priority,
                                           headers: headers.sorted { $0.key < $1.key }.map { ($0.key, $0.value) },
                                           progress: request.progress, continuation: continuation))
                 // Cancelled before the job was queued: the handler already ran and found nothing.
@@ -107,6 +134,37 @@ public final class HTTPDataLoader: DataLoading {
         } onCancel: {
             engine.cancel(id)
         }
+    }
+
+    /// A redirect's target, resolved against the URL that answered, if the loader may follow
+    /// it: `http` or `https` only (``NetworkFailure/forbiddenRedirect``), and never from
+    /// `https` to `http` unless ``Configuration/allowsInsecureRedirects``
+    /// (``NetworkFailure/insecureRedirect``).
+    func redirectTarget(_ location: String, from url: URL) throws -> URL {
+        let encoded = location.addingPercentEncoding(withAllowedCharacters: Self.locationCharacters) ?? location
+        guard let target = URL(string: encoded, relativeTo: url)?.absoluteURL, let scheme = target.scheme?.lowercased(),
+              target.host?.isEmpty == false || !["http", "https"].contains(scheme) else {
+            throw HTTPError.network(.forbiddenRedirect, message: "a redirect to a Location that is not a URL was refused: \(location)")
+        }
+        guard scheme == "http" || scheme == "https" else {
+            throw HTTPError.network(.forbiddenRedirect,
+                                    message: "a redirect to a \(scheme) URL was refused (only http and https are followed): \(target.absoluteString)")
+        }
+        let fromHTTPS = url.scheme?.lowercased() == "https"
+        if scheme == "http" && (configuration.requiresHTTPS || (fromHTTPS && !configuration.allowsInsecureRedirects)) {
+            throw HTTPError.network(.insecureRedirect, message: "a redirect from https to http was refused: \(target.absoluteString)")
+        }
+        return target
+    }
+
+    /// The characters a `Location` keeps as they are; others (a space, non-ASCII letters a
+    /// server sent raw) are percent-encoded, as curl does, before the URL is parsed.
+    private static let locationCharacters = CharacterSet.urlQueryAllowed.union(CharacterSet(charactersIn: "#%[]"))
+
+    /// Whether `a` and `b` have one origin: scheme, host and port (the scheme's own when none).
+    static func sameOrigin(_ a: URL, _ b: URL) -> Bool {
+        a.scheme?.lowercased() == b.scheme?.lowercased() && ConnectionPolicy.normalizedHost(of: a) == ConnectionPolicy.normalizedHost(of: b)
+            && ConnectionPolicy.port(of: a) == ConnectionPolicy.port(of: b)
     }
 
     /// Connection failures (a connection that closed inside the headers is one), 5xx and 429

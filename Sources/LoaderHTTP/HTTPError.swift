@@ -47,14 +47,26 @@ public enum HTTPError: Error, Hashable, Sendable, CustomStringConvertible, Local
     /// The transfer ran slower than ``HTTPDataLoader/Configuration/lowSpeedLimit`` bytes per
     /// second on average over ``HTTPDataLoader/Configuration/lowSpeedTime`` seconds.
     case tooSlow(bytesPerSecond: Int, seconds: TimeInterval)
+    /// The loader's ``ConnectionPolicy`` refused the request or its connection: nothing was sent.
+    case refused(ConnectionRefusal)
+    /// The response's headers (with those of the redirects and `1xx` answers before it, within
+    /// one request) were longer than ``HTTPDataLoader/Configuration/maxHeaderBytes``.
+    case headersTooLarge(limit: Int)
     /// libcurl's multi interface failed (out of memory, or an internal error): the transfers
     /// running at that moment end with this error; the loader goes on with the next ones.
     case engineFailure(message: String)
 
-    /// No HTTP error here is permanent: 404 and 410 are reported as `notFound`, and any other
-    /// status, body or transport failure may go away by asking again (a CDN edge may answer
-    /// better next time), so none is kept in the pipeline's negative cache.
-    public var isPermanent: Bool { false }
+    /// A refusal by the ``ConnectionPolicy`` and a header flood are permanent: the same URL is
+    /// refused, or the same server floods, next time. No other HTTP error here is: 404 and 410
+    /// are reported as `notFound`, and any other status, body or transport failure may go away
+    /// by asking again (a CDN edge may answer better next time), so none is kept in the
+    /// pipeline's negative cache.
+    public var isPermanent: Bool {
+        switch self {
+        case .refused, .headersTooLarge: return true
+        default: return false
+        }
+    }
 
     /// One line a person can act on.
     public var description: String {
@@ -67,6 +79,8 @@ public enum HTTPError: Error, Hashable, Sendable, CustomStringConvertible, Local
         case .corruptEncoding(let message): return "the body does not decode from its Content-Encoding: \(message)"
         case .tooSlow(let rate, let seconds):
             return "the transfer was slower than \(rate) bytes/s over \(Self.seconds(seconds)) s (low-speed limit)"
+        case .refused(let refusal): return refusal.description
+        case .headersTooLarge(let limit): return "the response's headers are longer than the limit of \(limit) bytes"
         case .engineFailure(let message): return "the HTTP engine failed: \(message)"
         }
     }

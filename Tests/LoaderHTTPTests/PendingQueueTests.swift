@@ -24,7 +24,7 @@ struct PendingQueueTests {
         let continuations = box.list.withLock { $0 }
         var fifo = PendingQueue.FIFO()
         for (id, continuation) in continuations.enumerated() {
-            fifo.append(TransferJob(id: UInt64(id), url: URL(string: "http://h/\(id)")!, hostKey: "h",
+            fifo.append(TransferJob(id: UInt64(id), url: URL(string: "http://h/\(id)")!, requestURL: URL(string: "http://h/\(id)")!, hostKey: "h",
                                     priority: PriorityHandle(.prefetch), headers: [], progress: nil,
                                     continuation: continuation))
         }
@@ -58,7 +58,7 @@ struct PendingQueuePriorityTests {
         let handles = [PriorityHandle(.prefetch), PriorityHandle(.visible), PriorityHandle(.prefetch)]
         var queue = PendingQueue()
         for (id, continuation) in continuations.enumerated() {
-            queue.append(TransferJob(id: UInt64(id), url: URL(string: "http://h/\(id)")!, hostKey: "h",
+            queue.append(TransferJob(id: UInt64(id), url: URL(string: "http://h/\(id)")!, requestURL: URL(string: "http://h/\(id)")!, hostKey: "h",
                                      priority: handles[id], headers: [], progress: nil, continuation: continuation))
         }
         handles[1].set(.prefetch)  // job 1's visible caller left

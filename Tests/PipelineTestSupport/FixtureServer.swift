@@ -26,6 +26,8 @@ public final class FixtureServer: Sendable {
         public var max_active: Int
         /// The `Accept-Encoding` each path's last request sent ("" for none).
         public var accept_encoding: [String: String]
+        /// The headers each path's last request sent, names lower-case.
+        public var headers: [String: [String: String]]
     }
 
     /// Starts a server. The blocking part (launching, waiting for the port) runs on a thread

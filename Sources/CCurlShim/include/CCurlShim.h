@@ -17,12 +17,24 @@ CURLcode ccurl_easy_set_slist(CURL *easy, CURLoption option, struct curl_slist *
 CURLcode ccurl_easy_set_write(CURL *easy, ccurl_data_callback callback, void *context);
 CURLcode ccurl_easy_set_header(CURL *easy, ccurl_data_callback callback, void *context);
 
+/// CURLOPT_OPENSOCKETFUNCTION with its data: the callback opens each socket curl connects
+/// (and so sees each address before the connection is made), or refuses it.
+CURLcode ccurl_easy_set_opensocket(CURL *easy, curl_opensocket_callback callback, void *context);
+/// CURLOPT_PREREQFUNCTION with its data: called once a connection is made or reused, before the
+/// request is sent, with the address it goes to.
+CURLcode ccurl_easy_set_prereq(CURL *easy, curl_prereq_callback callback, void *context);
+
 CURLcode ccurl_easy_get_long(CURL *easy, CURLINFO info, long *value);
 CURLcode ccurl_easy_get_offset(CURL *easy, CURLINFO info, curl_off_t *value);
 CURLcode ccurl_easy_get_string(CURL *easy, CURLINFO info, const char **value);
 
 CURLMcode ccurl_multi_set_long(CURLM *multi, CURLMoption option, long value);
 
+/// CURL_SOCKET_BAD, a macro.
+curl_socket_t ccurl_socket_bad(void);
+/// CURL_PREREQFUNC_OK and CURL_PREREQFUNC_ABORT, macros.
+int ccurl_prereq_ok(void);
+int ccurl_prereq_abort(void);
 /// CURL_GLOBAL_DEFAULT, a macro.
 long ccurl_global_default(void);
 /// CURLPIPE_MULTIPLEX, a macro.

@@ -47,6 +47,10 @@ Endpoints (the query string selects behaviour; counters are kept per path, query
                                   the current version's
   /bump/<name>?junk=1             the next version of /version/<name> (not counted); with junk=1 it
                                   is bytes no decoder accepts
+  /headers/<name>                 an image; the request's headers are kept in /stats ("headers")
+  /flood/<name>?kind=continue|lines
+                                  endless "100 Continue" answers, or a 200 with endless header
+                                  lines (up to 8 MB, or until the client goes away)
   /stats                          JSON: hits per path, statuses, arrival log, client ports,
                                   most requests in progress at once, slow-body disconnect times
 """
@@ -64,7 +68,7 @@ LOCK = threading.Lock()
 HOLDS = {}
 VERSIONS = {}
 STATS = {"hits": {}, "statuses": {}, "log": [], "disconnects": {}, "sent": {}, "ports": [],
-         "active": 0, "max_active": 0, "accept_encoding": {}}
+         "active": 0, "max_active": 0, "accept_encoding": {}, "headers": {}}
 
 
 def image_bytes(name, size):
@@ -128,6 +132,7 @@ class Handler(BaseHTTPRequestHandler):
             STATS["log"].append(self.route)
             STATS["ports"].append(self.client_address[1])
             STATS["accept_encoding"][self.route] = self.headers.get("Accept-Encoding", "")
+            STATS["headers"][self.route] = {name.lower(): value for name, value in self.headers.items()}
             STATS["active"] += 1
             STATS["max_active"] = max(STATS["max_active"], STATS["active"])
         try:
@@ -271,6 +276,25 @@ class Handler(BaseHTTPRequestHandler):
             self.image("redirected")
         else:
             self.reply(302, b"", "text/plain", {"Location": "/redirect/%d" % (remaining - 1)})
+
+    def route_headers(self, name):
+        self.image(name)
+
+    def route_flood(self, name):
+        self.record(100)
+        kind = self.query.get("kind", ["continue"])[0]
+        try:
+            if kind == "lines":
+                self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: image/x-test\r\n")
+                piece = b"".join(b"X-Pad-%d: %s\r\n" % (i, b"x" * 100) for i in range(100))
+            else:
+                piece = b"HTTP/1.1 100 Continue\r\n\r\n" * 400
+            for _ in range(8 * 1024 * 1024 // len(piece)):
+                self.wfile.write(piece)
+            self.wfile.flush()
+        except OSError:
+            pass
+        self.close_connection = True
 
     def route_goto(self, name):
         self.reply(302, b"", "text/plain", {"Location": self.query["url"][0]})
