@@ -105,7 +105,8 @@ public struct IPAddress: Hashable, Sendable, CustomStringConvertible {
 
     /// IPv4 as a dotted quad; IPv6 in RFC 5952's canonical form: lower-case hex without
     /// leading zeros, the longest run of two or more zero groups (the first of equal runs)
-    /// written `::`, and an IPv4-mapped address as `::ffff:1.2.3.4`.
+    /// written `::`, and an IPv4-mapped address as `::ffff:1.2.3.4`, the only mixed form (as
+    /// Go's `netip` writes them: `::1.2.3.4` is `::102:304`, `64:ff9b::1.2.3.4` is `64:ff9b::102:304`).
     public var description: String {
         if family == .v4 { return Self.dottedQuad(bytes[...]) }
         if bytes[0..<10].allSatisfy({ $0 == 0 }), bytes[10] == 0xff, bytes[11] == 0xff {
@@ -232,9 +233,10 @@ public struct IPAddress: Hashable, Sendable, CustomStringConvertible {
     /// One trailing dot is allowed (`127.0.0.1.`), as WHATWG allows it. A part out of range
     /// (`256.0.0.1`, `4294967296`) or an empty part gives `nil`.
     ///
-    /// A first filter on a URL's host, before any connection (the lead check is on the socket
-    /// address): the host should be percent-decoded and lower-cased as a URL parser does; hex
-    /// digits and `0X` are accepted in either case anyway.
+    /// A first filter on a URL's host, before any connection (the check that counts is on the
+    /// socket address curl connects to): the host should be percent-decoded as a URL parser
+    /// does; hex digits and `0X` are accepted in either case. IPv6 hosts are not read here
+    /// (`IPAddress("[::1]")` reads those).
     static func parseLenientIPv4(_ host: String) -> IPAddress? {
         var parts = Array(host.utf8).split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
         if parts.count > 1, parts.last?.isEmpty == true { parts.removeLast() }
