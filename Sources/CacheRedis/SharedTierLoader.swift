@@ -35,8 +35,13 @@ public struct SharedTierLoader: DataLoading {
     /// The base loader's schemes.
     public var schemes: Set<String> { base.schemes }
 
+    /// The base loader's answer: a URL it refuses is refused here too.
+    public func checkAllowed(_ url: URL) throws { try base.checkAllowed(url) }
+
     /// Loads through the lease as described on the type.
     public func load(_ request: DataLoadRequest) async throws -> DataLoadResult {
+        // A URL the base refuses never takes a lease nor gets another pipeline's answer.
+        try base.checkAllowed(request.url)
         guard request.validator == nil else { return try await base.load(request) }
         let url = request.cacheURL ?? request.url  // the pipeline's cache identity (a cache key), else the URL
         let token = UUID().uuidString

@@ -43,10 +43,23 @@ extension EncoderRegistry {
 
 extension LoaderRegistry {
     /// Every loader this package ships: `http`/`https` (libcurl, sending `accept` as the
-    /// `Accept` header), `file` and `data`.
-    public static func standard(accept: String) -> LoaderRegistry {
+    /// `Accept` header, connecting as `connectionPolicy` allows), `file` and `data`.
+    ///
+    /// The default policy, `ConnectionPolicy.default`, suits an app: it never connects to a
+    /// link-local address (the cloud metadata service at 169.254.169.254) or to 0.0.0.0, but
+    /// allows loopback and the LAN (a development server, a NAS). A server that fetches URLs its
+    /// users send passes `.publicOnly`, and usually an allow-list of its sources' hosts:
+    ///
+    /// ```swift
+    /// var policy = ConnectionPolicy.publicOnly
+    /// policy.allowedHosts = ["*.cdn.example.com"]
+    /// var configuration = try ImagePipeline.Configuration.standard(cacheName: "thumbnailer")
+    /// configuration.loaders = .standard(accept: configuration.decoders.acceptHeader(), connectionPolicy: policy)
+    /// ```
+    public static func standard(accept: String, connectionPolicy: ConnectionPolicy = .default) -> LoaderRegistry {
         var http = HTTPDataLoader.Configuration()
         http.headers["Accept"] = accept
+        http.connectionPolicy = connectionPolicy
         return LoaderRegistry()
             .registering(HTTPDataLoader(configuration: http))
             .registering(FileDataLoader())

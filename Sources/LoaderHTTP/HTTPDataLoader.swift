@@ -49,11 +49,7 @@ public final class HTTPDataLoader: DataLoading {
     /// - Throws: ``HTTPError`` or `ImagePipelineError` (not found, truncated, too large, timeout),
     ///   or `CancellationError` when the task is cancelled.
     public func load(_ request: DataLoadRequest) async throws -> DataLoadResult {
-        let scheme = request.url.scheme?.lowercased() ?? ""
-        guard scheme == "https" || (scheme == "http" && !configuration.requiresHTTPS) else {
-            throw HTTPError.network(.insecureScheme, message: "'\(scheme)' URLs are not allowed: \(request.url)")
-        }
-        if let refusal = configuration.connectionPolicy.refusal(for: request.url) { throw HTTPError.refused(refusal) }
+        try checkAllowed(request.url)
         var url = request.url
         var crossOrigin = false
         var redirects = 0
@@ -134,6 +130,17 @@ public final class HTTPDataLoader: DataLoading {
         } onCancel: {
             engine.cancel(id)
         }
+    }
+
+    /// Throws ``NetworkFailure/insecureScheme`` for a scheme the loader does not request, and
+    /// the ``Configuration/connectionPolicy``'s refusal of the URL itself (hosts, ports, a host
+    /// written as an address); names are judged by their addresses only when connecting.
+    public func checkAllowed(_ url: URL) throws {
+        let scheme = url.scheme?.lowercased() ?? ""
+        guard scheme == "https" || (scheme == "http" && !configuration.requiresHTTPS) else {
+            throw HTTPError.network(.insecureScheme, message: "'\(scheme)' URLs are not allowed: \(url)")
+        }
+        if let refusal = configuration.connectionPolicy.refusal(for: url) { throw HTTPError.refused(refusal) }
     }
 
     /// A redirect's target, resolved against the URL that answered, if the loader may follow

@@ -10,10 +10,17 @@ struct OptionSpec: Sendable {
     let name: String
     let valueName: String?
     let help: String
+    /// The option may be given more than once; ``Invocation/values(_:)`` has every value.
+    var repeatable = false
 
     /// An option that takes a value.
     static func value(_ name: String, _ valueName: String, _ help: String) -> OptionSpec {
         OptionSpec(name: name, valueName: valueName, help: help)
+    }
+
+    /// An option that takes a value and may be given more than once.
+    static func values(_ name: String, _ valueName: String, _ help: String) -> OptionSpec {
+        OptionSpec(name: name, valueName: valueName, help: help, repeatable: true)
     }
 
     /// An option that is on or off.
@@ -29,6 +36,8 @@ struct OptionSpec: Sendable {
         .value("max-pixels", "N", "refuse pictures with more pixels than this (default 100000000)"),
         .value("timeout", "S", "network connect and idle timeout in seconds (default 15)"),
         .value("concurrency", "N", "pictures loaded at once (default 8; thumb --out-dir max(8, 2 × cores))"),
+        .flag("public-only", "connect only to public internet addresses (no loopback, private or link-local)"),
+        .values("allow-host", "HOST", "fetch only from HOST, or *.HOST for its subdomains (repeatable)"),
         .flag("verbose", "print each source as it finishes"),
         .flag("help", "show this help"),
     ]
@@ -75,7 +84,10 @@ struct Command: Sendable {
 struct Invocation: Sendable {
     let command: Command
     let positionals: [String]
+    /// Each option's value (the last, for a repeatable option given more than once).
     let options: [String: String]
+    /// Every value of each repeatable option, in order.
+    var repeated: [String: [String]] = [:]
 
     /// Parses `arguments` (without the program name): `--name VALUE`, `--name=VALUE`, flags.
     static func parse(_ arguments: [String], commands: [Command]) throws -> Invocation {
@@ -85,6 +97,7 @@ struct Invocation: Sendable {
         }
         var positionals: [String] = []
         var options: [String: String] = [:]
+        var repeated: [String: [String]] = [:]
         var rest = arguments.dropFirst()
         var onlyPositionals = false
         while let argument = rest.popFirst() {
@@ -111,12 +124,13 @@ struct Invocation: Sendable {
                     throw UsageError(message: "'--\(optionName)' needs a value \(valueName)")
                 }
                 options[optionName] = value
+                if spec.repeatable { repeated[optionName, default: []].append(value) }
             } else {
                 guard inlineValue == nil else { throw UsageError(message: "'--\(optionName)' takes no value") }
                 options[optionName] = ""
             }
         }
-        let invocation = Invocation(command: command, positionals: positionals, options: options)
+        let invocation = Invocation(command: command, positionals: positionals, options: options, repeated: repeated)
         if invocation.flag("help") { return invocation }
         if let range = command.positionals, !range.contains(positionals.count) {
             let expected = range.lowerBound == range.upperBound ? "\(range.lowerBound)" : "\(range.lowerBound) to \(range.upperBound)"
@@ -129,6 +143,9 @@ struct Invocation: Sendable {
 
     /// Whether flag `name` was given.
     func flag(_ name: String) -> Bool { options[name] != nil }
+
+    /// Every value of repeatable option `name`, in the order given.
+    func values(_ name: String) -> [String] { repeated[name] ?? [] }
 
     /// The value of option `name` as a positive integer, `fallback` when absent.
     func positiveInteger(_ name: String, default fallback: Int? = nil) throws -> Int {

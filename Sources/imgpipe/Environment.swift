@@ -27,6 +27,9 @@ struct Environment {
         concurrency = try invocation.positiveInteger("concurrency", default: 8)
         verbose = invocation.flag("verbose")
         let remote = sources.contains { ["http", "https"].contains($0.scheme?.lowercased() ?? "") }
+        var policy = invocation.flag("public-only") ? ConnectionPolicy.publicOnly : .default
+        let allowedHosts = invocation.values("allow-host")
+        if !allowedHosts.isEmpty { policy.allowedHosts = allowedHosts.map { HostPattern($0) } }
         if invocation.flag("no-disk-cache") || !remote {
             diskCache = nil
         } else {
@@ -50,7 +53,7 @@ struct Environment {
             .registering(HEIFDecoder(standardError: .discardedWhileDecoding)).registering(GIFDecoder())
         var configuration = ImagePipeline.Configuration(
             decoders: decoders,
-            loaders: Self.loaders(remote: remote, concurrency: concurrency, timeout: timeout, accept: decoders.acceptHeader()),
+            loaders: Self.loaders(remote: remote, concurrency: concurrency, timeout: timeout, accept: decoders.acceptHeader(), policy: policy),
             memoryCache: MemoryCache(costLimit: memoryBytes),
             diskCache: diskCache,
             maxPixelCount: maxPixels,
@@ -62,14 +65,14 @@ struct Environment {
 
     /// The file loader (mapping inputs of 1 MiB or more: they are the user's own files), and
     /// libcurl only when a source needs it, so a local run does not pay for its start-up.
-    private static func loaders(remote: Bool, concurrency: Int, timeout: Double, accept: String) -> LoaderRegistry {
+    private static func loaders(remote: Bool, concurrency: Int, timeout: Double, accept: String, policy: ConnectionPolicy) -> LoaderRegistry {
         var registry = LoaderRegistry().registering(FileDataLoader(maxBodyBytes: 1 << 30, memoryMapThreshold: 1 << 20))
         if remote {
             // `accept` names what the registered decoders read (WebP, HEIC, AVIF when libheif
             // has an AV1 decoder…), so a negotiating server may send it.
             registry.register(HTTPDataLoader(configuration: HTTPDataLoader.Configuration(
                 maxConnectionsPerHost: min(concurrency, 6), connectTimeout: timeout, idleTimeout: timeout,
-                headers: ["Accept": accept])))
+                headers: ["Accept": accept], connectionPolicy: policy)))
         }
         return registry
     }

@@ -1,6 +1,7 @@
 import CacheDisk
 @testable import CacheRedis
 import Foundation
+import LoaderHTTP
 import PipelineCore
 import PipelineTestSupport
 import Testing
@@ -32,6 +33,31 @@ struct SharedTierTests {
             #expect(stats.hits["/image/later"] == 1)
             #expect(response.source == .disk)
             #expect(second.tier.statistics.hits >= 1)
+        }
+    }
+
+    @Test func aURLTheLoaderRefusesIsNeverAnsweredFromTheSharedTier() async throws {
+        try await withServers { redis, origin in
+            let open = try Replica(redisPort: redis.port, timeout: .seconds(5))
+            let guarded = try Replica(redisPort: redis.port, timeout: .seconds(5), http: .init(connectionPolicy: .publicOnly))
+            defer { open.remove(); guarded.remove() }
+            let url = origin.url("/image/shared?maxage=600")
+            _ = try await open.pipeline.image(for: ImageRequest(url: url))
+            #expect(await guarded.tier.cachedData(for: url) != nil)  // in the shared tier
+            // Neither the pipeline (whose disk lookup reads the tier) nor the loader (whose
+            // lease waits for the tier) answers for a URL the HTTP loader refuses.
+            do {
+                _ = try await guarded.pipeline.image(for: ImageRequest(url: url))
+                Issue.record("the shared tier answered for a refused URL")
+            } catch let error as ImagePipelineError {
+                guard case HTTPError.refused = error.underlyingError else { Issue.record("got \(error)"); return }
+            }
+            do {
+                _ = try await guarded.loader.load(DataLoadRequest(url: url))
+                Issue.record("the shared tier loader answered for a refused URL")
+            } catch HTTPError.refused {
+            }
+            #expect(try await origin.hits("/image/shared") == 1)
         }
     }
 

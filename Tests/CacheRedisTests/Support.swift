@@ -11,17 +11,20 @@ struct Replica {
     let directory: TemporaryDirectory
     let disk: DiskCache
     let tier: RedisCache
+    let loader: SharedTierLoader
     let pipeline: ImagePipeline
 
-    init(redisPort: Int, timeout: Duration = .milliseconds(200), leaseDuration: Duration = .seconds(60)) throws {
-        try self.init(configuration: .init(port: redisPort, timeout: timeout, breakerCooldown: .seconds(30)), leaseDuration: leaseDuration)
+    init(redisPort: Int, timeout: Duration = .milliseconds(200), leaseDuration: Duration = .seconds(60),
+         http: HTTPDataLoader.Configuration = .init()) throws {
+        try self.init(configuration: .init(port: redisPort, timeout: timeout, breakerCooldown: .seconds(30)), leaseDuration: leaseDuration,
+                      http: http)
     }
 
-    init(configuration: RedisCache.Configuration, leaseDuration: Duration = .seconds(60)) throws {
+    init(configuration: RedisCache.Configuration, leaseDuration: Duration = .seconds(60), http: HTTPDataLoader.Configuration = .init()) throws {
         directory = try TemporaryDirectory(prefix: "CacheRedisTests")
         disk = try DiskCache(directory: directory.url)
         tier = RedisCache(configuration: configuration)
-        let loader = SharedTierLoader(base: HTTPDataLoader(), tier: tier, leaseDuration: leaseDuration)
+        loader = SharedTierLoader(base: HTTPDataLoader(configuration: http), tier: tier, leaseDuration: leaseDuration)
         pipeline = ImagePipeline(configuration: .init(
             decoders: DecoderRegistry([TestImageDecoder()]), loaders: LoaderRegistry([loader]),
             memoryCache: MemoryCache(costLimit: 1 << 20), diskCache: TieredDataCache(local: disk, shared: tier),

@@ -68,4 +68,16 @@ public protocol DataLoading: Sendable {
 
     /// Loads the bytes for `request.url`.
     func load(_ request: DataLoadRequest) async throws -> DataLoadResult
+
+    /// Throws the loader's refusal when it would never request `url` (a scheme it refuses, a
+    /// policy on hosts or addresses). The pipeline asks before answering a fetch URL from its
+    /// disk cache, so no cache — a shared tier filled by other processes included — answers
+    /// for a URL the loader refuses; a wrapping loader asks its base. Called on every disk
+    /// lookup: it must be cheap and do no I/O. The default allows every URL.
+    func checkAllowed(_ url: URL) throws
+}
+
+extension DataLoading {
+    /// Allows every URL.
+    public func checkAllowed(_ url: URL) throws {}
 }
