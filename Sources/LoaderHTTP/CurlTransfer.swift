@@ -340,6 +340,11 @@ final class CurlTransfer {
         }
         guard code == CURLE_OK else {
             if code == CURLE_COULDNT_CONNECT, let refusal { return .failed(HTTPError.refused(refusal), metadata: nil) }
+            // libcurl refuses one header line over 100 KB itself, as "out of memory" (7.88 has
+            // no code of its own for it): inside the headers, that is a header flood.
+            if code == CURLE_OUT_OF_MEMORY, !headersComplete || curlDetail?.contains("header") == true {
+                return .failed(HTTPError.headersTooLarge(limit: limits.maxHeaderBytes), metadata: nil)
+            }
             return .failed(CurlErrors.map(code, transfer: self), metadata: metadata)
         }
         // curl ends a response cut inside its headers without an error (it saw a status line).

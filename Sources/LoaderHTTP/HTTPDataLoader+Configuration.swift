@@ -63,7 +63,8 @@ extension HTTPDataLoader {
         /// not retried, so a server that floods headers (endless `100 Continue` or header lines)
         /// costs one request. Default 128 KiB: ten times the headers of a large real answer (a
         /// CDN's, with cookies and a content-security policy), and below libcurl's own 300 KB,
-        /// which would end the transfer as a connection failure.
+        /// which would end the transfer as a connection failure. One header line over 100 KB is
+        /// refused by libcurl itself, and reported as the same error.
         public var maxHeaderBytes: Int
         /// The request headers (names, any case) still sent after a redirect to another origin
         /// (scheme, host or port). Every other header from ``headers``, the request's own and the

@@ -88,6 +88,7 @@ struct LoaderErrorTests {
         // A header flood (endless 100 Continue answers, endless header lines) costs one request.
         FailureCase("/flood/c?kind=continue") { $0 == .http(.headersTooLarge(limit: 128 << 10)) },
         FailureCase("/flood/l?kind=lines") { $0 == .http(.headersTooLarge(limit: 128 << 10)) },
+        FailureCase("/flood/o?kind=longline") { $0 == .http(.headersTooLarge(limit: 128 << 10)) },
         FailureCase("/goto/f?url=file:///etc/passwd") {
             $0 == .http(.network(.forbiddenRedirect,
                                  message: "a redirect to a file URL was refused (only http and https are followed): file:///etc/passwd"))

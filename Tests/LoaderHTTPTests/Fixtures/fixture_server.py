@@ -48,9 +48,10 @@ Endpoints (the query string selects behaviour; counters are kept per path, query
   /bump/<name>?junk=1             the next version of /version/<name> (not counted); with junk=1 it
                                   is bytes no decoder accepts
   /headers/<name>                 an image; the request's headers are kept in /stats ("headers")
-  /flood/<name>?kind=continue|lines
+  /flood/<name>?kind=continue|lines|longline
                                   endless "100 Continue" answers, or a 200 with endless header
-                                  lines (up to 8 MB, or until the client goes away)
+                                  lines (up to 8 MB, or until the client goes away), or one
+                                  header line of 200 KB
   /stats                          JSON: hits per path, statuses, arrival log, client ports,
                                   most requests in progress at once, slow-body disconnect times
 """
@@ -284,6 +285,10 @@ class Handler(BaseHTTPRequestHandler):
         self.record(100)
         kind = self.query.get("kind", ["continue"])[0]
         try:
+            if kind == "longline":  # one header line of 200 KB, over libcurl's own 100 KB
+                self.wfile.write(b"HTTP/1.1 200 OK\r\nX-Long: " + b"a" * 200000 + b"\r\n\r\n")
+                self.wfile.flush()
+                return
             if kind == "lines":
                 self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: image/x-test\r\n")
                 piece = b"".join(b"X-Pad-%d: %s\r\n" % (i, b"x" * 100) for i in range(100))
