@@ -69,7 +69,7 @@ extension LoaderRegistry {
 
 extension ImagePipeline.Configuration {
     /// A configuration with every shipped decoder (``PipelineCore/DecoderRegistry/standard``) and
-    /// loader (``PipelineCore/LoaderRegistry/standard(accept:)``), an HTTP `Accept` header
+    /// loader (``PipelineCore/LoaderRegistry/standard(accept:connectionPolicy:)``), an HTTP `Accept` header
     /// derived from those decoders' formats (`DecoderRegistry.acceptHeader(fallback:)`),
     /// and a disk cache named `cacheName` under the user's cache directory
     /// (`$XDG_CACHE_HOME/<cacheName>`, else `~/.cache/<cacheName>`), or in `cacheDirectory` when
