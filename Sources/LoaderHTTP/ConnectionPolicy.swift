@@ -64,8 +64,12 @@ public struct ConnectionPolicy: Hashable, Sendable {
     /// rules, and the range of a host written as an address. No name is resolved here; the
     /// loader checks resolved addresses as curl connects.
     public func refusal(for url: URL) -> ConnectionRefusal? {
-        let host = Self.normalizedHost(of: url)
-        let port = Self.port(of: url)
+        refusal(for: url, host: Self.normalizedHost(of: url), port: Self.port(of: url))
+    }
+
+    /// ``refusal(for:)`` with the host and port as given (the loader passes curl's reading of
+    /// the URL, the one its transfer will use).
+    func refusal(for url: URL, host: String, port: Int?) -> ConnectionRefusal? {
         if let denied = deniedHosts.first(where: { $0.matches(host) }) {
             return ConnectionRefusal(url: url, host: host, address: nil, port: port, rule: .hostDenied(denied))
         }
@@ -76,7 +80,7 @@ public struct ConnectionPolicy: Hashable, Sendable {
             return ConnectionRefusal(url: url, host: host, address: nil, port: port, rule: .portNotAllowed)
         }
         if let address = IPAddress(host) ?? IPAddress.parseLenientIPv4(host) {
-            return refusal(connectingTo: address, port: nil, for: url)
+            return refusal(connectingTo: address, port: nil, for: url, host: host)
         }
         return nil
     }
@@ -84,7 +88,10 @@ public struct ConnectionPolicy: Hashable, Sendable {
     /// The refusal for connecting to `address` (on `port`, when known) while requesting `url`,
     /// or `nil` when the policy allows it.
     public func refusal(connectingTo address: IPAddress, port: Int?, for url: URL) -> ConnectionRefusal? {
-        let host = Self.normalizedHost(of: url)
+        refusal(connectingTo: address, port: port, for: url, host: Self.normalizedHost(of: url))
+    }
+
+    private func refusal(connectingTo address: IPAddress, port: Int?, for url: URL, host: String) -> ConnectionRefusal? {
         let range = address.range
         if !allowedRanges.contains(range) {
             return ConnectionRefusal(url: url, host: host, address: address, port: port,
@@ -97,8 +104,11 @@ public struct ConnectionPolicy: Hashable, Sendable {
     }
 
     /// The URL's host, lower-case, without the brackets of an IPv6 literal or a final dot.
-    static func normalizedHost(of url: URL) -> String {
-        var host = (url.host ?? "").lowercased()
+    static func normalizedHost(of url: URL) -> String { normalized(host: url.host ?? "") }
+
+    /// `host` lower-case, without the brackets of an IPv6 literal or a final dot.
+    static func normalized(host: String) -> String {
+        var host = host.lowercased()
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         while host.hasSuffix(".") { host.removeLast() }
         return host
@@ -127,10 +137,7 @@ public struct HostPattern: Hashable, Sendable, CustomStringConvertible, Expressi
 
     /// A pattern from its text.
     public init(_ pattern: String) {
-        var text = pattern.lowercased()
-        if text.hasPrefix("["), text.hasSuffix("]") { text = String(text.dropFirst().dropLast()) }
-        while text.hasSuffix(".") { text.removeLast() }
-        self.pattern = text
+        self.pattern = ConnectionPolicy.normalized(host: pattern)
     }
 
     /// A pattern from a string literal.

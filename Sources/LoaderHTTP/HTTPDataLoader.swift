@@ -67,7 +67,7 @@ public final class HTTPDataLoader: DataLoading {
                     throw HTTPError.network(.tooManyRedirects,
                                             message: "more than \(configuration.maxRedirects) redirects; the next was to \(target.absoluteString)")
                 }
-                if let refusal = configuration.connectionPolicy.refusal(for: target) { throw HTTPError.refused(refusal) }
+                try checkAllowed(target)
                 crossOrigin = crossOrigin || !Self.sameOrigin(url, target)
                 url = target
                 attempt = 0
@@ -134,13 +134,17 @@ public final class HTTPDataLoader: DataLoading {
 
     /// Throws ``NetworkFailure/insecureScheme`` for a scheme the loader does not request, and
     /// the ``Configuration/connectionPolicy``'s refusal of the URL itself (hosts, ports, a host
-    /// written as an address); names are judged by their addresses only when connecting.
+    /// written as an address), judged on the host and port libcurl reads from the URL; names
+    /// are judged by their addresses only when connecting.
     public func checkAllowed(_ url: URL) throws {
         let scheme = url.scheme?.lowercased() ?? ""
         guard scheme == "https" || (scheme == "http" && !configuration.requiresHTTPS) else {
             throw HTTPError.network(.insecureScheme, message: "'\(scheme)' URLs are not allowed: \(url)")
         }
-        if let refusal = configuration.connectionPolicy.refusal(for: url) { throw HTTPError.refused(refusal) }
+        guard let (host, port) = CurlURL.hostAndPort(of: url.absoluteString), !host.isEmpty else {
+            throw HTTPError.network(.other, message: "libcurl does not read a host in the URL: \(url)")
+        }
+        if let refusal = configuration.connectionPolicy.refusal(for: url, host: host, port: port) { throw HTTPError.refused(refusal) }
     }
 
     /// A redirect's target, resolved against the URL that answered, if the loader may follow
@@ -168,10 +172,12 @@ public final class HTTPDataLoader: DataLoading {
     /// server sent raw) are percent-encoded, as curl does, before the URL is parsed.
     private static let locationCharacters = CharacterSet.urlQueryAllowed.union(CharacterSet(charactersIn: "#%[]"))
 
-    /// Whether `a` and `b` have one origin: scheme, host and port (the scheme's own when none).
+    /// Whether `a` and `b` have one origin: scheme, and host and port as libcurl reads them
+    /// (the scheme's port when none is written).
     static func sameOrigin(_ a: URL, _ b: URL) -> Bool {
-        a.scheme?.lowercased() == b.scheme?.lowercased() && ConnectionPolicy.normalizedHost(of: a) == ConnectionPolicy.normalizedHost(of: b)
-            && ConnectionPolicy.port(of: a) == ConnectionPolicy.port(of: b)
+        guard a.scheme?.lowercased() == b.scheme?.lowercased(), let first = CurlURL.hostAndPort(of: a.absoluteString),
+              let second = CurlURL.hostAndPort(of: b.absoluteString) else { return false }
+        return first.host == second.host && first.port == second.port
     }
 
     /// Connection failures (a connection that closed inside the headers is one), 5xx and 429

@@ -161,6 +161,21 @@ struct ConnectionPolicyTests {
         }
     }
 
+    @Test func theLoaderJudgesTheHostLibcurlReads() throws {
+        let loader = HTTPDataLoader(configuration: .init(connectionPolicy: .publicOnly))
+        for text in ["http://0x7f.1/", "http://2130706433:8080/", "http://127.0.0.1./", "http://[::ffff:7f00:1]/", "HTTP://LOCALHOST@127.0.0.1/"] {
+            do {
+                try loader.checkAllowed(URL(string: text)!)
+                Issue.record("\(text) allowed")
+            } catch HTTPError.refused(let refusal) {
+                #expect(refusal.rule == .addressRange(.loopback, onlyPublicAllowed: true), "\(text)")
+            }
+        }
+        let listed = HTTPDataLoader(configuration: .init(connectionPolicy: ConnectionPolicy(allowedHosts: ["pictures.example"])))
+        try listed.checkAllowed(URL(string: "https://Pictures.Example./a.png")!)
+        #expect(throws: HTTPError.self) { try listed.checkAllowed(URL(string: "https://pictures.example@other.example/a.png")!) }
+    }
+
     @Test func publicOnlyAllowsOnlyPublicAddresses() {
         let policy = ConnectionPolicy.publicOnly
         let url = URL(string: "http://pictures.example/a.png")!
