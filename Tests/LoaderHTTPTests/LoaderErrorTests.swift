@@ -72,6 +72,8 @@ struct LoaderErrorTests {
         // A body curl cannot decode from its Content-Encoding is never handed on still encoded.
         FailureCase("/encoded/u?encoding=compress") { $0 == .http(.unsupportedEncoding("compress")) },
         FailureCase("/encoded/x?encoding=gzip,%20x-custom") { $0 == .http(.unsupportedEncoding("x-custom")) },
+        // The body limit counts decoded bytes: a small gzip body that inflates past it (a bomb).
+        FailureCase("/encoded/b?encoding=gzip&size=5000000") { $0 == .core(.tooLarge(limit: 100_000, actual: nil)) },
         FailureCase("/encoded/c?encoding=gzip&corrupt=1") { if case .http(.corruptEncoding) = $0 { true } else { false } },
         // Bytes that sniff as PNG but do not decode: the decoder's error, and nothing stored.
         FailureCase("/pngjunk/j") { if case .core(.corruptData(.png?, _)) = $0 { true } else { false } },

@@ -30,9 +30,10 @@ Endpoints (the query string selects behaviour; counters are kept per path, query
   /header/<name>?name=H&value=V   400 unless header H is V
   /partial/<name>                 206 with the first half of an image (and a Content-Range)
   /empty/<name>?length=0|none     200 with no body: Content-Length 0, or none and the connection closed
-  /encoded/<name>?encoding=E&corrupt=1
-                                  an image with Content-Encoding E (gzip, deflate: compressed;
-                                  anything else: sent as is); corrupt=1 sends it uncompressed
+  /encoded/<name>?encoding=E&corrupt=1&size=N
+                                  an image of N bytes (2000) with Content-Encoding E (gzip,
+                                  deflate: compressed; anything else: sent as is); corrupt=1
+                                  sends it uncompressed
   /cutheaders/<name>              a status line and two headers, then the connection closes
   /pngjunk/<name>                 200 image/png: the PNG signature, then random bytes
   /trickle/<name>?interval_ms=M&size=N
@@ -398,7 +399,7 @@ class Handler(BaseHTTPRequestHandler):
         import gzip
         import zlib
         encoding = self.query.get("encoding", ["gzip"])[0]
-        body = image_bytes(name, 2000)
+        body = image_bytes(name, int(self.query.get("size", ["2000"])[0]))
         if "corrupt" not in self.query:
             if encoding == "gzip":
                 body = gzip.compress(body)
