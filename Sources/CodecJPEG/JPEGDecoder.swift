@@ -30,12 +30,14 @@ public struct JPEGDecoder: ImageDecoding {
     /// every coefficient of every scan. Over it, decoding fails with
     /// `ImagePipelineError.overLimit(.decodeWork, limit:actual:)` (in blocks) before it starts.
     ///
-    /// Default 32. libjpeg-turbo's own progressive script (`cjpeg`/`jpegtran -progressive`,
-    /// 10 scans for colour, 6 for gray) walks the blocks 4.7–6 times (measured on the corpus's
-    /// pictures made progressive), the wizard's spectral-selection example 4 times; 32 leaves
-    /// room for scripts that split each band much further. A crafted file walks them once per
-    /// scan: 1,000 scans of a 10000×10000 picture took 117 s; at 32 it is refused, and a file at
-    /// the limit costs about 32 sequential decodes' entropy work (a few seconds at 100 MP).
+    /// Default 16. libjpeg-turbo's own progressive script (`cjpeg`/`jpegtran -progressive`:
+    /// 10 scans for colour, 6 for gray, `4 × components + 2` otherwise) walks the blocks 4.7–6
+    /// times over (measured on the corpus's pictures made progressive), the spectral-selection
+    /// script in libjpeg's `wizard.txt` 4 times; mozjpeg's scan search picks among two AC bands
+    /// and up to three successive-approximation bits, well under 16 (not measured: no mozjpeg
+    /// here). A crafted file walks them once per scan (1,000 scans of a 10000×10000 picture
+    /// took 117 s); one at 16 passes costs about as much entropy decoding as 16 sequential
+    /// decodes (under 2 s at 100 MP in a release build).
     public var maxScanPasses: Int
     /// The most scans (SOS markers) a file may have. Default 500, as TurboJPEG's
     /// `TJFLAG_LIMITSCANS` (djpeg's `-maxscans` leaves the number to the caller); real encoders
@@ -47,7 +49,7 @@ public struct JPEGDecoder: ImageDecoding {
 
     /// Creates a JPEG decoder with these limits (the defaults are documented on each). It holds
     /// no other state; one value serves every thread.
-    public init(maxScanPasses: Int = 32, maxScans: Int = 500, colorProfileLimits: ColorProfileLimits = .default) {
+    public init(maxScanPasses: Int = 16, maxScans: Int = 500, colorProfileLimits: ColorProfileLimits = .default) {
         self.maxScanPasses = maxScanPasses
         self.maxScans = maxScans
         self.colorProfileLimits = colorProfileLimits

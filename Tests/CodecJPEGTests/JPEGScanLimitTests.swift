@@ -7,18 +7,18 @@ import Testing
 /// picture's blocks more than `maxScanPasses` times over is refused from the marker walk, before
 /// libjpeg decodes a scan, on the header path too.
 struct JPEGScanLimitTests {
-    /// 64×64 gray: 64 blocks, so the default budget is 32 × 64 = 2,048 blocks.
+    /// 64×64 gray: 64 blocks, so the default budget is 16 × 64 = 1,024 blocks.
     static let blocks = 64
 
     @Test func aFileOneScanOverTheBudgetIsRefusedBeforeDecoding() throws {
-        let data = ScanBombWriter.jpeg(width: 64, height: 64, scans: 33)
-        let expected = ImagePipelineError.overLimit(.decodeWork, limit: 32 * Self.blocks, actual: 33 * Self.blocks)
+        let data = ScanBombWriter.jpeg(width: 64, height: 64, scans: 17)
+        let expected = ImagePipelineError.overLimit(.decodeWork, limit: 16 * Self.blocks, actual: 17 * Self.blocks)
         #expect(throws: expected) { _ = try JPEGDecoder().decode(data, options: DecodeOptions()) }
         #expect(throws: expected) { _ = try JPEGDecoder().readInfo(data) }
     }
 
     @Test func aFileAtTheBudgetDecodes() throws {
-        let data = ScanBombWriter.jpeg(width: 64, height: 64, scans: 32)
+        let data = ScanBombWriter.jpeg(width: 64, height: 64, scans: 16)
         let decoded = try JPEGDecoder().decode(data, options: DecodeOptions())
         #expect(decoded.bitmap.size == PixelSize(width: 64, height: 64))
         #expect(decoded.info.isProgressive)
@@ -27,7 +27,7 @@ struct JPEGScanLimitTests {
     /// The budget is counted at full size: a thumbnail of the file is refused just the same.
     @Test func theBudgetIgnoresTheDCTScale() throws {
         let data = ScanBombWriter.jpeg(width: 64, height: 64, scans: 40)
-        #expect(throws: ImagePipelineError.overLimit(.decodeWork, limit: 32 * Self.blocks, actual: 40 * Self.blocks)) {
+        #expect(throws: ImagePipelineError.overLimit(.decodeWork, limit: 16 * Self.blocks, actual: 40 * Self.blocks)) {
             _ = try JPEGDecoder().decode(data, options: DecodeOptions(targetSize: PixelSize(width: 8, height: 8)))
         }
     }
