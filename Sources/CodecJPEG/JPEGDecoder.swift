@@ -15,7 +15,7 @@ import PipelineCore
 /// decodable data come back in `DecodedImage.warnings`, or as an error with
 /// `DecodeOptions.strict`.
 ///
-/// Before libjpeg reads anything, one walk over the markers (``JPEGMarkerWalk``) refuses a file
+/// Before libjpeg reads anything, one walk over the markers refuses a file
 /// whose scans would cost too much (``maxScanPasses``, ``maxScans``) or whose ICC profile is too
 /// large (``colorProfileLimits``), in milliseconds and before any coefficient buffer exists.
 ///
@@ -43,7 +43,7 @@ public struct JPEGDecoder: ImageDecoding {
     /// `TJFLAG_LIMITSCANS` (djpeg's `-maxscans` leaves the number to the caller); real encoders
     /// write 1–20. Over it: `ImagePipelineError.overLimit(.scans, limit:actual:)`.
     public var maxScans: Int
-    /// The limits on the embedded ICC profile (default ``ColorManagement/ColorProfileLimits/default``):
+    /// The limits on the embedded ICC profile (default `ColorProfileLimits.default`):
     /// its size is checked from the APP2 chunk lengths before they are assembled.
     public var colorProfileLimits: ColorProfileLimits
 

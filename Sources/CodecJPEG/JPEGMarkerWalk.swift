@@ -18,11 +18,13 @@ struct JPEGMarkerWalk {
     /// The picture's own blocks: each component's blocks once (the work of one sequential scan).
     private(set) var pictureBlocks = 0
     /// The APP2 `ICC_PROFILE` chunks before the first scan: sequence number, chunk count, and
-    /// where the profile bytes lie in the file.
+    /// where the profile bytes lie in the file. At most 256 are kept: a profile has at most
+    /// 255, so a 256th already makes it bogus (and a file of millions costs no memory).
     private(set) var iccChunks: [(sequence: Int, count: Int, bytes: Range<Int>)] = []
 
-    /// The profile bytes of all ``iccChunks`` together (what an assembled profile would hold).
-    var iccByteCount: Int { iccChunks.reduce(0) { $0 + $1.bytes.count } }
+    /// The profile bytes of all APP2 `ICC_PROFILE` chunks before the first scan, every one
+    /// counted (what an assembled profile would hold).
+    private(set) var iccByteCount = 0
 
     private struct Component {
         var id: UInt8
@@ -117,7 +119,8 @@ struct JPEGMarkerWalk {
     private mutating func readICCChunk(_ segment: UnsafeRawBufferPointer, at start: Int) {
         let tag = Array("ICC_PROFILE".utf8) + [0]
         guard segment.count >= 14, segment.prefix(12).elementsEqual(tag) else { return }
-        iccChunks.append((Int(segment[12]), Int(segment[13]), (start + 14)..<(start + segment.count)))
+        iccByteCount += segment.count - 14
+        if iccChunks.count <= 255 { iccChunks.append((Int(segment[12]), Int(segment[13]), (start + 14)..<(start + segment.count))) }
     }
 
     private static func ceil(_ value: Int, _ divisor: Int) -> Int { (value + divisor - 1) / divisor }
@@ -128,6 +131,7 @@ struct JPEGMarkerWalk {
     func iccProfile(in bytes: UnsafeRawBufferPointer) -> (profile: Data?, warning: String?) {
         guard let count = iccChunks.first?.count else { return (nil, nil) }
         let bogus = "Corrupt JPEG data: bad ICC marker"
+        guard iccChunks.count <= 255 else { return (nil, bogus) }
         var bySequence = [Range<Int>?](repeating: nil, count: count + 1)
         for chunk in iccChunks {
             guard chunk.count == count, chunk.sequence >= 1, chunk.sequence <= count,

@@ -27,7 +27,7 @@ struct JPEGSession: ~Copyable {
         return info
     }
 
-    /// libjpeg fails once it starts scan `count + 1`: a backstop behind ``JPEGMarkerWalk``.
+    /// libjpeg fails once it starts scan `count + 1`: a backstop behind `JPEGMarkerWalk`.
     func limitScans(to count: Int) { jpegshim_set_max_scans(decoder, Int32(clamping: count)) }
 
     /// Leaves a CMYK/YCCK file's rows as CMYK bytes (for a CMYK profile). Before ``start(scaleNumerator:)``.
