@@ -9,9 +9,6 @@
 #include <jpeglib.h>
 #include <jerror.h>
 
-/// A progressive file can hold any number of scans; a crafted one with thousands of tiny
-/// scans makes libjpeg work for minutes. Real encoders write about ten.
-#define JPEGSHIM_MAX_SCANS 1000
 
 struct jpegshim_decoder {
     struct jpeg_decompress_struct cinfo;
@@ -25,8 +22,7 @@ struct jpegshim_decoder {
     int unsupported;
     const unsigned char *data;
     size_t size;
-    JOCTET *icc;          ///< malloc'd by jpeg_read_icc_profile; freed in jpegshim_destroy.
-    unsigned int icc_size;
+    int max_scans;        ///< more scans than this fail (the caller's walk refuses them first).
     char message[JMSG_LENGTH_MAX];
     int warning_count;
     char warnings[JPEGSHIM_MAX_WARNINGS][JMSG_LENGTH_MAX];
@@ -61,16 +57,16 @@ static void on_message(j_common_ptr cinfo, int level) {
 static void on_progress(j_common_ptr cinfo) {
     if (cinfo->is_decompressor) {
         j_decompress_ptr d = (j_decompress_ptr)cinfo;
-        if (d->input_scan_number > JPEGSHIM_MAX_SCANS) {
+        if (d->input_scan_number > owner(cinfo)->max_scans) {
             ERREXIT1(cinfo, JERR_NOTIMPL, 0);  // replaced by a clearer message in fail_scans
         }
     }
 }
 
 static int failure(jpegshim_decoder *decoder) {
-    if (decoder->cinfo.input_scan_number > JPEGSHIM_MAX_SCANS) {
+    if (decoder->cinfo.input_scan_number > decoder->max_scans) {
         snprintf(decoder->message, sizeof decoder->message,
-                 "more than %d progressive scans", JPEGSHIM_MAX_SCANS);
+                 "more than %d progressive scans", decoder->max_scans);
         return JPEGSHIM_ERROR;
     }
     return decoder->unsupported ? JPEGSHIM_UNSUPPORTED : JPEGSHIM_ERROR;
@@ -81,6 +77,7 @@ jpegshim_decoder *jpegshim_create(const unsigned char *data, size_t size) {
     if (decoder == NULL) return NULL;
     decoder->data = data;
     decoder->size = size;
+    decoder->max_scans = JPEGSHIM_DEFAULT_MAX_SCANS;
     decoder->cinfo.err = jpeg_std_error(&decoder->errors);
     decoder->errors.error_exit = on_error_exit;
     decoder->errors.emit_message = on_message;
@@ -99,7 +96,6 @@ jpegshim_decoder *jpegshim_create(const unsigned char *data, size_t size) {
 
 void jpegshim_destroy(jpegshim_decoder *decoder) {
     if (decoder == NULL) return;
-    free(decoder->icc);
     if (decoder->created) {
         // jpeg_destroy only frees memory; it does not call error_exit.
         jpeg_destroy_decompress(&decoder->cinfo);
@@ -113,7 +109,6 @@ int jpegshim_read_header(jpegshim_decoder *decoder, jpegshim_info *info) {
         snprintf(decoder->message, sizeof decoder->message, "the data is empty");
         return JPEGSHIM_ERROR;
     }
-    jpeg_save_markers(&decoder->cinfo, JPEG_APP0 + 2, 0xFFFF);  // ICC_PROFILE segments
     if (jpeg_read_header(&decoder->cinfo, TRUE) != JPEG_HEADER_OK) {
         snprintf(decoder->message, sizeof decoder->message, "the file holds tables but no image");
         return JPEGSHIM_ERROR;
@@ -138,16 +133,6 @@ int jpegshim_read_header(jpegshim_decoder *decoder, jpegshim_info *info) {
         size_t down = ((size_t)component->height_in_blocks + component->v_samp_factor - 1)
                       / component->v_samp_factor * component->v_samp_factor;
         info->coefficient_bytes += across * down * sizeof(JBLOCK);
-    }
-    free(decoder->icc);
-    decoder->icc = NULL;
-    decoder->icc_size = 0;
-    // Reassembles every APP2 ICC_PROFILE segment in sequence order; a bad sequence is a
-    // warning (JWRN_BOGUS_ICC) and FALSE, never an error.
-    if (!jpeg_read_icc_profile(&decoder->cinfo, &decoder->icc, &decoder->icc_size)) {
-        free(decoder->icc);
-        decoder->icc = NULL;
-        decoder->icc_size = 0;
     }
     return JPEGSHIM_OK;
 }
@@ -210,9 +195,8 @@ int jpegshim_finish(jpegshim_decoder *decoder) {
     return JPEGSHIM_OK;
 }
 
-void jpegshim_icc_profile(const jpegshim_decoder *decoder, const unsigned char **data, size_t *size) {
-    *data = decoder->icc;
-    *size = decoder->icc != NULL ? decoder->icc_size : 0;
+void jpegshim_set_max_scans(jpegshim_decoder *decoder, int max_scans) {
+    decoder->max_scans = max_scans < 1 ? 1 : max_scans;
 }
 
 const char *jpegshim_message(const jpegshim_decoder *decoder) { return decoder->message; }

@@ -100,7 +100,7 @@ public struct HEIFDecoder: ImageDecoding {
             primary = try context.primary()
             var info = HEIFDecoder.info(primary, context: context)
             if let icc = primary.iccProfile {
-                profile = ColorManagement.profile(iccData: icc)
+                profile = try ColorManagement.profile(iccData: icc, limits: .default)
             } else if let coded = primary.codedColor {
                 profile = ColorManagement.profile(codedPrimaries: coded.primaries, transfer: coded.transfer)
             } else {

@@ -15,14 +15,46 @@ import PipelineCore
 /// decodable data come back in `DecodedImage.warnings`, or as an error with
 /// `DecodeOptions.strict`.
 ///
-/// An ICC profile in `APP2 ICC_PROFILE` segments (reassembled by libjpeg-turbo) is reported in
+/// Before libjpeg reads anything, one walk over the markers refuses a file
+/// whose scans would cost too much (``maxScanPasses``, ``maxScans``) or whose ICC profile is too
+/// large (``colorProfileLimits``), in milliseconds and before any coefficient buffer exists.
+///
+/// An ICC profile in `APP2 ICC_PROFILE` segments (reassembled from the walk) is reported in
 /// `ImageInfo.colorProfile` and, unless `DecodeOptions.convertsToSRGB`
 /// is off, the decoded (DCT-scaled) pixels are converted to sRGB through it (`ColorManagement`):
 /// RGB profiles, gray profiles on gray files, and CMYK profiles on CMYK/YCCK files (whose rows
 /// then stay CMYK until the profile converts them, instead of the naive CMYK → RGB).
 public struct JPEGDecoder: ImageDecoding {
-    /// Creates a JPEG decoder. It holds no state; one value serves every thread.
-    public init() {}
+    /// How many times over all scans together may walk the picture's blocks (each component's
+    /// 8×8 blocks once), counted at full size whatever the DCT scale: libjpeg entropy-decodes
+    /// every coefficient of every scan. Over it, decoding fails with
+    /// `ImagePipelineError.overLimit(.decodeWork, limit:actual:)` (in blocks) before it starts.
+    ///
+    /// Default 16. libjpeg-turbo's own progressive script (`cjpeg`/`jpegtran -progressive`:
+    /// 10 scans for colour, 6 for gray, `4 × components + 2` otherwise) walks the blocks 4.7–6
+    /// times over (measured on the corpus's pictures made progressive), the spectral-selection
+    /// script in libjpeg's `wizard.txt` 4 times; mozjpeg's scan search picks among two AC bands
+    /// and up to three successive-approximation bits, well under 16 (not measured: no mozjpeg
+    /// here). A crafted file walks them once per scan (1,000 scans of a 10000×10000 picture
+    /// took 117 s); one at 16 passes costs about as much entropy decoding as 16 sequential
+    /// decodes (2.1 s and 233 MB, most of it libjpeg's coefficients, for a 10000×10000 one with a
+    /// release build).
+    public var maxScanPasses: Int
+    /// The most scans (SOS markers) a file may have. Default 500, as TurboJPEG's
+    /// `TJFLAG_LIMITSCANS` (djpeg's `-maxscans` leaves the number to the caller); real encoders
+    /// write 1–20. Over it: `ImagePipelineError.overLimit(.scans, limit:actual:)`.
+    public var maxScans: Int
+    /// The limits on the embedded ICC profile (default `ColorProfileLimits.default`):
+    /// its size is checked from the APP2 chunk lengths before they are assembled.
+    public var colorProfileLimits: ColorProfileLimits
+
+    /// Creates a JPEG decoder with these limits (the defaults are documented on each). It holds
+    /// no other state; one value serves every thread.
+    public init(maxScanPasses: Int = 16, maxScans: Int = 500, colorProfileLimits: ColorProfileLimits = .default) {
+        self.maxScanPasses = maxScanPasses
+        self.maxScans = maxScans
+        self.colorProfileLimits = colorProfileLimits
+    }
 
     /// JPEG: `FF D8 FF`.
     public var signatures: [ImageSignature] { [.magic([0xFF, 0xD8, 0xFF], format: .jpeg)] }
@@ -32,7 +64,7 @@ public struct JPEGDecoder: ImageDecoding {
     /// covers the target, upright.
     public func withSession<R>(for data: Data, _ body: (any ImageDecodingSession) throws -> R) throws -> R {
         try data.withUnsafeBytes { bytes in
-            let session = try Session(bytes: bytes)
+            let session = try Session(bytes: bytes, limits: self)
             return try body(session)
         }
     }
@@ -47,28 +79,39 @@ public struct JPEGDecoder: ImageDecoding {
         let info: ImageInfo
         /// The whole-image coefficient arrays a progressive decode keeps, by the header.
         private let coefficientBytes: Int
+        /// A warning from reassembling the ICC profile (bad chunk sequence), reported by decode.
+        private let profileWarning: String?
 
-        init(bytes: UnsafeRawBufferPointer) throws {
+        init(bytes: UnsafeRawBufferPointer, limits: JPEGDecoder) throws {
+            let walk = JPEGMarkerWalk(bytes)
+            try JPEGDecoder.check(walk, limits: limits)
             decoder = try JPEGSession(bytes: bytes)
+            decoder.limitScans(to: limits.maxScans)
             let header = try decoder.readHeader()
             coefficientBytes = Int(clamping: header.coefficient_bytes)
             isCMYK = header.components == 4
             adobeInverted = header.adobe_inverted != 0
             var info = JPEGDecoder.info(header, bytes: bytes)
-            profile = decoder.iccProfile.map { ColorManagement.profile(iccData: $0) }
+            let assembled = walk.iccProfile(in: bytes)
+            profileWarning = assembled.warning
+            profile = try assembled.profile.map { try ColorManagement.profile(iccData: $0, limits: limits.colorProfileLimits) }
             info.colorProfile = profile?.info
             self.info = info
         }
 
         /// The DCT-scaled RGBA8 bitmap (twice when orientation turns it), plus libjpeg's
         /// whole-image coefficients for a progressive file (about 3 bytes a pixel for 4:2:0
-        /// colour, 6 for 4:4:4, kept at full resolution whatever the scale).
+        /// colour, 6 for 4:4:4, kept at full resolution whatever the scale), plus what building
+        /// the ICC profile's transform takes when it is not built yet.
         func estimatedPeakMemory(_ options: DecodeOptions) -> Int {
             let orientation = options.appliesOrientation ? info.orientation : .up
             let storedTarget = options.targetSize.map { orientation.swapsDimensions ? $0.transposed : $0 }
             let scale = JPEGDecoder.scaleNumerator(for: info.size, covering: storedTarget)
             let output = ((info.size.width * scale + 7) / 8) * ((info.size.height * scale + 7) / 8) * 4
-            return output * (orientation == .up ? 1 : 2) + (info.isProgressive ? coefficientBytes : 0)
+            let transform = options.convertsToSRGB ? profile?.transformPeakBytes ?? 0 : 0
+            let pixels = output * (orientation == .up ? 1 : 2) + (info.isProgressive ? coefficientBytes : 0)
+            let (total, overflow) = pixels.addingReportingOverflow(transform)
+            return overflow ? Int.max : total
         }
 
         func decode(_ options: DecodeOptions) throws -> DecodedImage {
@@ -86,7 +129,7 @@ public struct JPEGDecoder: ImageDecoding {
             // Opaque: the same bytes in either alpha representation.
             var bitmap = Bitmap(zeroed: outputSize, pixelFormat: options.pixelFormat)
             try decoder.readRGBA(into: &bitmap)
-            var warnings = decoder.warnings
+            var warnings = (profileWarning.map { [$0] } ?? []) + decoder.warnings
             if let trailing = decoder.finish() { warnings.append(trailing) }
             // On the decoded (DCT-scaled) rows: a thumbnail pays for a thumbnail's worth.
             cmykProfile?.convertCMYKToSRGB(&bitmap, inverted: adobeInverted)
@@ -99,6 +142,18 @@ public struct JPEGDecoder: ImageDecoding {
             decoded.bitmap = decoded.bitmap.oriented(orientation)
             return decoded
         }
+    }
+
+    /// Refuses a file whose scans or ICC profile are over the limits, from the walk alone.
+    static func check(_ walk: JPEGMarkerWalk, limits: JPEGDecoder) throws(ImagePipelineError) {
+        guard walk.scanCount <= limits.maxScans else {
+            throw .overLimit(.scans, limit: limits.maxScans, actual: walk.scanCount)
+        }
+        let (budget, overflow) = walk.pictureBlocks.multipliedReportingOverflow(by: max(1, limits.maxScanPasses))
+        if !overflow, walk.scanBlocks > budget {
+            throw .overLimit(.decodeWork, limit: budget, actual: walk.scanBlocks)
+        }
+        try limits.colorProfileLimits.check(byteCount: walk.iccByteCount)
     }
 
     /// The smallest `M` in 1...8 for which libjpeg's output, `ceil(size × M / 8)`, is at least

@@ -27,14 +27,8 @@ struct JPEGSession: ~Copyable {
         return info
     }
 
-    /// The ICC profile reassembled from the APP2 segments by ``readHeader()``, if any.
-    var iccProfile: Data? {
-        var data: UnsafePointer<UInt8>? = nil
-        var size = 0
-        jpegshim_icc_profile(decoder, &data, &size)
-        guard let data, size > 0 else { return nil }
-        return Data(bytes: data, count: size)
-    }
+    /// libjpeg fails once it starts scan `count + 1`: a backstop behind `JPEGMarkerWalk`.
+    func limitScans(to count: Int) { jpegshim_set_max_scans(decoder, Int32(clamping: count)) }
 
     /// Leaves a CMYK/YCCK file's rows as CMYK bytes (for a CMYK profile). Before ``start(scaleNumerator:)``.
     func keepRawCMYK() { jpegshim_set_raw_cmyk(decoder, 1) }

@@ -50,7 +50,7 @@ public struct PNGDecoder: ImageDecoding {
             decoder = try PNGSession(bytes: bytes)
             header = try decoder.readInfo()
             var info = PNGDecoder.info(header)
-            profile = decoder.iccProfile.map { ColorManagement.profile(iccData: $0) }
+            profile = try decoder.iccProfile.map { try ColorManagement.profile(iccData: $0, limits: .default) }
             info.colorProfile = profile?.info
             self.info = info
         }

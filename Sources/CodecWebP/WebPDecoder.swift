@@ -52,7 +52,7 @@ public struct WebPDecoder: ImageDecoding {
             self.bytes = bytes
             features = try WebPInput.features(bytes)
             var info = try WebPInput.info(bytes, features: features)
-            profile = WebPInput.iccProfile(bytes).map { ColorManagement.profile(iccData: $0) }
+            profile = try WebPInput.iccProfile(bytes).map { try ColorManagement.profile(iccData: $0, limits: .default) }
             info.colorProfile = profile?.info
             self.info = info
         }

@@ -30,6 +30,18 @@ public enum ColorManagement {
         return cache.withLock { $0.insert(iccData, made, capacity: cacheCapacity, byteLimit: cacheByteLimit) }
     }
 
+    /// The profile for `iccData`, refused when it is over `limits`: its size first, then its
+    /// lookup tables (read from the tables' headers, before any transform is built). Codecs call
+    /// this one; a refusal is `ImagePipelineError.overLimit(_:limit:actual:)`.
+    public static func profile(iccData: Data, limits: ColorProfileLimits) throws(ImagePipelineError) -> ColorProfile {
+        try limits.check(byteCount: iccData.count)
+        let entries = ICCLookupTables.entryCount(iccData)
+        guard entries <= limits.maxTableEntries else {
+            throw .overLimit(.colorProfileTableEntries, limit: limits.maxTableEntries, actual: entries)
+        }
+        return profile(iccData: iccData)
+    }
+
     /// How many profiles are cached now (for tests).
     public static var cachedProfileCount: Int { cache.withLock { $0.count } }
 
@@ -76,7 +88,7 @@ extension DecodedImage {
     /// Converts the pixels to sRGB through `profile` unless `options.convertsToSRGB` is off.
     /// `nil` (no embedded profile) does nothing.
     ///
-    /// A damaged profile (lcms cannot read it), a gray profile on a colour picture or a CMYK
+    /// A damaged profile (lcms cannot read it or build its transform), a gray profile on a colour picture or a CMYK
     /// profile on RGB pixels (CMYK JPEGs use ``ColorProfile/convertCMYKToSRGB(_:inverted:)``
     /// instead) leaves the pixels as stored and adds a warning, so strict decoding fails on it.
     /// A valid profile this module does not apply (Lab, device link) leaves them as stored
@@ -87,12 +99,18 @@ extension DecodedImage {
             if profile.isDamaged { warnings.append("the embedded ICC profile is ignored: \(problem)") }
             return
         }
-        if profile.isCMYK {
+        if profile.isCMYKSpace {
             warnings.append("the embedded ICC profile is ignored: a CMYK profile on an RGB picture")
             return
         }
         if profile.isGray && !pictureIsGray {
             warnings.append("the embedded ICC profile is ignored: a gray profile on a colour picture")
+            return
+        }
+        guard profile.isApplicable else {
+            // The transform failed to build: its problem is known now.
+            info.colorProfile = profile.info
+            warnings.append("the embedded ICC profile is ignored: \(profile.info.problem ?? "lcms2 cannot use it")")
             return
         }
         profile.convertToSRGB(&bitmap, hasAlpha: info.hasAlpha)

@@ -44,13 +44,16 @@ jpegshim_decoder *jpegshim_create(const unsigned char *data, size_t size);
 /// Frees everything the decoder holds. NULL is allowed.
 void jpegshim_destroy(jpegshim_decoder *decoder);
 
-/// Reads the markers up to the first scan and fills `info`. Allocates no pixel buffers.
+/// Reads the markers up to the first scan and fills `info`. Allocates no pixel buffers and saves
+/// no APP markers (the caller reads the ICC profile from the bytes itself).
 int jpegshim_read_header(jpegshim_decoder *decoder, jpegshim_info *info);
 
-/// The ICC profile reassembled from the APP2 `ICC_PROFILE` segments by jpegshim_read_header
-/// (`*data` NULL and `*size` 0 when there is none, or when its segments are missing, repeated or
-/// out of order: libjpeg then records a warning). Owned by the decoder.
-void jpegshim_icc_profile(const jpegshim_decoder *decoder, const unsigned char **data, size_t *size);
+/// A backstop for the scan limit the caller checks from its own marker walk: libjpeg fails once
+/// it starts scan `max_scans + 1`. Default JPEGSHIM_DEFAULT_MAX_SCANS.
+void jpegshim_set_max_scans(jpegshim_decoder *decoder, int max_scans);
+
+/// The scan backstop until jpegshim_set_max_scans is called.
+#define JPEGSHIM_DEFAULT_MAX_SCANS 1000
 
 /// With `raw` non-zero, a CMYK/YCCK file's rows come out as CMYK bytes as stored (inverted when
 /// `adobe_inverted`), 4 a pixel, for a colour-managed conversion; default 0: converted to RGBA.

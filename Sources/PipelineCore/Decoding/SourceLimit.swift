@@ -11,6 +11,8 @@ public enum SourceLimit: String, Hashable, Sendable, CaseIterable {
     /// A codec's work on one picture beyond its pixels, in the codec's own unit: for JPEG, the
     /// blocks its progressive scans walk.
     case decodeWork
+    /// The scans of one progressive (or multi-scan) picture.
+    case scans
     /// The bytes of one embedded colour (ICC) profile.
     case colorProfileBytes
     /// The colour lookup table entries of one embedded colour profile (grid points per channel
@@ -23,6 +25,7 @@ public enum SourceLimit: String, Hashable, Sendable, CaseIterable {
         case .animationFrames: return "the animation's frame count"
         case .animationPixels: return "the animation's pixel count over all frames"
         case .decodeWork: return "the decoding work (blocks walked by all scans)"
+        case .scans: return "the picture's scan count"
         case .colorProfileBytes: return "the colour profile's size in bytes"
         case .colorProfileTableEntries: return "the colour profile's lookup table entry count"
         }
