@@ -25,11 +25,16 @@ public struct GIFDecoder: AnimatedImageDecoding {
         return try body(Session(data: data, structure: structure))
     }
 
-    /// A frame decoder over `data`: the canvas checked against `options.maxPixelCount` first.
+    /// A frame decoder over `data`: the canvas checked against `options.maxPixelCount`, and the
+    /// frames against its animation limits, from one walk of the blocks that stops one frame
+    /// past what they allow (no frame is decoded before). A refusal from a walk that stopped
+    /// early has no `actual` count.
     public func makeAnimationDecoder(for data: Data, options: DecodeOptions) throws -> any AnimationFrameDecoding {
-        let structure = try data.withUnsafeBytes { try GIFStructure($0) }
+        let structure = try data.withUnsafeBytes { try GIFStructure($0, animationLimits: options) }
         let info = GIFDecoder.info(structure)
         try options.checkPixelLimit(info)
+        try options.checkAnimationLimits(canvas: structure.canvas, frameCount: structure.frameCount,
+                                         exact: structure.countIsComplete)
         return try FrameDecoder(data: data, structure: structure, maxPixelCount: options.maxPixelCount)
     }
 
@@ -76,7 +81,10 @@ public struct GIFDecoder: AnimatedImageDecoding {
         }
     }
 
-    /// Frames in order through a ``GIFFrameReader``.
+    /// Frames in order through a ``GIFFrameReader``. Its memory is what
+    /// ``PipelineCore/AnimatedImageDecoding/estimatedAnimationMemory(_:)`` estimates by default:
+    /// the canvas, the copy a "restore to previous" frame keeps, and the frame handed out (the
+    /// canvas is copied when the next frame draws while the caller still holds it).
     final class FrameDecoder: AnimationFrameDecoding {
         let animationInfo: AnimationInfo
         private let reader: GIFFrameReader

@@ -6,7 +6,9 @@ import PipelineCore
 ///
 /// The walk reads the header, the colour tables' sizes and every block's length bytes; it
 /// consumes at least one byte per step, so a file of empty blocks ends at its last byte (no
-/// endless loop), and it allocates nothing in proportion to the canvas.
+/// endless loop), and it allocates nothing in proportion to the canvas. With animation limits
+/// it stops counting one frame past what they allow (``countIsComplete`` `false`), so refusing
+/// a 100,000-frame file walks no further than the frames allowed.
 struct GIFStructure: Sendable {
     /// The logical screen.
     var canvas: PixelSize
@@ -22,13 +24,20 @@ struct GIFStructure: Sendable {
     var delays: [Int?] = []
     /// The walk ended before the trailer (truncated or damaged after the frames counted).
     var isTruncated = false
+    /// `false` when the walk stopped at one frame past the animation limits: ``frameCount`` is
+    /// then a lower bound, and the later frames' delays are not read.
+    var countIsComplete = true
 
-    /// Walks `bytes`. Throws only when the header or logical screen descriptor is missing.
-    init(_ bytes: UnsafeRawBufferPointer) throws {
+    /// Walks `bytes`; with `animationLimits`, only until ``frameCount`` is one past
+    /// ``PipelineCore/DecodeOptions/animationFramesAllowed(on:)``. Throws only when the header
+    /// or logical screen descriptor is missing.
+    init(_ bytes: UnsafeRawBufferPointer, animationLimits: DecodeOptions? = nil) throws {
         guard bytes.count >= 13, ImageSignature.bytes(bytes, start: Array("GIF".utf8)) else {
             throw ImagePipelineError.corruptData(format: .gif, message: "the file ends before the logical screen descriptor")
         }
         canvas = PixelSize(width: Int(bytes[6]) | Int(bytes[7]) << 8, height: Int(bytes[8]) | Int(bytes[9]) << 8)
+        let allowed = animationLimits?.animationFramesAllowed(on: canvas) ?? .max
+        let stopAt = allowed < .max ? allowed + 1 : .max
         var offset = 13
         if bytes[10] & 0x80 != 0 { offset += 3 << (Int(bytes[10] & 7) + 1) }
         var pendingDelay: Int?
@@ -53,6 +62,7 @@ struct GIFStructure: Sendable {
                 frameCount += 1
                 delays.append(pendingDelay)
                 pendingDelay = nil
+                if frameCount >= stopAt { countIsComplete = false; break walk }
                 offset += 1  // LZW minimum code size
                 guard offset <= bytes.count, skipSubBlocks(&offset) else { isTruncated = true; break walk }
             case 0x21:  // extension

@@ -5,14 +5,25 @@ import PipelineCore
 extension WebPDecoder: AnimatedImageDecoding {
     /// Every frame of an animated WebP (a still one is one frame) through libwebp's
     /// `WebPAnimDecoder`, composited as libwebp shows them (`MODE_rgbA`, premultiplied). The
-    /// canvas is checked against `options.maxPixelCount` from the header before libwebp
-    /// allocates its two canvases.
+    /// canvas is checked against `options.maxPixelCount` from the header, and the frame count
+    /// (`WebPDemux`'s, read from the container's chunk headers) against the animation limits,
+    /// before libwebp allocates its two canvases.
     public func makeAnimationDecoder(for data: Data, options: DecodeOptions) throws -> any AnimationFrameDecoding {
-        let features = try data.withUnsafeBytes { try WebPInput.features(try WebPInput.bytes($0)) }
-        let canvas = PixelSize(width: Int(features.width), height: Int(features.height))
-        try options.checkPixelLimit(ImageInfo(format: .webp, size: canvas))
+        let (canvas, frameCount) = try data.withUnsafeBytes { raw in
+            let bytes = try WebPInput.bytes(raw)
+            let features = try WebPInput.features(bytes)
+            let canvas = PixelSize(width: Int(features.width), height: Int(features.height))
+            try options.checkPixelLimit(ImageInfo(format: .webp, size: canvas))
+            return (canvas, features.has_animation != 0 ? try WebPInput.Demuxer(bytes).frameCount : 1)
+        }
+        try options.checkAnimationLimits(canvas: canvas, frameCount: frameCount)
         return try AnimationDecoder(data)
     }
+
+    /// Four RGBA8 canvases: libwebp's two (the canvas and the disposed previous frame), the
+    /// copy of it each frame is handed out in, and at most a canvas for decoding one frame's
+    /// bitstream.
+    public func estimatedAnimationMemory(_ info: AnimationInfo) -> Int { info.canvasBytes(4) }
 
     /// One `WebPAnimDecoder` over a copy of the bytes it owns; both are freed in `deinit`.
     final class AnimationDecoder: AnimationFrameDecoding {

@@ -29,10 +29,12 @@ extension Command {
                     }
                     let decoder = try configuration.decoders.requireDecoder(for: data)
                     let info = try decoder.readInfo(data)
-                    // An animation's loop count and duration, from its header (no frame decoded).
+                    // An animation's loop count and duration, from its header (no frame decoded):
+                    // a header is described whatever its frame count, so no animation limits.
                     var animation: AnimationInfo?
                     if info.frameCount > 1, let animated = decoder as? any AnimatedImageDecoding {
-                        animation = try animated.makeAnimationDecoder(for: data, options: DecodeOptions()).animationInfo
+                        let headerOnly = DecodeOptions(maxAnimationFrameCount: .max, maxAnimationPixelCount: .max)
+                        animation = try animated.makeAnimationDecoder(for: data, options: headerOnly).animationInfo
                     }
                     var row: [String: Any] = [
                         "source": Sources.label(url), "format": info.format.rawValue,

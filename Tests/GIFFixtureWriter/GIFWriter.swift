@@ -20,11 +20,14 @@ public enum GIFWriter {
         public var interlaced: Bool
         /// A palette of the frame's own (256 entries written), else the global one.
         public var localPalette: [(UInt8, UInt8, UInt8)]?
+        /// The LZW data stored for the frame instead of ``indices`` encoded (damaged data for
+        /// robustness tests), split into sub-blocks as written; `nil` encodes ``indices``.
+        public var lzwData: [UInt8]?
 
         /// A frame; everything but the size and indices defaults to a plain full-size frame.
         public init(x: Int = 0, y: Int = 0, width: Int, height: Int, indices: [UInt8], delayCentiseconds: Int = 0,
                     disposal: Int = 0, transparentIndex: UInt8? = nil, interlaced: Bool = false,
-                    localPalette: [(UInt8, UInt8, UInt8)]? = nil) {
+                    localPalette: [(UInt8, UInt8, UInt8)]? = nil, lzwData: [UInt8]? = nil) {
             self.x = x
             self.y = y
             self.width = width
@@ -35,6 +38,7 @@ public enum GIFWriter {
             self.transparentIndex = transparentIndex
             self.interlaced = interlaced
             self.localPalette = localPalette
+            self.lzwData = lzwData
         }
     }
 
@@ -61,16 +65,20 @@ public enum GIFWriter {
             word(frame.x); word(frame.y); word(frame.width); word(frame.height)
             out.append((frame.localPalette == nil ? 0 : 0x87) | (frame.interlaced ? 0x40 : 0))
             if let local = frame.localPalette { table(local) }
-            var rows = Array(0..<frame.height)
-            if frame.interlaced {
-                rows = [(0, 8), (4, 8), (2, 4), (1, 2)].flatMap { stride(from: $0.0, to: frame.height, by: $0.1) }
-            }
-            let pixels = rows.flatMap { frame.indices[($0 * frame.width)..<(($0 + 1) * frame.width)] }
             out.append(8)
-            out += subBlocks(lzw(pixels))
+            out += subBlocks(frame.lzwData ?? lzw(storedOrder(frame)))
         }
         out.append(0x3B)
         return Data(out)
+    }
+
+    /// The frame's indices in the order the file stores its rows (GIF's four passes when interlaced).
+    private static func storedOrder(_ frame: Frame) -> [UInt8] {
+        var rows = Array(0..<frame.height)
+        if frame.interlaced {
+            rows = [(0, 8), (4, 8), (2, 4), (1, 2)].flatMap { stride(from: $0.0, to: frame.height, by: $0.1) }
+        }
+        return rows.flatMap { frame.indices[($0 * frame.width)..<(($0 + 1) * frame.width)] }
     }
 
     /// 9-bit codes: clear, up to 254 literals, clear, …, end.

@@ -18,6 +18,13 @@ public struct AnimationInfo: Hashable, Sendable {
         self.loopCount = loopCount
         self.totalDurationMilliseconds = totalDurationMilliseconds
     }
+
+    /// The bytes of `count` RGBA8 canvases, saturating instead of overflowing: the unit of
+    /// ``AnimatedImageDecoding/estimatedAnimationMemory(_:)``.
+    public func canvasBytes(_ count: Int) -> Int {
+        let (bytes, overflow) = canvasSize.pixelCount.multipliedReportingOverflow(by: 4 * count)
+        return overflow ? .max : bytes
+    }
 }
 
 /// One frame of an animation, composited onto the full canvas (and scaled, if asked).
@@ -57,7 +64,27 @@ public protocol AnimationFrameDecoding: AnyObject {
 /// A decoder that can also give every frame of an animation. Optional: the core asks a
 /// decoder for it with `as? AnimatedImageDecoding` and names no format.
 public protocol AnimatedImageDecoding: ImageDecoding {
-    /// A frame decoder over `data`, which it keeps. Frames bigger than
-    /// `options.maxPixelCount` are refused before any pixel buffer exists.
+    /// A frame decoder over `data`, which it keeps. A canvas bigger than
+    /// `options.maxPixelCount`, and an animation over `options.maxAnimationFrameCount` or
+    /// `options.maxAnimationPixelCount` (``DecodeOptions/checkAnimationLimits(canvas:frameCount:exact:)``),
+    /// are refused from the header or container, before any pixel buffer exists or any frame
+    /// is decoded. A format whose frames must be walked to be counted stops the walk at one
+    /// more than ``DecodeOptions/animationFramesAllowed(on:)``, so a refusal costs no more
+    /// than the frames allowed.
     func makeAnimationDecoder(for data: Data, options: DecodeOptions) throws -> any AnimationFrameDecoding
+
+    /// An estimate of the most memory, in bytes, a frame decoder of an animation with `info`
+    /// holds at once while its frames are read at canvas size: its canvas, any copy of an
+    /// earlier canvas it keeps (GIF's "restore to previous" disposal, libwebp's disposed frame)
+    /// and the frame it hands out. The pipeline reserves it in the decode memory budget
+    /// (``ImagePipeline/Configuration/decodeMemoryBudget``) for the life of a frame sequence
+    /// (``ImageAnimation/frames()``), so many animations at once wait as big stills do.
+    ///
+    /// Default: three RGBA8 canvases (the canvas, the previous one kept, the frame handed out).
+    func estimatedAnimationMemory(_ info: AnimationInfo) -> Int
+}
+
+extension AnimatedImageDecoding {
+    /// Three RGBA8 canvases (see the requirement).
+    public func estimatedAnimationMemory(_ info: AnimationInfo) -> Int { info.canvasBytes(3) }
 }

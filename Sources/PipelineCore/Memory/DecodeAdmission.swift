@@ -5,6 +5,11 @@ import Synchronization
 /// plus its own fits ``budget``; the others wait, the highest current priority first (FIFO
 /// within a priority). A decode larger than the whole budget starts when nothing else runs,
 /// so nothing waits forever. Waiting suspends the task, never a thread.
+///
+/// An animation's frame sequence (``ImageAnimation/frames()``) is admitted the same way, by
+/// its codec's canvases (``AnimatedImageDecoding/estimatedAnimationMemory(_:)``) plus the
+/// scaled frame, and holds its bytes from its first frame until it ends, fails or is dropped:
+/// those canvases live that long.
 final class DecodeAdmission: Sendable {
     private struct Waiter {
         let id: UInt64

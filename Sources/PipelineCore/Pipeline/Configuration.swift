@@ -34,6 +34,17 @@ extension ImagePipeline {
         /// The largest stored picture accepted, in pixels (checked from the header before
         /// decoding). Default 100,000,000.
         public var maxPixelCount: Int
+        /// The most frames an animation may have (``ImagePipeline/animation(for:)``, checked from
+        /// its header before any frame is decoded; over it fails with
+        /// ``ImagePipelineError/overLimit(_:limit:actual:)``, ``SourceLimit/animationFrames``).
+        /// `image(for:)` of an animated file gives its first frame and is not refused by it.
+        /// Default ``DecodeOptions/defaultMaxAnimationFrameCount`` (10,000; the reason is there).
+        public var maxAnimationFrameCount = DecodeOptions.defaultMaxAnimationFrameCount
+        /// The most pixels an animation's frames may have together, canvas width × height ×
+        /// frames (``ImagePipeline/animation(for:)``; ``SourceLimit/animationPixels``), checked
+        /// with ``maxAnimationFrameCount``. `image(for:)` is not refused by it. Default
+        /// ``DecodeOptions/defaultMaxAnimationPixelCount`` (1,000,000,000; the reason is there).
+        public var maxAnimationPixelCount = DecodeOptions.defaultMaxAnimationPixelCount
         /// How long a permanent failure (404, undecodable bytes) is remembered and answered
         /// without trying again, in seconds. Default 10; 0 turns the negative cache off.
         public var negativeCacheLifetime: TimeInterval

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// An animation opened by ``ImagePipeline/animation(for:)``: its header, and its frames decoded
 /// lazily, composited and scaled to the request's size.
@@ -19,30 +20,43 @@ public struct ImageAnimation: Sendable {
     public let url: URL
     private let data: Data
     private let decoder: any AnimatedImageDecoding
-    private let maxPixelCount: Int
-    private let filter: ResamplingFilter
+    /// The limits (pixels, frames, frame pixels) and the resampling filter.
+    private let options: DecodeOptions
+    private let admission: DecodeAdmission?
+    private let priority: ImagePriority
 
     init(format: ImageFormat, info: AnimationInfo, plan: ResizePlan, url: URL, data: Data, decoder: any AnimatedImageDecoding,
-         maxPixelCount: Int, filter: ResamplingFilter = .default) {
-        self.filter = filter
+         options: DecodeOptions, admission: DecodeAdmission?, priority: ImagePriority) {
         self.format = format
         self.url = url
         self.info = info
         self.plan = plan
         self.data = data
         self.decoder = decoder
-        self.maxPixelCount = maxPixelCount
+        self.options = options
+        self.admission = admission
+        self.priority = priority
     }
 
     /// The frames in order, at ``ResizePlan/outputSize``, decoded one per step. Ends after the
     /// last frame; for damaged data, after the frames before it, throws the codec's typed error
     /// wrapped with the URL (``ImagePipelineError/decodingFailed(_:underlying:)``).
+    ///
+    /// The first step waits, as a still decode does, until the sequence's memory fits the
+    /// pipeline's decode budget (``ImagePipeline/Configuration/decodeMemoryBudget``): the
+    /// codec's canvases (``AnimatedImageDecoding/estimatedAnimationMemory(_:)``) and the scaled
+    /// frame. The sequence holds that reservation until it ends, fails, or is dropped, so a
+    /// caller iterating a large animation should not wait inside the loop for other decodes
+    /// that need the budget. A frame past ``ImagePipeline/Configuration/maxAnimationFrameCount``
+    /// (or ``ImagePipeline/Configuration/maxAnimationPixelCount``) is never delivered, whatever
+    /// the header said: the step throws ``ImagePipelineError/overLimit(_:limit:actual:)``.
     public func frames() -> AsyncThrowingStream<AnimationFrame, any Error> {
-        let cursor = FrameCursor(data: data, decoder: decoder, maxPixelCount: maxPixelCount, plan: plan, filter: filter)
+        let cursor = FrameCursor(data: data, decoder: decoder, info: info, options: options, plan: plan,
+                                 admission: admission, priority: priority)
         let url = url
         return AsyncThrowingStream(unfolding: {
             do {
-                return try cursor.next()
+                return try await cursor.next()
             } catch let error where !(error is CancellationError) {
                 throw ImagePipelineError.wrap(error, decoding: url)
             }
@@ -50,38 +64,94 @@ public struct ImageAnimation: Sendable {
     }
 }
 
-/// The state of one ``ImageAnimation/frames()`` sequence: the codec's frame decoder, opened at
-/// the first step. Steps of one sequence come one at a time; the lock only makes that explicit.
-private final class FrameCursor: @unchecked Sendable {
-    private let lock = NSLock()
-    private let data: Data
-    private let decoder: any AnimatedImageDecoding
-    private let maxPixelCount: Int
-    private let plan: ResizePlan
-    private let filter: ResamplingFilter
-    private var frames: (any AnimationFrameDecoding)?
-
-    init(data: Data, decoder: any AnimatedImageDecoding, maxPixelCount: Int, plan: ResizePlan, filter: ResamplingFilter) {
-        self.filter = filter
-        self.data = data
-        self.decoder = decoder
-        self.maxPixelCount = maxPixelCount
-        self.plan = plan
+/// The state of one ``ImageAnimation/frames()`` sequence: the decode memory it reserved and the
+/// codec's frame decoder, both taken at the first step and given back after the last one, at
+/// the first error, or when the sequence is dropped. Steps of one sequence come one at a time;
+/// the mutex only makes that explicit.
+private final class FrameCursor: Sendable {
+    private struct State {
+        var frames: (any AnimationFrameDecoding)?
+        var delivered = 0
+        var reserved = 0
+        var finished = false
     }
 
-    func next() throws -> AnimationFrame? {
+    private let data: Data
+    private let decoder: any AnimatedImageDecoding
+    private let info: AnimationInfo
+    private let options: DecodeOptions
+    private let plan: ResizePlan
+    private let admission: DecodeAdmission?
+    private let priority: PriorityHandle
+    private let state = Mutex(State())
+
+    init(data: Data, decoder: any AnimatedImageDecoding, info: AnimationInfo, options: DecodeOptions, plan: ResizePlan,
+         admission: DecodeAdmission?, priority: ImagePriority) {
+        self.data = data
+        self.decoder = decoder
+        self.info = info
+        self.options = options
+        self.plan = plan
+        self.admission = admission
+        self.priority = PriorityHandle(priority)
+    }
+
+    deinit {
+        let reserved = state.withLock { $0.reserved }
+        if reserved > 0 { admission?.release(reserved) }
+    }
+
+    /// Whether frames are scaled or cropped to the plan (the scaled frame is memory of its own).
+    private var resamples: Bool { info.canvasSize != plan.outputSize || plan.crop != PixelRect(plan.sourceSize) }
+
+    /// What the sequence reserves: the codec's canvases and the scaled frame, at most the whole
+    /// budget (a larger one runs alone, as a still does).
+    private func reservation(budget: Int) -> Int {
+        // Each part is at most the budget, so the sum cannot overflow.
+        let canvases = min(max(decoder.estimatedAnimationMemory(info), 0), budget)
+        let output = resamples ? min(plan.outputSize.pixelCount, budget / 4) * 4 : 0
+        return max(1, min(canvases + output, budget))
+    }
+
+    func next() async throws -> AnimationFrame? {
         try Task.checkCancellation()
-        lock.lock()
-        defer { lock.unlock() }
-        if frames == nil {
-            frames = try decoder.makeAnimationDecoder(for: data, options: DecodeOptions(maxPixelCount: maxPixelCount))
+        if let admission, state.withLock({ !$0.finished && $0.reserved == 0 }) {
+            let bytes = reservation(budget: admission.budget)
+            try await admission.acquire(bytes, priority: priority)
+            state.withLock { $0.reserved = bytes }
         }
-        guard var frame = try frames?.nextFrame(size: nil) else {
-            frames = nil  // frees the codec's canvases at once
-            return nil
+        do {
+            let frame = try state.withLock { current throws -> AnimationFrame? in try step(&current) }
+            if frame == nil { finish() }
+            return frame
+        } catch {
+            finish()
+            throw error
         }
+    }
+
+    /// Frees the codec's canvases and gives back the reservation at once.
+    private func finish() {
+        let reserved = state.withLock { current -> Int in
+            let reserved = current.reserved
+            current = State(finished: true)
+            return reserved
+        }
+        if reserved > 0 { admission?.release(reserved) }
+    }
+
+    private func step(_ state: inout State) throws -> AnimationFrame? {
+        guard !state.finished else { return nil }
+        if state.frames == nil {
+            state.frames = try decoder.makeAnimationDecoder(for: data, options: options)
+        }
+        guard var frame = try state.frames?.nextFrame(size: nil) else { return nil }
+        // The header was checked; this holds the limits for a decoder that delivers more frames
+        // than it announced (the first frame past them is decoded, never delivered).
+        try options.checkAnimationLimits(canvas: info.canvasSize, frameCount: state.delivered + 1)
+        state.delivered += 1
         if frame.bitmap.size != plan.outputSize || plan.crop != PixelRect(plan.sourceSize) {
-            frame.bitmap = Resampler.resample(frame.bitmap, plan: plan, filter: filter)
+            frame.bitmap = Resampler.resample(frame.bitmap, plan: plan, filter: options.resamplingFilter)
         }
         return frame
     }

@@ -171,12 +171,20 @@ public actor ImagePipeline {
     /// one-frame animation; data whose decoder does not adopt the protocol (JPEG, PNG) throws
     /// ``ImagePipelineError/unsupported(format:message:)``, wrapped with the URL. The bytes
     /// reach the disk cache once the header read.
+    ///
+    /// An animation over ``Configuration/maxAnimationFrameCount`` or
+    /// ``Configuration/maxAnimationPixelCount`` fails here, from its header, with
+    /// ``ImagePipelineError/overLimit(_:limit:actual:)`` wrapped with the URL; `image(for:)` of
+    /// the same bytes still gives the first frame.
     public func animation(for request: ImageRequest) async throws -> ImageAnimation {
         let resolved = resolve(request)
         let key = resolved.key, url = resolved.fetchURL
         let loaded = try await fetch.bytes(for: resolved, priority: request.priority, in: self)
         let decoders = configuration.decoders
-        let maxPixelCount = configuration.maxPixelCount
+        let options = DecodeOptions(maxPixelCount: configuration.maxPixelCount,
+                                    maxAnimationFrameCount: configuration.maxAnimationFrameCount,
+                                    maxAnimationPixelCount: configuration.maxAnimationPixelCount,
+                                    resamplingFilter: key.processing.resamplingFilter)
         let animation: ImageAnimation
         do {
             let decoder = try decoders.requireDecoder(for: loaded.data)
@@ -184,13 +192,15 @@ public actor ImagePipeline {
             guard let animated = decoder as? any AnimatedImageDecoding else {
                 throw ImagePipelineError.unsupported(format: format, message: "its decoder gives still pictures only")
             }
-            let frames = try animated.makeAnimationDecoder(for: loaded.data, options: DecodeOptions(maxPixelCount: maxPixelCount))
+            let frames = try animated.makeAnimationDecoder(for: loaded.data, options: options)
             let info = frames.animationInfo
+            // The codec checked its header; checked again here for one that does not.
+            try options.checkPixelLimit(ImageInfo(format: format, size: info.canvasSize))
+            try options.checkAnimationLimits(canvas: info.canvasSize, frameCount: info.frameCount)
             let plan = ResizePlan(source: info.canvasSize, target: key.targetSize, contentMode: key.contentMode,
                                   allowsUpscaling: key.processing.allowsUpscaling)
-            animation = ImageAnimation(format: format, info: info, plan: plan, url: url,
-                                       data: loaded.data, decoder: animated, maxPixelCount: maxPixelCount,
-                                       filter: key.processing.resamplingFilter)
+            animation = ImageAnimation(format: format, info: info, plan: plan, url: url, data: loaded.data, decoder: animated,
+                                       options: options, admission: self.decoder.admission, priority: request.priority)
         } catch {
             throw ImagePipelineError.wrap(error, decoding: url)
         }
