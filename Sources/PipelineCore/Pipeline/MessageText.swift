@@ -45,8 +45,8 @@ public enum MessageText {
     }
 
     /// `text` with every character that ``needsEscaping(_:)`` written as an escape (`\n`, `\r`,
-    /// `\t`, else `\u{1B}`-style), and at most `limit` characters long (at least
-    /// ``minimumLimit``): a longer text is cut at `limit` less room for an ellipsis and its
+    /// `\t`, else `\u{1B}`-style), and at most `limit` characters long (a limit under 40 counts
+    /// as 40): a longer text is cut at `limit` less room for an ellipsis and its
     /// length in characters (Unicode scalars): `iVBORw0KGgo… (13,300,012 characters)`.
     ///
     /// - Complexity: O(`limit`) for the kept part, plus one pass to count a text that is cut.
