@@ -33,10 +33,11 @@ enum HEIFLibrary {
     }
 
     /// A C library's message as one line: trailing newlines and spaces trimmed (libheif ends
-    /// some messages with "\n"), inner line breaks turned into spaces.
+    /// some messages with "\n"), inner line breaks turned into spaces, the rest escaped and
+    /// bounded (`MessageText`): libheif's messages quote box types and names from the file.
     static func text(_ message: UnsafePointer<CChar>) -> String {
-        String(cString: message).split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
-            .filter { !$0.isEmpty }.joined(separator: " ")
+        MessageText.escaped(String(cString: message).split(whereSeparator: \.isNewline)
+            .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }.joined(separator: " "))
     }
 
     /// A `heif_context` that has read the file. It borrows the bytes (`…without_copy`): they

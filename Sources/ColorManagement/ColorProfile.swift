@@ -182,7 +182,7 @@ public final class ColorProfile: @unchecked Sendable {
     private static let errorHandler: cmsLogErrorHandlerFunction = { context, _, text in
         guard let context, let user = cmsGetContextUserData(context) else { return }
         let log = Unmanaged<ErrorLog>.fromOpaque(user).takeUnretainedValue()
-        log.append(text.map { String(cString: $0) } ?? "unknown lcms2 error")
+        log.append(text.map { MessageText.escaped(String(cString: $0)) } ?? "unknown lcms2 error")  // quotes tag types from the file
     }
 
     private struct Header {

@@ -207,7 +207,8 @@ public enum DataURLError: PipelineFailure, Hashable, Sendable, CustomStringConve
         switch self {
         case .notADataURL: return "not a data: URL"
         case .missingComma: return "malformed data: URL: no ',' before the data"
-        case .invalidMediaType(let text): return "malformed data: URL: invalid media type '\(text.prefix(100))'"
+        case .invalidMediaType(let text):
+            return "malformed data: URL: invalid media type '\(MessageText.escaped(text, limit: 100))'"
         case .invalidPercentEncoding(let offset): return "malformed data: URL: bad percent-encoding at byte \(offset) of the data"
         case .invalidBase64: return "malformed data: URL: invalid base64 data"
         }

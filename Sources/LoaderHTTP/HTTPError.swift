@@ -68,25 +68,33 @@ public enum HTTPError: Error, Hashable, Sendable, CustomStringConvertible, Local
         }
     }
 
-    /// One line a person can act on.
+    /// One line a person can act on. The texts a server or curl supplied (a coding, curl's
+    /// message, a `Location` inside it) are escaped and bounded (`MessageText`): they reach
+    /// logs and terminals.
     public var description: String {
         switch self {
         case .badStatus(let code): return "the server answered with HTTP status \(code)"
-        case .network(let failure, let message): return "network failure (\(failure.rawValue)): \(message)"
+        case .network(let failure, let message): return "network failure (\(failure.rawValue)): \(MessageText.escaped(message))"
         case .incompleteHeaders: return "the connection closed before the response's headers ended"
         case .emptyBody: return "the server answered with an empty body"
-        case .unsupportedEncoding(let encoding): return "the body has a Content-Encoding that cannot be decoded: \(encoding)"
-        case .corruptEncoding(let message): return "the body does not decode from its Content-Encoding: \(message)"
+        case .unsupportedEncoding(let encoding):
+            return "the body has a Content-Encoding that cannot be decoded: \(MessageText.escaped(encoding, limit: Self.codingLimit))"
+        case .corruptEncoding(let message):
+            return "the body does not decode from its Content-Encoding: \(MessageText.escaped(message))"
         case .tooSlow(let rate, let seconds):
             return "the transfer was slower than \(rate) bytes/s over \(Self.seconds(seconds)) s (low-speed limit)"
         case .refused(let refusal): return refusal.description
         case .headersTooLarge(let limit): return "the response's headers are longer than the limit of \(limit) bytes"
-        case .engineFailure(let message): return "the HTTP engine failed: \(message)"
+        case .engineFailure(let message): return "the HTTP engine failed: \(MessageText.escaped(message))"
         }
     }
 
     /// ``description``.
     public var errorDescription: String? { description }
+
+    /// The most characters of a `Content-Encoding` coding a description shows: a coding is a
+    /// token, and the registered ones are under 20 characters.
+    static let codingLimit = 100
 
     /// `seconds` as a person writes it: "10", "0.5".
     static func seconds(_ seconds: TimeInterval) -> String {

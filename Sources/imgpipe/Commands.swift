@@ -5,9 +5,9 @@ extension Command {
     /// `, ICC "Adobe RGB (1998)" (RGB)`, with why it is not applied when it is not; empty without a profile.
     static func profileText(_ profile: ColorProfileInfo?) -> String {
         guard let profile else { return "" }
-        let name = profile.description.map { "\"\($0)\"" } ?? "profile"
-        let space = profile.colorSpace.isEmpty ? "" : " (\(profile.colorSpace))"
-        return ", ICC \(name)\(space)" + (profile.problem.map { ", not applied: \($0)" } ?? "")
+        let name = profile.description.map { "\"\(MessageText.escaped($0))\"" } ?? "profile"
+        let space = profile.colorSpace.isEmpty ? "" : " (\(MessageText.escaped(profile.colorSpace)))"
+        return ", ICC \(name)\(space)" + (profile.problem.map { ", not applied: \(MessageText.escaped($0))" } ?? "")
     }
 
     /// `imgpipe info SOURCE... [--json]`
@@ -37,7 +37,7 @@ extension Command {
                         animation = try animated.makeAnimationDecoder(for: data, options: headerOnly).animationInfo
                     }
                     var row: [String: Any] = [
-                        "source": Sources.label(url), "format": info.format.rawValue,
+                        "source": Sources.name(url), "format": info.format.rawValue,
                         "width": info.uprightSize.width, "height": info.uprightSize.height,
                         "storedWidth": info.size.width, "storedHeight": info.size.height,
                         "orientation": info.orientation.rawValue, "alpha": info.hasAlpha, "frames": info.frameCount,
@@ -68,8 +68,7 @@ extension Command {
                 }
             }
             if invocation.flag("json") {
-                let json = try JSONSerialization.data(withJSONObject: rows, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
-                print(String(decoding: json, as: UTF8.self))
+                print(try Console.json(rows))
             }
             return failed == 0 ? 0 : 1
         })
@@ -195,7 +194,7 @@ extension Command {
             await environment.finish()
             return 1
         }
-        for warning in response.warnings { printError("imgpipe: warning: \(Console.oneLine(warning))") }
+        for warning in response.warnings { printError("imgpipe: warning: \(MessageText.escaped(Console.oneLine(warning)))") }
         try output.settings.write(response.bitmap, to: output.path)
         if environment.verbose {
             print("\(Sources.label(request.url)): \(response.format) \(response.originalSize) → \(response.bitmap.size) from \(response.source); wrote \(output.path)")

@@ -115,8 +115,13 @@ enum Sources {
         return URL(fileURLWithPath: source)
     }
 
-    /// How a source is shown: the path for files, the URL otherwise.
-    static func label(_ url: URL) -> String { url.isFileURL ? url.path : url.absoluteString }
+    /// How a source is shown in a line of text: the path for files, the URL otherwise,
+    /// shortened and escaped (``PipelineCore/MessageText/url(_:limit:)``): a list of sources
+    /// may come from anywhere (`-` reads it from stdin).
+    static func label(_ url: URL) -> String { MessageText.url(url) }
+
+    /// A source in full, for `--json` (whose encoder escapes what must be; ``Console/json(_:)``).
+    static func name(_ url: URL) -> String { url.isFileURL ? url.path : url.absoluteString }
 
     /// The bundled sample pictures: `Samples/` of this checkout (found from the source file's
     /// location), else `./Samples`.
@@ -143,9 +148,10 @@ extension Sources {
     }
 }
 
-/// Writes a message on stderr (``Console/standardError``).
+/// Writes a message on stderr (``Console/standardError``), each of its lines through
+/// ``Console/safeLines(_:)``.
 func printError(_ message: String) {
-    Console.standardError.write(Data((message + "\n").utf8))
+    Console.standardError.write(Data((Console.safeLines(message) + "\n").utf8))
 }
 
 /// imgpipe's own stderr.
@@ -170,5 +176,37 @@ enum Console {
     static func oneLine(_ message: String) -> String {
         message.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
             .filter { !$0.isEmpty }.joined(separator: " ")
+    }
+
+    /// The most characters of one line imgpipe writes on stderr: room for a source's URL
+    /// (``PipelineCore/MessageText/urlLimit``) and an error's text (1,000 characters at most for
+    /// a wrapped error) with the words around them.
+    static let lineLimit = 2_000
+
+    /// Every line of `message` escaped and bounded (``PipelineCore/MessageText/escaped(_:limit:)``):
+    /// the last guard, so that no text from outside (a server's header, a file's name or
+    /// contents, a library's message) reaches the terminal with a control character in it,
+    /// whichever message carries it. Escaping twice changes nothing, so the parts already
+    /// escaped read the same.
+    static func safeLines(_ message: String) -> String {
+        message.split(separator: "\n", omittingEmptySubsequences: false)
+            .map { MessageText.escaped($0, limit: lineLimit) }.joined(separator: "\n")
+    }
+
+    /// `object` as pretty-printed JSON with sorted keys. `JSONSerialization` escapes C0 controls
+    /// (`\u001b`) but leaves DEL, the C1 controls (U+009B starts a terminal sequence too) and
+    /// the bidirectional overrides as they are; those are written as `\uXXXX` escapes, which
+    /// decode to the same string. They can only be inside strings (the rest is ASCII).
+    static func json(_ object: Any) throws -> String {
+        let data = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
+        var text = String.UnicodeScalarView()
+        for scalar in String(decoding: data, as: UTF8.self).unicodeScalars {
+            guard MessageText.needsEscaping(scalar), !scalar.isASCII || scalar.value == 0x7F else {
+                text.append(scalar)
+                continue
+            }
+            for unit in String(scalar).utf16 { text.append(contentsOf: String(format: "\\u%04x", unit).unicodeScalars) }
+        }
+        return String(text)
     }
 }

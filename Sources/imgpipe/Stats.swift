@@ -26,7 +26,7 @@ final class Stats: Sendable {
                     }
                 case .loaded(_, let bytes): counts.bytesLoaded += bytes
                 case .decoded(_, let seconds): counts.decodeSeconds += seconds
-                case .failed(let request, let error): counts.failures.append((Sources.label(request.url), "\(error)"))
+                case .failed(let request, let error): counts.failures.append((Sources.label(request.url), Console.oneLine("\(error)")))
                 default: break
                 }
             }
@@ -85,7 +85,7 @@ final class ProgressBar: Sendable {
     /// drawn again at the next ``advance()``.
     func report(_ message: String) {
         guard isTerminal else { return printError(message) }
-        state.withLock { _ in Console.standardError.write(Data(("\r\u{1B}[K" + message + "\n").utf8)) }
+        state.withLock { _ in Console.standardError.write(Data(("\r\u{1B}[K" + Console.safeLines(message) + "\n").utf8)) }
     }
 
     func end() {

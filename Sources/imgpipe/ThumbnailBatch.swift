@@ -74,7 +74,7 @@ enum ThumbnailBatch {
                 switch result {
                 case .success(let response):
                     for warning in response.warnings {
-                        progress.report("imgpipe: warning: \(Sources.label(urls[index])): \(Console.oneLine(warning))")
+                        progress.report("imgpipe: warning: \(Sources.label(urls[index])): \(MessageText.escaped(Console.oneLine(warning)))")
                     }
                     if verbose {
                         progress.report("\(Sources.label(urls[index])): \(response.format) \(response.originalSize) → "

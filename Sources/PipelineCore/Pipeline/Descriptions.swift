@@ -1,14 +1,10 @@
 import Foundation
 
 // Short descriptions of the values an app prints: never the pixels (`print(response.bitmap)`
-// used to print every byte), a URL cut to its ends when it is long.
+// used to print every byte), a URL cut to its start and its length when it is long.
 
-/// `url` as text, at most `limit` characters: the start and the end around an ellipsis.
-func shortText(_ url: URL, limit: Int = 96) -> String {
-    let text = url.absoluteString
-    guard text.count > limit else { return text }
-    return "\(text.prefix(limit / 2 - 1))…\(text.suffix(limit / 2))"
-}
+/// `url` as a value's description shows it: ``MessageText/url(_:limit:)`` to 96 characters.
+func shortText(_ url: URL) -> String { MessageText.url(url, limit: 96) }
 
 /// A byte count with thousands separators: `262,144`.
 func groupedCount(_ count: Int) -> String {
@@ -64,7 +60,7 @@ extension ImageResponse: CustomStringConvertible, CustomDebugStringConvertible {
         var text = String(description.dropLast())
         if let fetchURL { text += ", \(shortText(fetchURL))" }
         text += ", \(bitmap.debugDescription)"
-        if let first = warnings.first { text += ", first warning: \(first.prefix(120))" }
+        if let first = warnings.first { text += ", first warning: \(MessageText.escaped(first, limit: 120))" }
         return text + ")"
     }
 }
@@ -77,7 +73,7 @@ extension ImageRequest: CustomStringConvertible, CustomDebugStringConvertible {
         if targetSize != .original { text += " \(contentMode.rawValue)" }
         text += ", \(priority)"
         if !processors.isEmpty { text += ", processors: [\(processors.map(\.identifier).joined(separator: ", "))]" }
-        if let cacheKey { text += ", cacheKey: \(cacheKey.prefix(96))" }
+        if let cacheKey { text += ", cacheKey: \(MessageText.escaped(cacheKey, limit: 96))" }
         return text + ")"
     }
 

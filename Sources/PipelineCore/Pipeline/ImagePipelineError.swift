@@ -96,7 +96,8 @@ public enum ImagePipelineError: Error, Sendable, CustomStringConvertible, Locali
     /// One line a person can act on.
     public var description: String {
         switch self {
-        case .noLoader(let scheme): return "no data loader is registered for the URL scheme '\(scheme)'"
+        case .noLoader(let scheme):
+            return "no data loader is registered for the URL scheme '\(MessageText.escaped(scheme, limit: 64))'"
         case .noDecoder(let format?):
             let hint = format.registrationHint.map { ": \($0)" } ?? ""
             return "\(format) data, but no \(format) decoder is registered\(hint)"
@@ -106,14 +107,15 @@ public enum ImagePipelineError: Error, Sendable, CustomStringConvertible, Locali
         case .truncated(nil, let received): return "the body ended early, after \(received) bytes"
         case .tooLarge(let limit, let actual?): return "the body is \(actual) bytes, over the limit of \(limit)"
         case .tooLarge(let limit, nil): return "the body is over the limit of \(limit) bytes"
-        case .unsupported(let format, let message): return "unsupported \(format) data: \(message)"
-        case .corruptData(let format?, let message): return "corrupt \(format) data: \(message)"
-        case .corruptData(nil, let message): return "corrupt data: \(message)"
+        case .unsupported(let format, let message): return "unsupported \(format) data: \(MessageText.escaped(message))"
+        case .corruptData(let format?, let message): return "corrupt \(format) data: \(MessageText.escaped(message))"
+        case .corruptData(nil, let message): return "corrupt data: \(MessageText.escaped(message))"
         case .tooManyPixels(let size, let limit): return "the picture is \(size) pixels, over the limit of \(limit) pixels"
         case .overLimit(let kind, let limit, let actual?): return "\(kind.counting) is \(actual), over the limit of \(limit)"
         case .overLimit(let kind, let limit, nil): return "\(kind.counting) is over the limit of \(limit)"
-        case .timeout(let what): return "timed out: \(what)"
-        case .fileUnreadable(let path, let reason): return "cannot read \(path): \(reason)"
+        case .timeout(let what): return "timed out: \(MessageText.escaped(what))"
+        case .fileUnreadable(let path, let reason):
+            return "cannot read \(MessageText.escaped(path, limit: MessageText.urlLimit)): \(MessageText.escaped(reason))"
         case .notCached: return "the picture is not cached and the request does not allow loading"
         case .unexpectedNotModified: return "the loader answered 'not modified' but nothing was cached"
         case .loadingFailed(let url, let error):
@@ -152,13 +154,26 @@ public enum ImagePipelineError: Error, Sendable, CustomStringConvertible, Locali
         }
     }
 
-    /// The URL as a person reads it: a file's path, else the absolute string.
-    static func name(_ url: URL) -> String { url.isFileURL ? url.path : url.absoluteString }
+    /// The URL as a person reads it: a file's path, else the absolute string, shortened and
+    /// escaped (``MessageText/url(_:limit:)``).
+    static func name(_ url: URL) -> String { MessageText.url(url) }
 
-    /// An error's one-line text: `LocalizedError`'s description, else `String(describing:)`.
+    /// The most characters of a wrapped error's own text a description shows: room for a URL
+    /// and a message of their default bounds (``MessageText/urlLimit``,
+    /// ``MessageText/textLimit``) and the words around them.
+    static let underlyingTextLimit = 1_000
+
+    /// An error's one-line text: `LocalizedError`'s description, else `String(describing:)`,
+    /// escaped and bounded (``MessageText/escaped(_:limit:)``): a third-party loader's or
+    /// decoder's error may carry outside text of its own.
     static func text(of error: any Error) -> String {
-        if let localized = error as? any LocalizedError, let text = localized.errorDescription { return text }
-        return String(describing: error)
+        let text: String
+        if let localized = error as? any LocalizedError, let description = localized.errorDescription {
+            text = description
+        } else {
+            text = String(describing: error)
+        }
+        return MessageText.escaped(text, limit: underlyingTextLimit)
     }
 
     /// The description of an ``ImagePipelineError`` wrapped inside another for the same URL,
