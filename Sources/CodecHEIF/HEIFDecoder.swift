@@ -113,7 +113,13 @@ public struct HEIFDecoder: ImageDecoding {
 
         /// libheif decodes whole (``HEIFDecoder/decodeMemory(_:output:alpha:bitDepth:av1:)``):
         /// the primary image, or an embedded thumbnail that covers the target.
+        /// Plus what building the colour profile's transform takes.
         func estimatedPeakMemory(_ options: DecodeOptions) -> Int {
+            ColorProfile.estimate(pixelMemory(options), convertingWith: profile, options: options)
+        }
+
+        /// libheif's planes and the bitmaps, from the thumbnail when one covers the target.
+        private func pixelMemory(_ options: DecodeOptions) -> Int {
             let output = HEIFDecoder.output(for: options.targetSize, size: info.size)
             let av1 = info.format == .avif
             if let target = output, let thumbnail = HEIFDecoder.bestThumbnail(of: primary, covering: target, info: info) {

@@ -108,10 +108,8 @@ public struct JPEGDecoder: ImageDecoding {
             let storedTarget = options.targetSize.map { orientation.swapsDimensions ? $0.transposed : $0 }
             let scale = JPEGDecoder.scaleNumerator(for: info.size, covering: storedTarget)
             let output = ((info.size.width * scale + 7) / 8) * ((info.size.height * scale + 7) / 8) * 4
-            let transform = options.convertsToSRGB ? profile?.transformPeakBytes ?? 0 : 0
             let pixels = output * (orientation == .up ? 1 : 2) + (info.isProgressive ? coefficientBytes : 0)
-            let (total, overflow) = pixels.addingReportingOverflow(transform)
-            return overflow ? Int.max : total
+            return ColorProfile.estimate(pixels, convertingWith: profile, options: options)
         }
 
         func decode(_ options: DecodeOptions) throws -> DecodedImage {

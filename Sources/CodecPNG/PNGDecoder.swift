@@ -55,9 +55,14 @@ public struct PNGDecoder: ImageDecoding {
             self.info = info
         }
 
+        /// The pixels' memory, plus what the colour profile's transform takes to build.
+        func estimatedPeakMemory(_ options: DecodeOptions) -> Int {
+            ColorProfile.estimate(pixelMemory(options), convertingWith: profile, options: options)
+        }
+
         /// Full size as RGBA8 when the whole picture is read (full size, or Adam7 interlace);
         /// otherwise the shrunk output plus one batch of rows and the resampler's accumulators.
-        func estimatedPeakMemory(_ options: DecodeOptions) -> Int {
+        private func pixelMemory(_ options: DecodeOptions) -> Int {
             let full = info.size.pixelCount * 4
             guard let target = options.targetSize, target.isValid,
                   target.width < info.size.width || target.height < info.size.height else { return full }

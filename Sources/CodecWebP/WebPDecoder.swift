@@ -63,7 +63,13 @@ public struct WebPDecoder: ImageDecoding {
         /// compressed alpha is decoded, libwebp's ARGB buffer for it (4 more), and needs the
         /// whole picture when it is shrunk (see ``still(_:features:size:output:)``); an
         /// animation's first frame counts as a canvas-size picture.
+        /// Plus what building the colour profile's transform takes.
         func estimatedPeakMemory(_ options: DecodeOptions) -> Int {
+            ColorProfile.estimate(pixelMemory(options), convertingWith: profile, options: options)
+        }
+
+        /// The bitmaps and libwebp's buffers, by how the file is coded.
+        private func pixelMemory(_ options: DecodeOptions) -> Int {
             var output = info.size
             if let target = options.targetSize, target.isValid,
                target.width < info.size.width || target.height < info.size.height {

@@ -75,6 +75,15 @@ public final class ColorProfile: @unchecked Sendable {
         return tables.overflow ? Int.max : bytes.count + tables.partialValue + (1 << 20)
     }
 
+    /// A decoder's peak-memory `estimate` with what converting by `profile` adds:
+    /// ``transformPeakBytes`` when `options` convert to sRGB (saturating at `Int.max`).
+    /// Every shipped decoder's `estimatedPeakMemory` goes through it.
+    public static func estimate(_ estimate: Int, convertingWith profile: ColorProfile?, options: DecodeOptions) -> Int {
+        guard options.convertsToSRGB, let profile else { return estimate }
+        let (total, overflow) = estimate.addingReportingOverflow(profile.transformPeakBytes)
+        return overflow ? Int.max : total
+    }
+
     /// Reads `bytes`' header with lcms2. Never fails: a profile that cannot be used comes back
     /// with ``ColorProfileInfo/problem`` set and builds no transform.
     init(bytes: Data) {

@@ -1,4 +1,5 @@
 import Foundation
+import PipelineCore
 
 /// Where an ``HTTPDataLoader`` may connect: the SSRF guard of a server that fetches URLs its
 /// users send.
@@ -195,10 +196,11 @@ public struct ConnectionRefusal: Hashable, Sendable, CustomStringConvertible {
     /// "refused 127.0.0.1 (loopback) for http://localhost:8080/a.png: only public addresses
     /// are allowed".
     public var description: String {
-        let target = url.absoluteString
+        let target = MessageText.url(url)
+        let host = MessageText.escaped(self.host, limit: MessageText.urlLimit)
         switch rule {
         case .addressRange(let range, let onlyPublic):
-            let what = address.map { host == $0.description || IPAddress(host) == $0 ? "\($0)" : "\($0) of \(host)" } ?? host
+            let what = address.map { self.host == $0.description || IPAddress(self.host) == $0 ? "\($0)" : "\($0) of \(host)" } ?? host
             let why = onlyPublic ? "only public addresses are allowed" : "\(range) addresses are not allowed"
             return "refused \(what) (\(range)) for \(target): \(why)"
         case .hostDenied(let pattern):

@@ -215,7 +215,7 @@ final class CurlTransfer {
     /// address (`primaryIP`, as curl writes it) and port. Returns `false` to abort.
     func connectionReady(primaryIP: String, port: Int) -> Bool {
         guard let ip = IPAddress(primaryIP) else {
-            abortReason = HTTPError.network(.connection, message: "curl connected to an address it did not name ('\(primaryIP)')")
+            abortReason = HTTPError.network(.connection, message: "curl connected to an address it did not name ('\(MessageText.escaped(primaryIP, limit: 64))')")
             return false
         }
         if let refused = limits.connectionPolicy.refusal(connectingTo: ip, port: port, for: job.url) {

@@ -65,7 +65,7 @@ public final class HTTPDataLoader: DataLoading {
                 let target = try redirectTarget(location, from: url)
                 guard redirects <= configuration.maxRedirects else {
                     throw HTTPError.network(.tooManyRedirects,
-                                            message: "more than \(configuration.maxRedirects) redirects; the next was to \(target.absoluteString)")
+                                            message: "more than \(configuration.maxRedirects) redirects; the next was to \(MessageText.url(target))")
                 }
                 try checkAllowed(target)
                 crossOrigin = crossOrigin || !Self.sameOrigin(url, target)
@@ -139,10 +139,10 @@ public final class HTTPDataLoader: DataLoading {
     public func checkAllowed(_ url: URL) throws {
         let scheme = url.scheme?.lowercased() ?? ""
         guard scheme == "https" || (scheme == "http" && !configuration.requiresHTTPS) else {
-            throw HTTPError.network(.insecureScheme, message: "'\(scheme)' URLs are not allowed: \(url)")
+            throw HTTPError.network(.insecureScheme, message: "'\(MessageText.escaped(scheme, limit: 40))' URLs are not allowed: \(MessageText.url(url))")
         }
         guard let (host, port) = CurlURL.hostAndPort(of: url.absoluteString), !host.isEmpty else {
-            throw HTTPError.network(.other, message: "libcurl does not read a host in the URL: \(url)")
+            throw HTTPError.network(.other, message: "libcurl does not read a host in the URL: \(MessageText.url(url))")
         }
         if let refusal = configuration.connectionPolicy.refusal(for: url, host: host, port: port) { throw HTTPError.refused(refusal) }
     }
@@ -155,15 +155,17 @@ public final class HTTPDataLoader: DataLoading {
         let encoded = location.addingPercentEncoding(withAllowedCharacters: Self.locationCharacters) ?? location
         guard let target = URL(string: encoded, relativeTo: url)?.absoluteURL, let scheme = target.scheme?.lowercased(),
               target.host?.isEmpty == false || !["http", "https"].contains(scheme) else {
-            throw HTTPError.network(.forbiddenRedirect, message: "a redirect to a Location that is not a URL was refused: \(location)")
+            throw HTTPError.network(.forbiddenRedirect,
+                                    message: "a redirect to a Location that is not a URL was refused: \(MessageText.escaped(location, limit: MessageText.urlLimit))")
         }
         guard scheme == "http" || scheme == "https" else {
             throw HTTPError.network(.forbiddenRedirect,
-                                    message: "a redirect to a \(scheme) URL was refused (only http and https are followed): \(target.absoluteString)")
+                                    message: "a redirect to a \(MessageText.escaped(scheme, limit: 40)) URL was refused (only http and https are followed): "
+                                        + MessageText.escaped(target.absoluteString, limit: MessageText.urlLimit))
         }
         let fromHTTPS = url.scheme?.lowercased() == "https"
         if scheme == "http" && (configuration.requiresHTTPS || (fromHTTPS && !configuration.allowsInsecureRedirects)) {
-            throw HTTPError.network(.insecureRedirect, message: "a redirect from https to http was refused: \(target.absoluteString)")
+            throw HTTPError.network(.insecureRedirect, message: "a redirect from https to http was refused: \(MessageText.url(target))")
         }
         return target
     }
