@@ -155,8 +155,8 @@ public final class HTTPDataLoader: DataLoading {
         let encoded = location.addingPercentEncoding(withAllowedCharacters: Self.locationCharacters) ?? location
         guard let target = URL(string: encoded, relativeTo: url)?.absoluteURL, let scheme = target.scheme?.lowercased(),
               target.host?.isEmpty == false || !["http", "https"].contains(scheme) else {
-            throw HTTPError.network(.forbiddenRedirect,
-                                    message: "a redirect to a Location that is not a URL was refused: \(MessageText.escaped(location, limit: MessageText.urlLimit))")
+            let shown = MessageText.escaped(location, limit: MessageText.urlLimit)
+            throw HTTPError.network(.forbiddenRedirect, message: "a redirect to a Location that is not a URL was refused: \(shown)")
         }
         guard scheme == "http" || scheme == "https" else {
             throw HTTPError.network(.forbiddenRedirect,
