@@ -20,28 +20,25 @@ CURLcode ccurl_easy_set_slist(CURL *easy, CURLoption option, struct curl_slist *
     return curl_easy_setopt(easy, option, value);
 }
 
+/// Sets a callback's data option once its function option is set (`set`, curl's result for it).
+static CURLcode with_data(CURLcode set, CURL *easy, CURLoption data, void *context) {
+    return set != CURLE_OK ? set : curl_easy_setopt(easy, data, context);
+}
+
 CURLcode ccurl_easy_set_write(CURL *easy, ccurl_data_callback callback, void *context) {
-    CURLcode code = curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, callback);
-    if (code != CURLE_OK) return code;
-    return curl_easy_setopt(easy, CURLOPT_WRITEDATA, context);
+    return with_data(curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, callback), easy, CURLOPT_WRITEDATA, context);
 }
 
 CURLcode ccurl_easy_set_header(CURL *easy, ccurl_data_callback callback, void *context) {
-    CURLcode code = curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, callback);
-    if (code != CURLE_OK) return code;
-    return curl_easy_setopt(easy, CURLOPT_HEADERDATA, context);
+    return with_data(curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, callback), easy, CURLOPT_HEADERDATA, context);
 }
 
 CURLcode ccurl_easy_set_opensocket(CURL *easy, curl_opensocket_callback callback, void *context) {
-    CURLcode code = curl_easy_setopt(easy, CURLOPT_OPENSOCKETFUNCTION, callback);
-    if (code != CURLE_OK) return code;
-    return curl_easy_setopt(easy, CURLOPT_OPENSOCKETDATA, context);
+    return with_data(curl_easy_setopt(easy, CURLOPT_OPENSOCKETFUNCTION, callback), easy, CURLOPT_OPENSOCKETDATA, context);
 }
 
 CURLcode ccurl_easy_set_prereq(CURL *easy, curl_prereq_callback callback, void *context) {
-    CURLcode code = curl_easy_setopt(easy, CURLOPT_PREREQFUNCTION, callback);
-    if (code != CURLE_OK) return code;
-    return curl_easy_setopt(easy, CURLOPT_PREREQDATA, context);
+    return with_data(curl_easy_setopt(easy, CURLOPT_PREREQFUNCTION, callback), easy, CURLOPT_PREREQDATA, context);
 }
 
 CURLcode ccurl_easy_get_long(CURL *easy, CURLINFO info, long *value) {
