@@ -42,4 +42,10 @@ public struct LoaderRegistry: Sendable {
         if let loader = loader(for: url) { return loader }
         throw ImagePipelineError.noLoader(scheme: url.scheme ?? "")
     }
+
+    /// Throws the refusal of `url`'s loader (``DataLoading/checkAllowed(_:)``), before a cache
+    /// answers for it; a URL no loader serves is not refused here.
+    func checkAllowed(_ url: URL) throws {
+        try loader(for: url)?.checkAllowed(url)
+    }
 }

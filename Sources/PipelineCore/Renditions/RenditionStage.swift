@@ -32,6 +32,11 @@ struct RenditionStage {
         guard work.disk.makesRendition == true, let store = RenditionStore(for: resolved, configuration: pipeline.configuration)
         else { return Lookup() }
         guard resolved.readsCaches else { return Lookup(store: store) }
+        do {
+            try pipeline.configuration.loaders.checkAllowed(resolved.fetchURL)  // as for the original's bytes
+        } catch {
+            throw ImagePipelineError.wrap(error, loading: resolved.fetchURL)
+        }
         let started = pipeline.ledger.current
         guard let stored = await store.disk.cachedData(for: store.url), let record = stored.info.rendition else {
             return Lookup(store: store)

@@ -19,7 +19,50 @@ private func renditionPipeline(loader: HeldLoader, decoder: CountingDecoder, dis
     return ImagePipeline(configuration: configuration)
 }
 
+/// A loader that refuses every URL before loading (as a connection policy refuses a host):
+/// the caches must not answer for them either.
+private struct RefusingLoader: DataLoading {
+    struct Refused: Error, PipelineFailure { var isPermanent: Bool { true } }
+    let base: HeldLoader
+    var schemes: Set<String> { base.schemes }
+    func checkAllowed(_ url: URL) throws { throw Refused() }
+    func load(_ request: DataLoadRequest) async throws -> DataLoadResult {
+        try checkAllowed(request.url)
+        return try await base.load(request)
+    }
+}
+
 @Suite struct RenditionTests {
+    @Test func aURLTheLoaderRefusesIsAnsweredByNeitherItsRenditionNorItsOriginal() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let clock = TestClock()
+        let loader = HeldLoader { .success(.data(HeldLoader.fakeData(for: $0.url), metadata(maxAge: 100, etag: "\"v1\""))) }
+        let url = testURL(64, 48, 5)
+        let round = ImageRequest(url: url, width: 32, height: 32, contentMode: .fill, processors: [.circle])
+        let first = renditionPipeline(loader: loader, decoder: CountingDecoder(), diskCache: try makeCache(directory),
+                                      clock: clock, events: EventRecorder())
+        _ = try await first.image(for: round)
+
+        var configuration = ImagePipeline.Configuration(
+            decoders: DecoderRegistry([CountingDecoder(), PNGDecoder()]), loaders: LoaderRegistry([RefusingLoader(base: loader)]),
+            diskCache: try makeCache(directory))
+        configuration.now = { clock.now }
+        configuration.diskCachedSchemes.insert("test")
+        configuration.diskCachePolicy = .originalsAndRenditions
+        configuration.renditionEncoder = PNGEncoder(compressionLevel: 1)
+        let refusing = ImagePipeline(configuration: configuration)
+        for request in [round, ImageRequest(url: url)] {
+            do {
+                let answer = try await refusing.image(for: request)
+                Issue.record("answered from \(answer.source) for a refused URL")
+            } catch let error as ImagePipelineError {
+                #expect(error.underlyingError is RefusingLoader.Refused, "\(error)")
+            }
+        }
+        #expect(loader.loadCount(url) == 1)
+    }
+
     @Test func renditionsSurviveARestartAndAreInvalidatedByNewBytes() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }

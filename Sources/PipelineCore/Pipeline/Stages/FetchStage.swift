@@ -63,7 +63,7 @@ struct FetchStage {
         let progress: @Sendable (Int64, Int64?) -> Void = { relay.send(ImageTask.Progress(completed: $0, total: $1)) }
         let disk = Self.disk(for: resolved, configuration: configuration)
         // A URL the loader refuses is refused from the caches too (a shared tier may hold it).
-        try configuration.loaders.loader(for: resolved.fetchURL)?.checkAllowed(resolved.fetchURL)
+        try configuration.loaders.checkAllowed(resolved.fetchURL)
         let read = pipeline.ledger.current  // before the read: a replacement during it counts
         if resolved.readsCaches, let disk, let cached = await disk.cachedData(for: resolved.cacheURL) {
             let fresh = cached.info.isFresh(at: configuration.now())
