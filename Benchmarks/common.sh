@@ -38,10 +38,14 @@ require_tools() {
 bench_build() {
     local product
     for product in "$@"; do
+        # A failed build must stop the driver (command substitution does not inherit `set -e`):
+        # an older binary left in .build would otherwise be measured.
         if [ -n "${BENCH_QUIET_BUILD:-}" ]; then
-            swift build -c release --package-path "$root/Benchmarks" --product "$product" 2>&1 | grep -E "error|warning:" >&2 || true
+            local log
+            log=$(swift build -c release --package-path "$root/Benchmarks" --product "$product" 2>&1) || { echo "$log" | grep -E "error" >&2; return 1; }
+            echo "$log" | grep -E "warning:" >&2 || true
         else
-            swift build -c release --package-path "$root/Benchmarks" --product "$product" >&2
+            swift build -c release --package-path "$root/Benchmarks" --product "$product" >&2 || return 1
         fi
     done
     swift build -c release --package-path "$root/Benchmarks" --show-bin-path
