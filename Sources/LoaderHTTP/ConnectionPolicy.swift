@@ -129,16 +129,17 @@ public struct ConnectionPolicy: Hashable, Sendable {
 /// A host name rule of a ``ConnectionPolicy``: `example.com` matches that host only;
 /// `*.example.com` matches every name under it (`a.example.com`, `a.b.example.com`) but not
 /// `example.com` itself, as a certificate wildcard does not (list both to allow both).
-/// Compared without case and without a final dot. An address is written as a URL's host is,
+/// Compared without case and without a final dot; a name in Unicode (`bücher.example`) matches
+/// its IDNA form (`xn--bcher-kva.example`), the name libcurl resolves. An address is written as a URL's host is,
 /// without brackets (`127.0.0.1`, `::1`) and matches that spelling only: to judge addresses,
 /// use ``ConnectionPolicy/allowedRanges``.
 public struct HostPattern: Hashable, Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
-    /// The pattern as given, lower-case: `example.com` or `*.example.com`.
+    /// The pattern as given, lower-case (in IDNA form): `example.com` or `*.example.com`.
     public let pattern: String
 
     /// A pattern from its text.
     public init(_ pattern: String) {
-        self.pattern = ConnectionPolicy.normalized(host: pattern)
+        self.pattern = ConnectionPolicy.normalized(host: CurlURL.lookupName(ofPattern: pattern))
     }
 
     /// A pattern from a string literal.

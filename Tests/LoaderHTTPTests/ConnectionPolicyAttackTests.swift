@@ -180,8 +180,9 @@ struct ConnectionPolicyAttackTests {
     @Test func aRedirectToAnotherPortDropsTheCallersHeaders() async throws {
         try await withFixtureServer { first in
             try await withFixtureServer { second in
-                let loader = HTTPDataLoader(configuration: .init(headers: ["X-Api-Key": "key"],
-                                                                 authorization: { _, headers in headers["Authorization"] = "Bearer secret" }))
+                let configuration = HTTPDataLoader.Configuration(headers: ["X-Api-Key": "key"],
+                                                                 authorization: { _, headers in headers["Authorization"] = "Bearer secret" })
+                let loader = HTTPDataLoader(configuration: configuration)
                 let start = goto(first, "port", to: "http://localhost:\(second.port)/headers/port")
                 _ = try await loader.load(DataLoadRequest(url: start, headers: ["X-Token": "token"]))
                 let sent = try #require(try await second.stats().headers["/headers/port"])
