@@ -45,8 +45,9 @@ public struct ConnectionPolicy: Hashable, Sendable {
     }
 
     /// The loader's default, for apps: every range but link-local (`169.254/16`, where cloud
-    /// providers answer with machine credentials at `169.254.169.254`, and `fe80::/10`),
-    /// unspecified (`0.0.0.0`, which Linux connects to the local host, and `::`), multicast and
+    /// providers answer with machine credentials at `169.254.169.254`, and `fe80::/10`), the
+    /// metadata services outside it (``AddressRange/cloudMetadata``: `fd00:ec2::254`,
+    /// `100.100.100.200`, …), unspecified (`0.0.0.0`, which Linux connects to the local host, and `::`), multicast and
     /// broadcast. Loopback and private networks stay allowed, because an app's pictures may
     /// come from a development server or a NAS on the LAN; a server that fetches URLs its users
     /// send uses ``publicOnly`` instead.
@@ -59,7 +60,7 @@ public struct ConnectionPolicy: Hashable, Sendable {
 
     /// The ranges of ``default``.
     public static let defaultRanges: Set<AddressRange> =
-        Set(AddressRange.allCases).subtracting([.linkLocal, .unspecified, .multicast, .broadcast])
+        Set(AddressRange.allCases).subtracting([.linkLocal, .cloudMetadata, .unspecified, .multicast, .broadcast])
 
     /// The refusal for requesting `url`, or `nil` when the policy allows it: the host and port
     /// rules, and the range of a host written as an address. No name is resolved here; the

@@ -180,8 +180,8 @@ struct ConnectionPolicyAttackTests {
     @Test func aRedirectToAnotherPortDropsTheCallersHeaders() async throws {
         try await withFixtureServer { first in
             try await withFixtureServer { second in
-                let configuration = HTTPDataLoader.Configuration(headers: ["X-Api-Key": "key"],
-                                                                 authorization: { _, headers in headers["Authorization"] = "Bearer secret" })
+                let configuration = HTTPDataLoader.Configuration(
+                    headers: ["X-Api-Key": "key"], authorization: { _, headers in headers["Authorization"] = "Bearer secret" })
                 let loader = HTTPDataLoader(configuration: configuration)
                 let start = goto(first, "port", to: "http://localhost:\(second.port)/headers/port")
                 _ = try await loader.load(DataLoadRequest(url: start, headers: ["X-Token": "token"]))
@@ -209,12 +209,13 @@ struct ConnectionPolicyAttackTests {
 
     /// Cloud metadata services that answer outside `169.254/16`: AWS's IPv6 instance metadata
     /// (`fd00:ec2::254`) and EKS pod identity (`fd00:ec2::23`), Google's IPv6 metadata server
-    /// (`fd20:ce::254`) and Alibaba Cloud's `100.100.100.200`. The default promises never to
+    /// (`fd20:ce::254`), Alibaba Cloud's `100.100.100.200` and Oracle Cloud's `192.0.0.192`
+    /// (private, shared and reserved addresses, which the default allows). The default promises never to
     /// reach a metadata address, so it must refuse them, in every spelling.
     @Test func theDefaultNeverReachesCloudMetadataOutsideLinkLocal() throws {
         let policy = ConnectionPolicy.default
         let url = URL(string: "http://metadata.example/latest/meta-data/")!
-        for text in ["fd00:ec2::254", "fd00:ec2::23", "fd20:ce::254", "100.100.100.200", "::ffff:100.100.100.200", "64:ff9b::6464:64c8"] {
+        for text in ["fd00:ec2::254", "fd00:ec2::23", "fd20:ce::254", "100.100.100.200", "192.0.0.192", "::ffff:100.100.100.200", "64:ff9b::6464:64c8"] {
             let address = try #require(IPAddress(text))
             #expect(policy.refusal(connectingTo: address, port: 80, for: url) != nil, "\(text) allowed")
         }
