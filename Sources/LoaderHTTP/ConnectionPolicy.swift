@@ -63,10 +63,13 @@ public struct ConnectionPolicy: Hashable, Sendable {
         Set(AddressRange.allCases).subtracting([.linkLocal, .cloudMetadata, .unspecified, .multicast, .broadcast])
 
     /// The refusal for requesting `url`, or `nil` when the policy allows it: the host and port
-    /// rules, and the range of a host written as an address. No name is resolved here; the
-    /// loader checks resolved addresses as curl connects.
+    /// rules, and the range of a host written as an address, judged as the loader judges them,
+    /// on the host and port libcurl reads from the URL and the name it would resolve (Foundation's
+    /// reading when libcurl reads none). No name is resolved here; the loader checks resolved
+    /// addresses as curl connects.
     public func refusal(for url: URL) -> ConnectionRefusal? {
-        refusal(for: url, host: Self.normalizedHost(of: url), port: Self.port(of: url))
+        let (host, port) = CurlURL.hostAndPort(of: url.absoluteString) ?? (Self.normalizedHost(of: url), Self.port(of: url))
+        return refusal(for: url, host: host, port: port)
     }
 
     /// ``refusal(for:)`` with the host and port as given (the loader passes curl's reading of

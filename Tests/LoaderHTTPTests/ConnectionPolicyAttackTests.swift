@@ -139,6 +139,11 @@ struct ConnectionPolicyAttackTests {
             #expect(throws: HTTPError.self, "\(location) allowed") { try loader.checkAllowed(target) }
         }
         try loader.checkAllowed(loader.redirectTarget("http://bücher.example/a", from: base))  // not under the pattern
+        // The public decision reads the URL as the loader does, not as Foundation does.
+        let policy = loader.configuration.connectionPolicy
+        for text in ["http://loc%C2%ADalhost/a", "http://img.b%C3%BCcher.example/a", "http://%6cocalhost/a"] {
+            #expect(policy.refusal(for: URL(string: text)!) != nil, "\(text) allowed")
+        }
         #expect(HostPattern("*.Bücher.Example").matches("img.xn--bcher-kva.example"))
     }
 
