@@ -233,14 +233,16 @@ struct ConnectionPolicyAttackTests {
     }
 
     /// The unspecified and link-local addresses in every spelling a URL host may take are
-    /// refused by the default before any connection (Linux connects `0.0.0.0` to the local host).
+    /// refused by the default before any connection (Linux connects `0.0.0.0` to the local host),
+    /// also where Foundation reads no host at all (`http:///169.254.169.254/`) and libcurl does.
     @Test func theDefaultRefusesUnspecifiedAndLinkLocalSpellings() throws {
         let loader = HTTPDataLoader()
         for text in ["http://0/", "http://0.0.0.0./", "http://0x0/", "http://00000/", "http://0.0/", "http://[::]/", "http://[::0]/",
                      "http://[::ffff:0.0.0.0]/", "http://[::ffff:0:0]/", "http://169.254.169.254./", "http://0251.0376.0251.0376/",
                      "http://0xa9fea9fe/", "http://169.254.43518/", "http://[::ffff:a9fe:a9fe]/", "http://[64:ff9b::169.254.169.254]/",
                      "http://[2002:a9fe:a9fe::1]/", "http://[::169.254.169.254]/", "http://[FE80::1%25eth0]/", "http://[fe80::a9fe:a9fe]/",
-                     "http://%31%36%39.254.169.254/", "http://[ff02::1]/", "http://224.0.0.251/", "http://255.255.255.255/"] {
+                     "http://%31%36%39.254.169.254/", "http://[ff02::1]/", "http://224.0.0.251/", "http://255.255.255.255/",
+                     "http:///169.254.169.254/", "http:///0.0.0.0/"] {  // Foundation reads no host in these, libcurl does
             let url = try #require(URL(string: text), "\(text)")
             #expect(throws: HTTPError.self, "\(text) allowed") { try loader.checkAllowed(url) }
         }
