@@ -145,6 +145,9 @@ struct ConnectionPolicyAttackTests {
             #expect(policy.refusal(for: URL(string: text)!) != nil, "\(text) allowed")
         }
         #expect(HostPattern("*.Bücher.Example").matches("img.xn--bcher-kva.example"))
+        // Circled digits map to ASCII ones: `①②⑦.0.0.1` is the address 127.0.0.1, judged as one.
+        let circled = URL(string: "http://%E2%91%A0%E2%91%A1%E2%91%A6.0.0.1/a")!
+        #expect(ConnectionPolicy.publicOnly.refusal(for: circled)?.rule == .addressRange(.loopback, onlyPublicAllowed: true))
     }
 
     /// Sets the C library's character set to UTF-8 once for the process (`LC_CTYPE` only).
