@@ -77,6 +77,6 @@ enum CurlURL {
         var value: UnsafeMutablePointer<CChar>?
         guard curl_url_get(handle, what, &value, flags) == CURLUE_OK, let value else { return nil }
         defer { curl_free(value) }
-        return Array(UnsafeBufferPointer(start: value, count: strlen(value))).map { UInt8(bitPattern: $0) }
+        return Array(UnsafeRawBufferPointer(start: value, count: strlen(value)))
     }
 }
