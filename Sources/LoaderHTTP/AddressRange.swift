@@ -26,6 +26,9 @@
 /// - `64:ff9b:1::/48` (local-use NAT64), `100::/64` (discard), `100:0:0:1::/64` (dummy prefix),
 ///   `5f00::/16` (SRv6 SIDs), IPv4-translated `::ffff:0:a.b.c.d` and all else outside
 ///   `2000::/3` and not named are reserved, as is `240.0.0.0/4` but for the broadcast address.
+/// - The cloud metadata services that answer outside `169.254/16` are ``cloudMetadata``, a class
+///   of their own that no registry has: what they hand out (machine credentials) matters more
+///   than the block they sit in.
 public enum AddressRange: String, Hashable, Sendable, CaseIterable, CustomStringConvertible {
     /// Globally routable unicast space outside every special-purpose block.
     case publicInternet = "public"
@@ -33,6 +36,12 @@ public enum AddressRange: String, Hashable, Sendable, CaseIterable, CustomString
     case loopback
     /// `169.254.0.0/16` (with the cloud metadata address `169.254.169.254`) and `fe80::/10`.
     case linkLocal = "link-local"
+    /// A cloud provider's instance metadata service outside link-local space, which answers
+    /// with machine credentials as `169.254.169.254` does: AWS's IPv6 `fd00:ec2::254` (and EKS
+    /// pod identity's `fd00:ec2::23`), Google's IPv6 `fd20:ce::254`, Alibaba Cloud's
+    /// `100.100.100.200` and Oracle Cloud's `192.0.0.192`. Each would otherwise be a private,
+    /// shared or reserved address, which ``ConnectionPolicy/default`` allows.
+    case cloudMetadata = "cloud metadata"
     /// `10.0.0.0/8`, `172.16.0.0/12`, `192.168.0.0/16`; unique local `fc00::/7` and the
     /// deprecated site-local `fec0::/10`.
     case privateNetwork = "private"
@@ -78,6 +87,8 @@ public enum AddressRange: String, Hashable, Sendable, CaseIterable, CustomString
     /// IPv4's special blocks; the first that holds an address gives its range, and an address
     /// in none is public.
     private static let ipv4Blocks: [AddressBlock] = [
+        AddressBlock([100, 100, 100, 200], 32, .cloudMetadata),  // Alibaba Cloud
+        AddressBlock([192, 0, 0, 192], 32, .cloudMetadata),  // Oracle Cloud
         AddressBlock([0, 0, 0, 0], 8, .unspecified),
         AddressBlock([10, 0, 0, 0], 8, .privateNetwork),
         AddressBlock([100, 64, 0, 0], 10, .sharedAddressSpace),
@@ -104,6 +115,9 @@ public enum AddressRange: String, Hashable, Sendable, CaseIterable, CustomString
     private static let ipv6Blocks: [AddressBlock] = [
         AddressBlock([], 128, .unspecified),
         AddressBlock([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1], 128, .loopback),
+        AddressBlock([0xfd, 0x00, 0x0e, 0xc2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x02, 0x54], 128, .cloudMetadata),  // AWS IMDS
+        AddressBlock([0xfd, 0x00, 0x0e, 0xc2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x00, 0x23], 128, .cloudMetadata),  // EKS pod identity
+        AddressBlock([0xfd, 0x20, 0x00, 0xce, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x02, 0x54], 128, .cloudMetadata),  // Google
         AddressBlock([0x20, 0x01, 0x00, 0x02], 48, .benchmarking),
         AddressBlock([0x20, 0x01], 23, .reserved),  // IETF protocol assignments: Teredo, ORCHIDv2, AMT, ...
         AddressBlock([0x20, 0x01, 0x0d, 0xb8], 32, .documentation),

@@ -45,9 +45,10 @@ public struct ConnectionPolicy: Hashable, Sendable {
     }
 
     /// The loader's default, for apps: every range but link-local (`169.254/16`, where cloud
-    /// providers answer with machine credentials at `169.254.169.254`, and `fe80::/10`),
-    /// unspecified (`0.0.0.0`, which Linux connects to the local host, and `::`), multicast and
-    /// broadcast. Loopback and private networks stay allowed, because an app's pictures may
+    /// providers answer with machine credentials at `169.254.169.254`, and `fe80::/10`), the
+    /// metadata services outside it (``AddressRange/cloudMetadata``: `fd00:ec2::254`,
+    /// `100.100.100.200`, …), unspecified (`0.0.0.0`, which Linux connects to the local host,
+    /// and `::`), multicast and broadcast. Loopback and private networks stay allowed, because an app's pictures may
     /// come from a development server or a NAS on the LAN; a server that fetches URLs its users
     /// send uses ``publicOnly`` instead.
     public static let `default` = ConnectionPolicy()
@@ -59,13 +60,16 @@ public struct ConnectionPolicy: Hashable, Sendable {
 
     /// The ranges of ``default``.
     public static let defaultRanges: Set<AddressRange> =
-        Set(AddressRange.allCases).subtracting([.linkLocal, .unspecified, .multicast, .broadcast])
+        Set(AddressRange.allCases).subtracting([.linkLocal, .cloudMetadata, .unspecified, .multicast, .broadcast])
 
     /// The refusal for requesting `url`, or `nil` when the policy allows it: the host and port
-    /// rules, and the range of a host written as an address. No name is resolved here; the
-    /// loader checks resolved addresses as curl connects.
+    /// rules, and the range of a host written as an address, judged as the loader judges them:
+    /// on the host and port libcurl reads from the URL and the name it would resolve
+    /// (Foundation's reading when libcurl reads none). No name is resolved here; the loader
+    /// checks resolved addresses as curl connects.
     public func refusal(for url: URL) -> ConnectionRefusal? {
-        refusal(for: url, host: Self.normalizedHost(of: url), port: Self.port(of: url))
+        let (host, port) = CurlURL.hostAndPort(of: url.absoluteString) ?? (Self.normalizedHost(of: url), Self.port(of: url))
+        return refusal(for: url, host: host, port: port)
     }
 
     /// ``refusal(for:)`` with the host and port as given (the loader passes curl's reading of
@@ -129,16 +133,17 @@ public struct ConnectionPolicy: Hashable, Sendable {
 /// A host name rule of a ``ConnectionPolicy``: `example.com` matches that host only;
 /// `*.example.com` matches every name under it (`a.example.com`, `a.b.example.com`) but not
 /// `example.com` itself, as a certificate wildcard does not (list both to allow both).
-/// Compared without case and without a final dot. An address is written as a URL's host is,
-/// without brackets (`127.0.0.1`, `::1`) and matches that spelling only: to judge addresses,
-/// use ``ConnectionPolicy/allowedRanges``.
+/// Compared without case and without a final dot; a name in Unicode (`bücher.example`) matches
+/// its IDNA form (`xn--bcher-kva.example`), the name libcurl resolves. An address is written as
+/// a URL's host is, without brackets (`127.0.0.1`, `::1`) and matches that spelling only: to
+/// judge addresses, use ``ConnectionPolicy/allowedRanges``.
 public struct HostPattern: Hashable, Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
-    /// The pattern as given, lower-case: `example.com` or `*.example.com`.
+    /// The pattern as given, lower-case (in IDNA form): `example.com` or `*.example.com`.
     public let pattern: String
 
     /// A pattern from its text.
     public init(_ pattern: String) {
-        self.pattern = ConnectionPolicy.normalized(host: pattern)
+        self.pattern = ConnectionPolicy.normalized(host: CurlURL.lookupName(ofPattern: pattern))
     }
 
     /// A pattern from a string literal.

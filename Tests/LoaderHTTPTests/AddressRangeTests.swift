@@ -12,6 +12,8 @@ struct AddressRangeTests {
         ("9.255.255.255", .publicInternet), ("10.0.0.0", .privateNetwork), ("10.255.255.255", .privateNetwork), ("11.0.0.0", .publicInternet),
         ("100.63.255.255", .publicInternet), ("100.64.0.0", .sharedAddressSpace), ("100.127.255.255", .sharedAddressSpace),
         ("100.128.0.0", .publicInternet),
+        ("100.100.100.199", .sharedAddressSpace), ("100.100.100.200", .cloudMetadata), ("100.100.100.201", .sharedAddressSpace),
+        ("192.0.0.191", .reserved), ("192.0.0.192", .cloudMetadata), ("192.0.0.193", .reserved),
         ("126.255.255.255", .publicInternet), ("127.0.0.0", .loopback), ("127.0.0.1", .loopback), ("127.255.255.255", .loopback),
         ("128.0.0.0", .publicInternet),
         ("169.253.255.255", .publicInternet), ("169.254.0.0", .linkLocal), ("169.254.169.254", .linkLocal),
@@ -65,6 +67,8 @@ struct AddressRangeTests {
         ("3fff:fff:ffff:ffff:ffff:ffff:ffff:ffff", .documentation), ("3fff:1000::", .publicInternet),
         ("3fff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", .publicInternet), ("4000::", .reserved), ("5f00::1", .reserved),
         ("fbff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", .reserved), ("fc00::", .privateNetwork), ("fd12:3456:789a::1", .privateNetwork),
+        ("fd00:ec2::253", .privateNetwork), ("fd00:ec2::254", .cloudMetadata), ("fd00:ec2::255", .privateNetwork),
+        ("fd00:ec2::23", .cloudMetadata), ("fd20:ce::254", .cloudMetadata), ("fd20:ce::253", .privateNetwork),
         ("fdff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", .privateNetwork), ("fe00::", .reserved),
         ("fe7f:ffff:ffff:ffff:ffff:ffff:ffff:ffff", .reserved), ("fe80::", .linkLocal), ("fe80::1%eth0", .linkLocal),
         ("febf:ffff:ffff:ffff:ffff:ffff:ffff:ffff", .linkLocal), ("fec0::", .privateNetwork),
@@ -126,7 +130,7 @@ struct AddressRangeTests {
     /// The names a refusal message shows.
     @Test func descriptionsAreTheRawValues() {
         #expect(AddressRange.allCases.map(\.description) == [
-            "public", "loopback", "link-local", "private", "shared (CGNAT)", "unspecified", "multicast", "broadcast",
+            "public", "loopback", "link-local", "cloud metadata", "private", "shared (CGNAT)", "unspecified", "multicast", "broadcast",
             "documentation", "benchmarking", "reserved",
         ])
         #expect(AddressRange(rawValue: "link-local") == .linkLocal)

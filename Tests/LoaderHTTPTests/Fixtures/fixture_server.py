@@ -21,7 +21,8 @@ Endpoints (the query string selects behaviour; counters are kept per path, query
   /reset/<name>                   closes the connection with a TCP reset, no response
   /redirect/<n>                   302 to /redirect/<n-1>; /redirect/0 is an image
   /loop/<name>                    302 to itself
-  /goto/<name>?url=U              302 to U (e.g. from the HTTPS server to the HTTP one)
+  /goto/<name>?url=U&status=S     S (302) to U (e.g. from the HTTPS server to the HTTP one); U is
+                                  sent as given, so percent-encode it twice to send "%" in it
   /huge/<name>                    Content-Length 10 GB, then a trickle
   /chunked/<name>?size=N          an image sent chunked, without Content-Length
   /html/<name>                    200 text/html
@@ -303,7 +304,8 @@ class Handler(BaseHTTPRequestHandler):
         self.close_connection = True
 
     def route_goto(self, name):
-        self.reply(302, b"", "text/plain", {"Location": self.query["url"][0]})
+        status = int(self.query.get("status", ["302"])[0])
+        self.reply(status, b"", "text/plain", {"Location": self.query["url"][0]})
 
     def route_loop(self, name):
         self.reply(302, b"", "text/plain", {"Location": "/loop/" + name})
