@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Hostile sources (issue 21's findings): what each costs our release imgpipe beside the peer a
 # Linux user would run on it, in the same run. One run each (RUNS=N for more; the fastest is
-# kept), every command under `timeout 300`. For each: wall milliseconds, peak RSS, exit status,
+# kept), every command under `timeout 600`. For each: wall milliseconds, peak RSS, exit status,
 # and the first line of stderr (what the tool said). The inputs are ../shared/hostile/files
 # (made by that folder's tools/), gunzipped into Benchmarks/.inputs/hostile.
 #
@@ -51,19 +51,21 @@ hostile_row() {
         mkdir -p "$out/d"
         start=$EPOCHREALTIME
         status=0
-        /usr/bin/time -o "$rusage" -f "%M" timeout 300 "$@" >/dev/null 2>"$out/stderr" || status=$?
+        /usr/bin/time -o "$rusage" -f "%M" timeout 600 "$@" >/dev/null 2>"$out/stderr" || status=$?
         end=$EPOCHREALTIME
         ms=$(awk -v s="$start" -v e="$end" 'BEGIN { printf "%.0f", (e - s) * 1000 }')
         kb=$(tail -n 1 "$rusage")
         if [ -z "$best_ms" ] || [ "$ms" -lt "$best_ms" ]; then best_ms=$ms; fi
         if [ -z "$best_kb" ] || [ "$kb" -lt "$best_kb" ]; then best_kb=$kb; fi
     done
-    said=$(grep -v '^Command exited' "$out/stderr" | head -n 1 | cut -c1-110)
-    printf "%-28s %-14s %9s %9s %5s  %s (%s files)\n" "$label" "$tool" "$best_ms" "$(mib "$best_kb")" "$status" \
-        "${said:-ok}" "$(find "$out/d" -type f | wc -l)"
+    # The most telling line: the first that says why (cannot, unable, refused, error), else the first.
+    said=$( (grep -E -m 1 'cannot|unable|refused|rror|curl:' "$out/stderr" || grep -v -e '^[[:space:]]*$' "$out/stderr" || true) |
+        head -n 1 | sed -e "s|$files/||g" -e 's/^ *//' | cut -c1-160)
+    printf "%-28s %-14s %9s %9s %5s %7s  %s\n" "$label" "$tool" "$best_ms" "$(mib "$best_kb")" "$status" \
+        "$(find "$out/d" -type f | wc -l)" "${said:-(nothing on stderr)}"
 }
 
-printf "%-28s %-14s %9s %9s %5s  %s\n" input tool ms "peak MiB" exit "said"
+printf "%-28s %-14s %9s %9s %5s %7s  %s\n" input tool ms "peak MiB" exit files "stderr's first line"
 for name in scans-10k-1000.jpg scans-4k-1000.jpg scans-4k-1001.jpg; do
     hostile_row "$name" imgpipe "$imgpipe" thumb "$files/$name" --size 256 --out "$out/d/t.png" --no-disk-cache
     hostile_row "$name" vipsthumbnail vipsthumbnail "$files/$name" -s 256 -o "$out/d/t.png"

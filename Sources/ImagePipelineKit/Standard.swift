@@ -46,7 +46,8 @@ extension LoaderRegistry {
     /// `Accept` header, connecting as `connectionPolicy` allows), `file` and `data`.
     ///
     /// The default policy, `ConnectionPolicy.default`, suits an app: it never connects to a
-    /// link-local address (the cloud metadata service at 169.254.169.254) or to 0.0.0.0, but
+    /// link-local address or any other cloud metadata address (169.254.169.254,
+    /// `fd00:ec2::254`, 100.100.100.200) or to 0.0.0.0, but
     /// allows loopback and the LAN (a development server, a NAS). A server that fetches URLs its
     /// users send passes `.publicOnly`, and usually an allow-list of its sources' hosts:
     ///

@@ -55,7 +55,7 @@ extension HTTPDataLoader {
         public var maxRetryDelay: TimeInterval
         /// Where the loader may connect: address ranges, hosts and ports, checked on every URL,
         /// every address curl connects to and every connection a request is sent on. Default
-        /// ``ConnectionPolicy/default`` (never link-local, so never a cloud metadata address);
+        /// ``ConnectionPolicy/default`` (never link-local or another cloud metadata address);
         /// servers that fetch URLs their users send use ``ConnectionPolicy/publicOnly``.
         public var connectionPolicy: ConnectionPolicy
         /// The most header bytes one request may receive (its response's, with those of the
