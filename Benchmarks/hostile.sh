@@ -34,10 +34,10 @@ done
 for name in gif-100k-64.gif webp-100k.webp; do
     [ -f "$files/$name" ] || gunzip -c "$hostile/files/$name.gz" >"$files/$name"
 done
-if [ ! -f "$files/icc-16m.jpg" ]; then
+if [ ! -f "$files/icc-10m.jpg" ]; then
     gcc -O2 -o "$out/mkicc" "$hostile/tools/mkicc.c" -llcms2
     "$out/mkicc" bigclut "$out/big.icc" >/dev/null
-    "$pillow" "$hostile/tools/embed_icc.py" "$out/big.icc" "$files/icc-base.jpg" "$files/icc-16m.jpg" >/dev/null
+    "$pillow" "$hostile/tools/embed_icc.py" "$out/big.icc" "$files/icc-base.jpg" "$files/icc-10m.jpg" >/dev/null
 fi
 
 # hostile_row LABEL TOOL COMMAND...: the fastest of $runs runs; the exit status and stderr's
@@ -78,10 +78,10 @@ hostile_row webp-1k-big.webp imgpipe "$imgpipe" frames "$files/webp-1k-big.webp"
 if command -v anim_dump >/dev/null; then
     hostile_row webp-1k-big.webp anim_dump anim_dump -folder "$out/d" "$files/webp-1k-big.webp"
 fi
-hostile_row "icc-16m.jpg info" imgpipe "$imgpipe" info "$files/icc-16m.jpg"
-hostile_row "icc-16m.jpg info" vipsheader vipsheader "$files/icc-16m.jpg"
-hostile_row "icc-16m.jpg thumb" imgpipe "$imgpipe" thumb "$files/icc-16m.jpg" --size 256 --out "$out/d/t.png" --no-disk-cache
-hostile_row "icc-16m.jpg thumb" vipsthumbnail vipsthumbnail "$files/icc-16m.jpg" -s 256 -o "$out/d/t.png"
+hostile_row "icc-10m.jpg info" imgpipe "$imgpipe" info "$files/icc-10m.jpg"
+hostile_row "icc-10m.jpg info" vipsheader vipsheader "$files/icc-10m.jpg"
+hostile_row "icc-10m.jpg thumb" imgpipe "$imgpipe" thumb "$files/icc-10m.jpg" --size 256 --out "$out/d/t.png" --no-disk-cache
+hostile_row "icc-10m.jpg thumb" vipsthumbnail vipsthumbnail "$files/icc-10m.jpg" -s 256 -o "$out/d/t.png"
 
 # The network cases, against the LoaderHTTP tests' fixture server on loopback.
 coproc SERVER { exec python3 "$root/Tests/LoaderHTTPTests/Fixtures/fixture_server.py"; }
