@@ -24,7 +24,10 @@ struct PipelineHTTPTests {
     @Test func cancellingTheLastWaiterStopsTheTransfer() async throws {
         try await withFixtureServer { server in
             let pipeline = makePipeline(loader: HTTPDataLoader(), decoders: fixtureDecoders, negativeCacheLifetime: 0)
-            let url = server.url("/slow/shared?chunks=500&interval_ms=10&chunk=1000")
+            // 12,000 chunks 10 ms apart: two minutes of body, so on a starved machine the transfer
+            // cannot end on its own before the test cancels it (with 500 chunks it once did, and
+            // the server never saw a disconnect).
+            let url = server.url("/slow/shared?chunks=12000&interval_ms=10&chunk=1000")
             let first = Task { try await pipeline.image(for: ImageRequest(url: url)) }
             let second = Task { try await pipeline.image(for: ImageRequest(url: url)) }
             #expect(try await eventually { (try await server.stats().sent["/slow/shared"] ?? 0) >= 5000 })
@@ -39,8 +42,8 @@ struct PipelineHTTPTests {
             #expect(try await eventually { try await server.stats().disconnects["/slow/shared"] != nil })
             let stopped = try #require(try await server.stats().disconnects["/slow/shared"]) - cancelledAt
             print("pipeline: last waiter cancelled → server saw the socket close: \(Int(stopped * 1000)) ms")
-            // Run to its end, the body would take 4.5 s more; promptly is well under that (0–10 ms
-            // alone, but a starved 2-core machine must not fail the test).
+            // Run to its end, the body would take about two minutes more; promptly is well under
+            // that (0–10 ms alone, but a starved 2-core machine must not fail the test).
             #expect(stopped < 2)
             #expect(try await server.hits("/slow/shared") == 1)
         }
