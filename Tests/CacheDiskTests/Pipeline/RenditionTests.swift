@@ -6,7 +6,7 @@ import PipelineTestSupport
 import Testing
 
 /// A pipeline that keeps renditions (PNG) beside the originals (FakeImage) in `diskCache`.
-private func renditionPipeline(loader: HeldLoader, decoder: CountingDecoder, diskCache: DiskCache, clock: TestClock,
+private func renditionPipeline(loader: any DataLoading, decoder: CountingDecoder, diskCache: DiskCache, clock: TestClock,
                                events: EventRecorder) -> ImagePipeline {
     var configuration = ImagePipeline.Configuration(
         decoders: DecoderRegistry([decoder, PNGDecoder()]), loaders: LoaderRegistry([loader]),
@@ -44,14 +44,8 @@ private struct RefusingLoader: DataLoading {
                                       clock: clock, events: EventRecorder())
         _ = try await first.image(for: round)
 
-        var configuration = ImagePipeline.Configuration(
-            decoders: DecoderRegistry([CountingDecoder(), PNGDecoder()]), loaders: LoaderRegistry([RefusingLoader(base: loader)]),
-            diskCache: try makeCache(directory))
-        configuration.now = { clock.now }
-        configuration.diskCachedSchemes.insert("test")
-        configuration.diskCachePolicy = .originalsAndRenditions
-        configuration.renditionEncoder = PNGEncoder(compressionLevel: 1)
-        let refusing = ImagePipeline(configuration: configuration)
+        let refusing = renditionPipeline(loader: RefusingLoader(base: loader), decoder: CountingDecoder(),
+                                         diskCache: try makeCache(directory), clock: clock, events: EventRecorder())
         for request in [round, ImageRequest(url: url)] {
             do {
                 let answer = try await refusing.image(for: request)
