@@ -104,6 +104,14 @@ class Handler(BaseHTTPRequestHandler):
         if body and self.command != "HEAD" and status not in (204, 304):
             self.wfile.write(body)
 
+    def not_modified(self, headers):
+        """A 304 with `headers` and no body."""
+        self.record(304)
+        self.send_response(304)
+        for key, value in headers.items():
+            self.send_header(key, value)
+        self.end_headers()
+
     def image(self, name, extra=None, status=None):
         size = int(self.query.get("size", ["2000"])[0])
         maxage = self.query.get("maxage", ["60"])[0]
@@ -113,12 +121,7 @@ class Handler(BaseHTTPRequestHandler):
         if self.headers.get("If-None-Match") == etag or self.headers.get("If-Modified-Since") == LAST_MODIFIED:
             if "maxage304" in self.query:
                 headers["Cache-Control"] = "max-age=" + self.query["maxage304"][0]
-            self.record(304)
-            self.send_response(304)
-            for key, value in headers.items():
-                self.send_header(key, value)
-            self.end_headers()
-            return
+            return self.not_modified(headers)
         self.reply(status or int(self.query.get("answer", ["200"])[0]), image_bytes(name, size), "image/x-test", headers)
 
     def do_GET(self):
@@ -182,12 +185,7 @@ class Handler(BaseHTTPRequestHandler):
                    "Cache-Control": "max-age=" + self.query.get("maxage", ["60"])[0]}
         if self.headers.get("If-None-Match") == etag or (
                 "If-None-Match" not in self.headers and self.headers.get("If-Modified-Since") == modified):
-            self.record(304)
-            self.send_response(304)
-            for key, value in headers.items():
-                self.send_header(key, value)
-            self.end_headers()
-            return
+            return self.not_modified(headers)
         body = b"not an image, version %d" % version if junk else image_bytes("%s-v%d" % (name, version), 2000)
         self.reply(200, body, "image/x-test", headers)
 
