@@ -11,7 +11,7 @@ enum TransferOutcome: Sendable {
     case completed(status: Int, metadata: HTTPResponseHeaders, body: Data)
     /// The server answered with a redirect to `location` (as sent, perhaps relative), which the
     /// loader follows itself after checking it.
-    case redirected(location: String, metadata: HTTPResponseHeaders)
+    case redirected(location: String)
     /// The transfer failed; `metadata` is the final response's, when one arrived (for `Retry-After`).
     case failed(any Error, metadata: HTTPResponseHeaders?)
     /// The task was cancelled and the transfer removed.
@@ -335,9 +335,7 @@ final class CurlTransfer {
     /// The outcome once curl reports the transfer done with `code`.
     func outcome(for code: CURLcode) -> TransferOutcome {
         if let abortReason { return .failed(abortReason, metadata: metadata) }
-        if let redirectLocation, headersComplete, let metadata {
-            return .redirected(location: redirectLocation, metadata: metadata)
-        }
+        if let redirectLocation, headersComplete { return .redirected(location: redirectLocation) }
         guard code == CURLE_OK else {
             if code == CURLE_COULDNT_CONNECT, let refusal { return .failed(HTTPError.refused(refusal), metadata: nil) }
             // libcurl refuses one header line over 100 KB itself, as "out of memory" (7.88 has

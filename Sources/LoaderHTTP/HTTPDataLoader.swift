@@ -60,7 +60,7 @@ public final class HTTPDataLoader: DataLoading {
             switch outcome {
             case .cancelled:
                 throw CancellationError()
-            case .redirected(let location, _):
+            case .redirected(let location):
                 redirects += 1
                 let target = try redirectTarget(location, from: url)
                 guard redirects <= configuration.maxRedirects else {
