@@ -77,7 +77,8 @@ var targets: [Target] = [
     .testTarget(name: "CacheRedisTests", dependencies: ["CacheRedis", "CacheDisk", "PipelineCore", "LoaderHTTP", "CodecPNG", "PipelineTestSupport"]),
     .testTarget(name: "ImagePipelineKitTests", dependencies: ["ImagePipelineKit", "ImagePipelineTesting", "PipelineCore", "CacheDisk",
                                                             "LoaderFile", "PipelineTestSupport", "PNGFromFiles"]),
-    .testTarget(name: "LoaderHTTPTests", dependencies: ["PipelineCore", "CacheDisk", "LoaderHTTP", "LoaderFile", "CodecPNG", "PipelineTestSupport"],
+    .testTarget(name: "LoaderHTTPTests", dependencies: ["PipelineCore", "CacheDisk", "LoaderHTTP", "LoaderFile", "CodecPNG", "CodecJPEG",
+                                                      "PipelineTestSupport"],
                 exclude: ["Fixtures"]),
     .testTarget(name: "LoaderFileTests", dependencies: ["PipelineCore", "LoaderFile", "CodecPNG", "PipelineTestSupport"]),
 

@@ -16,12 +16,14 @@ import PipelineCore
 //   20 body length UInt64                     28 body CRC-32 UInt32
 //   32 fresh-until: Double seconds since 1970 (bit pattern), valid when flags & 1
 //   40 URL length UInt32                      44 ETag length UInt16  46 Last-Modified length UInt16
-//   48 rendition record length UInt16         50 reserved UInt16 = 0
-//   52 URL, ETag, Last-Modified (UTF-8), rendition record (`RenditionRecord.serialized`)
+//   48 rendition record length UInt16         50 placeholder length UInt16 (0 for none)
+//   52 URL, ETag, Last-Modified (UTF-8), rendition record (`RenditionRecord.serialized`),
+//      placeholder (`ThumbHash.bytes`)
 //   …  header CRC-32 UInt32
 //
 // Flags: 1 fresh-until present, 2 ETag present, 4 Last-Modified present, 8 rendition record
-// present. Every length is checked against fixed limits and the file size before anything is
+// present, 16 placeholder present (its length was a reserved 0 before, so older entries read
+// as entries without one). Every length is checked against fixed limits and the file size before anything is
 // allocated, so a hostile file costs at most one small read. Version 1 (no rendition record;
 // renditions kept their record as text in the ETag and Last-Modified fields) reads as a miss,
 // and the entry is removed like any damaged one.
@@ -62,16 +64,19 @@ struct DiskCacheEntry: Equatable {
         let etag = info.etag.map { Array($0.utf8) } ?? []
         let lastModified = info.lastModified.map { Array($0.utf8) } ?? []
         let rendition = info.rendition.map { [UInt8]($0.serialized) } ?? []
+        let placeholder = info.placeholder?.bytes ?? []
         guard urlBytes.count <= Self.maxURLLength, etag.count <= UInt16.max, lastModified.count <= UInt16.max,
               rendition.count <= UInt16.max else {
             return nil
         }
-        let length = Self.fixedLength + urlBytes.count + etag.count + lastModified.count + rendition.count + 4
+        let length = Self.fixedLength + urlBytes.count + etag.count + lastModified.count + rendition.count
+            + placeholder.count + 4
         var flags: UInt16 = 0
         if info.freshUntil != nil { flags |= 1 }
         if info.etag != nil { flags |= 2 }
         if info.lastModified != nil { flags |= 4 }
         if info.rendition != nil { flags |= 8 }
+        if info.placeholder != nil { flags |= 16 }
         var out = [UInt8]()
         out.reserveCapacity(length)
         out += kind.magic
@@ -86,11 +91,12 @@ struct DiskCacheEntry: Equatable {
         out.appendLittleEndian(UInt16(etag.count))
         out.appendLittleEndian(UInt16(lastModified.count))
         out.appendLittleEndian(UInt16(rendition.count))
-        out.appendLittleEndian(UInt16(0))
+        out.appendLittleEndian(UInt16(placeholder.count))
         out += urlBytes
         out += etag
         out += lastModified
         out += rendition
+        out += placeholder
         out.appendLittleEndian(out.withUnsafeBytes { CRC32.checksum($0) })
         return out
     }
@@ -117,8 +123,10 @@ struct DiskCacheEntry: Equatable {
         let etagLength = Int(bytes.loadLittleEndian(UInt16.self, at: 44))
         let lastModifiedLength = Int(bytes.loadLittleEndian(UInt16.self, at: 46))
         let renditionLength = Int(bytes.loadLittleEndian(UInt16.self, at: 48))
-        guard urlLength <= maxURLLength,
-              fixedLength + urlLength + etagLength + lastModifiedLength + renditionLength + 4 == length else { return nil }
+        let placeholderLength = Int(bytes.loadLittleEndian(UInt16.self, at: 50))
+        guard urlLength <= maxURLLength, placeholderLength <= ThumbHash.maxByteCount,
+              fixedLength + urlLength + etagLength + lastModifiedLength + renditionLength + placeholderLength + 4 == length
+        else { return nil }
         func string(_ start: Int, _ count: Int) -> String? {
             String(validating: UnsafeRawBufferPointer(rebasing: bytes[start..<start + count]), as: UTF8.self)
         }
@@ -133,10 +141,16 @@ struct DiskCacheEntry: Equatable {
             guard let record = RenditionRecord(serialized: Data(bytes[start..<start + renditionLength])) else { return nil }
             rendition = record
         }
+        var placeholder: ThumbHash?
+        if flags & 16 != 0 {
+            let start = length - 4 - placeholderLength
+            guard let hash = ThumbHash(bytes: Array(bytes[start..<start + placeholderLength])) else { return nil }
+            placeholder = hash
+        }
         let info = CacheEntryInfo(etag: flags & 2 != 0 ? etag : nil,
                                   lastModified: flags & 4 != 0 ? lastModified : nil,
                                   freshUntil: flags & 1 != 0 ? Date(timeIntervalSince1970: fresh) : nil,
-                                  rendition: rendition)
+                                  rendition: rendition, placeholder: placeholder)
         return DiskCacheEntry(kind: kind, generation: bytes.loadLittleEndian(UInt64.self, at: 12), url: url,
                                info: info, bodyLength: bytes.loadLittleEndian(UInt64.self, at: 20),
                                bodyCRC: bytes.loadLittleEndian(UInt32.self, at: 28))

@@ -7,12 +7,16 @@ import PipelineCore
 /// Layout (integers big-endian): `"IPR2"`, URL (u32 length + UTF-8), ETag and Last-Modified
 /// (u32 length + UTF-8, `0xFFFFFFFF` for none), fresh-until in Unix milliseconds (i64,
 /// `Int64.min` for none), a rendition's record (u32 length + `RenditionRecord.serialized`,
-/// `0xFFFFFFFF` for none), bytes (u64 length + bytes), then an FNV-1a 64-bit checksum of
-/// everything before it. A value that fails to parse, whose checksum does not match, or whose
-/// URL is not the one asked for is a miss; so is a value of the previous layout (`"IPR1"`,
-/// which kept no record).
+/// `0xFFFFFFFF` for none), the placeholder (u32 length + `ThumbHash.bytes`, `0xFFFFFFFF` for
+/// none), bytes (u64 length + bytes), then an FNV-1a 64-bit checksum of everything before it.
+/// A value that fails to parse, whose checksum does not match, or whose URL is not the one
+/// asked for is a miss; so is a value of the first layout (`"IPR1"`, which kept no record). A
+/// value of the second (`"IPR2"`, without the placeholder field) reads as one without a
+/// placeholder, so a fleet can roll the new layout out while old writers still run.
 enum RedisEntry {
-    static let magic = Data("IPR2".utf8)
+    static let magic = Data("IPR3".utf8)
+    /// The layout before the placeholder field.
+    static let magicWithoutPlaceholder = Data("IPR2".utf8)
 
     static func encode(url: URL, data: Data, info: CacheEntryInfo) -> Data {
         var out = Data()
@@ -24,6 +28,7 @@ enum RedisEntry {
         let fresh = info.freshUntil.map { Int64(($0.timeIntervalSince1970 * 1000).rounded()) } ?? Int64.min
         appendInteger(UInt64(bitPattern: fresh), to: &out)
         appendBytes(info.rendition?.serialized, to: &out)
+        appendBytes(info.placeholder.map { Data($0.bytes) }, to: &out)
         appendInteger(UInt64(data.count), to: &out)
         out.append(data)
         appendInteger(checksum(out), to: &out)
@@ -32,7 +37,8 @@ enum RedisEntry {
 
     static func decode(_ value: Data, expecting url: URL) -> CachedData? {
         let bytes = [UInt8](value)
-        guard bytes.count >= magic.count + 8, bytes.starts(with: magic) else { return nil }
+        let hasPlaceholder = bytes.starts(with: magic)
+        guard bytes.count >= magic.count + 8, hasPlaceholder || bytes.starts(with: magicWithoutPlaceholder) else { return nil }
         let body = bytes[..<(bytes.count - 8)]
         var reader = Reader(bytes: bytes, position: bytes.count - 8)
         guard let stored = reader.integer(UInt64.self), stored == checksum(body) else { return nil }
@@ -40,6 +46,7 @@ enum RedisEntry {
         guard let storedURL = reader.string(), storedURL == url.absoluteString,
               let etag = reader.optionalString(), let lastModified = reader.optionalString(),
               let freshBits = reader.integer(UInt64.self), let record = reader.optionalBytes(),
+              let placeholderBytes = hasPlaceholder ? reader.optionalBytes() : .some(nil),
               let length = reader.integer(UInt64.self), length == UInt64(body.count - reader.position)
         else { return nil }
         var rendition: RenditionRecord?
@@ -47,11 +54,16 @@ enum RedisEntry {
             guard let parsed = RenditionRecord(serialized: record) else { return nil }
             rendition = parsed
         }
+        var placeholder: ThumbHash?
+        if let placeholderBytes {
+            guard let parsed = ThumbHash(bytes: [UInt8](placeholderBytes)) else { return nil }
+            placeholder = parsed
+        }
         let fresh = Int64(bitPattern: freshBits)
         let freshUntil = fresh == Int64.min ? nil : Date(timeIntervalSince1970: Double(fresh) / 1000)
         let data = Data(body[(body.startIndex + reader.position)...])
         return CachedData(data: data, info: CacheEntryInfo(etag: etag, lastModified: lastModified, freshUntil: freshUntil,
-                                                                  rendition: rendition))
+                                                                  rendition: rendition, placeholder: placeholder))
     }
 
     /// FNV-1a, 64 bits: catches truncation and bit rot; not a defence against a writer with

@@ -97,7 +97,8 @@ extension Command {
                   .value("blur", "R", "Gaussian blur, standard deviation R output pixels"),
                   .value("corner-radius", "R", "round the corners by R output pixels"),
                   .flag("round", "crop to a circle (transparent outside)"),
-                  .value("filter", "F", "resampling filter: lanczos3 or area (default \(ResamplingFilter.default.rawValue))")]
+                  .value("filter", "F", "resampling filter: lanczos3 or area (default \(ResamplingFilter.default.rawValue))"),
+                  .value("previews-dir", "DIR", "with --out: write each preview of a progressive download as DIR/preview-01.png, … before the final")]
                 + OutputSettings.commandOptions,
         run: { invocation in
             let target: TargetSize, contentMode: ContentMode
@@ -112,6 +113,7 @@ extension Command {
             let filter = try resamplingFilter(invocation)
             if invocation.options["out-dir"] != nil {
                 guard invocation.options["out"] == nil else { throw UsageError(message: "give --out FILE or --out-dir DIR, not both") }
+                guard invocation.options["previews-dir"] == nil else { throw UsageError(message: "--previews-dir goes with --out FILE") }
                 return try await ThumbnailBatch.run(invocation) { url in
                     WriteRequest.make(url, target: target, contentMode: contentMode, processors: processors, filter: filter)
                 }
@@ -129,7 +131,7 @@ extension Command {
                 throw UsageError(message: "--out FILE takes one SOURCE, got \(urls.count); for several use --out-dir DIR")
             }
             return try await render(WriteRequest.make(url, target: target, contentMode: contentMode, processors: processors, filter: filter),
-                                    to: output, invocation)
+                                    to: output, previewsTo: invocation.options["previews-dir"], invocation)
         })
 
     /// `imgpipe decode SOURCE --out FILE`
@@ -183,12 +185,19 @@ extension Command {
         return filter
     }
 
+    /// With `previewsFolder`, the pipeline decodes previews of a progressive download and each
+    /// one the task delivers is written there as `preview-01.png`, … before the final.
     private static func render(_ request: ImageRequest, to output: (path: String, settings: OutputSettings),
-                               _ invocation: Invocation) async throws -> Int32 {
-        let environment = try Environment(invocation, sources: [request.url])
+                               previewsTo previewsFolder: String? = nil, _ invocation: Invocation) async throws -> Int32 {
+        let environment = try Environment(invocation, sources: [request.url], previews: previewsFolder == nil ? nil : .default)
         let response: ImageResponse
         do {
-            response = try await environment.pipeline.image(for: request)
+            let task = environment.pipeline.imageTask(for: request)
+            if let previewsFolder { try await writePreviews(of: task, to: previewsFolder, verbose: environment.verbose) }
+            response = try await task.response
+        } catch let error as OutputError {
+            await environment.finish()
+            throw error
         } catch {
             printError("imgpipe: \(Sources.failure(error, for: request.url))")
             await environment.finish()
@@ -201,6 +210,24 @@ extension Command {
         }
         await environment.finish()
         return 0
+    }
+
+    /// Writes each preview `task` delivers as `folder/preview-NN.png`, in order, until the task
+    /// ends; the folder is made if missing.
+    private static func writePreviews(of task: ImageTask, to folder: String, verbose: Bool) async throws {
+        do {
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        } catch {
+            throw OutputError.cannotWrite(path: folder, reason: error.localizedDescription)
+        }
+        let png = try OutputSettings(format: .png, path: folder)
+        var count = 0
+        for await preview in task.previews {
+            count += 1
+            let path = (folder as NSString).appendingPathComponent(String(format: "preview-%02d.png", count))
+            try png.write(preview.bitmap, to: path)
+            if verbose { print("preview \(count): \(preview.bitmap.size); wrote \(path)") }
+        }
     }
 
     /// `imgpipe fetch URL...`

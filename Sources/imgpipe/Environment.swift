@@ -19,8 +19,10 @@ struct Environment {
 
     /// Builds the pipeline for `sources`. The disk cache is opened only when a source is
     /// `http(s)`: local files skip it, and a local-only run should not create or scan it.
-    /// `memoryCacheMB` is the memory budget when `--memory-cache-mb` is not given.
-    init(_ invocation: Invocation, sources: [URL], memoryCacheMB: Int = 256) throws {
+    /// `memoryCacheMB` is the memory budget when `--memory-cache-mb` is not given; `previews`,
+    /// the pipeline's preview policy (`thumb --previews-dir`).
+    init(_ invocation: Invocation, sources: [URL], memoryCacheMB: Int = 256,
+         previews: ImagePipeline.PreviewPolicy? = nil) throws {
         let memoryMB = try invocation.positiveInteger("memory-cache-mb", default: memoryCacheMB)
         let maxPixels = try invocation.positiveInteger("max-pixels", default: 100_000_000)
         let timeout = try invocation.positiveSeconds("timeout", default: 15)
@@ -60,6 +62,7 @@ struct Environment {
             negativeCacheLifetime: 0,
             eventHandler: stats.record)
         configuration.maxConcurrentDecodes = ProcessInfo.processInfo.activeProcessorCount
+        configuration.previewPolicy = previews
         pipeline = ImagePipeline(configuration: configuration)
     }
 

@@ -6,6 +6,9 @@
 /// - Binding a new request (or `nil`), or releasing the binding, cancels the load of the old one.
 /// - A result that arrives for an old request is dropped: each bind takes a new token and a
 ///   result is displayed only if its token is still current.
+/// - With a preview policy (``ImagePipeline/Configuration/previewPolicy``), each preview of a
+///   progressive download is displayed as it comes (``ImageResponse/isPreview``), then the
+///   final picture; never a preview after the final, nor one of a request no longer bound.
 @MainActor
 public final class ImageTargetBinding {
     /// The pipeline that loads for this target.
@@ -49,10 +52,16 @@ public final class ImageTargetBinding {
             return
         }
         show(nil)
-        let pipeline = pipeline
+        let imageTask = pipeline.imageTask(for: request)
         task = Task { [weak self] in
             do {
-                let response = try await pipeline.image(for: request)
+                // Previews first (with a preview policy), each only while this request is
+                // still bound; the stream ends before the final answer is ready.
+                for await preview in imageTask.previews {
+                    guard let self, self.token == current else { break }
+                    self.show(preview)
+                }
+                let response = try await imageTask.response
                 guard let self, self.token == current else { return }
                 self.task = nil
                 self.show(response)

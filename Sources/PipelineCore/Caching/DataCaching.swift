@@ -12,13 +12,19 @@ public struct CacheEntryInfo: Hashable, Sendable {
     /// For a rendition's entry, what it was made from (the pipeline writes and reads it);
     /// `nil` for original bytes. A cache stores it with the rest of the info.
     public var rendition: RenditionRecord?
+    /// The picture's placeholder hash, computed when the pipeline decoded these bytes (or the
+    /// rendition's picture): what ``ImagePipeline/placeholder(for:)`` answers from this info
+    /// alone. `nil` until a decode made one. A cache stores it with the rest of the info.
+    public var placeholder: ThumbHash?
 
     /// Creates entry info.
-    public init(etag: String? = nil, lastModified: String? = nil, freshUntil: Date? = nil, rendition: RenditionRecord? = nil) {
+    public init(etag: String? = nil, lastModified: String? = nil, freshUntil: Date? = nil, rendition: RenditionRecord? = nil,
+                placeholder: ThumbHash? = nil) {
         self.etag = etag
         self.lastModified = lastModified
         self.freshUntil = freshUntil
         self.rendition = rendition
+        self.placeholder = placeholder
     }
 
     /// The info for a response received at `receivedAt` (its freshness counted from then).

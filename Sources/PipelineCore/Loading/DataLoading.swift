@@ -32,17 +32,24 @@ public struct DataLoadRequest: Sendable {
     /// another (``ImagePipeline/cacheURL(for:)``); `nil` when it is `url` itself. For loaders
     /// that coordinate through a cache (a shared tier's lease); never fetch it.
     public var cacheURL: URL?
+    /// Called with each piece of the body as it arrives, in order, and the offset where it
+    /// starts (0 again when the loader starts over, after a retry), for the previews of a
+    /// picture still downloading (``ImagePipeline/PreviewPolicy``). `nil` when nobody wants
+    /// them. A loader that cannot stream never calls it: the pipeline then decodes the whole
+    /// body only. May be called from any thread; keep it cheap (the pipeline appends a copy).
+    public var body: (@Sendable (_ chunk: Data, _ offset: Int64) -> Void)?
 
     /// Creates a load request.
     public init(url: URL, priority: PriorityHandle = PriorityHandle(.visible), validator: CacheValidator? = nil,
                 headers: [String: String] = [:], progress: (@Sendable (Int64, Int64?) -> Void)? = nil,
-                cacheURL: URL? = nil) {
+                cacheURL: URL? = nil, body: (@Sendable (_ chunk: Data, _ offset: Int64) -> Void)? = nil) {
         self.url = url
         self.priority = priority
         self.validator = validator
         self.headers = headers
         self.progress = progress
         self.cacheURL = cacheURL
+        self.body = body
     }
 }
 

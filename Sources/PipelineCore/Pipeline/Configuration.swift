@@ -51,6 +51,16 @@ extension ImagePipeline {
         /// The most failures the negative cache remembers, per kind (fetch URLs, keys); the
         /// least recently used goes first. Default 1,000.
         public var negativeCacheLimit: Int = 1000
+        /// Decode previews of progressive pictures while they download, for the callers that
+        /// follow them (``ImageTask/previews``, ``ImageTargetBinding``), or `nil` for none.
+        /// Default `nil`, as in Nuke: previews cost decode time (each decodes what has arrived
+        /// so far) and a server has no use for them.
+        public var previewPolicy: PreviewPolicy?
+        /// Make a placeholder hash (``ThumbHash``) of every picture decoded from original bytes
+        /// (``ImageResponse/placeholder``), kept with its disk entry for
+        /// ``ImagePipeline/placeholder(for:)``. Default `true`: it is made from the decoded
+        /// picture, shrunk to 100 px at most, and costs a fraction of a millisecond.
+        public var makesPlaceholders = true
         /// Receives ``ImagePipelineEvent``s. Default `nil`.
         public var eventHandler: (@Sendable (ImagePipelineEvent) -> Void)?
         /// The clock for freshness and the negative cache. Default `Date.init`; tests move it.

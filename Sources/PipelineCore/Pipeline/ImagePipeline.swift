@@ -208,6 +208,27 @@ public actor ImagePipeline {
         return animation
     }
 
+    // MARK: Placeholders
+
+    /// The placeholder hash of `request`'s picture, without loading or decoding it: from the
+    /// memory cache's response, else from the info of its disk entry — the original's under
+    /// the request's cache identity, then its rendition's — which the disk cache reads from
+    /// the entry's header alone. `nil` when neither has one (never cached, a cache without a
+    /// disk, an entry stored before placeholders were kept, or
+    /// ``Configuration/makesPlaceholders`` off). For a cold launch: paint every cell from
+    /// its placeholder (`Bitmap(thumbHash:size:)`), then load. A URL the loader refuses has
+    /// none, as it has no disk answer.
+    public nonisolated func placeholder(for request: ImageRequest) async -> ThumbHash? {
+        let resolved = resolve(request)
+        if let hash = memoryCache.value(for: resolved.key)?.placeholder { return hash }
+        guard let disk = FetchStage.disk(for: resolved, configuration: configuration),
+              (try? configuration.loaders.checkAllowed(resolved.fetchURL)) != nil else { return nil }
+        if let hash = await disk.cachedDigest(for: resolved.cacheURL)?.info.placeholder { return hash }
+        let encoding = configuration.renditionEncoder?.renditionIdentifier ?? ""
+        guard let rendition = RenditionStore.url(for: resolved.key, encoding: encoding) else { return nil }
+        return await disk.cachedDigest(for: rendition)?.info.placeholder
+    }
+
     // MARK: Prefetching and background work
 
     /// Starts loading and decoding `requests` at prefetch priority, so a later `image(for:)`

@@ -38,6 +38,14 @@ public struct ImageResponse: Sendable {
     /// (``RevalidationPolicy/staleWhileRevalidate``); the picture may change once it is done.
     /// Always `false` from memory.
     public var isStale: Bool
+    /// `true` for a preview: a coarser picture decoded from the part of a progressive download
+    /// that had arrived (``ImageTask/previews``), at the requested size. Never cached.
+    public var isPreview: Bool
+    /// The picture's placeholder hash (``ThumbHash``), of the whole upright picture before any
+    /// crop or processor, when the pipeline made one (``ImagePipeline/Configuration/makesPlaceholders``):
+    /// what ``ImagePipeline/placeholder(for:)`` answers later from the disk entry. Store it
+    /// beside the URL (a server's API, a database row) to paint a cell before anything loads.
+    public var placeholder: ThumbHash?
     /// What a rendition made from this response is tagged with (the original bytes' tag and
     /// info), when it may be made; `nil` for a rendition's own decode.
     var renditionOrigin: RenditionOrigin?
@@ -52,5 +60,7 @@ public struct ImageResponse: Sendable {
         self.fetchURL = nil
         self.downloadedBytes = 0
         self.isStale = false
+        self.isPreview = false
+        self.placeholder = nil
     }
 }

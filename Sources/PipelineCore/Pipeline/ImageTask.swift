@@ -36,7 +36,9 @@ public final class ImageTask: Sendable, Hashable, CustomStringConvertible {
 
     /// The request this task answers.
     public let request: ImageRequest
-    let relay = ProgressRelay()
+    let relay = Relay<Progress>()
+    /// The previews of the work the task waits on (``previews``).
+    let previewRelay = Relay<ImageResponse>()
     private struct State {
         var priority: ImagePriority
         /// The caller's place among the waiters of the decode it joined, once it joined one.
@@ -51,7 +53,10 @@ public final class ImageTask: Sendable, Hashable, CustomStringConvertible {
         self.pipeline = pipeline
         self.state = Mutex(State(priority: request.priority))
         let task = Task(priority: request.priority == .visible ? nil : .low) { [self] in
-            defer { relay.finish() }
+            defer {
+                previewRelay.finish()
+                relay.finish()
+            }
             return try await pipeline.image(for: request, task: self)
         }
         state.withLock { $0.task = task }
@@ -89,6 +94,22 @@ public final class ImageTask: Sendable, Hashable, CustomStringConvertible {
         AsyncStream(bufferingPolicy: .bufferingNewest(1)) { continuation in
             let id = relay.subscribe(send: { continuation.yield($0) }, finish: { continuation.finish() })
             continuation.onTermination = { [relay] _ in relay.unsubscribe(id) }
+        }
+    }
+
+    /// Previews of the picture while it downloads (``ImagePipeline/Configuration/previewPolicy``):
+    /// coarser decodes of what has arrived, at the requested size and through the request's
+    /// processors (``ImageResponse/isPreview``), each showing more than the one before. A
+    /// consumer that falls behind gets the newest only, one that starts late the latest first.
+    /// The stream finishes when the task does, so every preview comes before ``response``:
+    /// `for await preview in task.previews { show(preview) }`, then `try await task.response`.
+    /// Nothing comes without a preview policy, for a memory or disk hit, for a picture that is
+    /// not progressive (a baseline JPEG, PNG, WebP), or while the work runs below visible
+    /// priority. Each access is a sequence of its own.
+    public var previews: AsyncStream<ImageResponse> {
+        AsyncStream(bufferingPolicy: .bufferingNewest(1)) { continuation in
+            let id = previewRelay.subscribe(send: { continuation.yield($0) }, finish: { continuation.finish() })
+            continuation.onTermination = { [previewRelay] _ in previewRelay.unsubscribe(id) }
         }
     }
 
@@ -156,67 +177,5 @@ extension ImagePipeline {
         let (token, priority) = task.placement
         guard let token else { return }
         setWaiterPriority(token, to: priority)
-    }
-}
-
-/// Progress values fanned out to subscribers, keeping the latest for late ones. Shared by a
-/// piece of work in flight (a download's loader reports into it; a decode forwards its
-/// download's) and an ``ImageTask`` (whose streams subscribe). Values are delivered under the
-/// lock, so every subscriber sees them in order (a late subscriber's first value is never
-/// older than the next one it gets); subscribers only ever forward downstream, so no cycle.
-final class ProgressRelay: Sendable {
-    private struct Subscriber {
-        let send: @Sendable (ImageTask.Progress) -> Void
-        let finish: (@Sendable () -> Void)?
-    }
-    private struct State {
-        var latest: ImageTask.Progress?
-        var subscribers: [UInt64: Subscriber] = [:]
-        var nextID: UInt64 = 0
-        var finished = false
-    }
-    private let state = Mutex(State())
-
-    /// The latest value.
-    var latest: ImageTask.Progress? { state.withLock { $0.latest } }
-
-    /// Delivers `progress` to every subscriber and keeps it as the latest.
-    func send(_ progress: ImageTask.Progress) {
-        state.withLock { state in
-            guard !state.finished else { return }
-            state.latest = progress
-            for subscriber in state.subscribers.values { subscriber.send(progress) }
-        }
-    }
-
-    /// Adds a subscriber, which gets the latest value at once (and `finish` at once when the
-    /// relay has finished); returns its id.
-    @discardableResult
-    func subscribe(send: @escaping @Sendable (ImageTask.Progress) -> Void,
-                   finish: (@Sendable () -> Void)? = nil) -> UInt64 {
-        let (id, finished) = state.withLock { state in
-            state.nextID += 1
-            if let latest = state.latest { send(latest) }
-            if !state.finished { state.subscribers[state.nextID] = Subscriber(send: send, finish: finish) }
-            return (state.nextID, state.finished)
-        }
-        if finished { finish?() }
-        return id
-    }
-
-    /// Removes a subscriber.
-    func unsubscribe(_ id: UInt64) {
-        _ = state.withLock { $0.subscribers.removeValue(forKey: id) }
-    }
-
-    /// Finishes every subscriber; later values are dropped. The finish calls run outside the
-    /// lock: a stream's termination handler unsubscribes.
-    func finish() {
-        let subscribers = state.withLock { state in
-            state.finished = true
-            defer { state.subscribers = [:] }
-            return Array(state.subscribers.values)
-        }
-        for subscriber in subscribers { subscriber.finish?() }
     }
 }

@@ -59,11 +59,15 @@ final class InFlightTable<Key: Hashable & Sendable, Value: Sendable>: WaiterTabl
         let token = WaiterToken(table: id, workID: work.id, waiterID: pipeline.nextID())
         dependent?.link(upstream: token)
         let sink = dependent?.progress ?? task?.relay
+        // Previews go to a task's stream, or feed the dependent work's own previews.
+        let previewSink = dependent == nil ? task?.previewRelay : nil
+        dependent?.previewFeed?.follow(body: work.body, previews: work.previews)
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation(isolation: pipeline) { continuation in
                 let priority = task?.joined(as: token) ?? priority
                 work.waiters[token.waiterID] = .init(continuation: continuation, priority: priority)
                 if let sink { work.waiters[token.waiterID]?.progress = work.progress.subscribe(send: sink.send) }
+                if let previewSink { work.waiters[token.waiterID]?.previews = work.previews.subscribe(send: previewSink.send) }
                 if work.updatePriority() { pipeline.propagatePriority(of: work) }
                 if Task.isCancelled { leave(token, in: pipeline) }
             }
@@ -78,6 +82,7 @@ final class InFlightTable<Key: Hashable & Sendable, Value: Sendable>: WaiterTabl
         guard let (work, key) = live[token.workID] else { return }
         if let waiter = work.waiters.removeValue(forKey: token.waiterID) {
             if let subscription = waiter.progress { work.progress.unsubscribe(subscription) }
+            if let subscription = waiter.previews { work.previews.unsubscribe(subscription) }
             waiter.continuation.resume(throwing: CancellationError())
         }
         guard work.waiters.isEmpty else {
@@ -149,6 +154,8 @@ final class InFlightWork<Value: Sendable>: UpstreamLinked {
         var priority: ImagePriority
         /// Its subscription to ``InFlightWork/progress``, if it follows it.
         var progress: UInt64?
+        /// Its subscription to ``InFlightWork/previews``, if it follows them (an ``ImageTask``).
+        var previews: UInt64?
     }
 
     let id: UInt64
@@ -166,7 +173,13 @@ final class InFlightWork<Value: Sendable>: UpstreamLinked {
     var upstream: WaiterToken?
     /// The download progress of this work (a download's own; a decode's, forwarded from its
     /// download), for the waiters that follow it.
-    let progress = ProgressRelay()
+    let progress = Relay<ImageTask.Progress>()
+    /// A download's body as it arrives, kept while a decode that shows previews follows it.
+    let body = StreamedBody()
+    /// The previews of a decode or processing work, for the waiters that follow them.
+    let previews = Relay<ImageResponse>()
+    /// Makes a decode or processing work's ``previews``, when the pipeline shows previews.
+    var previewFeed: PreviewFeed?
     /// What an image work keeps on disk (``DiskCachePolicy``).
     var disk = DiskIntent()
 
@@ -199,7 +212,9 @@ protocol UpstreamLinked: AnyObject {
     /// Records this work's waiter token in the work it waits on.
     func link(upstream: WaiterToken)
     /// Where the progress of the work waited on goes.
-    var progress: ProgressRelay { get }
+    var progress: Relay<ImageTask.Progress> { get }
+    /// What makes this work's previews from the work waited on, if it shows previews.
+    var previewFeed: PreviewFeed? { get }
 }
 
 /// The outcome of an async throwing body as a `Result`.

@@ -107,7 +107,7 @@ struct RenditionStage {
         plain.processing = ProcessingOptions(appliesOrientation: false, convertsToSRGB: false,
                                              pixelFormat: key.processing.pixelFormat)
         guard var (response, _) = try? await pipeline.decoder.decode(stored.data, source: .rendition, key: plain,
-                                                                     priority: priority) else {
+                                                                     priority: priority, placeholder: false) else {
             await store.disk.removeData(for: store.url)
             return nil
         }
@@ -115,6 +115,7 @@ struct RenditionStage {
             response.originalSize = record.originalSize
             response.format = record.format
         }
+        response.placeholder = stored.info.placeholder
         return response
     }
 
@@ -142,7 +143,7 @@ struct RenditionStage {
         let record = RenditionRecord(originTag: origin.tag, originalSize: response.originalSize, format: response.format,
                                      standalone: standalone)
         let info = CacheEntryInfo(etag: standalone ? origin.info.etag : nil, lastModified: standalone ? origin.info.lastModified : nil,
-                                  freshUntil: origin.info.freshUntil, rendition: record)
+                                  freshUntil: origin.info.freshUntil, rendition: record, placeholder: response.placeholder)
         await store.disk.storeData(data, info: info, for: store.url)
         pipeline.emit(.renditionStored(key, bytes: data.count))
     }

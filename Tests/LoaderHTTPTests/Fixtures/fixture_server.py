@@ -15,6 +15,8 @@ Endpoints (the query string selects behaviour; counters are kept per path, query
   /steps/<name>?chunks=N&chunk=B  Content-Length N*B and the first chunk of B bytes; chunk i
                                   (i >= 1) only after /release/<name>.<i> (at most 60 s each):
                                   the test decides when each piece of the body arrives
+      both with file=P&type=T: the body is file P's bytes (Content-Type T, default
+      image/jpeg) in pieces of B bytes, or for /steps cut at the offsets cuts=a,b,... 
   /hold/<name>                    waits until /release/<name> (at most 60 s: a guard for a test that never releases; a starved machine can outlast 10 s), then an image
   /release/<name>                 releases the holds of <name> (not counted)
   /truncated/<name>               Content-Length 2000, 500 bytes, then close
@@ -202,14 +204,33 @@ class Handler(BaseHTTPRequestHandler):
         time.sleep(int(self.query.get("ms", ["100"])[0]) / 1000)
         self.image(name)
 
+    def file_pieces(self, chunk):
+        """With `file=P`: P's bytes cut in pieces of `chunk` bytes, or at `cuts=a,b,...`, and
+        the content type (`type=T`, default image/jpeg); otherwise `None`."""
+        if "file" not in self.query:
+            return None
+        with open(self.query["file"][0], "rb") as handle:
+            body = handle.read()
+        if "cuts" in self.query:
+            cuts = [0] + [int(c) for c in self.query["cuts"][0].split(",") if c] + [len(body)]
+        else:
+            cuts = list(range(0, len(body), chunk)) + [len(body)]
+        pieces = [body[a:b] for a, b in zip(cuts, cuts[1:]) if b > a]
+        return pieces, self.query.get("type", ["image/jpeg"])[0]
+
     def route_slow(self, name):
         chunks = int(self.query.get("chunks", ["100"])[0])
         interval = int(self.query.get("interval_ms", ["20"])[0]) / 1000
         chunk = int(self.query.get("chunk", ["1000"])[0])
         body = image_bytes(name, chunks * chunk)
+        content_type = "image/x-test"
+        from_file = self.file_pieces(chunk)
+        if from_file:
+            pieces, content_type = from_file
+            body, chunks = b"".join(pieces), len(pieces)
         self.record(200)
         self.send_response(200)
-        self.send_header("Content-Type", "image/x-test")
+        self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.flush()
@@ -237,9 +258,15 @@ class Handler(BaseHTTPRequestHandler):
         chunks = int(self.query.get("chunks", ["4"])[0])
         chunk = int(self.query.get("chunk", ["1000"])[0])
         body = image_bytes(name, chunks * chunk)
+        pieces = [body[index * chunk:(index + 1) * chunk] for index in range(chunks)]
+        content_type = "image/x-test"
+        from_file = self.file_pieces(chunk)
+        if from_file:
+            pieces, content_type = from_file
+            body, chunks = b"".join(pieces), len(pieces)
         self.record(200)
         self.send_response(200)
-        self.send_header("Content-Type", "image/x-test")
+        self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Cache-Control", "max-age=600")
         self.end_headers()
@@ -249,7 +276,7 @@ class Handler(BaseHTTPRequestHandler):
                     with LOCK:
                         event = HOLDS.setdefault("%s.%d" % (name, index), threading.Event())
                     event.wait(60)
-                self.wfile.write(body[index * chunk:(index + 1) * chunk])
+                self.wfile.write(pieces[index])
                 self.wfile.flush()
         except OSError:
             with LOCK:

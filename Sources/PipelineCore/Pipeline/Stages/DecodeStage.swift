@@ -44,6 +44,12 @@ struct DecodeStage {
         if let renewed = lookup.renewed {
             loaded = renewed.loaded
         } else {
+            if let policy = pipeline.configuration.previewPolicy {
+                work.previewFeed = PreviewFeed(.decoding(key), policy: policy, decoder: pipeline.decoder,
+                                               priority: work.priority, output: work.previews)
+            }
+            // The bytes are all here (or did not come): no preview after this, so none after the final.
+            defer { work.previewFeed?.finish() }
             loaded = try await pipeline.fetch.bytes(for: resolved, priority: work.priority.current, upstreamOf: work, in: pipeline)
         }
         try Task.checkCancellation()
@@ -54,10 +60,10 @@ struct DecodeStage {
         do {
             (response, seconds) = try await pipeline.decoder.decode(loaded.data, source: loaded.source, key: key,
                                                                     priority: work.priority, origin: origin)
-            if let store = loaded.pendingStore, work.disk.storesOriginal || store.replacesStoredBytes, store.claim() {
+            if let store = loaded.pendingStore, work.disk.storesOriginal || store.replacesStoredBytes {
                 // Decoded: these bytes are a complete answer and may be kept.
                 if store.replacesStoredBytes { pipeline.dropDecodedCopies(of: resolved.cacheURL) }
-                await store.disk.storeData(store.data, info: store.info, for: store.url)
+                await store.storeOnce(placeholder: response.placeholder)
             }
             if lookup.renewed != nil {
                 // New bytes replace those the rendition (and any decoded copy) was made from.

@@ -59,8 +59,11 @@ struct FetchStage {
                          in pipeline: isolated ImagePipeline) async throws -> LoadedData {
         try Task.checkCancellation()
         let request = resolved.request, configuration = pipeline.configuration
-        let relay = work.progress
+        let relay = work.progress, streamed = work.body
         let progress: @Sendable (Int64, Int64?) -> Void = { relay.send(ImageTask.Progress(completed: $0, total: $1)) }
+        // The body's pieces, kept for previews only while a decode that shows them follows.
+        let body: (@Sendable (Data, Int64) -> Void)? = configuration.previewPolicy == nil ? nil : { @Sendable in streamed.append($0, at: $1) }
+        defer { streamed.finish() }
         let disk = Self.disk(for: resolved, configuration: configuration)
         // A URL the loader refuses is refused from the caches too (a shared tier may hold it).
         try configuration.loaders.checkAllowed(resolved.fetchURL)
@@ -88,7 +91,7 @@ struct FetchStage {
         if resolved.cacheOnly { throw ImagePipelineError.notCached }
         try Task.checkCancellation()
         let loader = try configuration.loaders.requireLoader(for: resolved.fetchURL)
-        switch try await loader.load(resolved.loadRequest(priority: work.priority, progress: progress)) {
+        switch try await loader.load(resolved.loadRequest(priority: work.priority, progress: progress, body: body)) {
         case .data(let data, let metadata):
             pipeline.emit(.loaded(resolved.fetchURL, bytes: data.count))
             var loaded = LoadedData(data: data, source: .network, generation: nil)

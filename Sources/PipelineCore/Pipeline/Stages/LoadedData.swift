@@ -55,9 +55,13 @@ final class PendingStore: Sendable {
         !claimed.exchange(true, ordering: .acquiringAndReleasing)
     }
 
-    /// Stores the bytes if nobody has yet: they decoded, so they are a complete answer.
-    func storeOnce() async {
-        if claim() { await disk.storeData(data, info: info, for: url) }
+    /// Stores the bytes if nobody has yet: they decoded, so they are a complete answer. With
+    /// the `placeholder` of the picture they decoded to, kept in the entry's info.
+    func storeOnce(placeholder: ThumbHash? = nil) async {
+        guard claim() else { return }
+        var info = info
+        info.placeholder = placeholder ?? info.placeholder
+        await disk.storeData(data, info: info, for: url)
     }
 
     /// Tells the disk cache these bytes will not be stored (they did not decode).

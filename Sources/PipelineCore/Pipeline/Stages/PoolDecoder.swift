@@ -11,6 +11,8 @@ struct PoolDecoder: Sendable {
     let clock: @Sendable () -> Date
     /// Admits decodes by their estimated memory; `nil` without a budget.
     let admission: DecodeAdmission?
+    /// ``ImagePipeline/Configuration/makesPlaceholders``.
+    let makesPlaceholders: Bool
 
     init(configuration: ImagePipeline.Configuration) {
         pool = WorkerPool(maxConcurrent: configuration.maxConcurrentDecodes, name: "ImagePipeline.decode")
@@ -18,18 +20,22 @@ struct PoolDecoder: Sendable {
         maxPixelCount = configuration.maxPixelCount
         clock = configuration.now
         admission = configuration.decodeMemoryBudget.map { DecodeAdmission(budget: $0) }
+        makesPlaceholders = configuration.makesPlaceholders
     }
 
     /// Decodes `data` at `priority`; returns the response and the seconds it took. With
     /// `origin` (the bytes' info), the response's `renditionOrigin` is set, its tag computed on
-    /// the pool too (a CRC-32 of the bytes: not on the actor).
+    /// the pool too (a CRC-32 of the bytes: not on the actor). The response gets a placeholder
+    /// hash when the configuration makes them, unless `placeholder` is `false` (a rendition's
+    /// decode: its entry keeps the original's).
     func decode(_ data: Data, source: ImageSource, key: ImageKey, priority: PriorityHandle,
-                origin: CacheEntryInfo? = nil) async throws -> (ImageResponse, TimeInterval) {
+                origin: CacheEntryInfo? = nil, placeholder: Bool = true) async throws -> (ImageResponse, TimeInterval) {
         let decoders = decoders, maxPixels = maxPixelCount, clock = clock, admission = admission
+        let hashes = placeholder && makesPlaceholders
         let first = try await pool.run(priority: priority) { () throws -> DecodeOutcome in
             let start = clock()
             let outcome = try Self.decode(data, source: source, key: key, decoders: decoders, maxPixelCount: maxPixels,
-                                          admission: admission, reserved: nil)
+                                          admission: admission, reserved: nil, placeholder: hashes)
             return outcome.timed(since: start, clock: clock).tagged(data, origin)
         }
         guard case .needsMemory(let bytes) = first, let admission else { return try first.result() }
@@ -40,7 +46,7 @@ struct PoolDecoder: Sendable {
         return try await pool.run(priority: priority) { () throws -> DecodeOutcome in
             let start = clock()
             let outcome = try Self.decode(data, source: source, key: key, decoders: decoders, maxPixelCount: maxPixels,
-                                          admission: admission, reserved: bytes)
+                                          admission: admission, reserved: bytes, placeholder: hashes)
             return outcome.timed(since: start, clock: clock).tagged(data, origin)
         }.result()
     }
@@ -55,6 +61,25 @@ struct PoolDecoder: Sendable {
             return true
         }
         return decoded == true
+    }
+
+    /// A preview of `partial`, the first bytes of a picture still downloading, decoded at
+    /// `key`'s size, when its decoder is ``ProgressiveDecoding`` and the preview shows more
+    /// than `steps` refinement steps; with the steps it shows. A preview never waits for decode
+    /// memory: when the budget has no room now there is none. `nil` too when it does not decode.
+    func preview(of partial: Data, key: ImageKey, after steps: Int, priority: PriorityHandle) async -> (ImageResponse, Int)? {
+        let decoders = decoders, maxPixels = maxPixelCount, admission = admission
+        let made: (ImageResponse, Int)?? = try? await pool.run(priority: priority) {
+            guard let decoder = decoders.decoder(for: partial) as? any ProgressiveDecoding,
+                  let preview = decoder.preview(of: partial), preview.steps > steps,
+                  case .decoded(var response, _) = try Self.decode(preview.data, source: .network, key: key, decoders: decoders,
+                                                               maxPixelCount: maxPixels, admission: admission, reserved: nil,
+                                                               placeholder: false)
+            else { return nil }
+            response.isPreview = true
+            return (response, preview.steps)
+        }
+        return made ?? nil
     }
 
     /// Runs `processors` in order on `input`'s pixels (premultiplied, as processors expect), the
@@ -110,8 +135,10 @@ struct PoolDecoder: Sendable {
     /// With `admission`, the session's memory estimate (plus the resampled result) must fit
     /// the decode budget: a decode holding a `reserved` admission goes ahead, another takes
     /// the memory if it fits now or returns ``DecodeOutcome/needsMemory(_:)`` to wait for it.
+    /// With `placeholder`, the response gets the placeholder hash of the decoded picture, whole
+    /// and upright (before the crop of a fill).
     static func decode(_ data: Data, source: ImageSource, key: ImageKey, decoders: DecoderRegistry,
-                       maxPixelCount: Int, admission: DecodeAdmission?, reserved: Int?) throws -> DecodeOutcome {
+                       maxPixelCount: Int, admission: DecodeAdmission?, reserved: Int?, placeholder: Bool) throws -> DecodeOutcome {
         let decoder = try decoders.requireDecoder(for: data)
         return try decoder.withSession(for: data) { session -> DecodeOutcome in
             let info = session.info
@@ -141,8 +168,10 @@ struct PoolDecoder: Sendable {
             let bitmap = decoded.bitmap.size == plan.outputSize && plan.crop == PixelRect(upright)
                 ? decoded.bitmap
                 : Resampler.resample(decoded.bitmap.premultiplied(), plan: plan, filter: key.processing.resamplingFilter)
-            return .decoded(ImageResponse(bitmap: bitmap.converted(to: wanted), source: source, originalSize: upright,
-                                          format: info.format, warnings: decoded.warnings), 0)
+            var response = ImageResponse(bitmap: bitmap.converted(to: wanted), source: source, originalSize: upright,
+                                         format: info.format, warnings: decoded.warnings)
+            if placeholder { response.placeholder = ThumbHash(bitmap: decoded.bitmap) }
+            return .decoded(response, 0)
         }
     }
 }

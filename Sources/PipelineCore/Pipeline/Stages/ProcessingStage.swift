@@ -49,7 +49,7 @@ struct ProcessingStage {
                 else { throw wrapped }
                 return answer
             }
-            if let store = loaded.pendingStore, work.disk.storesOriginal { await store.storeOnce() }
+            if let store = loaded.pendingStore, work.disk.storesOriginal { await store.storeOnce(placeholder: input.placeholder) }
             pipeline.dropDecodedCopies(of: resolved.cacheURL)
             // Read after this work's own replacement: a purge from now on still keeps the
             // processed result out of memory and off the disk.
@@ -64,6 +64,11 @@ struct ProcessingStage {
                 throw error
             }
             let decode = pipeline.decoding.work(for: base, asBaseStoringOriginal: work.disk.storesOriginal, in: pipeline)
+            if let policy = pipeline.configuration.previewPolicy {
+                work.previewFeed = PreviewFeed(.processing(key.processors, key.processing.pixelFormat), policy: policy,
+                                               decoder: pipeline.decoder, priority: work.priority, output: work.previews)
+            }
+            defer { work.previewFeed?.finish() }
             input = try await pipeline.decoding.decodes.wait(on: decode, priority: work.priority.current, upstreamOf: work,
                                                              in: pipeline)
         }

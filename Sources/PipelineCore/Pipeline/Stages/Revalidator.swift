@@ -55,6 +55,7 @@ final class Revalidator {
         case .notModified(var info):
             info.etag = info.etag ?? cached.info.etag
             info.lastModified = info.lastModified ?? cached.info.lastModified
+            info.placeholder = cached.info.placeholder  // the same bytes: the same picture
             await disk.updateInfo(info, for: resolved.cacheURL)
             var loaded = LoadedData(data: cached.data, source: .revalidated, generation: read)
             loaded.info = info

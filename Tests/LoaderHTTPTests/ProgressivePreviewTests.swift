@@ -1,0 +1,246 @@
+import CacheDisk
+import CodecJPEG
+import Foundation
+import LoaderHTTP
+import PipelineCore
+import PipelineTestSupport
+import Testing
+
+/// A 256×192 picture with detail at every scale (so each scan of its progressive encoding
+/// visibly refines it), encoded by our JPEG encoder, and where its scans start.
+private struct ProgressiveFixture {
+    let data: Data
+    let file: URL
+    /// The offset of every start-of-scan marker (FF DA), in order.
+    let scanStarts: [Int]
+
+    static func make(progressive: Bool = true, in directory: URL) throws -> ProgressiveFixture {
+        let width = 256, height = 192
+        var pixels = [UInt8](repeating: 255, count: width * height * 4)
+        for y in 0..<height {
+            for x in 0..<width {
+                let i = (y * width + x) * 4
+                let checker = ((x / 8) + (y / 8)) % 2 == 0
+                pixels[i] = UInt8(x)
+                pixels[i + 1] = UInt8((y * 255) / height)
+                pixels[i + 2] = checker ? 230 : UInt8((x * y) % 200)
+            }
+        }
+        let bitmap = try #require(Bitmap(width: width, height: height, bytesPerRow: width * 4, pixelFormat: .rgba8Straight,
+                                         bytes: pixels))
+        let data = try JPEGEncoder().encode(bitmap, options: EncodeOptions(quality: 90, progressive: progressive))
+        let file = directory.appendingPathComponent(progressive ? "progressive.jpg" : "baseline.jpg")
+        try data.write(to: file)
+        // In entropy-coded data FF is followed by 00 or a restart marker, so FF DA is a real SOS.
+        let bytes = [UInt8](data)
+        let starts = (0..<bytes.count - 1).filter { bytes[$0] == 0xFF && bytes[$0 + 1] == 0xDA }
+        return ProgressiveFixture(data: data, file: file, scanStarts: starts)
+    }
+
+    /// Cuts that end each piece just past the start of the next scan: piece k completes scan
+    /// k + 1 (the marker after it has arrived), and the last piece brings the rest.
+    var cutsAfterEachScan: [Int] { scanStarts.dropFirst().map { $0 + 2 } }
+
+    /// `/steps` serving this file cut at `cuts`, under the hold name `name`.
+    func stepsPath(_ name: String, cuts: [Int]) -> String {
+        "/steps/\(name)?file=\(file.path)&cuts=\(cuts.map(String.init).joined(separator: ","))"
+    }
+}
+
+/// A pipeline with the real HTTP loader and JPEG decoder, previews on, every chance taken
+/// (no interval: the test paces the body itself).
+private func previewPipeline(diskCache: (any DataCaching)? = nil, previews: Bool = true) -> ImagePipeline {
+    var configuration = ImagePipeline.Configuration(decoders: DecoderRegistry([JPEGDecoder()]),
+                                                    loaders: LoaderRegistry([HTTPDataLoader()]),
+                                                    diskCache: diskCache, maxConcurrentDecodes: 2, negativeCacheLifetime: 0)
+    configuration.previewPolicy = previews ? ImagePipeline.PreviewPolicy(minimumInterval: 0) : nil
+    return ImagePipeline(configuration: configuration)
+}
+
+@Suite("Progressive previews over a real HTTP server", .timeLimit(.minutes(3)))
+struct ProgressivePreviewTests {
+    /// The server sends one more scan only after the test saw the preview of the last one: a
+    /// preview per completed scan arrives, in order, each closer to the final picture, all
+    /// flagged as previews and at the requested size; nothing is in the memory cache until the
+    /// final, which is the whole picture and is what the memory and disk caches then hold.
+    @Test func previewsArriveInOrderImproveAndAreNeverCached() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let fixture = try ProgressiveFixture.make(in: directory.url)
+        let cuts = fixture.cutsAfterEachScan
+        #expect(cuts.count >= 5, "the encoder's progressive script has several scans: \(fixture.scanStarts)")
+        let disk = try DiskCache(directory: directory.url.appendingPathComponent("cache"))
+        try await withFixtureServer { server in
+            let pipeline = previewPipeline(diskCache: disk)
+            let request = ImageRequest(url: server.url(fixture.stepsPath("order", cuts: cuts)), width: 128, height: 96)
+            let task = pipeline.imageTask(for: request)
+            var previews: [ImageResponse] = []
+            var released = 0
+            for await preview in task.previews {
+                previews.append(preview)
+                #expect(preview.isPreview)
+                #expect(preview.bitmap.size == PixelSize(width: 128, height: 96))
+                #expect(pipeline.cachedImage(for: request) == nil, "a preview is never the cached picture")
+                if released < cuts.count {
+                    released += 1
+                    try await server.release("order.\(released)")
+                }
+            }
+            let final = try await task.response
+            #expect(!final.isPreview)
+            #expect(final.source == .network)
+            let quality = previews.map { psnr($0.bitmap, final.bitmap) }
+            print("previews: \(previews.count) for \(cuts.count + 1) scans; PSNR to the final: "
+                  + quality.map { String(format: "%.1f", $0) }.joined(separator: ", "))
+            #expect(previews.count == cuts.count, "one preview per completed scan before the last")
+            #expect(zip(quality, quality.dropFirst()).allSatisfy { $0 <= $1 + 0.5 }, "each preview is closer: \(quality)")
+            #expect((quality.first ?? 99) < (quality.last ?? 0), "\(quality)")
+            let cached = try #require(pipeline.cachedImage(for: request))
+            #expect(!cached.isPreview)
+            #expect(cached.bitmap.bytes == final.bitmap.bytes)
+            let stored = try #require(await disk.cachedData(for: request.url))
+            #expect(stored.data == fixture.data, "the disk keeps the whole body, never a prefix")
+        }
+    }
+
+    /// Two callers of one picture share its previews; when one cancels after the first
+    /// preview, its stream ends, and the other still gets the rest and the final.
+    @Test func coalescedWaitersShareThePreviewsAndOneCancellingStopsOnlyItsOwn() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let fixture = try ProgressiveFixture.make(in: directory.url)
+        let cuts = fixture.cutsAfterEachScan
+        try await withFixtureServer { server in
+            let pipeline = previewPipeline()
+            let request = ImageRequest(url: server.url(fixture.stepsPath("shared", cuts: cuts)), width: 64, height: 48)
+            let staying = pipeline.imageTask(for: request)
+            let leaving = pipeline.imageTask(for: request)
+            var leavingPreviews = 0
+            for await _ in leaving.previews {
+                leavingPreviews += 1
+                leaving.cancel()
+            }
+            #expect(leavingPreviews == 1)
+            await #expect(throws: CancellationError.self) { try await leaving.response }
+            var stayingPreviews = 0
+            var released = 0
+            for await preview in staying.previews {
+                stayingPreviews += 1
+                #expect(preview.isPreview)
+                if released < cuts.count {
+                    released += 1
+                    try await server.release("shared.\(released)")
+                }
+            }
+            let final = try await staying.response
+            #expect(!final.isPreview)
+            #expect(stayingPreviews == cuts.count, "the first preview (seen late, as the latest) and one per later scan")
+            #expect(try await server.hits("/steps/shared") == 1, "one download for both")
+        }
+    }
+
+    /// The last caller cancelling stops the preview decoding with the download: its stream
+    /// ends at once and the server sees the client go away while most of the body is unsent.
+    @Test func cancellingTheOnlyCallerStopsThePreviews() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let fixture = try ProgressiveFixture.make(in: directory.url)
+        try await withFixtureServer { server in
+            let pipeline = previewPipeline()
+            let request = ImageRequest(url: server.url(fixture.stepsPath("cancel", cuts: fixture.cutsAfterEachScan)),
+                                       width: 64, height: 48)
+            let task = pipeline.imageTask(for: request)
+            var seen = 0
+            for await _ in task.previews {
+                seen += 1
+                task.cancel()
+            }
+            #expect(seen == 1)
+            await #expect(throws: CancellationError.self) { try await task.response }
+            // The decode work and its download are cancelled with their last waiter: a new
+            // caller starts a new download.
+            let again = pipeline.imageTask(for: request)
+            for await _ in again.previews { again.cancel() }
+            let hits = try await server.hits("/steps/cancel")
+            #expect(hits == 2)
+        }
+    }
+
+    /// A baseline JPEG's rows arrive top to bottom: no preview, however the body arrives.
+    @Test func aBaselineJPEGGivesNoPreview() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let fixture = try ProgressiveFixture.make(progressive: false, in: directory.url)
+        let size = fixture.data.count
+        let cuts = [size / 4, size / 2, size * 3 / 4]
+        try await withFixtureServer { server in
+            let pipeline = previewPipeline()
+            let request = ImageRequest(url: server.url(fixture.stepsPath("baseline", cuts: cuts)), width: 64, height: 48)
+            let task = pipeline.imageTask(for: request)
+            // Each piece is released once the one before it has arrived (progress shows it).
+            var released = 0
+            for await progress in task.progress where released < cuts.count && progress.completed >= Int64(cuts[released]) {
+                released += 1
+                try await server.release("baseline.\(released)")
+            }
+            var previews = 0
+            for await _ in task.previews { previews += 1 }
+            _ = try await task.response
+            #expect(previews == 0)
+        }
+    }
+
+    /// Without a preview policy nothing is kept or decoded early: no preview.
+    @Test func noPreviewsWithoutAPolicy() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let fixture = try ProgressiveFixture.make(in: directory.url)
+        let cuts = fixture.cutsAfterEachScan
+        try await withFixtureServer { server in
+            let pipeline = previewPipeline(previews: false)
+            let request = ImageRequest(url: server.url(fixture.stepsPath("off", cuts: cuts)), width: 64, height: 48)
+            let task = pipeline.imageTask(for: request)
+            var released = 0
+            for await progress in task.progress where released < cuts.count && progress.completed >= Int64(cuts[released]) {
+                released += 1
+                try await server.release("off.\(released)")
+            }
+            var previews = 0
+            for await _ in task.previews { previews += 1 }
+            #expect(!(try await task.response).isPreview)
+            #expect(previews == 0)
+        }
+    }
+
+    /// A processed request's previews go through its processors: a circle's corners are
+    /// transparent in every preview, as in the final.
+    @Test func aProcessedRequestsPreviewsAreProcessed() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let fixture = try ProgressiveFixture.make(in: directory.url)
+        let cuts = fixture.cutsAfterEachScan
+        try await withFixtureServer { server in
+            let pipeline = previewPipeline()
+            var request = ImageRequest(url: server.url(fixture.stepsPath("circle", cuts: cuts)), width: 64, height: 48)
+            request.contentMode = .fill
+            request.processors = [.circle]
+            let task = pipeline.imageTask(for: request)
+            var previews = 0
+            var released = 0
+            for await preview in task.previews {
+                previews += 1
+                #expect(preview.isPreview)
+                #expect(preview.bitmap.pixel(x: 0, y: 0).a == 0, "the corner is outside the circle")
+                #expect(preview.bitmap.pixel(x: 32, y: 24).a == 255)
+                if released < cuts.count {
+                    released += 1
+                    try await server.release("circle.\(released)")
+                }
+            }
+            let final = try await task.response
+            #expect(!final.isPreview)
+            #expect(final.bitmap.pixel(x: 0, y: 0).a == 0)
+            #expect(previews >= 1)
+        }
+    }
+}
