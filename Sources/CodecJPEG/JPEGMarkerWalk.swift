@@ -26,6 +26,18 @@ struct JPEGMarkerWalk {
     /// counted (what an assembled profile would hold).
     private(set) var iccByteCount = 0
 
+    /// The frame's SOF marker code (`0xC0`…`0xCF`; `0xC2` progressive Huffman, `0xCA`
+    /// progressive arithmetic), once its whole segment has been read; 0 before.
+    private(set) var frameMarker: UInt8 = 0
+    /// The scans whose entropy-coded data is followed by a marker in the bytes walked: the
+    /// scans a truncated file holds whole.
+    private(set) var completeScans = 0
+    /// Where the last of ``completeScans`` ends: the offset of the marker after its entropy-coded
+    /// data (0 before the first).
+    private(set) var completeScansEnd = 0
+    /// Whether the walk reached an EOI marker.
+    private(set) var reachedEnd = false
+
     private struct Component {
         var id: UInt8
         var horizontal: Int
@@ -37,20 +49,32 @@ struct JPEGMarkerWalk {
 
     init(_ bytes: UnsafeRawBufferPointer) {
         var offset = 0
+        // After a whole SOS segment: its entropy-coded data runs to the next marker.
+        var inScan = false
         while let (marker, at) = Self.nextMarker(bytes, from: offset) {
             offset = at + 2
+            // Any marker ends a scan, as in libjpeg (RSTn and stuffed FF 00 never get here).
+            if inScan {
+                completeScans += 1
+                completeScansEnd = at
+                inScan = false
+            }
             // Standalone markers: SOI, EOI, TEM, RSTn.
             if marker == 0xD8 || marker == 0x01 || (0xD0...0xD7).contains(marker) { continue }
-            if marker == 0xD9 { break }
+            if marker == 0xD9 {
+                reachedEnd = true
+                break
+            }
             guard at + 4 <= bytes.count else { break }
             let length = Int(bytes[at + 2]) << 8 | Int(bytes[at + 3])
             guard length >= 2, at + 2 + length <= bytes.count else { break }
             let segment = UnsafeRawBufferPointer(rebasing: bytes[(at + 4)..<(at + 2 + length)])
             switch marker {
             case 0xC0...0xCF where marker != 0xC4 && marker != 0xC8 && marker != 0xCC:
-                if components.isEmpty { readFrame(segment) }
+                if components.isEmpty { readFrame(segment, marker: marker) }
             case 0xDA:
                 readScan(segment)
+                inScan = true
             case 0xE2 where scanCount == 0:
                 readICCChunk(segment, at: at + 4)
             default:
@@ -79,12 +103,13 @@ struct JPEGMarkerWalk {
         return nil
     }
 
-    private mutating func readFrame(_ segment: UnsafeRawBufferPointer) {
+    private mutating func readFrame(_ segment: UnsafeRawBufferPointer, marker: UInt8) {
         guard segment.count >= 6 else { return }
         height = Int(segment[1]) << 8 | Int(segment[2])
         width = Int(segment[3]) << 8 | Int(segment[4])
         let count = Int(segment[5])
         guard segment.count >= 6 + 3 * count else { return }
+        if count > 0 { frameMarker = marker }
         components = (0..<count).map { index in
             let sampling = segment[7 + 3 * index]
             return Component(id: segment[6 + 3 * index], horizontal: max(1, Int(sampling >> 4)),
