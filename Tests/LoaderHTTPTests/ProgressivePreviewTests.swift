@@ -41,9 +41,10 @@ private struct ProgressiveFixture {
     /// k + 1 (the marker after it has arrived), and the last piece brings the rest.
     var cutsAfterEachScan: [Int] { scanStarts.dropFirst().map { $0 + 2 } }
 
-    /// `/steps` serving this file cut at `cuts`, under the hold name `name`.
+    /// `/steps` serving this file cut at `cuts` (no cut: in one piece), under the hold name `name`.
     func stepsPath(_ name: String, cuts: [Int]) -> String {
-        "/steps/\(name)?file=\(file.path)&cuts=\(cuts.map(String.init).joined(separator: ","))"
+        let pieces = cuts.isEmpty ? "chunk=\(data.count)" : "cuts=\(cuts.map(String.init).joined(separator: ","))"
+        return "/steps/\(name)?file=\(file.path)&\(pieces)"
     }
 }
 
@@ -241,6 +242,89 @@ struct ProgressivePreviewTests {
             #expect(!final.isPreview)
             #expect(final.bitmap.pixel(x: 0, y: 0).a == 0)
             #expect(previews >= 1)
+        }
+    }
+
+    /// A bound cell shows the placeholder (nil), each preview, then the final, and never a
+    /// preview after it; rebound to another picture, it never shows the old one's previews.
+    @Test func aBindingShowsEachPreviewThenTheFinalAndNothingOfAnOldRequest() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let fixture = try ProgressiveFixture.make(in: directory.url)
+        try await withFixtureServer { server in try await Self.bindingScenario(server, fixture) }
+    }
+
+    @MainActor private static func bindingScenario(_ server: FixtureServer, _ fixture: ProgressiveFixture) async throws {
+            let cuts = fixture.cutsAfterEachScan
+            let pipeline = previewPipeline()
+            let (shown, display) = AsyncStream.makeStream(of: ImageResponse?.self)
+            let binding = ImageTargetBinding(pipeline: pipeline) { display.yield($0) }
+            let first = ImageRequest(url: server.url(fixture.stepsPath("bound", cuts: cuts)), width: 64, height: 48)
+            binding.bind(first)
+            var sequence: [ImageResponse?] = []
+            var released = 0
+            for await response in shown {
+                sequence.append(response)
+                guard let response else { continue }
+                if !response.isPreview { break }
+                if released < cuts.count {
+                    released += 1
+                    try await server.release("bound.\(released)")
+                }
+            }
+            #expect(sequence.count > 1 && sequence[0] == nil, "the placeholder first")
+            let previews = sequence.compactMap { $0 }.filter(\.isPreview)
+            #expect(previews.count == cuts.count)
+            #expect(sequence.last??.isPreview == false, "the final comes last")
+            #expect(binding.displayed?.isPreview == false)
+
+            // A second picture starts arriving; after its first preview the cell is rebound to
+            // a third, and the second's remaining pieces arrive: none of them is shown.
+            let second = ImageRequest(url: server.url(fixture.stepsPath("dropped", cuts: cuts)), width: 32, height: 24)
+            let third = ImageRequest(url: server.url(fixture.stepsPath("third", cuts: [])), width: 16, height: 12)
+            binding.bind(second)
+            var afterRebind: [ImageResponse?] = []
+            var rebound = false
+            for await response in shown {
+                if rebound { afterRebind.append(response) }
+                if !rebound, let response, response.isPreview {
+                    rebound = true
+                    binding.bind(third)
+                    for piece in 1...cuts.count { try await server.release("dropped.\(piece)") }
+                }
+                if let response, !response.isPreview, rebound { break }
+            }
+            #expect(afterRebind.count > 1 && afterRebind[0] == nil)
+            #expect(afterRebind.compactMap { $0 }.allSatisfy { $0.bitmap.size == PixelSize(width: 16, height: 12) },
+                    "only the third picture shows once it is bound: \(afterRebind.compactMap { $0?.bitmap.size })")
+            display.finish()
+    }
+
+    /// The hash of a decoded picture goes into its disk entry: a new pipeline over the same
+    /// disk cache (a cold launch) answers `placeholder(for:)` with the same hash and makes no
+    /// request; so does the first pipeline, from memory.
+    @Test func thePlaceholderIsKeptWithTheDiskEntry() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let fixture = try ProgressiveFixture.make(in: directory.url)
+        let cacheFolder = directory.url.appendingPathComponent("cache")
+        try await withFixtureServer { server in
+            let url = server.url("/slow/placeholder?file=\(fixture.file.path)&chunk=100000&interval_ms=0")
+            let request = ImageRequest(url: url, width: 64, height: 48)
+            let loaded = try await previewPipeline(diskCache: try DiskCache(directory: cacheFolder)).image(for: request)
+            let hash = try #require(loaded.placeholder, "the decode made a placeholder")
+            let cold = previewPipeline(diskCache: try DiskCache(directory: cacheFolder))
+            #expect(cold.cachedImage(for: request) == nil)
+            #expect(await cold.placeholder(for: request) == hash)
+            var bigger = request
+            bigger.targetSize = .pixels(PixelSize(width: 200, height: 150))
+            #expect(await cold.placeholder(for: bigger) == hash, "the same entry for another size")
+            let unknown = ImageRequest(url: server.url("/slow/never?file=\(fixture.file.path)"), width: 64, height: 48)
+            #expect(await cold.placeholder(for: unknown) == nil)
+            let hits = try await server.hits("/slow/placeholder")
+            #expect(hits == 1, "placeholders never load")
+            let stored = try #require(await DiskCache(directory: cacheFolder).cachedDigest(for: url))
+            #expect(stored.info.placeholder == hash)
         }
     }
 }
