@@ -10,11 +10,13 @@ extension Command {
         return ", ICC \(name)\(space)" + (profile.problem.map { ", not applied: \(MessageText.escaped($0))" } ?? "")
     }
 
-    /// `imgpipe info SOURCE... [--json]`
+    /// `imgpipe info SOURCE... [--json] [--thumbhash]`
     static let info = Command(
-        name: "info", synopsis: "SOURCE... [--json]",
-        summary: "print format, pixel size, orientation, alpha, frame count and colour profile of each source (headers only)",
-        positionals: nil, options: [.flag("json", "print a JSON array instead of one line per source")],
+        name: "info", synopsis: "SOURCE... [--json] [--thumbhash]",
+        summary: "print format, pixel size, orientation, alpha, frame count and colour profile of each source (headers only; --thumbhash also decodes)",
+        positionals: nil,
+        options: [.flag("json", "print a JSON array instead of one line per source"),
+                  .flag("thumbhash", "also decode each source small (fit in \(ThumbHash.maxEncodedSide) px) and print its ThumbHash (base64)")],
         run: { invocation in
             let urls = try Sources.urls(invocation.positionals)
             let environment = try Environment(invocation, sources: urls)
@@ -53,6 +55,15 @@ extension Command {
                         row["loopCount"] = animation.loopCount ?? NSNull()
                         row["durationMs"] = animation.totalDurationMilliseconds ?? NSNull()
                     }
+                    // The placeholder hash of the picture as the pipeline decodes it (upright,
+                    // colour-managed, shrunk on load): the encoder reads at most 100 × 100 pixels.
+                    var thumbHash: ThumbHash?
+                    if invocation.flag("thumbhash") {
+                        let side = ThumbHash.maxEncodedSide
+                        let request = WriteRequest.make(url, target: .pixels(PixelSize(width: side, height: side)), contentMode: .fit)
+                        thumbHash = ThumbHash(bitmap: try await environment.pipeline.image(for: request).bitmap)
+                        row["thumbhash"] = thumbHash?.base64
+                    }
                     rows.append(row)
                     if !invocation.flag("json") {
                         print("\(Sources.label(url)): \(info.format) \(info.uprightSize)"
@@ -60,7 +71,7 @@ extension Command {
                               + ", \(info.hasAlpha ? "alpha" : "no alpha"), \(info.frameCount) frame\(info.frameCount == 1 ? "" : "s")"
                               + (animation.map(Self.describe) ?? "")
                               + (info.isProgressive ? ", progressive" : "") + Self.profileText(info.colorProfile)
-                              + ", \(Stats.bytes(data.count))")
+                              + ", \(Stats.bytes(data.count))" + (thumbHash.map { ", thumbhash \($0.base64)" } ?? ""))
                     }
                 } catch {
                     failed += 1
