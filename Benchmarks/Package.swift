@@ -39,6 +39,7 @@ let package = Package(
         benchmark("MemoryPressureDemo", ["PipelineCore", "MemoryPressureLinux"]),
         benchmark("JPEGEncoderBenchmark", ["PipelineCore", "CodecJPEG", "CodecPNG"]),
         benchmark("FleetBenchmark", ["PipelineCore", "LoaderHTTP", "CacheRedis", "CacheDisk", "CodecPNG"]),
+        benchmark("PreviewBenchmark", ["PipelineCore", "LoaderHTTP", "CacheDisk", "CodecJPEG"]),
         // glibc's mallopt for DecodeMemoryBenchmark's peak-RSS measurements.
         .target(name: "CMallocTuning"),
     ],

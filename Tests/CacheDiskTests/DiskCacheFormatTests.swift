@@ -58,4 +58,40 @@ struct DiskCacheFormatTests {
         await cache.storeData(body, info: CacheEntryInfo(etag: "\"v1\""), for: url)
         #expect(await cache.cachedData(for: url)?.data == body)
     }
+
+    /// The placeholder hash is a field of the header: it round-trips, a 304's sidecar keeps
+    /// it, a header read (`cachedDigest`) has it, and a damaged one is a miss. An entry written
+    /// before the field existed (its length a reserved 0) reads as one without a placeholder.
+    @Test func aPlaceholderRoundTripsInTheHeader() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let cache = try makeCache(directory)
+        let url = URL(string: "https://cdn.example.com/p.jpg")!
+        let hash = try #require(ThumbHash(base64: "1QcSHQRnh493V4dIh4eXh1h4kJUI"))
+        let info = CacheEntryInfo(etag: "\"p\"", placeholder: hash)
+        await cache.storeData(Data(repeating: 7, count: 5000), info: info, for: url)
+        #expect(await cache.cachedData(for: url)?.info == info)
+        #expect(await cache.cachedDigest(for: url)?.info.placeholder == hash)
+        var refreshed = info
+        refreshed.freshUntil = Date(timeIntervalSince1970: 1_800_000_000)
+        await cache.updateInfo(refreshed, for: url)
+        #expect(await cache.cachedDigest(for: url)?.info == refreshed)
+
+        // Without a placeholder the header is what the previous release wrote: same bytes,
+        // placeholder length 0 in the formerly reserved field, flag 16 clear.
+        let plain = URL(string: "https://cdn.example.com/plain.jpg")!
+        await cache.storeData(Data([1]), info: CacheEntryInfo(etag: "\"o\""), for: plain)
+        let plainHeader = try Data(contentsOf: URL(fileURLWithPath: directory.entryPath(plain)))
+        #expect(plainHeader[50] == 0 && plainHeader[51] == 0)
+        #expect(plainHeader[6] & 16 == 0)
+        #expect(await cache.cachedData(for: plain)?.info.placeholder == nil)
+
+        // A hash byte flipped on disk fails the header's CRC: a miss, not a wrong placeholder.
+        let path = directory.entryPath(url)
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+        let headerLength = Int(bytes[8]) | Int(bytes[9]) << 8
+        bytes[headerLength - 4 - 3] ^= 0xFF
+        try bytes.write(to: URL(fileURLWithPath: path))
+        #expect(await cache.cachedDigest(for: url) == nil)
+    }
 }

@@ -49,10 +49,13 @@ private struct ProgressiveFixture {
 }
 
 /// A pipeline with the real HTTP loader and JPEG decoder, previews on, every chance taken
-/// (no interval: the test paces the body itself).
+/// (no interval: the test paces the body itself). The test holds each piece of the body until
+/// it has seen the last preview, which a starved machine may take long to make: no low-speed
+/// limit, and a long idle time.
 private func previewPipeline(diskCache: (any DataCaching)? = nil, previews: Bool = true) -> ImagePipeline {
+    let loader = HTTPDataLoader(configuration: HTTPDataLoader.Configuration(idleTimeout: 150, lowSpeedLimit: 0, totalTimeout: 150))
     var configuration = ImagePipeline.Configuration(decoders: DecoderRegistry([JPEGDecoder()]),
-                                                    loaders: LoaderRegistry([HTTPDataLoader()]),
+                                                    loaders: LoaderRegistry([loader]),
                                                     diskCache: diskCache, maxConcurrentDecodes: 2, negativeCacheLifetime: 0)
     configuration.previewPolicy = previews ? ImagePipeline.PreviewPolicy(minimumInterval: 0) : nil
     return ImagePipeline(configuration: configuration)
@@ -258,7 +261,11 @@ struct ProgressivePreviewTests {
             let cuts = fixture.cutsAfterEachScan
             let pipeline = previewPipeline()
             let (shown, display) = AsyncStream.makeStream(of: ImageResponse?.self)
-            let binding = ImageTargetBinding(pipeline: pipeline) { display.yield($0) }
+            // A failure ends the stream, so the test fails instead of waiting for a display.
+            let binding = ImageTargetBinding(pipeline: pipeline, onFailure: { request, error in
+                Issue.record("\(request.url) failed: \(error)")
+                display.finish()
+            }) { display.yield($0) }
             let first = ImageRequest(url: server.url(fixture.stepsPath("bound", cuts: cuts)), width: 64, height: 48)
             binding.bind(first)
             var sequence: [ImageResponse?] = []
