@@ -262,10 +262,13 @@ struct ProgressivePreviewTests {
             let pipeline = previewPipeline()
             let (shown, display) = AsyncStream.makeStream(of: ImageResponse?.self)
             // A failure ends the stream, so the test fails instead of waiting for a display.
-            let binding = ImageTargetBinding(pipeline: pipeline, onFailure: { request, error in
-                Issue.record("\(request.url) failed: \(error)")
-                display.finish()
-            }) { display.yield($0) }
+            let binding = ImageTargetBinding(
+                pipeline: pipeline,
+                onFailure: { request, error in
+                    Issue.record("\(request.url) failed: \(error)")
+                    display.finish()
+                },
+                display: { display.yield($0) })
             let first = ImageRequest(url: server.url(fixture.stepsPath("bound", cuts: cuts)), width: 64, height: 48)
             binding.bind(first)
             var sequence: [ImageResponse?] = []

@@ -170,7 +170,10 @@ struct PoolDecoder: Sendable {
                 : Resampler.resample(decoded.bitmap.premultiplied(), plan: plan, filter: key.processing.resamplingFilter)
             var response = ImageResponse(bitmap: bitmap.converted(to: wanted), source: source, originalSize: upright,
                                          format: info.format, warnings: decoded.warnings)
-            if placeholder { response.placeholder = ThumbHash(bitmap: decoded.bitmap) }
+            if placeholder {
+                // The whole picture: the resampled one unless a fill cropped it (then the decoder's).
+                response.placeholder = ThumbHash(bitmap: plan.crop == PixelRect(upright) ? bitmap : decoded.bitmap)
+            }
             return .decoded(response, 0)
         }
     }
