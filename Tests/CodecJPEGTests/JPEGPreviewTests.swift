@@ -317,30 +317,34 @@ struct JPEGPreviewTests {
           arguments: [("jpeg/testorig.jpg", [8, 2]), ("jpeg/testimgint.jpg", [8, 2]), ("jpeg/testimgari.jpg", [8, 2]),
                       ("icc/AdobeRGB1998.jpg", [8, 2]), ("icc/ProPhotoRGB.jpg", [8]), ("icc/SwappedRedAndGreen.jpg", [8]),
                       ("exif-orientation/Landscape_6.jpg", [2])])
-    func corpusFilesMadeProgressiveGiveAPreviewPerScan(path: String, scales: [Int]) throws {
-        let folder = String(path.prefix { $0 != "/" })
-        try #require(Corpus.has(folder), Corpus.missing(folder))
-        let source = try Corpus.data(folder, String(path.dropFirst(folder.count + 1)))
-        // Sequential as stored: nothing.
-        #expect(Self.distinctPreviews(source).isEmpty)
-        for arithmetic in scales.contains(8) ? [false, true] : [false] {
-            let file = try Self.progressive(source, arithmetic: arithmetic)
-            let info = try Self.decoder.readInfo(file)
-            #expect(info.isProgressive)
-            let previews = try Self.expectBufferedEquivalence(file, scales: scales)
-            #expect(previews.count == (info.componentCount == 1 ? 5 : 9), "\(path): \(previews.count) previews")
-            guard !arithmetic else { continue }
-            // As the pipeline decodes them: upright, in sRGB, at the smallest scale tested.
-            let target = Self.target(scale: scales.min() ?? 8, of: info.uprightSize)
-            let final = try Self.decoder.decode(file, options: DecodeOptions(targetSize: target))
-            var last = 0.0
-            for preview in previews {
-                let decoded = try Self.decoder.decode(preview.data, options: DecodeOptions(targetSize: target))
-                #expect(decoded.warnings.isEmpty, "\(path), \(preview.steps) scans: \(decoded.warnings)")
-                #expect(decoded.bitmap.size == final.bitmap.size)
-                let score = Self.fastPSNR(decoded.bitmap, final.bitmap)
-                #expect(score >= last, "\(path), \(preview.steps) scans: \(score) dB after \(last) dB")
-                last = score
+    func corpusFilesMadeProgressiveGiveAPreviewPerScan(path: String, scales: [Int]) async throws {
+        // Megapixel decodes: under the memory tests' lock, so that their peak measurements never
+        // see this test's memory come and go.
+        try await ResidentMemory.exclusively {
+            let folder = String(path.prefix { $0 != "/" })
+            try #require(Corpus.has(folder), Corpus.missing(folder))
+            let source = try Corpus.data(folder, String(path.dropFirst(folder.count + 1)))
+            // Sequential as stored: nothing.
+            #expect(Self.distinctPreviews(source).isEmpty)
+            for arithmetic in scales.contains(8) ? [false, true] : [false] {
+                let file = try Self.progressive(source, arithmetic: arithmetic)
+                let info = try Self.decoder.readInfo(file)
+                #expect(info.isProgressive)
+                let previews = try Self.expectBufferedEquivalence(file, scales: scales)
+                #expect(previews.count == (info.componentCount == 1 ? 5 : 9), "\(path): \(previews.count) previews")
+                guard !arithmetic else { continue }
+                // As the pipeline decodes them: upright, in sRGB, at the smallest scale tested.
+                let target = Self.target(scale: scales.min() ?? 8, of: info.uprightSize)
+                let final = try Self.decoder.decode(file, options: DecodeOptions(targetSize: target))
+                var last = 0.0
+                for preview in previews {
+                    let decoded = try Self.decoder.decode(preview.data, options: DecodeOptions(targetSize: target))
+                    #expect(decoded.warnings.isEmpty, "\(path), \(preview.steps) scans: \(decoded.warnings)")
+                    #expect(decoded.bitmap.size == final.bitmap.size)
+                    let score = Self.fastPSNR(decoded.bitmap, final.bitmap)
+                    #expect(score >= last, "\(path), \(preview.steps) scans: \(score) dB after \(last) dB")
+                    last = score
+                }
             }
         }
     }
@@ -382,32 +386,35 @@ struct JPEGPreviewTests {
 
     /// The walk is linear: the preview of a 1–2 MB progressive file (all but its last byte)
     /// costs a few milliseconds, the copy of the bytes included.
-    @Test func thePreviewOfAMegabyteFileIsCheap() throws {
-        var rng = SeededGenerator(seed: 2026)
-        let (width, height) = (1600, 1200)
-        // Noise over a gradient: incompressible enough to take 1–2 MB at quality 92.
-        let pattern = Fixtures.rgbPattern(width: width, height: height)
-        let pixels = pattern.map { UInt8(clamping: Int($0) + Int.random(in: -70...70, using: &rng)) }
-        var out: UnsafeMutablePointer<UInt8>?
-        var size: UInt = 0
-        let code = pixels.withUnsafeBufferPointer {
-            jpegtest_encode($0.baseAddress, Int32(width), Int32(height), 3, 92, 1, 0, 0, &out, &size)
+    @Test func thePreviewOfAMegabyteFileIsCheap() async throws {
+        // Tens of megabytes of pixels and coefficients: under the memory tests' lock (see above).
+        try await ResidentMemory.exclusively {
+            var rng = SeededGenerator(seed: 2026)
+            let (width, height) = (1600, 1200)
+            // Noise over a gradient: incompressible enough to take 1–2 MB at quality 92.
+            let pattern = Fixtures.rgbPattern(width: width, height: height)
+            let pixels = pattern.map { UInt8(clamping: Int($0) + Int.random(in: -70...70, using: &rng)) }
+            var out: UnsafeMutablePointer<UInt8>?
+            var size: UInt = 0
+            let code = pixels.withUnsafeBufferPointer {
+                jpegtest_encode($0.baseAddress, Int32(width), Int32(height), 3, 92, 1, 0, 0, &out, &size)
+            }
+            defer { jpegtest_free(out) }
+            try #require(code == 0)
+            let file = Data(bytes: try #require(out), count: Int(size))
+            #expect((1_000_000...2_000_000).contains(file.count), "\(file.count) bytes")
+            let partial = file.dropLast()
+            let clock = ContinuousClock()
+            var preview: ProgressivePreview?
+            var best = Duration.seconds(1000)
+            for _ in 0..<5 {
+                let elapsed = clock.measure { preview = Self.decoder.preview(of: partial) }
+                best = min(best, elapsed)
+            }
+            #expect(preview?.steps == 9)
+            print("JPEGPreviewTests: preview(of:) of \(partial.count) bytes (\(width)×\(height) progressive) took \(best)")
+            // Generous for a debug build on a loaded machine: a quadratic walk would take seconds.
+            #expect(best < .milliseconds(250), "\(best)")
         }
-        defer { jpegtest_free(out) }
-        try #require(code == 0)
-        let file = Data(bytes: try #require(out), count: Int(size))
-        #expect((1_000_000...2_000_000).contains(file.count), "\(file.count) bytes")
-        let partial = file.dropLast()
-        let clock = ContinuousClock()
-        var preview: ProgressivePreview?
-        var best = Duration.seconds(1000)
-        for _ in 0..<5 {
-            let elapsed = clock.measure { preview = Self.decoder.preview(of: partial) }
-            best = min(best, elapsed)
-        }
-        #expect(preview?.steps == 9)
-        print("JPEGPreviewTests: preview(of:) of \(partial.count) bytes (\(width)×\(height) progressive) took \(best)")
-        // Generous for a debug build on a loaded machine: a quadratic walk would take seconds.
-        #expect(best < .milliseconds(250), "\(best)")
     }
 }
