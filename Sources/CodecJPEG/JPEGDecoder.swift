@@ -24,6 +24,10 @@ import PipelineCore
 /// is off, the decoded (DCT-scaled) pixels are converted to sRGB through it (`ColorManagement`):
 /// RGB profiles, gray profiles on gray files, and CMYK profiles on CMYK/YCCK files (whose rows
 /// then stay CMYK until the profile converts them, instead of the naive CMYK → RGB).
+///
+/// While a progressive file arrives, ``preview(of:)`` gives its complete scans as a file of
+/// their own (`ProgressiveDecoding`), which this decoder decodes as libjpeg's buffered-image
+/// mode shows those scans.
 public struct JPEGDecoder: ImageDecoding {
     /// How many times over all scans together may walk the picture's blocks (each component's
     /// 8×8 blocks once), counted at full size whatever the DCT scale: libjpeg entropy-decodes

@@ -2,7 +2,8 @@ import Foundation
 import PipelineCore
 
 /// One cheap pass over a JPEG's markers, before libjpeg decodes anything: the frame's
-/// components, the blocks every scan will walk, and the APP2 `ICC_PROFILE` chunks.
+/// components, the blocks every scan will walk, and the APP2 `ICC_PROFILE` chunks; over a file
+/// still arriving, also which scans are already whole (for `JPEGDecoder.preview(of:)`).
 ///
 /// It reads marker headers only and skips entropy-coded data with `memchr`, so a 100 MB file is
 /// walked in milliseconds and nothing is allocated for the picture. It finds markers the way

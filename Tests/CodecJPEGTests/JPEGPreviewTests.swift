@@ -28,20 +28,24 @@ struct JPEGPreviewTests {
         (0...file.count).map { decoder.preview(of: file.prefix($0)) }
     }
 
-    /// The first preview of each step count, in order, from the lengths at which a preview can
-    /// change: just before and just after each `FF xx` pair that could be a marker arrives (a
-    /// naive search, independent of the decoder's walk), and the whole file.
+    /// The previews of `file` that cut it at different places, in order, from the lengths at
+    /// which a correct cut can change: just before and just after each `FF xx` pair that could
+    /// be a marker arrives (a naive search, independent of the decoder's walk), and the whole
+    /// file; and halfway between two such pairs, in the middle of a scan's data, where a cut
+    /// that is right never moves (so a walk that ended a scan early shows up as an extra cut).
     static func distinctPreviews(_ file: Data) -> [ProgressivePreview] {
         let bytes = [UInt8](file)
-        var lengths: [Int] = []
+        var markers: [Int] = []
         for i in 0..<max(0, bytes.count - 1) where bytes[i] == 0xFF && bytes[i + 1] != 0x00 && bytes[i + 1] != 0xFF
             && !(0xD0...0xD7).contains(bytes[i + 1]) {
-            lengths += [i + 1, i + 2]
+            markers.append(i)
         }
+        let halfway = zip(markers, markers.dropFirst()).map { ($0 + $1) / 2 }
+        let lengths = Set(markers.flatMap { [$0 + 1, $0 + 2] } + halfway + [bytes.count]).sorted()
         var previews: [ProgressivePreview] = []
-        for length in lengths + [bytes.count] {
+        for length in lengths {
             guard let preview = decoder.preview(of: file.prefix(length)) else { continue }
-            if preview.steps > (previews.last?.steps ?? 0) { previews.append(preview) }
+            if preview.data.count != previews.last?.data.count { previews.append(preview) }
         }
         return previews
     }
@@ -90,7 +94,7 @@ struct JPEGPreviewTests {
         for preview in Self.distinctPreviews(file) {
             let decoded = try Self.decoder.decode(preview.data, options: DecodeOptions())
             #expect(decoded.warnings.isEmpty, "\(preview.steps) scans: \(decoded.warnings)")
-            let score = psnr(decoded.bitmap, final)
+            let score = Self.fastPSNR(decoded.bitmap, final)
             scores.append(score)
             #expect(score >= last, "\(preview.steps) scans: \(score) dB after \(last) dB")
             last = score
@@ -203,5 +207,214 @@ struct JPEGPreviewTests {
         // Scans 1...16 pass the default budget of 16 passes; 17 and later do not.
         #expect(previews.compactMap { $0?.steps }.max() == 16)
         #expect(JPEGDecoder(maxScans: 3).preview(of: bomb.dropLast())?.steps == nil)
+    }
+
+    // MARK: - The same pixels as libjpeg's buffered-image mode
+
+    /// libjpeg's buffered-image output pass after each scan of `file` at `scale`/8
+    /// (`CJPEGTestBuffered`), as bitmaps; the helper's own warnings must be none.
+    static func bufferedPasses(_ file: Data, scale: Int, sourceLocation: SourceLocation = #_sourceLocation) throws -> [Bitmap] {
+        var out: UnsafeMutablePointer<UInt8>?
+        var width: Int32 = 0, height: Int32 = 0, passes: Int32 = 0, warnings: Int32 = 0
+        var message = [CChar](repeating: 0, count: 256)
+        let code = file.withUnsafeBytes { bytes in
+            message.withUnsafeMutableBufferPointer { text in
+                jpegtest_buffered_passes(bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count, Int32(scale),
+                                         &out, &width, &height, &passes, &warnings, text.baseAddress, text.count)
+            }
+        }
+        defer { free(out) }
+        let text = String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        try #require(code == 0, "buffered-image decode failed: \(text)", sourceLocation: sourceLocation)
+        #expect(warnings == 0, "libjpeg warned in buffered-image mode", sourceLocation: sourceLocation)
+        let pixels = try #require(out, sourceLocation: sourceLocation)
+        let passBytes = Int(width) * Int(height) * 4
+        return try (0..<Int(passes)).map { pass in
+            let bytes = [UInt8](UnsafeBufferPointer(start: pixels + pass * passBytes, count: passBytes))
+            return try #require(Bitmap(width: Int(width), height: Int(height), bytesPerRow: Int(width) * 4, bytes: bytes),
+                                sourceLocation: sourceLocation)
+        }
+    }
+
+    /// `file` rewritten losslessly as libjpeg's progressive script (`jpegtran -progressive`),
+    /// its EXIF and ICC segments kept.
+    static func progressive(_ file: Data, arithmetic: Bool = false) throws -> Data {
+        var out: UnsafeMutablePointer<UInt8>?
+        var size: UInt = 0
+        let code = file.withUnsafeBytes { bytes in
+            jpegtest_make_progressive(bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count, arithmetic ? 1 : 0,
+                                      &out, &size)
+        }
+        defer { free(out) }
+        try #require(code == 0)
+        return Data(bytes: try #require(out), count: Int(size))
+    }
+
+    /// The largest difference of any byte of any pixel (255 when the sizes differ); rows are
+    /// compared with `memcmp` first, so equal pictures cost little even in a debug build.
+    static func maxDifference(_ a: Bitmap, _ b: Bitmap) -> Int {
+        guard a.size == b.size else { return 255 }
+        let rowBytes = a.width * 4
+        return a.withUnsafeBytes { p in
+            b.withUnsafeBytes { q in
+                guard let pBase = p.baseAddress, let qBase = q.baseAddress else { return 0 }
+                var worst = 0
+                for y in 0..<a.height {
+                    let pRow = pBase + y * a.bytesPerRow, qRow = qBase + y * b.bytesPerRow
+                    guard memcmp(pRow, qRow, rowBytes) != 0 else { continue }
+                    for i in 0..<rowBytes { worst = max(worst, abs(Int(pRow[i]) - Int(qRow[i]))) }
+                }
+                return worst
+            }
+        }
+    }
+
+    /// PSNR of R, G and B, from the bitmaps' bytes in one copy each (the support module's
+    /// bitmap overload builds the bytes pixel by pixel: too slow for megapixels in debug).
+    static func fastPSNR(_ a: Bitmap, _ b: Bitmap) -> Double {
+        guard a.size == b.size, a.bytesPerRow == a.width * 4, b.bytesPerRow == b.width * 4 else { return 0 }
+        return psnr(a.withUnsafeBytes { Array($0) }, b.withUnsafeBytes { Array($0) })
+    }
+
+    /// Every preview of `file`, decoded at `scale`/8 by the ordinary decoder (stored pixels: no
+    /// orientation, no profile, as the C helper), equals the buffered-image output pass for its
+    /// last scan, byte for byte; and the last pass is the final decode. Returns the previews.
+    @discardableResult
+    static func expectBufferedEquivalence(_ file: Data, scales: [Int] = [8, 3],
+                                          sourceLocation: SourceLocation = #_sourceLocation) throws -> [ProgressivePreview] {
+        let previews = distinctPreviews(file)
+        let size = try decoder.readInfo(file).size
+        for scale in scales {
+            let options = DecodeOptions(targetSize: scale == 8 ? nil : target(scale: scale, of: size), appliesOrientation: false,
+                                        strict: true, convertsToSRGB: false)
+            let passes = try bufferedPasses(file, scale: scale, sourceLocation: sourceLocation)
+            // One pass per scan; the previews show all but the last (it ends with the EOI).
+            #expect(previews.map(\.steps) == Array(1..<passes.count), sourceLocation: sourceLocation)
+            for preview in previews where preview.steps < passes.count {
+                let decoded = try decoder.decode(preview.data, options: options)
+                let difference = maxDifference(decoded.bitmap, passes[preview.steps - 1])
+                #expect(difference == 0, "scale \(scale)/8, \(preview.steps) scans: off by up to \(difference)",
+                        sourceLocation: sourceLocation)
+            }
+            let final = try decoder.decode(file, options: options)
+            #expect(maxDifference(final.bitmap, try #require(passes.last)) == 0, sourceLocation: sourceLocation)
+        }
+        return previews
+    }
+
+    @Test(arguments: [(Fixtures.Kind.rgb, false), (.gray, false), (.rgb, true)])
+    func previewsAreTheBufferedImageOutputPasses(kind: Fixtures.Kind, arithmetic: Bool) throws {
+        let file = try #require(Fixtures.jpeg(width: 61, height: 45, kind: kind, progressive: true, arithmetic: arithmetic))
+        try Self.expectBufferedEquivalence(file, scales: [8, 4, 3, 1])
+    }
+
+    /// The corpus has no progressive JPEG: its 8-bit files, rewritten losslessly as progressive
+    /// (the same coefficients; Huffman, and arithmetic for the small ones), each give a preview
+    /// per scan but the last, that decode without warnings through orientation and colour
+    /// management, come closer to the final picture, and equal the buffered-image passes (at
+    /// full size, and 1/4; the 1200×1800 photo at 1/4 only, to keep a debug run short).
+    @Test(.enabled(if: Corpus.has("jpeg"), Corpus.missing("jpeg")),
+          arguments: [("jpeg/testorig.jpg", [8, 2]), ("jpeg/testimgint.jpg", [8, 2]), ("jpeg/testimgari.jpg", [8, 2]),
+                      ("icc/AdobeRGB1998.jpg", [8, 2]), ("icc/ProPhotoRGB.jpg", [8]), ("icc/SwappedRedAndGreen.jpg", [8]),
+                      ("exif-orientation/Landscape_6.jpg", [2])])
+    func corpusFilesMadeProgressiveGiveAPreviewPerScan(path: String, scales: [Int]) async throws {
+        // Megapixel decodes: under the memory tests' lock, so that their peak measurements never
+        // see this test's memory come and go.
+        try await ResidentMemory.exclusively {
+            let folder = String(path.prefix { $0 != "/" })
+            try #require(Corpus.has(folder), Corpus.missing(folder))
+            let source = try Corpus.data(folder, String(path.dropFirst(folder.count + 1)))
+            // Sequential as stored: nothing.
+            #expect(Self.distinctPreviews(source).isEmpty)
+            for arithmetic in scales.contains(8) ? [false, true] : [false] {
+                let file = try Self.progressive(source, arithmetic: arithmetic)
+                let info = try Self.decoder.readInfo(file)
+                #expect(info.isProgressive)
+                let previews = try Self.expectBufferedEquivalence(file, scales: scales)
+                #expect(previews.count == (info.componentCount == 1 ? 5 : 9), "\(path): \(previews.count) previews")
+                guard !arithmetic else { continue }
+                // As the pipeline decodes them: upright, in sRGB, at the smallest scale tested.
+                let target = Self.target(scale: scales.min() ?? 8, of: info.uprightSize)
+                let final = try Self.decoder.decode(file, options: DecodeOptions(targetSize: target))
+                var last = 0.0
+                for preview in previews {
+                    let decoded = try Self.decoder.decode(preview.data, options: DecodeOptions(targetSize: target))
+                    #expect(decoded.warnings.isEmpty, "\(path), \(preview.steps) scans: \(decoded.warnings)")
+                    #expect(decoded.bitmap.size == final.bitmap.size)
+                    let score = Self.fastPSNR(decoded.bitmap, final.bitmap)
+                    #expect(score >= last, "\(path), \(preview.steps) scans: \(score) dB after \(last) dB")
+                    last = score
+                }
+            }
+        }
+    }
+
+    /// The 12-bit file (which this libjpeg cannot decode) is baseline: no preview.
+    @Test(.enabled(if: Corpus.has("jpeg"), Corpus.missing("jpeg")))
+    func theTwelveBitCorpusFileGivesNoPreview() throws {
+        let file = try Corpus.data("jpeg", "monkey12.jpg")
+        #expect(Self.distinctPreviews(file).isEmpty)
+    }
+
+    // MARK: - Robustness and cost
+
+    /// Every prefix of mutated progressive files (bit flips, truncations, duplicated, deleted and
+    /// swapped segments, extreme lengths and dimensions: FuzzSupport's `Mutator`): a preview is
+    /// nil or a well-formed cut of that prefix, and decoding it fails or succeeds, never crashes.
+    @Test func mutatedFilesGiveWellFormedPreviewsOrNone() throws {
+        let seeds = [try Self.colourFile(), try #require(Fixtures.jpeg(width: 40, height: 33, kind: .gray, progressive: true,
+                                                                        arithmetic: true)),
+                     try #require(Fixtures.jpeg(width: 32, height: 24, progressive: true, restartRows: 1))]
+        var previews = 0, decoded = 0
+        for (index, seed) in seeds.enumerated() {
+            for mutation in 0..<40 {
+                let bytes = Mutator.mutate([UInt8](seed), format: .jpeg, seed: UInt64(index * 1000 + mutation)).bytes
+                let file = Data(bytes)
+                var seen = 0
+                for length in 0...file.count {
+                    guard let preview = Self.decoder.preview(of: file.prefix(length)) else { continue }
+                    Self.expectWellFormed(preview, of: file, length: length)
+                    previews += 1
+                    guard preview.steps != seen else { continue }
+                    seen = preview.steps
+                    if (try? Self.decoder.decode(preview.data, options: DecodeOptions())) != nil { decoded += 1 }
+                }
+            }
+        }
+        #expect(previews > 0 && decoded > 0, "\(previews) previews, \(decoded) decoded")
+    }
+
+    /// The walk is linear: the preview of a 1–2 MB progressive file (all but its last byte)
+    /// costs a few milliseconds, the copy of the bytes included.
+    @Test func thePreviewOfAMegabyteFileIsCheap() async throws {
+        // Tens of megabytes of pixels and coefficients: under the memory tests' lock (see above).
+        try await ResidentMemory.exclusively {
+            var rng = SeededGenerator(seed: 2026)
+            let (width, height) = (1600, 1200)
+            // Noise over a gradient: incompressible enough to take 1–2 MB at quality 92.
+            let pattern = Fixtures.rgbPattern(width: width, height: height)
+            let pixels = pattern.map { UInt8(clamping: Int($0) + Int.random(in: -70...70, using: &rng)) }
+            var out: UnsafeMutablePointer<UInt8>?
+            var size: UInt = 0
+            let code = pixels.withUnsafeBufferPointer {
+                jpegtest_encode($0.baseAddress, Int32(width), Int32(height), 3, 92, 1, 0, 0, &out, &size)
+            }
+            defer { jpegtest_free(out) }
+            try #require(code == 0)
+            let file = Data(bytes: try #require(out), count: Int(size))
+            #expect((1_000_000...2_000_000).contains(file.count), "\(file.count) bytes")
+            let partial = file.dropLast()
+            let clock = ContinuousClock()
+            var preview: ProgressivePreview?
+            var best = Duration.seconds(1000)
+            for _ in 0..<5 {
+                let elapsed = clock.measure { preview = Self.decoder.preview(of: partial) }
+                best = min(best, elapsed)
+            }
+            #expect(preview?.steps == 9)
+            print("JPEGPreviewTests: preview(of:) of \(partial.count) bytes (\(width)×\(height) progressive) took \(best)")
+            // Generous for a debug build on a loaded machine: a quadratic walk would take seconds.
+            #expect(best < .milliseconds(250), "\(best)")
+        }
     }
 }
