@@ -136,7 +136,7 @@ func placeholdersBenchmark(cacheDirectory: URL, entries: Int, jpeg: URL) async t
             }
         }
         await cache.waitForMaintenance()
-        FileManager.default.createFile(atPath: marker.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: marker.path, contents: nil)
         say(String(format: "filled %d entries of %d bytes in %.0f s", entries, picture.count, now() - start))
     }
     let cold = pipeline(previews: false, diskCache: try DiskCache(directory: cacheDirectory, sizeLimit: 8 << 30))
