@@ -61,6 +61,37 @@ private func previewPipeline(diskCache: (any DataCaching)? = nil, previews: Bool
     return ImagePipeline(configuration: configuration)
 }
 
+/// Follows `task`'s previews, releasing the next of `pieces` held pieces of `/steps/<name>`
+/// after each one (so each piece arrives only once the preview before it was seen), until the
+/// task ends; returns the previews, each passed to `check` first.
+private func previewsReleasingAfterEach(_ task: ImageTask, pieces: Int, name: String, server: FixtureServer,
+                                        check: (ImageResponse) -> Void = { _ in }) async throws -> [ImageResponse] {
+    var previews: [ImageResponse] = []
+    var released = 0
+    for await preview in task.previews {
+        check(preview)
+        previews.append(preview)
+        if released < pieces {
+            released += 1
+            try await server.release("\(name).\(released)")
+        }
+    }
+    return previews
+}
+
+/// Releases each held piece of `/steps/<name>` once the bytes before it have arrived (as the
+/// task's progress shows), until the task ends; returns how many previews the task delivered.
+private func previewCountReleasingByProgress(_ task: ImageTask, cuts: [Int], name: String, server: FixtureServer) async throws -> Int {
+    var released = 0
+    for await progress in task.progress where released < cuts.count && progress.completed >= Int64(cuts[released]) {
+        released += 1
+        try await server.release("\(name).\(released)")
+    }
+    var previews = 0
+    for await _ in task.previews { previews += 1 }
+    return previews
+}
+
 @Suite("Progressive previews over a real HTTP server", .timeLimit(.minutes(3)))
 struct ProgressivePreviewTests {
     /// The server sends one more scan only after the test saw the preview of the last one: a
@@ -78,17 +109,10 @@ struct ProgressivePreviewTests {
             let pipeline = previewPipeline(diskCache: disk)
             let request = ImageRequest(url: server.url(fixture.stepsPath("order", cuts: cuts)), width: 128, height: 96)
             let task = pipeline.imageTask(for: request)
-            var previews: [ImageResponse] = []
-            var released = 0
-            for await preview in task.previews {
-                previews.append(preview)
+            let previews = try await previewsReleasingAfterEach(task, pieces: cuts.count, name: "order", server: server) { preview in
                 #expect(preview.isPreview)
                 #expect(preview.bitmap.size == PixelSize(width: 128, height: 96))
                 #expect(pipeline.cachedImage(for: request) == nil, "a preview is never the cached picture")
-                if released < cuts.count {
-                    released += 1
-                    try await server.release("order.\(released)")
-                }
             }
             let final = try await task.response
             #expect(!final.isPreview)
@@ -126,19 +150,12 @@ struct ProgressivePreviewTests {
             }
             #expect(leavingPreviews == 1)
             await #expect(throws: CancellationError.self) { try await leaving.response }
-            var stayingPreviews = 0
-            var released = 0
-            for await preview in staying.previews {
-                stayingPreviews += 1
-                #expect(preview.isPreview)
-                if released < cuts.count {
-                    released += 1
-                    try await server.release("shared.\(released)")
-                }
+            let stayingPreviews = try await previewsReleasingAfterEach(staying, pieces: cuts.count, name: "shared", server: server) {
+                #expect($0.isPreview)
             }
             let final = try await staying.response
             #expect(!final.isPreview)
-            #expect(stayingPreviews == cuts.count, "the first preview (seen late, as the latest) and one per later scan")
+            #expect(stayingPreviews.count == cuts.count, "the first preview (seen late, as the latest) and one per later scan")
             #expect(try await server.hits("/steps/shared") == 1, "one download for both")
         }
     }
@@ -181,14 +198,7 @@ struct ProgressivePreviewTests {
             let pipeline = previewPipeline()
             let request = ImageRequest(url: server.url(fixture.stepsPath("baseline", cuts: cuts)), width: 64, height: 48)
             let task = pipeline.imageTask(for: request)
-            // Each piece is released once the one before it has arrived (progress shows it).
-            var released = 0
-            for await progress in task.progress where released < cuts.count && progress.completed >= Int64(cuts[released]) {
-                released += 1
-                try await server.release("baseline.\(released)")
-            }
-            var previews = 0
-            for await _ in task.previews { previews += 1 }
+            let previews = try await previewCountReleasingByProgress(task, cuts: cuts, name: "baseline", server: server)
             _ = try await task.response
             #expect(previews == 0)
         }
@@ -204,13 +214,7 @@ struct ProgressivePreviewTests {
             let pipeline = previewPipeline(previews: false)
             let request = ImageRequest(url: server.url(fixture.stepsPath("off", cuts: cuts)), width: 64, height: 48)
             let task = pipeline.imageTask(for: request)
-            var released = 0
-            for await progress in task.progress where released < cuts.count && progress.completed >= Int64(cuts[released]) {
-                released += 1
-                try await server.release("off.\(released)")
-            }
-            var previews = 0
-            for await _ in task.previews { previews += 1 }
+            let previews = try await previewCountReleasingByProgress(task, cuts: cuts, name: "off", server: server)
             #expect(!(try await task.response).isPreview)
             #expect(previews == 0)
         }
@@ -229,22 +233,15 @@ struct ProgressivePreviewTests {
             request.contentMode = .fill
             request.processors = [.circle]
             let task = pipeline.imageTask(for: request)
-            var previews = 0
-            var released = 0
-            for await preview in task.previews {
-                previews += 1
+            let previews = try await previewsReleasingAfterEach(task, pieces: cuts.count, name: "circle", server: server) { preview in
                 #expect(preview.isPreview)
                 #expect(preview.bitmap.pixel(x: 0, y: 0).a == 0, "the corner is outside the circle")
                 #expect(preview.bitmap.pixel(x: 32, y: 24).a == 255)
-                if released < cuts.count {
-                    released += 1
-                    try await server.release("circle.\(released)")
-                }
             }
             let final = try await task.response
             #expect(!final.isPreview)
             #expect(final.bitmap.pixel(x: 0, y: 0).a == 0)
-            #expect(previews >= 1)
+            #expect(previews.count == cuts.count)
         }
     }
 
