@@ -66,7 +66,7 @@ echo "== thumbhash: one hash"
 "$bin/PreviewBenchmark" thumbhash "$small" "$photo"
 "$venv/bin/python" - "$small" <<'PY'
 import base64, sys, time
-from thumbhash import rgba_to_thumbhash
+from thumbhash.encode import rgba_to_thumbhash
 data = open(sys.argv[1], "rb").read()
 header, pixels = data.split(b"ENDHDR\n", 1)
 fields = dict(line.split(b" ", 1) for line in header.split(b"\n")[1:] if b" " in line)

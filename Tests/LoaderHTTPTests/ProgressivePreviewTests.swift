@@ -49,15 +49,16 @@ private struct ProgressiveFixture {
 }
 
 /// A pipeline with the real HTTP loader and JPEG decoder, previews on, every chance taken
-/// (no interval: the test paces the body itself). The test holds each piece of the body until
+/// unless a `policy` is given (no interval, no growth: the test paces the body itself). The test holds each piece of the body until
 /// it has seen the last preview, which a starved machine may take long to make: no low-speed
 /// limit, and a long idle time.
-private func previewPipeline(diskCache: (any DataCaching)? = nil, previews: Bool = true) -> ImagePipeline {
+private func previewPipeline(diskCache: (any DataCaching)? = nil, previews: Bool = true,
+                             policy: ImagePipeline.PreviewPolicy = .init(minimumInterval: 0, minimumGrowth: 1)) -> ImagePipeline {
     let loader = HTTPDataLoader(configuration: HTTPDataLoader.Configuration(idleTimeout: 150, lowSpeedLimit: 0, totalTimeout: 150))
     var configuration = ImagePipeline.Configuration(decoders: DecoderRegistry([JPEGDecoder()]),
                                                     loaders: LoaderRegistry([loader]),
                                                     diskCache: diskCache, maxConcurrentDecodes: 2, negativeCacheLifetime: 0)
-    configuration.previewPolicy = previews ? ImagePipeline.PreviewPolicy(minimumInterval: 0) : nil
+    configuration.previewPolicy = previews ? policy : nil
     return ImagePipeline(configuration: configuration)
 }
 
@@ -201,6 +202,28 @@ struct ProgressivePreviewTests {
             let previews = try await previewCountReleasingByProgress(task, cuts: cuts, name: "baseline", server: server)
             _ = try await task.response
             #expect(previews == 0)
+        }
+    }
+
+    /// With the default growth (2), a preview needs twice the bytes of the one before: however
+    /// many scans complete, the previews' bytes form a geometric series (the first at the
+    /// first scan, then at most one per doubling).
+    @Test func eachPreviewNeedsTwiceTheBytesOfTheLast() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let fixture = try ProgressiveFixture.make(in: directory.url)
+        let cuts = fixture.cutsAfterEachScan
+        try await withFixtureServer { server in
+            let pipeline = previewPipeline(policy: ImagePipeline.PreviewPolicy(minimumInterval: 0))
+            let request = ImageRequest(url: server.url(fixture.stepsPath("growth", cuts: cuts)), width: 64, height: 48)
+            let task = pipeline.imageTask(for: request)
+            let previews = try await previewCountReleasingByProgress(task, cuts: cuts, name: "growth", server: server)
+            _ = try await task.response
+            let doublings = Int(log2(Double(fixture.data.count) / Double(cuts[0])))
+            print("growth 2: \(previews) previews for \(cuts.count) complete scans (\(doublings) doublings of the first)")
+            #expect(previews >= 1)
+            #expect(previews <= doublings + 1)
+            #expect(previews < cuts.count)
         }
     }
 

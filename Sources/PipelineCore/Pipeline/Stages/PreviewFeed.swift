@@ -26,6 +26,8 @@ final class PreviewFeed: Sendable {
         var lastStart: Date?
         /// The steps (completed scans) of the last preview sent.
         var steps = 0
+        /// The bytes the last preview sent was decoded from (``ImagePipeline/PreviewPolicy/minimumGrowth``).
+        var bytes = 0
         var task: Task<Void, Never>?
         var finished = false
         var body: (source: StreamedBody, id: UInt64)?
@@ -91,13 +93,17 @@ final class PreviewFeed: Sendable {
     }
 
     /// Marks the feed busy when a preview may start now (not finished, not busy, visible and,
-    /// when `throttled`, the policy's interval since the last start passed): the steps to beat
-    /// when it did. A processing feed is not throttled: its decode's previews already are.
-    private func start(throttled: Bool) -> Int? {
+    /// for a decode of `bytes`, the policy's interval and growth since the last one): the steps
+    /// to beat when it did. A processing feed is not throttled (`bytes` `nil`): its decode's
+    /// previews already are.
+    private func start(bytes: Int?) -> Int? {
         let now = Date()
         return state.withLock { state -> Int? in
             guard !state.finished, !state.busy, priority.current == .visible else { return nil }
-            if throttled, let last = state.lastStart, now.timeIntervalSince(last) < policy.minimumInterval { return nil }
+            if let bytes {
+                if let last = state.lastStart, now.timeIntervalSince(last) < policy.minimumInterval { return nil }
+                if state.bytes > 0, Double(bytes) < Double(state.bytes) * policy.minimumGrowth { return nil }
+            }
             state.busy = true
             state.lastStart = now
             return state.steps
@@ -105,8 +111,10 @@ final class PreviewFeed: Sendable {
     }
 
     /// Runs `make` as the feed's one task, then sends its preview if it shows more than the
-    /// last one (`steps`) and the feed is still open; then `next`, for what arrived meanwhile.
-    private func run(_ make: @escaping @Sendable () async -> (ImageResponse, Int)?, then next: @escaping @Sendable () -> Void) {
+    /// last one (`steps`) and the feed is still open, as made from `bytes` bytes; then `next`,
+    /// for what arrived meanwhile.
+    private func run(bytes: Int = 0, _ make: @escaping @Sendable () async -> (ImageResponse, Int)?,
+                     then next: @escaping @Sendable () -> Void) {
         let task = Task { [self] in
             let made = await make()
             let send = state.withLock { state -> ImageResponse? in
@@ -114,6 +122,7 @@ final class PreviewFeed: Sendable {
                 state.task = nil
                 guard !state.finished, let (preview, steps) = made, steps > state.steps else { return nil }
                 state.steps = steps
+                state.bytes = bytes
                 return preview
             }
             // Outside the lock; a finish in between makes the relay drop it.
@@ -130,13 +139,11 @@ final class PreviewFeed: Sendable {
 
     /// A decode feed's download has more bytes: decode a preview of them if it is time.
     private func bodyGrew() {
-        guard case .decoding(let key) = source, let steps = start(throttled: true),
-              let body = state.withLock({ $0.body?.source }) else {
-            return
-        }
-        let decoder = decoder, priority = priority
+        guard case .decoding(let key) = source, let body = state.withLock({ $0.body?.source }) else { return }
         let partial = body.bytes
-        run {
+        guard let steps = start(bytes: partial.count) else { return }
+        let decoder = decoder, priority = priority
+        run(bytes: partial.count) {
             await decoder.preview(of: partial, key: key, after: steps, priority: priority)
         } then: { [weak self] in
             // Bytes that arrived during the decode announced themselves to a busy feed.
@@ -148,7 +155,7 @@ final class PreviewFeed: Sendable {
     /// being processed is done.
     private func upstreamPreview(_ preview: ImageResponse) {
         guard case .processing(let processors, let pixelFormat) = source else { return }
-        guard let steps = start(throttled: false) else {
+        guard let steps = start(bytes: nil) else {
             state.withLock { if !$0.finished && $0.busy { $0.pending = preview } }
             return
         }
