@@ -22,8 +22,8 @@ struct ImgpipeThumbHashTests {
         var hashes: [String: ThumbHash] = [:]
         for (name, row) in zip(names, rows) {
             let text = try #require(row["thumbhash"] as? String, "\(name): no thumbhash key")
-            let hash: ThumbHash? = ThumbHash(base64: text)
-            hashes[name] = try #require(hash, "\(name): \(text) is not a hash")
+            let hash = try #require(ThumbHash(base64: text), "\(name): \(text) is not a hash")
+            hashes[name] = hash
         }
         // Upright: the EXIF-6 balloon is 320 × 480 once rotated, so its hash is portrait.
         #expect(try #require(hashes["balloon-exif6.jpg"]).aspectRatio < 1)

@@ -1,10 +1,11 @@
 import Foundation
-import PipelineCore
+@testable import PipelineCore
 import PipelineTestSupport
 import Testing
 
 /// ``ThumbHash``: encoding synthetic bitmaps, decoding at any size, the header accessors, and
-/// validation of untrusted bytes. Conformance with the reference is in
+/// validation of untrusted bytes; and the box average (`Bitmap.boxAveraged(to:)`, internal)
+/// the encoder shrinks large bitmaps with. Conformance with the reference is in
 /// `ThumbHashConformanceTests`.
 struct ThumbHashTests {
     /// A straight bitmap whose pixel (x, y) is `pixel(x, y)`.
@@ -163,6 +164,25 @@ struct ThumbHashTests {
             let decoded = hash.bitmap()
             #expect(decoded.pixel(x: 0, y: 0) == decoded.pixel(x: 31, y: 31))
         }
+    }
+
+    @Test func theBoxAverageWeighsColourByAlphaInBothFormats() throws {
+        // Columns alternate opaque red and transparent (straight: green under alpha 0).
+        let straight = Self.bitmap(4, 2) { x, _ in x % 2 == 0 ? (255, 0, 0, 255) : (0, 255, 0, 0) }
+        let reduced = straight.boxAveraged(to: PixelSize(width: 2, height: 1))
+        #expect(reduced.pixelFormat == .rgba8Straight && reduced.size == PixelSize(width: 2, height: 1))
+        #expect(reduced.pixel(x: 0, y: 0) == (255, 0, 0, 128) && reduced.pixel(x: 1, y: 0) == (255, 0, 0, 128))
+        let premultiplied = straight.premultiplied().boxAveraged(to: PixelSize(width: 2, height: 1))
+        #expect(premultiplied.pixelFormat == .rgba8Premultiplied)
+        #expect(premultiplied.pixel(x: 0, y: 0) == (128, 0, 0, 128))
+        // Fully transparent blocks stay transparent black; 5 columns split 3 + 2.
+        let ramp = Self.bitmap(5, 1) { x, _ in (UInt8(x * 10), 0, 0, x == 4 ? 0 : 255) }
+        let split = ramp.boxAveraged(to: PixelSize(width: 2, height: 1))
+        #expect(split.pixel(x: 0, y: 0) == (10, 0, 0, 255))  // (0 + 10 + 20) / 3
+        #expect(split.pixel(x: 1, y: 0) == (30, 0, 0, 128))  // only x = 3 has weight
+        #expect(Self.bitmap(2, 2) { _, _ in (9, 9, 9, 0) }.boxAveraged(to: PixelSize(width: 1, height: 1)).pixel(x: 0, y: 0) == (0, 0, 0, 0))
+        // Not smaller: the bitmap itself.
+        #expect(straight.boxAveraged(to: PixelSize(width: 8, height: 1)) == straight)
     }
 
     @Test func aOnePixelWideBitmapStillHashes() {
