@@ -29,20 +29,6 @@ struct ThumbHashTests {
         }
     }
 
-    /// Mean absolute difference per byte of two bitmaps of one size, premultiplied.
-    static func meanAbsoluteError(_ a: Bitmap, _ b: Bitmap) -> Double {
-        precondition(a.size == b.size)
-        let x = a.premultiplied(), y = b.premultiplied()
-        var total = 0
-        for row in 0..<a.height {
-            for col in 0..<a.width {
-                let p = x.pixel(x: col, y: row), q = y.pixel(x: col, y: row)
-                total += abs(Int(p.r) - Int(q.r)) + abs(Int(p.g) - Int(q.g)) + abs(Int(p.b) - Int(q.b)) + abs(Int(p.a) - Int(q.a))
-            }
-        }
-        return Double(total) / Double(a.width * a.height * 4)
-    }
-
     @Test func aSolidColourDecodesToThatColourEverywhere() throws {
         let hash = ThumbHash(bitmap: Self.bitmap(40, 30) { _, _ in (200, 60, 30, 255) })
         #expect(hash.bytes.count <= ThumbHash.maxByteCount)
@@ -148,11 +134,11 @@ struct ThumbHashTests {
         // term is 4 (luminance) or 8 (colour) units of 255, so "nearly" is a mean under 2.
         let large = ThumbHash(bitmap: Self.waves(1000, 750)), small = ThumbHash(bitmap: Self.waves(100, 75))
         #expect(large.aspectRatio == small.aspectRatio)
-        let mae = Self.meanAbsoluteError(large.bitmap(), small.bitmap())
+        let mae = absoluteDifference(large.bitmap(), small.bitmap()).mean
         #expect(mae <= 2, "mean abs error \(mae)")
         // Premultiplied and straight large inputs are averaged alike.
         let premultiplied = ThumbHash(bitmap: Self.waves(1000, 750).premultiplied())
-        #expect(Self.meanAbsoluteError(premultiplied.bitmap(), large.bitmap()) <= 1)
+        #expect(absoluteDifference(premultiplied.bitmap(), large.bitmap()).mean <= 1)
         // A uniform picture stays uniform through the average, straight or premultiplied, with
         // alpha. (Its AC bytes are noise: every coefficient is 0 but for rounding, and the
         // scale, quantized to 0, makes them decode to nothing.)
@@ -160,7 +146,7 @@ struct ThumbHashTests {
         let flatLarge = ThumbHash(bitmap: Self.bitmap(400, 400) { _, _ in (10, 120, 240, 160) })
         let flatPremultiplied = ThumbHash(bitmap: Self.bitmap(400, 400, format: .rgba8Premultiplied) { _, _ in (10, 120, 240, 160) })
         for hash in [flatLarge, flatPremultiplied] {
-            #expect(hash.bytes[0..<6] == flat.bytes[0..<6] || Self.meanAbsoluteError(hash.bitmap(), flat.bitmap()) <= 2)
+            #expect(hash.bytes[0..<6] == flat.bytes[0..<6] || absoluteDifference(hash.bitmap(), flat.bitmap()).mean <= 2)
             let decoded = hash.bitmap()
             #expect(decoded.pixel(x: 0, y: 0) == decoded.pixel(x: 31, y: 31))
         }
