@@ -11,7 +11,10 @@ import Testing
 ///
 /// Why the bounds are what they are:
 /// - Our decoder and the reference's evaluate the same sums; their bytes differ by at most 1
-///   (the reference rounds half to even, we round half away from zero).
+///   (the reference rounds half to even, we round half away from zero, and we fold the sums
+///   per row). So our decoding of our hash stands for the reference's decoding of it, which
+///   is what "the reference's decoding of our hash looks like that of its own" is checked
+///   through (`scripts/thumbhash-reference decode BASE64` prints the reference's for any hash).
 /// - On the synthetic pictures (at most 100 × 100, so both hash the pixels as they are) our
 ///   encoder does the reference's arithmetic in its order, so the bytes are equal.
 /// - On corpus files the inputs differ before hashing: Pillow shrinks to 100 px with a bicubic
@@ -68,20 +71,6 @@ struct ThumbHashConformanceTests {
         hash.bitmap(size: PixelSize(width: entry.decoded.width, height: entry.decoded.height))
     }
 
-    /// Mean and largest absolute difference per byte of two premultiplied bitmaps of one size.
-    static func difference(_ a: Bitmap, _ b: Bitmap) -> (mean: Double, max: Int) {
-        guard a.size == b.size else { return (.infinity, .max) }
-        let x = a.premultiplied().bytes
-        let y = b.premultiplied().bytes
-        var total = 0, worst = 0
-        for i in 0..<min(x.count, y.count) {
-            let d = abs(Int(x[i]) - Int(y[i]))
-            total += d
-            worst = max(worst, d)
-        }
-        return (Double(total) / Double(x.count), worst)
-    }
-
     /// The picture at `url` through the standard decoders, upright and colour-managed, straight
     /// (the values the file stores, as Pillow reads them), at `target`.
     static func decode(_ url: URL, target: TargetSize = .original) async throws -> Bitmap {
@@ -106,7 +95,7 @@ struct ThumbHashConformanceTests {
             // The premultiplied decode of the same picture hashes within a coefficient step:
             // premultiplying keeps only alpha + 1 levels, so it need not be equal.
             let premultiplied = ThumbHash(bitmap: bitmap.premultiplied())
-            let gap = Self.difference(Self.decoding(premultiplied, like: entry), try Self.referenceDecoding(entry))
+            let gap = absoluteDifference(Self.decoding(premultiplied, like: entry), try Self.referenceDecoding(entry))
             #expect(gap.mean <= 1, "\(entry.file): premultiplied input, mean abs error \(gap.mean)")
         }
     }
@@ -115,7 +104,7 @@ struct ThumbHashConformanceTests {
         let reference = try Self.reference()
         for entry in reference.synthetic + reference.corpus {
             let hash = try #require(ThumbHash(base64: entry.hash), "\(entry.file): the reference's hash is rejected")
-            let gap = Self.difference(Self.decoding(hash, like: entry), try Self.referenceDecoding(entry))
+            let gap = absoluteDifference(Self.decoding(hash, like: entry), try Self.referenceDecoding(entry))
             #expect(gap.max <= 1, "\(entry.file): largest difference \(gap.max)")
         }
     }
@@ -129,7 +118,7 @@ struct ThumbHashConformanceTests {
         var report: [String] = []
         for entry in reference.corpus {
             let ours = ThumbHash(bitmap: try await Self.decode(Self.corpusURL(entry.file)))
-            let gap = Self.difference(Self.decoding(ours, like: entry), try Self.referenceDecoding(entry))
+            let gap = absoluteDifference(Self.decoding(ours, like: entry), try Self.referenceDecoding(entry))
             report.append(String(format: "%@ %.2f/%d", entry.file, gap.mean, gap.max))
             let bound = Self.symmetric.contains(entry.file) ? 2 * Self.oneStep : Self.oneStep
             #expect(gap.mean <= bound, "\(entry.file): ours \(ours.base64), reference \(entry.hash), mean abs error \(gap.mean)")
@@ -147,7 +136,7 @@ struct ThumbHashConformanceTests {
                 #expect(hash.aspectRatio == upright.aspectRatio, "\(shape)_\(n)")
                 // Each file is its own JPEG of the rotated picture, so the pixels differ by
                 // compression noise, which moves a field by a step at most.
-                let gap = Self.difference(hash.bitmap(), upright.bitmap())
+                let gap = absoluteDifference(hash.bitmap(), upright.bitmap())
                 #expect(gap.mean <= Self.oneStep, "\(shape)_\(n): \(hash) against \(upright), mean abs error \(gap.mean)")
             }
         }
@@ -167,7 +156,7 @@ struct ThumbHashConformanceTests {
             for format in ["jpg", "png", "webp", "heic"] {
                 for target in [TargetSize.original, .pixels(PixelSize(width: 160, height: 160))] {
                     let hash = ThumbHash(bitmap: try await Self.decode(Self.corpusURL("icc/\(profile).\(format)"), target: target))
-                    let gap = Self.difference(Self.decoding(hash, like: entry), try Self.referenceDecoding(entry))
+                    let gap = absoluteDifference(Self.decoding(hash, like: entry), try Self.referenceDecoding(entry))
                     #expect(gap.mean <= Self.oneStep, "\(profile).\(format) at \(target): mean abs error \(gap.mean)")
                 }
             }

@@ -1,10 +1,11 @@
 import Foundation
-import PipelineCore
+@testable import PipelineCore
 import PipelineTestSupport
 import Testing
 
 /// ``ThumbHash``: encoding synthetic bitmaps, decoding at any size, the header accessors, and
-/// validation of untrusted bytes. Conformance with the reference is in
+/// validation of untrusted bytes; and the box average (`Bitmap.boxAveraged(to:)`, internal)
+/// the encoder shrinks large bitmaps with. Conformance with the reference is in
 /// `ThumbHashConformanceTests`.
 struct ThumbHashTests {
     /// A straight bitmap whose pixel (x, y) is `pixel(x, y)`.
@@ -26,20 +27,6 @@ struct ThumbHashTests {
         bitmap(width, height) { x, y in
             (UInt8(255 * x / max(1, width - 1)), UInt8(255 * y / max(1, height - 1)), UInt8(255 - 255 * x / max(1, width - 1)), 255)
         }
-    }
-
-    /// Mean absolute difference per byte of two bitmaps of one size, premultiplied.
-    static func meanAbsoluteError(_ a: Bitmap, _ b: Bitmap) -> Double {
-        precondition(a.size == b.size)
-        let x = a.premultiplied(), y = b.premultiplied()
-        var total = 0
-        for row in 0..<a.height {
-            for col in 0..<a.width {
-                let p = x.pixel(x: col, y: row), q = y.pixel(x: col, y: row)
-                total += abs(Int(p.r) - Int(q.r)) + abs(Int(p.g) - Int(q.g)) + abs(Int(p.b) - Int(q.b)) + abs(Int(p.a) - Int(q.a))
-            }
-        }
-        return Double(total) / Double(a.width * a.height * 4)
     }
 
     @Test func aSolidColourDecodesToThatColourEverywhere() throws {
@@ -147,11 +134,11 @@ struct ThumbHashTests {
         // term is 4 (luminance) or 8 (colour) units of 255, so "nearly" is a mean under 2.
         let large = ThumbHash(bitmap: Self.waves(1000, 750)), small = ThumbHash(bitmap: Self.waves(100, 75))
         #expect(large.aspectRatio == small.aspectRatio)
-        let mae = Self.meanAbsoluteError(large.bitmap(), small.bitmap())
+        let mae = absoluteDifference(large.bitmap(), small.bitmap()).mean
         #expect(mae <= 2, "mean abs error \(mae)")
         // Premultiplied and straight large inputs are averaged alike.
         let premultiplied = ThumbHash(bitmap: Self.waves(1000, 750).premultiplied())
-        #expect(Self.meanAbsoluteError(premultiplied.bitmap(), large.bitmap()) <= 1)
+        #expect(absoluteDifference(premultiplied.bitmap(), large.bitmap()).mean <= 1)
         // A uniform picture stays uniform through the average, straight or premultiplied, with
         // alpha. (Its AC bytes are noise: every coefficient is 0 but for rounding, and the
         // scale, quantized to 0, makes them decode to nothing.)
@@ -159,10 +146,29 @@ struct ThumbHashTests {
         let flatLarge = ThumbHash(bitmap: Self.bitmap(400, 400) { _, _ in (10, 120, 240, 160) })
         let flatPremultiplied = ThumbHash(bitmap: Self.bitmap(400, 400, format: .rgba8Premultiplied) { _, _ in (10, 120, 240, 160) })
         for hash in [flatLarge, flatPremultiplied] {
-            #expect(hash.bytes[0..<6] == flat.bytes[0..<6] || Self.meanAbsoluteError(hash.bitmap(), flat.bitmap()) <= 2)
+            #expect(hash.bytes[0..<6] == flat.bytes[0..<6] || absoluteDifference(hash.bitmap(), flat.bitmap()).mean <= 2)
             let decoded = hash.bitmap()
             #expect(decoded.pixel(x: 0, y: 0) == decoded.pixel(x: 31, y: 31))
         }
+    }
+
+    @Test func theBoxAverageWeighsColourByAlphaInBothFormats() throws {
+        // Columns alternate opaque red and transparent (straight: green under alpha 0).
+        let straight = Self.bitmap(4, 2) { x, _ in x % 2 == 0 ? (255, 0, 0, 255) : (0, 255, 0, 0) }
+        let reduced = straight.boxAveraged(to: PixelSize(width: 2, height: 1))
+        #expect(reduced.pixelFormat == .rgba8Straight && reduced.size == PixelSize(width: 2, height: 1))
+        #expect(reduced.pixel(x: 0, y: 0) == (255, 0, 0, 128) && reduced.pixel(x: 1, y: 0) == (255, 0, 0, 128))
+        let premultiplied = straight.premultiplied().boxAveraged(to: PixelSize(width: 2, height: 1))
+        #expect(premultiplied.pixelFormat == .rgba8Premultiplied)
+        #expect(premultiplied.pixel(x: 0, y: 0) == (128, 0, 0, 128))
+        // Fully transparent blocks stay transparent black; 5 columns split 3 + 2.
+        let ramp = Self.bitmap(5, 1) { x, _ in (UInt8(x * 10), 0, 0, x == 4 ? 0 : 255) }
+        let split = ramp.boxAveraged(to: PixelSize(width: 2, height: 1))
+        #expect(split.pixel(x: 0, y: 0) == (10, 0, 0, 255))  // (0 + 10 + 20) / 3
+        #expect(split.pixel(x: 1, y: 0) == (30, 0, 0, 128))  // only x = 3 has weight
+        #expect(Self.bitmap(2, 2) { _, _ in (9, 9, 9, 0) }.boxAveraged(to: PixelSize(width: 1, height: 1)).pixel(x: 0, y: 0) == (0, 0, 0, 0))
+        // Not smaller: the bitmap itself.
+        #expect(straight.boxAveraged(to: PixelSize(width: 8, height: 1)) == straight)
     }
 
     @Test func aOnePixelWideBitmapStillHashes() {
