@@ -58,8 +58,11 @@ struct DecodeStage {
         var response: ImageResponse, seconds: TimeInterval
         let origin = pipeline.renditions.originInfo(of: loaded, configuration: pipeline.configuration)
         do {
+            // Stored bytes whose entry has a placeholder keep it: no hash is made again.
+            let stored = loaded.info?.placeholder
             (response, seconds) = try await pipeline.decoder.decode(loaded.data, source: loaded.source, key: key,
-                                                                    priority: work.priority, origin: origin)
+                                                                    priority: work.priority, origin: origin, placeholder: stored == nil)
+            response.placeholder = response.placeholder ?? stored
             if let store = loaded.pendingStore, work.disk.storesOriginal || store.replacesStoredBytes {
                 // Decoded: these bytes are a complete answer and may be kept.
                 if store.replacesStoredBytes { pipeline.dropDecodedCopies(of: resolved.cacheURL) }
