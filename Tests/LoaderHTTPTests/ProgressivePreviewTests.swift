@@ -93,6 +93,16 @@ private func previewCountReleasingByProgress(_ task: ImageTask, cuts: [Int], nam
     return previews
 }
 
+/// Runs `body` with a fresh fixture (progressive unless told), the fixture server and a
+/// directory for the test's files, removed afterwards.
+private func withPreviewFixture<T>(progressive: Bool = true,
+                                   _ body: (ProgressiveFixture, FixtureServer, URL) async throws -> T) async throws -> T {
+    let directory = try TemporaryDirectory()
+    defer { directory.remove() }
+    let fixture = try ProgressiveFixture.make(progressive: progressive, in: directory.url)
+    return try await withFixtureServer { server in try await body(fixture, server, directory.url) }
+}
+
 @Suite("Progressive previews over a real HTTP server", .timeLimit(.minutes(3)))
 struct ProgressivePreviewTests {
     /// The server sends one more scan only after the test saw the preview of the last one: a
@@ -100,13 +110,10 @@ struct ProgressivePreviewTests {
     /// flagged as previews and at the requested size; nothing is in the memory cache until the
     /// final, which is the whole picture and is what the memory and disk caches then hold.
     @Test func previewsArriveInOrderImproveAndAreNeverCached() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let fixture = try ProgressiveFixture.make(in: directory.url)
-        let cuts = fixture.cutsAfterEachScan
-        #expect(cuts.count >= 5, "the encoder's progressive script has several scans: \(fixture.scanStarts)")
-        let disk = try DiskCache(directory: directory.url.appendingPathComponent("cache"))
-        try await withFixtureServer { server in
+        try await withPreviewFixture { fixture, server, directory in
+            let cuts = fixture.cutsAfterEachScan
+            #expect(cuts.count >= 5, "the encoder's progressive script has several scans: \(fixture.scanStarts)")
+            let disk = try DiskCache(directory: directory.appendingPathComponent("cache"))
             let pipeline = previewPipeline(diskCache: disk)
             let request = ImageRequest(url: server.url(fixture.stepsPath("order", cuts: cuts)), width: 128, height: 96)
             let task = pipeline.imageTask(for: request)
@@ -135,11 +142,8 @@ struct ProgressivePreviewTests {
     /// Two callers of one picture share its previews; when one cancels after the first
     /// preview, its stream ends, and the other still gets the rest and the final.
     @Test func coalescedWaitersShareThePreviewsAndOneCancellingStopsOnlyItsOwn() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let fixture = try ProgressiveFixture.make(in: directory.url)
-        let cuts = fixture.cutsAfterEachScan
-        try await withFixtureServer { server in
+        try await withPreviewFixture { fixture, server, _ in
+            let cuts = fixture.cutsAfterEachScan
             let pipeline = previewPipeline()
             let request = ImageRequest(url: server.url(fixture.stepsPath("shared", cuts: cuts)), width: 64, height: 48)
             let staying = pipeline.imageTask(for: request)
@@ -164,10 +168,7 @@ struct ProgressivePreviewTests {
     /// The last caller cancelling stops the preview decoding with the download: its stream
     /// ends at once and the server sees the client go away while most of the body is unsent.
     @Test func cancellingTheOnlyCallerStopsThePreviews() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let fixture = try ProgressiveFixture.make(in: directory.url)
-        try await withFixtureServer { server in
+        try await withPreviewFixture { fixture, server, _ in
             let pipeline = previewPipeline()
             let request = ImageRequest(url: server.url(fixture.stepsPath("cancel", cuts: fixture.cutsAfterEachScan)),
                                        width: 64, height: 48)
@@ -190,12 +191,9 @@ struct ProgressivePreviewTests {
 
     /// A baseline JPEG's rows arrive top to bottom: no preview, however the body arrives.
     @Test func aBaselineJPEGGivesNoPreview() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let fixture = try ProgressiveFixture.make(progressive: false, in: directory.url)
-        let size = fixture.data.count
-        let cuts = [size / 4, size / 2, size * 3 / 4]
-        try await withFixtureServer { server in
+        try await withPreviewFixture(progressive: false) { fixture, server, _ in
+            let size = fixture.data.count
+            let cuts = [size / 4, size / 2, size * 3 / 4]
             let pipeline = previewPipeline()
             let request = ImageRequest(url: server.url(fixture.stepsPath("baseline", cuts: cuts)), width: 64, height: 48)
             let task = pipeline.imageTask(for: request)
@@ -209,11 +207,8 @@ struct ProgressivePreviewTests {
     /// many scans complete, the previews' bytes form a geometric series (the first at the
     /// first scan, then at most one per doubling).
     @Test func eachPreviewNeedsTwiceTheBytesOfTheLast() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let fixture = try ProgressiveFixture.make(in: directory.url)
-        let cuts = fixture.cutsAfterEachScan
-        try await withFixtureServer { server in
+        try await withPreviewFixture { fixture, server, _ in
+            let cuts = fixture.cutsAfterEachScan
             let pipeline = previewPipeline(policy: ImagePipeline.PreviewPolicy(minimumInterval: 0))
             let request = ImageRequest(url: server.url(fixture.stepsPath("growth", cuts: cuts)), width: 64, height: 48)
             let task = pipeline.imageTask(for: request)
@@ -229,11 +224,8 @@ struct ProgressivePreviewTests {
 
     /// Without a preview policy nothing is kept or decoded early: no preview.
     @Test func noPreviewsWithoutAPolicy() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let fixture = try ProgressiveFixture.make(in: directory.url)
-        let cuts = fixture.cutsAfterEachScan
-        try await withFixtureServer { server in
+        try await withPreviewFixture { fixture, server, _ in
+            let cuts = fixture.cutsAfterEachScan
             let pipeline = previewPipeline(previews: false)
             let request = ImageRequest(url: server.url(fixture.stepsPath("off", cuts: cuts)), width: 64, height: 48)
             let task = pipeline.imageTask(for: request)
@@ -246,11 +238,8 @@ struct ProgressivePreviewTests {
     /// A processed request's previews go through its processors: a circle's corners are
     /// transparent in every preview, as in the final.
     @Test func aProcessedRequestsPreviewsAreProcessed() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let fixture = try ProgressiveFixture.make(in: directory.url)
-        let cuts = fixture.cutsAfterEachScan
-        try await withFixtureServer { server in
+        try await withPreviewFixture { fixture, server, _ in
+            let cuts = fixture.cutsAfterEachScan
             let pipeline = previewPipeline()
             var request = ImageRequest(url: server.url(fixture.stepsPath("circle", cuts: cuts)), width: 64, height: 48)
             request.contentMode = .fill
@@ -271,10 +260,7 @@ struct ProgressivePreviewTests {
     /// A bound cell shows the placeholder (nil), each preview, then the final, and never a
     /// preview after it; rebound to another picture, it never shows the old one's previews.
     @Test func aBindingShowsEachPreviewThenTheFinalAndNothingOfAnOldRequest() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let fixture = try ProgressiveFixture.make(in: directory.url)
-        try await withFixtureServer { server in try await Self.bindingScenario(server, fixture) }
+        try await withPreviewFixture { fixture, server, _ in try await Self.bindingScenario(server, fixture) }
     }
 
     @MainActor private static func bindingScenario(_ server: FixtureServer, _ fixture: ProgressiveFixture) async throws {
@@ -334,11 +320,8 @@ struct ProgressivePreviewTests {
     /// disk cache (a cold launch) answers `placeholder(for:)` with the same hash and makes no
     /// request; so does the first pipeline, from memory.
     @Test func thePlaceholderIsKeptWithTheDiskEntry() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let fixture = try ProgressiveFixture.make(in: directory.url)
-        let cacheFolder = directory.url.appendingPathComponent("cache")
-        try await withFixtureServer { server in
+        try await withPreviewFixture { fixture, server, directory in
+            let cacheFolder = directory.appendingPathComponent("cache")
             let url = server.url("/slow/placeholder?file=\(fixture.file.path)&chunk=100000&interval_ms=0")
             let request = ImageRequest(url: url, width: 64, height: 48)
             let loaded = try await previewPipeline(diskCache: try DiskCache(directory: cacheFolder)).image(for: request)

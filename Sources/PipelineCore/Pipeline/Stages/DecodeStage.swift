@@ -61,7 +61,8 @@ struct DecodeStage {
             // Stored bytes whose entry has a placeholder keep it: no hash is made again.
             let stored = loaded.info?.placeholder
             (response, seconds) = try await pipeline.decoder.decode(loaded.data, source: loaded.source, key: key,
-                                                                    priority: work.priority, origin: origin, placeholder: stored == nil)
+                                                                    priority: work.priority, origin: origin,
+                                                                    placeholder: stored == nil)
             response.placeholder = response.placeholder ?? stored
             if let store = loaded.pendingStore, work.disk.storesOriginal || store.replacesStoredBytes {
                 // Decoded: these bytes are a complete answer and may be kept.
