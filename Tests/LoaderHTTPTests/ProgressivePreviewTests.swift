@@ -338,6 +338,30 @@ struct ProgressivePreviewTests {
             #expect(hits == 1, "placeholders never load")
             let stored = try #require(await DiskCache(directory: cacheFolder).cachedDigest(for: url))
             #expect(stored.info.placeholder == hash)
+            try await Self.bindShowsThePlaceholderFirst(cold, request, hash)
         }
+    }
+
+    /// A binding with a placeholder handler over a cold pipeline: the cell is empty, then gets
+    /// the hash, then the picture (from the disk); nothing after the picture.
+    @MainActor private static func bindShowsThePlaceholderFirst(_ pipeline: ImagePipeline, _ request: ImageRequest,
+                                                               _ hash: ThumbHash) async throws {
+        enum Shown: Equatable { case empty, placeholder(ThumbHash), picture(ImageSource) }
+        let (shown, sink) = AsyncStream.makeStream(of: Shown.self)
+        let binding = ImageTargetBinding(
+            pipeline: pipeline,
+            onFailure: { request, error in
+                Issue.record("\(request.url) failed: \(error)")
+                sink.finish()
+            },
+            placeholder: { sink.yield(.placeholder($0)) },
+            display: { response in
+                sink.yield(response.map { .picture($0.source) } ?? .empty)
+                if response != nil { sink.finish() }
+            })
+        binding.bind(request)
+        var sequence: [Shown] = []
+        for await item in shown { sequence.append(item) }
+        #expect(sequence == [.empty, .placeholder(hash), .picture(.disk)])
     }
 }

@@ -9,6 +9,10 @@
 /// - With a preview policy (``ImagePipeline/Configuration/previewPolicy``), each preview of a
 ///   progressive download is displayed as it comes (``ImageResponse/isPreview``), then the
 ///   final picture; never a preview after the final, nor one of a request no longer bound.
+/// - With a `placeholder` handler, the picture's placeholder hash (``ImagePipeline/placeholder(for:)``,
+///   read from the disk entry's header) is handed to it before any preview or picture, when
+///   there is one and the request is still bound: draw `Bitmap(thumbHash:size:)` at the
+///   target's size. Never after a preview or the picture.
 @MainActor
 public final class ImageTargetBinding {
     /// The pipeline that loads for this target.
@@ -20,17 +24,21 @@ public final class ImageTargetBinding {
 
     private let display: @MainActor (ImageResponse?) -> Void
     private let onFailure: (@MainActor (ImageRequest, any Error) -> Void)?
+    private let placeholder: (@MainActor (ThumbHash) -> Void)?
     private var token: UInt64 = 0
     private var task: Task<Void, Never>?
 
     /// Creates a binding that calls `display` with each response, and with `nil` to show a
-    /// placeholder when a new request starts loading or the target is unbound.
+    /// placeholder when a new request starts loading or the target is unbound; and, when
+    /// given, `placeholder` with the picture's placeholder hash while it loads.
     public init(pipeline: ImagePipeline,
                 onFailure: (@MainActor (ImageRequest, any Error) -> Void)? = nil,
+                placeholder: (@MainActor (ThumbHash) -> Void)? = nil,
                 display: @escaping @MainActor (ImageResponse?) -> Void) {
         self.pipeline = pipeline
         self.display = display
         self.onFailure = onFailure
+        self.placeholder = placeholder
     }
 
     // A target that goes away no longer wants its picture: cancel the load, as a rebind does.
@@ -53,8 +61,14 @@ public final class ImageTargetBinding {
         }
         show(nil)
         let imageTask = pipeline.imageTask(for: request)
+        let pipeline = pipeline, wantsPlaceholder = placeholder != nil
         task = Task { [weak self] in
             do {
+                // The hash first (a header read), shown only while nothing else has been.
+                if wantsPlaceholder, let hash = await pipeline.placeholder(for: request),
+                   let self, self.token == current, self.displayed == nil {
+                    self.placeholder?(hash)
+                }
                 // Previews first (with a preview policy), each only while this request is
                 // still bound; the stream ends before the final answer is ready.
                 for await preview in imageTask.previews {
