@@ -31,7 +31,7 @@ struct ImageTaskProgressTests {
     /// total, rising, the last equal to the total, and the response counts the bytes.
     @Test func progressOverHTTPReachesTheCaller() async throws {
         try await withFixtureServer { server in
-            let pipeline = makePipeline(loader: HTTPDataLoader(), decoders: fixtureDecoders, negativeCacheLifetime: 0)
+            let pipeline = makePipeline(loader: heldBodyLoader(), decoders: fixtureDecoders, negativeCacheLifetime: 0)
             let url = server.url("/steps/progress?chunks=5&chunk=1000")
             let task = pipeline.imageTask(for: ImageRequest(url: url))
             var values: [ImageTask.Progress] = []
@@ -62,7 +62,7 @@ struct ImageTaskProgressTests {
     /// first and follows from there.
     @Test func coalescedTasksEachSeeProgressAndCancellingOneKeepsTheOthersLoad() async throws {
         try await withFixtureServer { server in
-            let pipeline = makePipeline(loader: HTTPDataLoader(), decoders: fixtureDecoders, negativeCacheLifetime: 0)
+            let pipeline = makePipeline(loader: heldBodyLoader(), decoders: fixtureDecoders, negativeCacheLifetime: 0)
             let request = ImageRequest(url: server.url("/steps/shared?chunks=4&chunk=1000"))
             let first = pipeline.imageTask(for: request)
             let second = pipeline.imageTask(for: request)

@@ -48,15 +48,13 @@ private struct ProgressiveFixture {
     }
 }
 
-/// A pipeline with the real HTTP loader and JPEG decoder, previews on, every chance taken
-/// unless a `policy` is given (no interval, no growth: the test paces the body itself). The test holds each piece of the body until
-/// it has seen the last preview, which a starved machine may take long to make: no low-speed
-/// limit, and a long idle time.
+/// A pipeline with the real HTTP loader (``heldBodyLoader()``: the tests hold each piece of the
+/// body until they have seen the last preview) and JPEG decoder, previews on, every chance
+/// taken unless a `policy` is given (no interval, no growth: the test paces the body itself).
 private func previewPipeline(diskCache: (any DataCaching)? = nil, previews: Bool = true,
                              policy: ImagePipeline.PreviewPolicy = .init(minimumInterval: 0, minimumGrowth: 1)) -> ImagePipeline {
-    let loader = HTTPDataLoader(configuration: HTTPDataLoader.Configuration(idleTimeout: 150, lowSpeedLimit: 0, totalTimeout: 150))
     var configuration = ImagePipeline.Configuration(decoders: DecoderRegistry([JPEGDecoder()]),
-                                                    loaders: LoaderRegistry([loader]),
+                                                    loaders: LoaderRegistry([heldBodyLoader()]),
                                                     diskCache: diskCache, maxConcurrentDecodes: 2, negativeCacheLifetime: 0)
     configuration.previewPolicy = previews ? policy : nil
     return ImagePipeline(configuration: configuration)

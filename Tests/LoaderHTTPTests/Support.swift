@@ -8,6 +8,14 @@ import PipelineTestSupport
 /// The fixture server's formats: its test format (``TestImageDecoder``) and PNG.
 let fixtureDecoders = DecoderRegistry([TestImageDecoder(), PNGDecoder()])
 
+/// An `HTTPDataLoader` for tests that hold a body between its pieces (`/steps`) until they have
+/// seen what the last piece did: a starved machine may take many seconds to get there, which
+/// the low-speed limit (256 bytes/s over 10 s) and the 30 s idle time would count as a stalled
+/// transfer, and retry. No low-speed limit; idle and total times of 150 s.
+func heldBodyLoader() -> HTTPDataLoader {
+    HTTPDataLoader(configuration: HTTPDataLoader.Configuration(idleTimeout: 150, lowSpeedLimit: 0, totalTimeout: 150))
+}
+
 /// The `ImagePipelineError` `body` throws, or `nil` when it succeeds or throws something else.
 func pipelineError(_ body: () async throws -> Void) async -> LoadFailure? {
     do {
