@@ -16,7 +16,7 @@
 # Idempotent: installs what is missing (scripts/bootstrap; a venv in Benchmarks/.venv-thumbhash
 # for the reference), builds the release benchmark, makes the inputs once in Benchmarks/.inputs.
 source "$(dirname "$0")/common.sh"
-bench_runs 3
+bench_runs 5
 entries=${ENTRIES:-100000}
 server_pid=""
 trap '[ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null' EXIT

@@ -52,10 +52,12 @@ private struct ProgressiveFixture {
 /// body until they have seen the last preview) and JPEG decoder, previews on, every chance
 /// taken unless a `policy` is given (no interval, no growth: the test paces the body itself).
 private func previewPipeline(diskCache: (any DataCaching)? = nil, previews: Bool = true,
-                             policy: ImagePipeline.PreviewPolicy = .init(minimumInterval: 0, minimumGrowth: 1)) -> ImagePipeline {
+                             policy: ImagePipeline.PreviewPolicy = .init(minimumInterval: 0, minimumGrowth: 1),
+                             events: EventRecorder? = nil) -> ImagePipeline {
     var configuration = ImagePipeline.Configuration(decoders: DecoderRegistry([JPEGDecoder()]),
                                                     loaders: LoaderRegistry([heldBodyLoader()]),
-                                                    diskCache: diskCache, maxConcurrentDecodes: 2, negativeCacheLifetime: 0)
+                                                    diskCache: diskCache, maxConcurrentDecodes: 2, negativeCacheLifetime: 0,
+                                                    eventHandler: events?.handler)
     configuration.previewPolicy = previews ? policy : nil
     return ImagePipeline(configuration: configuration)
 }
@@ -112,7 +114,8 @@ struct ProgressivePreviewTests {
             let cuts = fixture.cutsAfterEachScan
             #expect(cuts.count >= 5, "the encoder's progressive script has several scans: \(fixture.scanStarts)")
             let disk = try DiskCache(directory: directory.appendingPathComponent("cache"))
-            let pipeline = previewPipeline(diskCache: disk)
+            let events = EventRecorder()
+            let pipeline = previewPipeline(diskCache: disk, events: events)
             let request = ImageRequest(url: server.url(fixture.stepsPath("order", cuts: cuts)), width: 128, height: 96)
             let task = pipeline.imageTask(for: request)
             let previews = try await previewsReleasingAfterEach(task, pieces: cuts.count, name: "order", server: server) { preview in
@@ -127,6 +130,11 @@ struct ProgressivePreviewTests {
             print("previews: \(previews.count) for \(cuts.count + 1) scans; PSNR to the final: "
                   + quality.map { String(format: "%.1f", $0) }.joined(separator: ", "))
             #expect(previews.count == cuts.count, "one preview per completed scan before the last")
+            let reported = events.all.compactMap { event -> Int? in
+                if case .previewDecoded(_, let steps, let seconds) = event, seconds >= 0 { return steps }
+                return nil
+            }
+            #expect(reported == Array(1...cuts.count), "each preview's decode is reported with its steps")
             #expect(zip(quality, quality.dropFirst()).allSatisfy { $0 <= $1 + 0.5 }, "each preview is closer: \(quality)")
             #expect((quality.first ?? 99) < (quality.last ?? 0), "\(quality)")
             let cached = try #require(pipeline.cachedImage(for: request))

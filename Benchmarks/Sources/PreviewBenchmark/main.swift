@@ -6,7 +6,9 @@
 //   <slow-url> serves a progressive JPEG in timed pieces (the fixture server's /slow with file=).
 //   Loads it with previews on (each run a fresh pipeline, no disk cache) and off, and prints:
 //   time to the first preview, how many, each one's PSNR against the final, time to the final
-//   (and without previews), and the CPU the previews cost as a share of the final decode.
+//   (and without previews), and the previews' decode time as a share of the final decode's, both
+//   as the pipeline reports them (ImagePipelineEvent.previewDecoded and .decoded: time on the
+//   decode pool, one thread each), beside the whole process's CPU with previews minus without.
 // Usage: PreviewBenchmark thumbhash <pam>
 //   Times ThumbHash(bitmap:) on the straight RGBA picture in <pam> (written by the driver, so
 //   the reference implementation times the same pixels), and on a 1280-px decode.
@@ -19,6 +21,7 @@ import CodecJPEG
 import Foundation
 import LoaderHTTP
 import PipelineCore
+import Synchronization
 
 /// Prints `line` at once (unbuffered), so results reach a pipe even if a later step fails.
 func say(_ line: String) {
@@ -64,57 +67,78 @@ func psnr(_ a: Bitmap, _ b: Bitmap) -> Double {
     return squared == 0 ? .infinity : 10 * log10(255 * 255 / (squared / Double(count)))
 }
 
-func pipeline(previews: Bool, diskCache: (any DataCaching)? = nil) -> ImagePipeline {
+/// Seconds the pipeline reported for preview decodes and for decodes.
+final class DecodeSeconds: Sendable {
+    private let totals = Mutex((previews: 0.0, decodes: 0.0))
+    var previews: Double { totals.withLock { $0.previews } }
+    var decodes: Double { totals.withLock { $0.decodes } }
+
+    func record(_ event: ImagePipelineEvent) {
+        switch event {
+        case .previewDecoded(_, _, let seconds): totals.withLock { $0.previews += seconds }
+        case .decoded(_, let seconds): totals.withLock { $0.decodes += seconds }
+        default: break
+        }
+    }
+}
+
+func pipeline(previews: Bool, diskCache: (any DataCaching)? = nil, seconds: DecodeSeconds? = nil) -> ImagePipeline {
     var configuration = ImagePipeline.Configuration(decoders: DecoderRegistry([JPEGDecoder()]),
-                                                    loaders: LoaderRegistry([HTTPDataLoader()]), diskCache: diskCache)
+                                                    loaders: LoaderRegistry([HTTPDataLoader()]), diskCache: diskCache,
+                                                    eventHandler: seconds.map { seconds in { seconds.record($0) } })
     configuration.previewPolicy = previews ? .default : nil
     return ImagePipeline(configuration: configuration)
 }
 
-/// One load of `request`: (seconds to the first preview, previews with their arrival, final, seconds to it, CPU seconds).
-func load(_ request: ImageRequest, previews: Bool) async throws
-    -> (first: Double?, previews: [(ImageResponse, Double)], final: ImageResponse, seconds: Double, cpu: Double) {
-    let pipeline = pipeline(previews: previews)
+/// One load of `request`: seconds to the first preview, the previews with their arrival, the
+/// final, seconds to it, process CPU seconds, and the pipeline's preview and decode seconds.
+struct Load {
+    var first: Double?
+    var previews: [(ImageResponse, Double)]
+    var final: ImageResponse
+    var seconds: Double
+    var cpu: Double
+    var previewDecodeSeconds: Double
+    var decodeSeconds: Double
+}
+
+func load(_ request: ImageRequest, previews: Bool) async throws -> Load {
+    let decodeSeconds = DecodeSeconds()
+    let pipeline = pipeline(previews: previews, seconds: decodeSeconds)
     let cpu = cpuSeconds(), start = now()
     let task = pipeline.imageTask(for: request)
     var seen: [(ImageResponse, Double)] = []
     for await preview in task.previews { seen.append((preview, now() - start)) }
     let final = try await task.response
     let seconds = now() - start
-    return (seen.first?.1, seen, final, seconds, cpuSeconds() - cpu)
+    return Load(first: seen.first?.1, previews: seen, final: final, seconds: seconds, cpu: cpuSeconds() - cpu,
+                previewDecodeSeconds: decodeSeconds.previews, decodeSeconds: decodeSeconds.decodes)
 }
 
 func previewsBenchmark(url: URL, size: Int, runs: Int) async throws {
     let request = ImageRequest(url: url, width: size, height: size)
-    // The final decode's own CPU: the whole file decoded at this size, as the pipeline does.
     guard case .data(let data, _) = try await HTTPDataLoader().load(DataLoadRequest(url: url)) else { return }
-    let decoder = JPEGDecoder()
-    let options = DecodeOptions(targetSize: try decoder.readInfo(data).size.fitting(size))
-    _ = try decoder.decode(data, options: options)
-    let decodeStart = cpuSeconds()
-    let decodes = 10
-    for _ in 0..<decodes { _ = try decoder.decode(data, options: options) }
-    let finalCPU = (cpuSeconds() - decodeStart) / Double(decodes)
-
-    var withPreviews: [(first: Double?, previews: [(ImageResponse, Double)], final: ImageResponse, seconds: Double, cpu: Double)] = []
-    var without: [(seconds: Double, cpu: Double)] = []
+    var withPreviews: [Load] = []
+    var without: [Load] = []
     for _ in 0..<runs {
         withPreviews.append(try await load(request, previews: true))
-        let plain = try await load(request, previews: false)
-        without.append((plain.seconds, plain.cpu))
+        without.append(try await load(request, previews: false))
     }
     let sample = withPreviews[withPreviews.count / 2]
     let quality = sample.previews.map { String(format: "%.1f", psnr($0.0.bitmap, sample.final.bitmap)) }
     let arrivals = sample.previews.map { String(format: "%.0f", $0.1 * 1000) }
     let extraCPU = median(withPreviews.map(\.cpu)) - median(without.map(\.cpu))
+    let previewSeconds = median(withPreviews.map(\.previewDecodeSeconds))
+    let finalSeconds = median(without.map(\.decodeSeconds))
     say(String(format: "previews of a %d-byte progressive JPEG at %d px (median of %d runs):", data.count, size, runs))
     say(String(format: "  first preview       %6.0f ms", (median(withPreviews.compactMap(\.first))) * 1000))
     say("  previews            \(sample.previews.count) (arrived at \(arrivals.joined(separator: ", ")) ms)")
     say("  PSNR to the final   \(quality.joined(separator: ", ")) dB")
     say(String(format: "  final picture       %6.0f ms with previews, %6.0f ms without", median(withPreviews.map(\.seconds)) * 1000,
                median(without.map(\.seconds)) * 1000))
-    say(String(format: "  preview CPU         %6.1f ms per load = %.0f%% of the final decode (%.1f ms)", extraCPU * 1000,
-               extraCPU / finalCPU * 100, finalCPU * 1000))
+    say(String(format: "  preview decodes     %6.1f ms per load = %.0f%% of the final decode (%.1f ms), as the pipeline reports them",
+               previewSeconds * 1000, previewSeconds / finalSeconds * 100, finalSeconds * 1000))
+    say(String(format: "  process CPU         %+6.1f ms per load with previews (everything: the body's copy, the previews)", extraCPU * 1000))
 }
 
 func placeholdersBenchmark(cacheDirectory: URL, entries: Int, jpeg: URL) async throws {
@@ -140,28 +164,39 @@ func placeholdersBenchmark(cacheDirectory: URL, entries: Int, jpeg: URL) async t
         say(String(format: "filled %d entries of %d bytes in %.0f s", entries, picture.count, now() - start))
     }
     let cold = pipeline(previews: false, diskCache: try DiskCache(directory: cacheDirectory, sizeLimit: 8 << 30))
-    var generator = SystemRandomNumberGenerator()
-    let probes = (0..<2000).map { _ in Int.random(in: 0..<entries, using: &generator) }
+    // Two disjoint sets of random entries, neither touched before in this process: the same
+    // page-cache state for both (whatever the system kept of the cache's files).
+    let shuffled = Array(0..<entries).shuffled()
+    let probes = Array(shuffled.prefix(2000)), others = Array(shuffled.dropFirst(2000).prefix(2000))
+    func request(_ index: Int) -> ImageRequest { ImageRequest(url: url(index), width: 160, height: 160) }
     var times: [Double] = []
     var found = 0
     let read = bytesRead()
     for index in probes {
         let start = now()
-        if await cold.placeholder(for: ImageRequest(url: url(index), width: 160, height: 160)) == hash { found += 1 }
+        if await cold.placeholder(for: request(index)) == hash { found += 1 }
         times.append(now() - start)
     }
     let perLookup = Double(bytesRead() - read) / Double(probes.count)
-    var decodes: [Double] = []
-    for index in probes.prefix(200) {
+    var warm: [Double] = []
+    for index in probes {
         let start = now()
-        _ = try await cold.image(for: ImageRequest(url: url(index), width: 160, height: 160))
+        _ = await cold.placeholder(for: request(index))
+        warm.append(now() - start)
+    }
+    var decodes: [Double] = []
+    for index in others {
+        let start = now()
+        _ = try await cold.image(for: request(index))
         decodes.append(now() - start)
     }
-    let sorted = times.sorted()
-    say("placeholder(for:) on a disk cache of \(entries) entries, \(probes.count) random lookups on a cold pipeline:")
-    say(String(format: "  placeholder(for:)   median %.3f ms, p99 %.3f ms; %d of %d found; %.0f bytes read per lookup (bodies are %d bytes)",
-               median(times) * 1000, sorted[sorted.count * 99 / 100] * 1000, found, probes.count, perLookup, picture.count))
-    say(String(format: "  image(for:) from disk (read + decode to 160 px), same cache: median %.2f ms", median(decodes) * 1000))
+    func p99(_ values: [Double]) -> Double { values.sorted()[values.count * 99 / 100] }
+    say("placeholder(for:) on a disk cache of \(entries) entries, \(probes.count) random entries each, a cold pipeline:")
+    say(String(format: "  placeholder(for:), first read  median %.3f ms, p99 %.3f ms; %d of %d found; %.0f bytes read per lookup (bodies are %d bytes)",
+               median(times) * 1000, p99(times) * 1000, found, probes.count, perLookup, picture.count))
+    say(String(format: "  placeholder(for:), again       median %.3f ms, p99 %.3f ms", median(warm) * 1000, p99(warm) * 1000))
+    say(String(format: "  image(for:) from disk (read + decode to 160 px), other entries: median %.2f ms, p99 %.2f ms",
+               median(decodes) * 1000, p99(decodes) * 1000))
 }
 
 /// The straight RGBA pixels of a PAM file (`TUPLTYPE RGB_ALPHA`, as Pillow writes it).

@@ -15,6 +15,10 @@ public enum ImagePipelineEvent: Sendable {
     case revalidated(URL, modified: Bool)
     /// A decode (and resample) finished, taking `seconds` on the decode pool.
     case decoded(ImageKey, seconds: TimeInterval)
+    /// A preview of a download still arriving was decoded (``ImagePipeline/PreviewPolicy``),
+    /// from `steps` refinement steps, taking `seconds` on the decode pool: what previews cost.
+    /// Sent from the decode pool, off the pipeline actor.
+    case previewDecoded(ImageKey, steps: Int, seconds: TimeInterval)
     /// A key's processors (``ImageRequest/processors``) ran, taking `seconds` on the decode pool.
     case processed(ImageKey, seconds: TimeInterval)
     /// A request with processors was answered by its rendition on disk (no original decode).

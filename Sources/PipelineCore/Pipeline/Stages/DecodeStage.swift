@@ -46,7 +46,8 @@ struct DecodeStage {
         } else {
             if let policy = pipeline.configuration.previewPolicy {
                 work.previewFeed = PreviewFeed(.decoding(key), policy: policy, decoder: pipeline.decoder,
-                                               priority: work.priority, output: work.previews)
+                                               priority: work.priority, output: work.previews,
+                                               events: pipeline.configuration.eventHandler)
             }
             // The bytes are all here (or did not come): no preview after this, so none after the final.
             defer { work.previewFeed?.finish() }

@@ -67,15 +67,19 @@ struct PoolDecoder: Sendable {
     /// `key`'s size, when its decoder is ``ProgressiveDecoding`` and the preview shows more
     /// than `steps` refinement steps; with the steps it shows. A preview never waits for decode
     /// memory: when the budget has no room now there is none. `nil` too when it does not decode.
-    func preview(of partial: Data, key: ImageKey, after steps: Int, priority: PriorityHandle) async -> (ImageResponse, Int)? {
-        let decoders = decoders, maxPixels = maxPixelCount, admission = admission
+    /// A decoded preview is reported as ``ImagePipelineEvent/previewDecoded(_:steps:seconds:)``.
+    func preview(of partial: Data, key: ImageKey, after steps: Int, priority: PriorityHandle,
+                 events: (@Sendable (ImagePipelineEvent) -> Void)?) async -> (ImageResponse, Int)? {
+        let decoders = decoders, maxPixels = maxPixelCount, admission = admission, clock = clock
         let made: (ImageResponse, Int)?? = try? await pool.run(priority: priority) {
+            let start = clock()
             guard let decoder = decoders.decoder(for: partial) as? any ProgressiveDecoding,
                   let preview = decoder.preview(of: partial), preview.steps > steps,
                   case .decoded(var response, _) = try Self.decode(preview.data, source: .network, key: key, decoders: decoders,
                                                                maxPixelCount: maxPixels, admission: admission, reserved: nil,
                                                                placeholder: false)
             else { return nil }
+            events?(.previewDecoded(key, steps: preview.steps, seconds: clock().timeIntervalSince(start)))
             response.isPreview = true
             return (response, preview.steps)
         }

@@ -43,15 +43,18 @@ final class PreviewFeed: Sendable {
     private let priority: PriorityHandle
     /// The work's previews, which its waiters follow.
     private let output: Relay<ImageResponse>
+    /// The pipeline's ``ImagePipeline/Configuration/eventHandler``.
+    private let events: (@Sendable (ImagePipelineEvent) -> Void)?
     private let state = Mutex(State())
 
     init(_ source: Source, policy: ImagePipeline.PreviewPolicy, decoder: PoolDecoder, priority: PriorityHandle,
-         output: Relay<ImageResponse>) {
+         output: Relay<ImageResponse>, events: (@Sendable (ImagePipelineEvent) -> Void)?) {
         self.source = source
         self.policy = policy
         self.decoder = decoder
         self.priority = priority
         self.output = output
+        self.events = events
     }
 
     /// Follows the work this feed's work waits on: a download's body (a decode feed) or a
@@ -142,9 +145,9 @@ final class PreviewFeed: Sendable {
         guard case .decoding(let key) = source, let body = state.withLock({ $0.body?.source }) else { return }
         let partial = body.bytes
         guard let steps = start(bytes: partial.count) else { return }
-        let decoder = decoder, priority = priority
+        let decoder = decoder, priority = priority, events = events
         run(bytes: partial.count) {
-            await decoder.preview(of: partial, key: key, after: steps, priority: priority)
+            await decoder.preview(of: partial, key: key, after: steps, priority: priority, events: events)
         } then: { [weak self] in
             // Bytes that arrived during the decode announced themselves to a busy feed.
             if body.bytes.count > partial.count { self?.bodyGrew() }

@@ -66,7 +66,8 @@ struct ProcessingStage {
             let decode = pipeline.decoding.work(for: base, asBaseStoringOriginal: work.disk.storesOriginal, in: pipeline)
             if let policy = pipeline.configuration.previewPolicy {
                 work.previewFeed = PreviewFeed(.processing(key.processors, key.processing.pixelFormat), policy: policy,
-                                               decoder: pipeline.decoder, priority: work.priority, output: work.previews)
+                                               decoder: pipeline.decoder, priority: work.priority, output: work.previews,
+                                               events: pipeline.configuration.eventHandler)
             }
             defer { work.previewFeed?.finish() }
             input = try await pipeline.decoding.decodes.wait(on: decode, priority: work.priority.current, upstreamOf: work,
