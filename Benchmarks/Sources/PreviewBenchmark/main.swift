@@ -84,9 +84,9 @@ final class DecodeSeconds: Sendable {
 
 func pipeline(previews: Bool, diskCache: (any DataCaching)? = nil, seconds: DecodeSeconds? = nil) -> ImagePipeline {
     var configuration = ImagePipeline.Configuration(decoders: DecoderRegistry([JPEGDecoder()]),
-                                                    loaders: LoaderRegistry([HTTPDataLoader()]), diskCache: diskCache,
-                                                    eventHandler: seconds.map { seconds in { seconds.record($0) } })
-    configuration.previewPolicy = previews ? .default : nil
+                                                    loaders: LoaderRegistry([HTTPDataLoader()]), diskCache: diskCache)
+    if let seconds { configuration.eventHandler = { seconds.record($0) } }
+    configuration.previewPolicy = previews ? ImagePipeline.PreviewPolicy.default : nil
     return ImagePipeline(configuration: configuration)
 }
 
