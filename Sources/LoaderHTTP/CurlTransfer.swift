@@ -31,8 +31,8 @@ struct TransferJob: Sendable {
     /// Every header to send, validators and auth included.
     let headers: [(name: String, value: String)]
     let progress: (@Sendable (Int64, Int64?) -> Void)?
-    /// Each piece of the final response's body and its offset (``DataLoadRequest/body``).
-    let body: (@Sendable (Data, Int64) -> Void)?
+    /// Each piece of the final response's body and its offset (``DataLoadRequest/didReceiveData``).
+    let didReceiveData: (@Sendable (Data, Int64) -> Void)?
     let continuation: CheckedContinuation<TransferOutcome, Never>
 }
 
@@ -325,7 +325,7 @@ final class CurlTransfer {
             return false
         }
         body.append(contentsOf: bytes)
-        job.body?(Data(bytes), Int64(body.count - bytes.count))
+        job.didReceiveData?(Data(bytes), Int64(body.count - bytes.count))
         job.progress?(Int64(body.count), metadata?.contentLength)
         return true
     }

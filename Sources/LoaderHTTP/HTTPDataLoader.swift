@@ -123,7 +123,8 @@ public final class HTTPDataLoader: DataLoading {
             await withCheckedContinuation { continuation in
                 engine.submit(TransferJob(id: id, url: url, requestURL: request.url, hostKey: hostKey, priority: request.priority,
                                           headers: headers.sorted { $0.key < $1.key }.map { ($0.key, $0.value) },
-                                          progress: request.progress, body: request.body, continuation: continuation))
+                                          progress: request.progress, didReceiveData: request.didReceiveData,
+                                          continuation: continuation))
                 // Cancelled before the job was queued: the handler already ran and found nothing.
                 if Task.isCancelled { engine.cancel(id) }
             }

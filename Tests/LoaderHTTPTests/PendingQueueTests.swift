@@ -25,7 +25,7 @@ struct PendingQueueTests {
         var fifo = PendingQueue.FIFO()
         for (id, continuation) in continuations.enumerated() {
             fifo.append(TransferJob(id: UInt64(id), url: URL(string: "http://h/\(id)")!, requestURL: URL(string: "http://h/\(id)")!, hostKey: "h",
-                                    priority: PriorityHandle(.prefetch), headers: [], progress: nil, body: nil,
+                                    priority: PriorityHandle(.prefetch), headers: [], progress: nil, didReceiveData: nil,
                                     continuation: continuation))
         }
         // A predicate whose answer for a job changes after it was first asked, like a priority
@@ -59,7 +59,7 @@ struct PendingQueuePriorityTests {
         var queue = PendingQueue()
         for (id, continuation) in continuations.enumerated() {
             queue.append(TransferJob(id: UInt64(id), url: URL(string: "http://h/\(id)")!, requestURL: URL(string: "http://h/\(id)")!, hostKey: "h",
-                                     priority: handles[id], headers: [], progress: nil, body: nil, continuation: continuation))
+                                     priority: handles[id], headers: [], progress: nil, didReceiveData: nil, continuation: continuation))
         }
         handles[1].set(.prefetch)  // job 1's visible caller left
         handles[2].set(.visible)   // job 2 was joined by a visible caller

@@ -37,19 +37,19 @@ public struct DataLoadRequest: Sendable {
     /// picture still downloading (``ImagePipeline/PreviewPolicy``). `nil` when nobody wants
     /// them. A loader that cannot stream never calls it: the pipeline then decodes the whole
     /// body only. May be called from any thread; keep it cheap (the pipeline appends a copy).
-    public var body: (@Sendable (_ chunk: Data, _ offset: Int64) -> Void)?
+    public var didReceiveData: (@Sendable (_ chunk: Data, _ offset: Int64) -> Void)?
 
     /// Creates a load request.
     public init(url: URL, priority: PriorityHandle = PriorityHandle(.visible), validator: CacheValidator? = nil,
                 headers: [String: String] = [:], progress: (@Sendable (Int64, Int64?) -> Void)? = nil,
-                cacheURL: URL? = nil, body: (@Sendable (_ chunk: Data, _ offset: Int64) -> Void)? = nil) {
+                cacheURL: URL? = nil, didReceiveData: (@Sendable (_ chunk: Data, _ offset: Int64) -> Void)? = nil) {
         self.url = url
         self.priority = priority
         self.validator = validator
         self.headers = headers
         self.progress = progress
         self.cacheURL = cacheURL
-        self.body = body
+        self.didReceiveData = didReceiveData
     }
 }
 

@@ -51,8 +51,9 @@ struct ResolvedRequest: Sendable {
     /// it differs (a signed URL's loader keys its own coordination by it).
     func loadRequest(priority: PriorityHandle, validator: CacheValidator? = nil,
                      progress: (@Sendable (Int64, Int64?) -> Void)? = nil,
-                     body: (@Sendable (Data, Int64) -> Void)? = nil) -> DataLoadRequest {
+                     didReceiveData: (@Sendable (Data, Int64) -> Void)? = nil) -> DataLoadRequest {
         DataLoadRequest(url: fetchURL, priority: priority, validator: validator, headers: request.headers,
-                        progress: progress, cacheURL: cacheURL == fetchURL ? nil : cacheURL, body: body)
+                        progress: progress, cacheURL: cacheURL == fetchURL ? nil : cacheURL,
+                        didReceiveData: didReceiveData)
     }
 }

@@ -62,7 +62,8 @@ struct FetchStage {
         let relay = work.progress, streamed = work.body
         let progress: @Sendable (Int64, Int64?) -> Void = { relay.send(ImageTask.Progress(completed: $0, total: $1)) }
         // The body's pieces, kept for previews only while a decode that shows them follows.
-        let body: (@Sendable (Data, Int64) -> Void)? = configuration.previewPolicy == nil ? nil : { @Sendable in streamed.append($0, at: $1) }
+        let didReceiveData: (@Sendable (Data, Int64) -> Void)? =
+            configuration.previewPolicy == nil ? nil : { @Sendable in streamed.append($0, at: $1) }
         defer { streamed.finish() }
         let disk = Self.disk(for: resolved, configuration: configuration)
         // A URL the loader refuses is refused from the caches too (a shared tier may hold it).
@@ -91,7 +92,7 @@ struct FetchStage {
         if resolved.cacheOnly { throw ImagePipelineError.notCached }
         try Task.checkCancellation()
         let loader = try configuration.loaders.requireLoader(for: resolved.fetchURL)
-        switch try await loader.load(resolved.loadRequest(priority: work.priority, progress: progress, body: body)) {
+        switch try await loader.load(resolved.loadRequest(priority: work.priority, progress: progress, didReceiveData: didReceiveData)) {
         case .data(let data, let metadata):
             pipeline.emit(.loaded(resolved.fetchURL, bytes: data.count))
             var loaded = LoadedData(data: data, source: .network, generation: nil)
