@@ -81,16 +81,21 @@ private func previewsReleasingAfterEach(_ task: ImageTask, pieces: Int, name: St
 }
 
 /// Releases each held piece of `/steps/<name>` once the bytes before it have arrived (as the
-/// task's progress shows), until the task ends; returns how many previews the task delivered.
+/// task's progress shows), until the task ends; returns how many previews the task delivered
+/// (counted from the start, beside the releases: a finished task holds none).
 private func previewCountReleasingByProgress(_ task: ImageTask, cuts: [Int], name: String, server: FixtureServer) async throws -> Int {
+    let previews = task.previews  // subscribed now, before any piece is released
+    let counting = Task {
+        var count = 0
+        for await _ in previews { count += 1 }
+        return count
+    }
     var released = 0
     for await progress in task.progress where released < cuts.count && progress.completed >= Int64(cuts[released]) {
         released += 1
         try await server.release("\(name).\(released)")
     }
-    var previews = 0
-    for await _ in task.previews { previews += 1 }
-    return previews
+    return await counting.value
 }
 
 /// Runs `body` with a fresh fixture (progressive unless told), the fixture server and a
@@ -126,6 +131,9 @@ struct ProgressivePreviewTests {
             let final = try await task.response
             #expect(!final.isPreview)
             #expect(final.source == .network)
+            var late = 0
+            for await _ in task.previews { late += 1 }
+            #expect(late == 0, "a finished task holds no preview (a late stream ends at once)")
             let quality = previews.map { psnr($0.bitmap, final.bitmap) }
             print("previews: \(previews.count) for \(cuts.count + 1) scans; PSNR to the final: "
                   + quality.map { String(format: "%.1f", $0) }.joined(separator: ", "))

@@ -54,7 +54,7 @@ public final class ImageTask: Sendable, Hashable, CustomStringConvertible {
         self.state = Mutex(State(priority: request.priority))
         let task = Task(priority: request.priority == .visible ? nil : .low) { [self] in
             defer {
-                previewRelay.finish()
+                previewRelay.finish(keepingLatest: false)
                 relay.finish()
             }
             return try await pipeline.image(for: request, task: self)

@@ -51,11 +51,14 @@ final class Relay<Value: Sendable>: Sendable {
         _ = state.withLock { $0.subscribers.removeValue(forKey: id) }
     }
 
-    /// Finishes every subscriber; later values are dropped. The finish calls run outside the
+    /// Finishes every subscriber; later values are dropped. The latest value stays for
+    /// ``latest`` (a task's last progress) unless `keepingLatest` is `false` (a preview's
+    /// bitmap, which nothing needs once the picture is there). The finish calls run outside the
     /// lock: a stream's termination handler unsubscribes.
-    func finish() {
+    func finish(keepingLatest: Bool = true) {
         let subscribers = state.withLock { state in
             state.finished = true
+            if !keepingLatest { state.latest = nil }
             defer { state.subscribers = [:] }
             return Array(state.subscribers.values)
         }

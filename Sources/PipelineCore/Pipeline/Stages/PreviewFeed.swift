@@ -89,7 +89,7 @@ final class PreviewFeed: Sendable {
             defer { state.task = nil; state.body = nil; state.upstream = nil }
             return (state.task, state.body, state.upstream)
         }
-        output.finish()
+        output.finish(keepingLatest: false)
         task?.cancel()
         if let body { body.source.stopListening(body.id) }
         if let upstream { upstream.relay.unsubscribe(upstream.id) }
