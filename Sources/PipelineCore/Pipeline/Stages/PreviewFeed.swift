@@ -30,8 +30,10 @@ final class PreviewFeed: Sendable {
         var bytes = 0
         var task: Task<Void, Never>?
         var finished = false
-        var body: (source: StreamedBody, id: UInt64)?
-        var upstream: (relay: Relay<ImageResponse>, id: UInt64)?
+        /// A decode feed's download body, once it follows it.
+        var body: StreamedBody?
+        /// Stops following the work waited on (its body or its previews).
+        var unfollow: (@Sendable () -> Void)?
         /// A processing feed's newest unprocessed preview that arrived while it was busy.
         var pending: ImageResponse?
     }
@@ -60,39 +62,36 @@ final class PreviewFeed: Sendable {
     /// Follows the work this feed's work waits on: a download's body (a decode feed) or a
     /// decode's previews (a processing feed).
     func follow(body: StreamedBody, previews: Relay<ImageResponse>) {
+        let unfollow: @Sendable () -> Void, followed: StreamedBody?
         switch source {
         case .decoding:
             body.keepBytes()
             let id = body.listen { [weak self] in self?.bodyGrew() }
-            let stale = state.withLock { state -> Bool in
-                guard !state.finished else { return true }
-                state.body = (body, id)
-                return false
-            }
-            if stale { body.stopListening(id) }
+            (unfollow, followed) = ({ body.stopListening(id) }, body)
         case .processing:
             let id = previews.subscribe(send: { [weak self] in self?.upstreamPreview($0) })
-            let stale = state.withLock { state -> Bool in
-                guard !state.finished else { return true }
-                state.upstream = (previews, id)
-                return false
-            }
-            if stale { previews.unsubscribe(id) }
+            (unfollow, followed) = ({ previews.unsubscribe(id) }, nil)
         }
+        let finished = state.withLock { state -> Bool in
+            guard !state.finished else { return true }
+            state.body = followed
+            state.unfollow = unfollow
+            return false
+        }
+        if finished { unfollow() }
     }
 
     /// Stops the previews: nothing is sent from now on, and a preview being made is cancelled.
     func finish() {
-        let (task, body, upstream) = state.withLock { state in
+        let (task, unfollow) = state.withLock { state in
             state.finished = true
             state.pending = nil
-            defer { state.task = nil; state.body = nil; state.upstream = nil }
-            return (state.task, state.body, state.upstream)
+            defer { state.task = nil; state.body = nil; state.unfollow = nil }
+            return (state.task, state.unfollow)
         }
         output.finish(keepingLatest: false)
         task?.cancel()
-        if let body { body.source.stopListening(body.id) }
-        if let upstream { upstream.relay.unsubscribe(upstream.id) }
+        unfollow?()
     }
 
     /// Marks the feed busy when a preview may start now (not finished, not busy, visible and,
@@ -142,7 +141,7 @@ final class PreviewFeed: Sendable {
 
     /// A decode feed's download has more bytes: decode a preview of them if it is time.
     private func bodyGrew() {
-        guard case .decoding(let key) = source, let body = state.withLock({ $0.body?.source }) else { return }
+        guard case .decoding(let key) = source, let body = state.withLock({ $0.body }) else { return }
         let partial = body.bytes
         guard let steps = start(bytes: partial.count) else { return }
         let decoder = decoder, priority = priority, events = events
