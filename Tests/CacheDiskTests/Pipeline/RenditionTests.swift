@@ -32,14 +32,21 @@ private struct RefusingLoader: DataLoading {
     }
 }
 
+/// A loader that answers every URL with its fake picture, fresh for 100 s, ETag "v1".
+private func versionOneLoader() -> HeldLoader {
+    HeldLoader { .success(.data(HeldLoader.fakeData(for: $0.url), metadata(maxAge: 100, etag: "\"v1\""))) }
+}
+
+/// The 64×48 test picture the tests keep renditions of, and its 32×32 circle.
+private let pictureURL = testURL(64, 48, 5)
+private let roundRequest = ImageRequest(url: pictureURL, width: 32, height: 32, contentMode: .fill, processors: [.circle])
+
 @Suite struct RenditionTests {
     @Test func aURLTheLoaderRefusesIsAnsweredByNeitherItsRenditionNorItsOriginal() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let clock = TestClock()
-        let loader = HeldLoader { .success(.data(HeldLoader.fakeData(for: $0.url), metadata(maxAge: 100, etag: "\"v1\""))) }
-        let url = testURL(64, 48, 5)
-        let round = ImageRequest(url: url, width: 32, height: 32, contentMode: .fill, processors: [.circle])
+        let (loader, url, round) = (versionOneLoader(), pictureURL, roundRequest)
         let first = renditionPipeline(loader: loader, decoder: CountingDecoder(), diskCache: try makeCache(directory),
                                       clock: clock, events: EventRecorder())
         _ = try await first.image(for: round)
@@ -61,9 +68,7 @@ private struct RefusingLoader: DataLoading {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let clock = TestClock()
-        let loader = HeldLoader { .success(.data(HeldLoader.fakeData(for: $0.url), metadata(maxAge: 100, etag: "\"v1\""))) }
-        let url = testURL(64, 48, 5)
-        let round = ImageRequest(url: url, width: 32, height: 32, contentMode: .fill, processors: [.circle])
+        let (loader, url, round) = (versionOneLoader(), pictureURL, roundRequest)
         let blurred = ImageRequest(url: url, width: 32, height: 32, contentMode: .fill, processors: [.gaussianBlur(radius: 2)])
 
         let events1 = EventRecorder(), decoder1 = CountingDecoder()
