@@ -40,6 +40,7 @@ let package = Package(
         benchmark("JPEGEncoderBenchmark", ["PipelineCore", "CodecJPEG", "CodecPNG"]),
         benchmark("FleetBenchmark", ["PipelineCore", "LoaderHTTP", "CacheRedis", "CacheDisk", "CodecPNG"]),
         benchmark("PreviewBenchmark", ["PipelineCore", "LoaderHTTP", "CacheDisk", "CodecJPEG"]),
+        benchmark("FirstPictureBenchmark", ["PipelineCore", "CodecJPEG", "LoaderFile"]),
         // glibc's mallopt for DecodeMemoryBenchmark's peak-RSS measurements.
         .target(name: "CMallocTuning"),
     ],

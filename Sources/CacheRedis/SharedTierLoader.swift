@@ -94,6 +94,6 @@ public struct SharedTierLoader: DataLoading {
     static func metadata(_ entry: CachedData) -> ResponseMetadata {
         ResponseMetadata(etag: entry.info.etag, lastModified: entry.info.lastModified,
                          contentLength: Int64(entry.data.count),
-                         freshFor: entry.info.freshUntil.map { $0.timeIntervalSinceNow })
+                         freshFor: entry.info.freshUntil.map { $0.timeIntervalSinceNow }, origin: .network)
     }
 }

@@ -37,9 +37,10 @@ public final class HeldLoader: DataLoading {
     }
 
     /// A loader that answers every URL at once with `FakeImage` data whose size and colour come
-    /// from the URL's path (`test:///640x480/7` → 640×480, colour 7).
+    /// from the URL's path (`test:///640x480/7` → 640×480, colour 7). It stands for a network
+    /// loader: its answers say ``PipelineCore/LoadOrigin/network``.
     public static func immediate(schemes: Set<String> = ["test", "http", "https"]) -> HeldLoader {
-        HeldLoader(schemes: schemes) { .success(.data(fakeData(for: $0.url), ResponseMetadata())) }
+        HeldLoader(schemes: schemes) { .success(.data(fakeData(for: $0.url), ResponseMetadata(origin: .network))) }
     }
 
     /// FakeImage bytes described by a URL path `/WxH/N` (default 64×64, colour 0).
@@ -99,7 +100,7 @@ public final class HeldLoader: DataLoading {
     /// Answers every held load for `url` with ``fakeData(for:)``.
     @discardableResult
     public func releaseWithFakeData(_ url: URL) -> Int {
-        release(url, with: .success(.data(Self.fakeData(for: url), ResponseMetadata())))
+        release(url, with: .success(.data(Self.fakeData(for: url), ResponseMetadata(origin: .network))))
     }
 
     /// Loads started for `url`.

@@ -31,7 +31,8 @@ public struct DataURLLoader: DataLoading {
         try Task.checkCancellation()
         let parsed = try DataURL(parsing: request.url.absoluteString, maxBodyBytes: maxBodyBytes)
         request.progress?(Int64(parsed.data.count), Int64(parsed.data.count))
-        return .data(parsed.data, ResponseMetadata(contentType: parsed.mediaType, contentLength: Int64(parsed.data.count)))
+        return .data(parsed.data, ResponseMetadata(contentType: parsed.mediaType, contentLength: Int64(parsed.data.count),
+                                                        origin: .local))
     }
 }
 

@@ -12,7 +12,7 @@ import Darwin
 /// Reads run on a `WorkerPool` of dedicated threads, never on the cooperative pool, in
 /// chunks; cancellation is checked between chunks. The file's modification time and size are
 /// reported as an opaque validator, `ResponseMetadata.etag` (`"<mtime>-<size>"`, as web servers
-/// make theirs). A missing file is `ImagePipelineError.notFound(_:)`; directories, other
+/// make theirs). A missing file is `ImagePipelineError.notFound(_:status:)`; directories, other
 /// non-regular files and permission errors are `ImagePipelineError.fileUnreadable(path:reason:)`.
 public struct FileDataLoader: DataLoading {
     /// The largest file accepted, in bytes. Default 50 MB.
@@ -40,7 +40,7 @@ public struct FileDataLoader: DataLoading {
     }
 
     /// Reads the whole file at `request.url`, reporting progress after each chunk.
-    /// - Throws: `ImagePipelineError.notFound(_:)`, `ImagePipelineError.fileUnreadable(path:reason:)`,
+    /// - Throws: `ImagePipelineError.notFound(_:status:)`, `ImagePipelineError.fileUnreadable(path:reason:)`,
     ///   `ImagePipelineError.tooLarge(limit:actual:)`, or `CancellationError`.
     public func load(_ request: DataLoadRequest) async throws -> DataLoadResult {
         guard request.url.isFileURL else {
@@ -85,7 +85,7 @@ public struct FileDataLoader: DataLoading {
         let modified = status.st_mtim
         #endif
         let etag = "\"\(String(modified.tv_sec, radix: 16)).\(String(modified.tv_nsec, radix: 16))-\(String(size, radix: 16))\""
-        let metadata = ResponseMetadata(etag: etag, contentLength: size)
+        let metadata = ResponseMetadata(etag: etag, contentLength: size, origin: .local)
         if let mapThreshold, size >= mapThreshold, size > 0 {
             do {
                 let data = try Data(contentsOf: URL(fileURLWithPath: path), options: .alwaysMapped)

@@ -289,11 +289,12 @@ final class CurlTransfer {
         }
         if status == 304 { return true }  // no body; the loader checks a validator was sent
         guard status == 200 || status == 203 else {
-            abortReason = status == 404 || status == 410 ? ImagePipelineError.notFound(job.requestURL) : HTTPError.badStatus(code: status)
+            abortReason = status == 404 || status == 410
+                ? ImagePipelineError.notFound(job.requestURL, status: status) : HTTPError.badStatus(code: status)
             return false
         }
         if metadata.contentType == "text/html" {
-            abortReason = HTTPError.network(.unexpectedContentType, message: "the server sent text/html with status \(status)")
+            abortReason = HTTPError.notAPicture(contentType: "text/html")
             return false
         }
         if let unsupported = Self.contentCodings(metadata.contentEncoding).first(where: { !curlDecodableCodings.contains($0) }) {

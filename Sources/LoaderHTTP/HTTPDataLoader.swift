@@ -25,7 +25,7 @@ import Synchronization
 /// `Content-Encoding` curl cannot decode (it asks for and decodes gzip, deflate, br and zstd),
 /// a transfer slower than ``Configuration/lowSpeedLimit`` or over ``Configuration/totalTimeout``
 /// all fail, so nothing broken reaches the disk cache. Failures are ``HTTPError`` (status,
-/// transport, body), `ImagePipelineError.notFound(_:)` for 404 and 410, and the
+/// transport, body), `ImagePipelineError.notFound(_:status:)` for 404 and 410, and the
 /// core's `truncated`, `tooLarge` and `timeout`.
 public final class HTTPDataLoader: DataLoading {
     /// What the loader was created with.
@@ -78,7 +78,7 @@ public final class HTTPDataLoader: DataLoading {
                 }
                 // The transfer lets only 200, 203 and 304 through; this holds if that changes.
                 guard status == 200 || status == 203 else {
-                    if status == 404 || status == 410 { throw ImagePipelineError.notFound(request.url) }
+                    if status == 404 || status == 410 { throw ImagePipelineError.notFound(request.url, status: status) }
                     throw HTTPError.badStatus(code: status)
                 }
                 guard !body.isEmpty else { throw HTTPError.emptyBody }

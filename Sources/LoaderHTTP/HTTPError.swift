@@ -17,15 +17,13 @@ public enum NetworkFailure: String, Hashable, Sendable {
     case forbiddenRedirect
     /// An `http` URL while the loader allows `https` only.
     case insecureScheme
-    /// A `text/html` body served where a picture was expected (an error page sent with 200).
-    case unexpectedContentType
     /// Anything else the transport reported.
     case other
 }
 
 /// The HTTP loader's own failures. The pipeline hands them to callers wrapped in
 /// `ImagePipelineError.loadingFailed(_:underlying:)`; a 404 or 410 is not one of
-/// these but `ImagePipelineError.notFound(_:)`, which every loader shares.
+/// these but `ImagePipelineError.notFound(_:status:)`, which every loader shares, with the status.
 public enum HTTPError: Error, Hashable, Sendable, CustomStringConvertible, LocalizedError, PipelineFailure {
     /// The server answered with a status that is neither a complete answer (200, 203, a 304 to
     /// a conditional request) nor "not found": a 206 (the loader never asks for a range, and a
@@ -33,6 +31,9 @@ public enum HTTPError: Error, Hashable, Sendable, CustomStringConvertible, Local
     case badStatus(code: Int)
     /// The transport failed.
     case network(NetworkFailure, message: String)
+    /// A complete answer whose body is not a picture by its declared type: `text/html` (an
+    /// error or login page sent with 200), lower-case, without parameters.
+    case notAPicture(contentType: String)
     /// The connection closed inside the response's headers (a status line, perhaps some
     /// headers, and never the blank line that ends them).
     case incompleteHeaders
@@ -75,6 +76,7 @@ public enum HTTPError: Error, Hashable, Sendable, CustomStringConvertible, Local
         switch self {
         case .badStatus(let code): return "the server answered with HTTP status \(code)"
         case .network(let failure, let message): return "network failure (\(failure.rawValue)): \(MessageText.escaped(message))"
+        case .notAPicture(let type): return "the server sent \(MessageText.escaped(type, limit: 100)), not a picture"
         case .incompleteHeaders: return "the connection closed before the response's headers ended"
         case .emptyBody: return "the server answered with an empty body"
         case .unsupportedEncoding(let encoding):

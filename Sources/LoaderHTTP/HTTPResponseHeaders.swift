@@ -106,6 +106,6 @@ public struct HTTPResponseHeaders: Hashable, Sendable {
     /// The source-neutral metadata the pipeline and the disk cache use.
     public func metadata(receivedAt: Date = Date()) -> ResponseMetadata {
         ResponseMetadata(etag: etag, lastModified: lastModified, contentType: contentType, contentLength: contentLength,
-                         freshFor: freshFor(receivedAt: receivedAt), noStore: noStore)
+                         freshFor: freshFor(receivedAt: receivedAt), noStore: noStore, origin: .network)
     }
 }

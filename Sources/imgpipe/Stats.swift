@@ -19,9 +19,9 @@ final class Stats: Sendable {
                 switch event {
                 case .completed(_, let source, _):
                     switch source {
-                    case .memory: counts.memory += 1
+                    case .memory, .processedFromMemory: counts.memory += 1
                     case .disk, .rendition: counts.disk += 1
-                    case .network: counts.network += 1
+                    case .network, .local, .loader: counts.network += 1
                     case .revalidated: counts.revalidated += 1
                     }
                 case .loaded(_, let bytes): counts.bytesLoaded += bytes

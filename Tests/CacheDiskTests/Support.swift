@@ -47,7 +47,7 @@ struct FileIdentity: Equatable {
 
 /// Metadata for a response fresh for `maxAge` seconds, with an ETag.
 func metadata(maxAge: TimeInterval?, etag: String? = nil) -> ResponseMetadata {
-    ResponseMetadata(etag: etag, freshFor: maxAge)
+    ResponseMetadata(etag: etag, freshFor: maxAge, origin: .network)  // an HTTP origin's answer
 }
 
 /// The helper executable built beside the test bundle.

@@ -48,7 +48,7 @@ let deadlineLimits = HTTPDataLoader.Configuration(connectTimeout: 5, lowSpeedLim
 @Suite("HTTP failures through the pipeline", .timeLimit(.minutes(2)))
 struct LoaderErrorTests {
     static let cases: [FailureCase] = [
-        FailureCase("/status/404") { if case .core(.notFound(let url)) = $0 { url.path == "/status/404" } else { false } },
+        FailureCase("/status/404") { if case .core(.notFound(let url, status: 404)) = $0 { url.path == "/status/404" } else { false } },
         FailureCase("/status/403") { $0 == .http(.badStatus(code: 403)) },
         FailureCase("/status/503", hits: 3) { $0 == .http(.badStatus(code: 503)) },
         FailureCase("/status/429?retry_after=0", hits: 3) { $0 == .http(.badStatus(code: 429)) },
@@ -56,7 +56,7 @@ struct LoaderErrorTests {
         FailureCase("/truncated/t") { $0 == .core(.truncated(expected: 2000, received: 500)) },
         FailureCase("/huge/h") { $0 == .core(.tooLarge(limit: 100_000, actual: 10 * 1024 * 1024 * 1024)) },
         FailureCase("/chunked/c?size=300000") { $0 == .core(.tooLarge(limit: 100_000, actual: nil)) },
-        FailureCase("/html/h") { if case .http(.network(.unexpectedContentType, _)) = $0 { true } else { false } },
+        FailureCase("/html/h") { if case .http(.notAPicture(contentType: "text/html")) = $0 { true } else { false } },
         FailureCase("/loop/l", hits: 6) { if case .http(.network(.tooManyRedirects, _)) = $0 { true } else { false } },
         FailureCase("/redirect/6") { if case .http(.network(.tooManyRedirects, _)) = $0 { true } else { false } },
         FailureCase("/delay/d?ms=3000", configuration: idleLimits) {

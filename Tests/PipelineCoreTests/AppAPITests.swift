@@ -7,7 +7,7 @@ import Testing
 /// A loader answering every URL at once with fake data (by the URL's path, whatever the query)
 /// that is fresh for ten minutes, so disk hits need no revalidation.
 private func freshLoader() -> HeldLoader {
-    HeldLoader(schemes: ["https"]) { .success(.data(HeldLoader.fakeData(for: $0.url), ResponseMetadata(freshFor: 600))) }
+    HeldLoader(schemes: ["https"]) { .success(.data(HeldLoader.fakeData(for: $0.url), ResponseMetadata(freshFor: 600, origin: .network))) }
 }
 
 /// A pipeline over `loader`, width buckets and a disk cache at `directory`, with `cacheKey`.
@@ -165,7 +165,7 @@ struct CacheKeyTests {
             let fetched = URL(string: "https://cdn.example/64x48/5?token=a&w=160")!
             #expect(await held.waitUntil { !$0.heldURLs.isEmpty })
             #expect(held.heldURLs == [fetched])
-            held.release(fetched, with: .success(.data(HeldLoader.fakeData(for: fetched), ResponseMetadata(freshFor: 600))))
+            held.release(fetched, with: .success(.data(HeldLoader.fakeData(for: fetched), ResponseMetadata(freshFor: 600, origin: .network))))
             #expect(try await first.value.source == .network)
             #expect(try await second.value.bitmap == first.value.bitmap)
             #expect(try await pipeline.image(for: request("c")).source == .memory)

@@ -31,7 +31,7 @@ struct StoreAfterDecodeTests {
             _ = try await pipeline.image(for: ImageRequest(url: url))
             Issue.record("expected an error")
         } catch let error as ImagePipelineError {
-            #expect(error == .decodingFailed(url, underlying: ImagePipelineError.noDecoder(format: nil)))
+            #expect(error == .decodingFailed(url, underlying: ImagePipelineError.noDecoder(format: nil, leadingBytes: html.prefix(32))))
             #expect(error.description.contains(url.absoluteString))
         }
         #expect(disk.storeCount == 0)

@@ -56,10 +56,12 @@ public struct DecoderRegistry: Sendable {
         decoders.first { $0.canDecode(data) }
     }
 
-    /// The decoder for `data`, or ``ImagePipelineError/noDecoder(format:)`` naming what the
-    /// data looks like ("GIF data, but no GIF decoder is registered").
+    /// The decoder for `data`, or ``ImagePipelineError/noDecoder(format:leadingBytes:)`` naming
+    /// what the data looks like ("GIF data, but no GIF decoder is registered"; "… it starts
+    /// with \"<!doctype html\"").
     public func requireDecoder(for data: Data) throws -> any ImageDecoding {
         if let decoder = decoder(for: data) { return decoder }
-        throw ImagePipelineError.noDecoder(format: ImageFormat.sniff(data))
+        let format = ImageFormat.sniff(data)
+        throw ImagePipelineError.noDecoder(format: format, leadingBytes: format == nil ? Data(data.prefix(ImageFormat.sniffLength)) : Data())
     }
 }

@@ -65,7 +65,7 @@ public enum DataLoadResult: Sendable {
 ///
 /// Implementations honour task cancellation (throwing `CancellationError` promptly) and never
 /// block the cooperative thread pool. For failures they throw the core's shared errors
-/// (``ImagePipelineError/notFound(_:)``, `truncated`, `tooLarge`, `timeout`) or an error type of
+/// (``ImagePipelineError/notFound(_:status:)``, `truncated`, `tooLarge`, `timeout`) or an error type of
 /// their own; the pipeline hands it to callers inside
 /// ``ImagePipelineError/loadingFailed(_:underlying:)``, and remembers it for a while when it
 /// conforms to ``PipelineFailure`` and says it is permanent.

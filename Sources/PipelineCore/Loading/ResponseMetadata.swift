@@ -19,16 +19,22 @@ public struct ResponseMetadata: Hashable, Sendable {
     public var freshFor: TimeInterval?
     /// The bytes must not be stored on disk.
     public var noStore: Bool
+    /// Whether the bytes came over a network or not, reported as the response's
+    /// ``ImageSource`` (``ImageSource/network``, ``ImageSource/local``); `nil`, the default,
+    /// is reported as ``ImageSource/loader``. LoaderHTTP sets `.network`, LoaderFile `.local`.
+    public var origin: LoadOrigin?
 
     /// Creates metadata; everything unknown by default.
     public init(etag: String? = nil, lastModified: String? = nil, contentType: String? = nil,
-                contentLength: Int64? = nil, freshFor: TimeInterval? = nil, noStore: Bool = false) {
+                contentLength: Int64? = nil, freshFor: TimeInterval? = nil, noStore: Bool = false,
+                origin: LoadOrigin? = nil) {
         self.etag = etag
         self.lastModified = lastModified
         self.contentType = contentType
         self.contentLength = contentLength
         self.freshFor = freshFor
         self.noStore = noStore
+        self.origin = origin
     }
 
     /// The moment the bytes stop being fresh, given when they arrived; `nil` without a lifetime.
@@ -38,4 +44,12 @@ public struct ResponseMetadata: Hashable, Sendable {
 
     /// The validators to send when revalidating a stored copy, if the response had any.
     public var validator: CacheValidator? { CacheValidator(etag: etag, lastModified: lastModified) }
+}
+
+/// Where a loader's bytes came from (``ResponseMetadata/origin``).
+public enum LoadOrigin: String, Hashable, Sendable {
+    /// Over a network: an HTTP server, a CDN.
+    case network
+    /// Without a network: a local file, a `data:` URL, an asset catalogue, a database.
+    case local
 }

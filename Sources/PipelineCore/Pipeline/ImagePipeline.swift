@@ -134,6 +134,8 @@ public actor ImagePipeline {
             emit(.cancelled(request))
             throw CancellationError()
         } catch {
+            // Named by the URL the caller asked for, and the one fetched when the builder picked another.
+            let error = (error as? ImagePipelineError)?.addressed(to: request.url) ?? error
             emit(.failed(request, error))
             throw error
         }
@@ -177,7 +179,15 @@ public actor ImagePipeline {
     /// ``ImagePipelineError/overLimit(_:limit:actual:)`` wrapped with the URL; `image(for:)` of
     /// the same bytes still gives the first frame.
     public func animation(for request: ImageRequest) async throws -> ImageAnimation {
-        let resolved = resolve(request)
+        do {
+            return try await animation(for: resolve(request))
+        } catch let error as ImagePipelineError {
+            throw error.addressed(to: request.url)
+        }
+    }
+
+    private func animation(for resolved: ResolvedRequest) async throws -> ImageAnimation {
+        let request = resolved.request
         let key = resolved.key, url = resolved.fetchURL
         let loaded = try await fetch.bytes(for: resolved, priority: request.priority, in: self)
         let decoders = configuration.decoders

@@ -12,17 +12,21 @@ public protocol PipelineFailure: Error {
 
 /// The pipeline's failures, and the error vocabulary that loaders and codecs share.
 ///
-/// What reaches a caller of ``ImagePipeline/image(for:)`` names its URL: a loader's error
-/// arrives wrapped in ``loadingFailed(_:underlying:)``, a decoder's in
+/// What reaches a caller of ``ImagePipeline/image(for:)`` names the URL it asked for: a
+/// loader's error arrives wrapped in ``loadingFailed(_:underlying:)``, a decoder's in
 /// ``decodingFailed(_:underlying:)``, the loader's or decoder's own error (of any type)
-/// unchanged inside. ``underlyingError`` unwraps.
+/// unchanged inside — inside the failure of the fetch URL, when the URL builder picked another
+/// (the message names both). ``underlyingError`` unwraps.
 public enum ImagePipelineError: Error, Sendable, CustomStringConvertible, LocalizedError, PipelineFailure, Equatable {
     /// No loader is registered for the URL's scheme.
     case noLoader(scheme: String)
-    /// No registered decoder accepts the data; `format` is what the bytes look like, if known.
-    case noDecoder(format: ImageFormat?)
-    /// The source has no such resource (HTTP 404 or 410, a missing file, an unknown asset).
-    case notFound(URL)
+    /// No registered decoder accepts the data; `format` is what the bytes look like, if known,
+    /// and `leadingBytes` their first bytes (up to ``ImageFormat/sniffLength``), so the message
+    /// can say what they are when no format matched (`starts with "<!doctype html>"`).
+    case noDecoder(format: ImageFormat?, leadingBytes: Data = Data())
+    /// The source has no such resource (HTTP 404 or 410, a missing file, an unknown asset);
+    /// `status` is the HTTP status when the loader speaks HTTP.
+    case notFound(URL, status: Int? = nil)
     /// The body ended before its announced length.
     case truncated(expected: Int64?, received: Int64)
     /// The body is larger than the configured maximum, in bytes.
@@ -75,7 +79,7 @@ public enum ImagePipelineError: Error, Sendable, CustomStringConvertible, Locali
     /// The URL a wrapped failure names, if any.
     public var url: URL? {
         switch self {
-        case .loadingFailed(let url, _), .decodingFailed(let url, _), .processingFailed(let url, _), .notFound(let url):
+        case .loadingFailed(let url, _), .decodingFailed(let url, _), .processingFailed(let url, _), .notFound(let url, _):
             return url
         default: return nil
         }
@@ -98,11 +102,13 @@ public enum ImagePipelineError: Error, Sendable, CustomStringConvertible, Locali
         switch self {
         case .noLoader(let scheme):
             return "no data loader is registered for the URL scheme '\(MessageText.escaped(scheme, limit: 64))'"
-        case .noDecoder(let format?):
+        case .noDecoder(let format?, _):
             let hint = format.registrationHint.map { ": \($0)" } ?? ""
             return "\(format) data, but no \(format) decoder is registered\(hint)"
-        case .noDecoder(nil): return "the data is not in any image format known to the pipeline"
-        case .notFound(let url): return "\(Self.name(url)) was not found"
+        case .noDecoder(nil, let bytes):
+            guard !bytes.isEmpty else { return "the data is not in any image format known to the pipeline" }
+            return "the data is not in any image format known to the pipeline: it starts with \(MessageText.leadingBytes(bytes))"
+        case .notFound(let url, let status): return Self.notFound(url, status: status, fetchedAs: nil)
         case .truncated(let expected?, let received): return "the body ended after \(received) of \(expected) bytes"
         case .truncated(nil, let received): return "the body ended early, after \(received) bytes"
         case .tooLarge(let limit, let actual?): return "the body is \(actual) bytes, over the limit of \(limit)"
@@ -118,13 +124,36 @@ public enum ImagePipelineError: Error, Sendable, CustomStringConvertible, Locali
             return "cannot read \(MessageText.escaped(path, limit: MessageText.urlLimit)): \(MessageText.escaped(reason))"
         case .notCached: return "the picture is not cached and the request does not allow loading"
         case .unexpectedNotModified: return "the loader answered 'not modified' but nothing was cached"
-        case .loadingFailed(let url, let error):
-            return Self.nested(error, url: url) ?? "cannot load \(Self.name(url)): \(Self.text(of: error))"
-        case .decodingFailed(let url, let error):
-            return Self.nested(error, url: url) ?? "cannot decode \(Self.name(url)): \(Self.text(of: error))"
-        case .processingFailed(let url, let error):
-            return Self.nested(error, url: url) ?? "cannot process \(Self.name(url)): \(Self.text(of: error))"
+        case .loadingFailed(let url, let error): return Self.wrapped("load", url, error)
+        case .decodingFailed(let url, let error): return Self.wrapped("decode", url, error)
+        case .processingFailed(let url, let error): return Self.wrapped("process", url, error)
         }
+    }
+
+    /// "cannot load URL: what went wrong". A failure addressed to the URL asked for
+    /// (``addressed(to:)``) has the fetch URL's failure inside: its URL is named as "fetched as".
+    /// An ``ImagePipelineError`` inside for the same URL describes itself, so a URL is named once.
+    private static func wrapped(_ verb: String, _ url: URL, _ error: any Error) -> String {
+        var error = error, fetched: URL?
+        if let inner = error as? ImagePipelineError, inner.isWrapped, let innerURL = inner.url, innerURL != url {
+            switch inner {
+            case .loadingFailed(_, let underlying), .decodingFailed(_, let underlying), .processingFailed(_, let underlying):
+                (error, fetched) = (underlying, innerURL)
+            default: break
+            }
+        }
+        if let inner = error as? ImagePipelineError, inner.url == (fetched ?? url) {
+            if case .notFound(_, let status) = inner { return notFound(url, status: status, fetchedAs: fetched) }
+            if fetched == nil { return inner.description }
+        }
+        let via = fetched.map { " (fetched as \(name($0)))" } ?? ""
+        return "cannot \(verb) \(name(url))\(via): \(text(of: error))"
+    }
+
+    /// "URL was not found (HTTP 404; fetched as …)".
+    private static func notFound(_ url: URL, status: Int?, fetchedAs fetched: URL?) -> String {
+        let notes = [status.map { "HTTP \($0)" }, fetched.map { "fetched as \(name($0))" }].compactMap { $0 }
+        return "\(name(url)) was not found" + (notes.isEmpty ? "" : " (\(notes.joined(separator: "; ")))")
     }
 
     /// ``description``, for `localizedDescription`.
@@ -135,8 +164,8 @@ public enum ImagePipelineError: Error, Sendable, CustomStringConvertible, Locali
     public static func == (lhs: ImagePipelineError, rhs: ImagePipelineError) -> Bool {
         switch (lhs, rhs) {
         case (.noLoader(let a), .noLoader(let b)): return a == b
-        case (.noDecoder(let a), .noDecoder(let b)): return a == b
-        case (.notFound(let a), .notFound(let b)): return a == b
+        case (.noDecoder(let a1, let a2), .noDecoder(let b1, let b2)): return a1 == b1 && a2 == b2
+        case (.notFound(let a1, let a2), .notFound(let b1, let b2)): return a1 == b1 && a2 == b2
         case (.truncated(let a1, let a2), .truncated(let b1, let b2)): return a1 == b1 && a2 == b2
         case (.tooLarge(let a1, let a2), .tooLarge(let b1, let b2)): return a1 == b1 && a2 == b2
         case (.unsupported(let a1, let a2), .unsupported(let b1, let b2)): return a1 == b1 && a2 == b2
@@ -176,13 +205,6 @@ public enum ImagePipelineError: Error, Sendable, CustomStringConvertible, Locali
         return MessageText.escaped(text, limit: underlyingTextLimit)
     }
 
-    /// The description of an ``ImagePipelineError`` wrapped inside another for the same URL,
-    /// so a URL is named once.
-    private static func nested(_ error: any Error, url: URL) -> String? {
-        guard let inner = error as? ImagePipelineError, inner.url == url else { return nil }
-        return inner.description
-    }
-
     /// Whether two underlying errors are the same: by `==` when the first is `Equatable`, else
     /// by type and description.
     private static func equalErrors(_ a: any Error, _ b: any Error) -> Bool {
@@ -205,6 +227,19 @@ extension ImagePipelineError {
     static func wrap(_ error: any Error, processing url: URL) -> ImagePipelineError {
         if let own = error as? ImagePipelineError, own.isWrapped { return own }
         return .processingFailed(url, underlying: error)
+    }
+
+    /// This failure as the caller who asked for `asked` sees it: a wrapped failure of the URL the
+    /// URL builder fetched instead (`…/a.png?w=320` for `…/a.png`) is wrapped once more, in the
+    /// same case, with `asked`; its description names the URL asked for and the one fetched.
+    func addressed(to asked: URL) -> ImagePipelineError {
+        guard let url, url != asked else { return self }
+        switch self {
+        case .loadingFailed: return .loadingFailed(asked, underlying: self)
+        case .decodingFailed: return .decodingFailed(asked, underlying: self)
+        case .processingFailed: return .processingFailed(asked, underlying: self)
+        default: return self
+        }
     }
 
     /// As ``wrap(_:loading:)``, for a decoder's error.

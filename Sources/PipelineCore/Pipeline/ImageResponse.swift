@@ -1,9 +1,13 @@
 import Foundation
 
-/// Where a response's pixels came from.
+/// Where a response's pixels came from, and what was done to make them: the label a grid's
+/// debug overlay or a server's log shows (Coil's `DataSource`, Nuke's `cacheType`).
 public enum ImageSource: String, Hashable, Sendable {
-    /// The memory cache: no loading, no decoding.
+    /// The memory cache had this very picture: no loading, no decoding, no processing.
     case memory
+    /// The memory cache had the picture before the request's processors; they ran on it now
+    /// (no loading, no decoding).
+    case processedFromMemory
     /// The disk cache, without asking the origin.
     case disk
     /// A processed rendition on disk (any ``DiskCachePolicy`` but `originals`): the small
@@ -11,8 +15,22 @@ public enum ImageSource: String, Hashable, Sendable {
     case rendition
     /// The disk cache, after the origin confirmed it is current (HTTP 304).
     case revalidated
-    /// A loader (network or file).
+    /// A loader, over a network (``LoadOrigin/network``: LoaderHTTP's).
     case network
+    /// A loader, without a network (``LoadOrigin/local``: a file, a `data:` URL).
+    case local
+    /// A loader that did not say where its bytes came from (``ResponseMetadata/origin`` `nil`:
+    /// a custom loader that does not set it).
+    case loader
+
+    /// How a loader's ``ResponseMetadata/origin`` is reported.
+    init(_ origin: LoadOrigin?) {
+        switch origin {
+        case .network: self = .network
+        case .local: self = .local
+        case nil: self = .loader
+        }
+    }
 }
 
 /// A decoded picture at the requested size, and how it was obtained.

@@ -108,6 +108,24 @@ public enum MessageText {
         }
     }
 
+    /// What bytes that are not a picture look like, for a message: text (ASCII letters,
+    /// digits, punctuation and white space, a UTF-8 byte-order mark skipped) in quotes,
+    /// escaped: `"<!doctype html><…"`; anything else as hexadecimal bytes:
+    /// `00 00 01 BA 44 00 04 00` (an MPEG stream). At most 16 bytes shown, with `…` when
+    /// there were more.
+    public static func leadingBytes(_ bytes: Data) -> String {
+        var bytes = bytes[...]
+        if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { bytes = bytes.dropFirst(3) }
+        let shown = bytes.prefix(16), more = bytes.count > 16 ? "…" : ""
+        if shown.allSatisfy({ (0x20..<0x7F).contains($0) || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D }) {
+            return "\"" + escaped(String(decoding: shown, as: UTF8.self)) + more + "\""
+        }
+        return shown.map { byte in
+            let hex = String(byte, radix: 16, uppercase: true)
+            return hex.count < 2 ? "0" + hex : hex
+        }.joined(separator: " ") + more
+    }
+
     /// `url`'s absolute string, without the password of its user information
     /// (`https://user@host/`): a message must not carry a secret into a log.
     private static func withoutPassword(_ url: URL) -> String {

@@ -95,7 +95,7 @@ struct FetchStage {
         switch try await loader.load(resolved.loadRequest(priority: work.priority, progress: progress, didReceiveData: didReceiveData)) {
         case .data(let data, let metadata):
             pipeline.emit(.loaded(resolved.fetchURL, bytes: data.count))
-            var loaded = LoadedData(data: data, source: .network, generation: nil)
+            var loaded = LoadedData(data: data, source: ImageSource(metadata.origin), generation: nil)
             loaded.downloadedBytes = data.count
             if let disk, !metadata.noStore {
                 let info = CacheEntryInfo(metadata, receivedAt: configuration.now())

@@ -30,25 +30,42 @@ struct PoolDecoder: Sendable {
     /// decode: its entry keeps the original's).
     func decode(_ data: Data, source: ImageSource, key: ImageKey, priority: PriorityHandle,
                 origin: CacheEntryInfo? = nil, placeholder: Bool = true) async throws -> (ImageResponse, TimeInterval) {
+        let (response, seconds, _) = try await decode(data, source: source, key: key, priority: priority, origin: origin,
+                                                      placeholder: placeholder, followedBy: [:])
+        return (response, seconds)
+    }
+
+    /// ``decode(_:source:key:priority:origin:placeholder:)``, then each of `followUps`' processors
+    /// on the decoded picture in the same pool job (``ProcessingFollowUp``); with their outcomes
+    /// by processed key.
+    func decode(_ data: Data, source: ImageSource, key: ImageKey, priority: PriorityHandle, origin: CacheEntryInfo?,
+                placeholder: Bool, followedBy followUps: [ImageKey: ProcessingFollowUp])
+        async throws -> (ImageResponse, TimeInterval, [ImageKey: Result<ProcessedPixels, any Error>]) {
         let decoders = decoders, maxPixels = maxPixelCount, clock = clock, admission = admission
         let hashes = placeholder && makesPlaceholders
-        let first = try await pool.run(priority: priority) { () throws -> DecodeOutcome in
+        /// One decode job: the decode, then the follow-ups when it decoded.
+        @Sendable func job(reserved: Int?) throws -> (DecodeOutcome, [ImageKey: Result<ProcessedPixels, any Error>]) {
             let start = clock()
             let outcome = try Self.decode(data, source: source, key: key, decoders: decoders, maxPixelCount: maxPixels,
-                                          admission: admission, reserved: nil, placeholder: hashes)
-            return outcome.timed(since: start, clock: clock).tagged(data, origin)
+                                          admission: admission, reserved: reserved, placeholder: hashes)
+                .timed(since: start, clock: clock).tagged(data, origin)
+            guard case .decoded(let response, _) = outcome else { return (outcome, [:]) }
+            return (outcome, followUps.mapValues { followUp in
+                Result { try Self.process(response.bitmap, with: followUp.processors, pixelFormat: followUp.pixelFormat, clock: clock) }
+            })
         }
-        guard case .needsMemory(let bytes) = first, let admission else { return try first.result() }
+        let (first, processed) = try await pool.run(priority: priority) { try job(reserved: nil) }
+        guard case .needsMemory(let bytes) = first, let admission else {
+            let (response, seconds) = try first.result()
+            return (response, seconds, processed)
+        }
         // Over the decode memory budget: wait (suspended, in priority order) for running decodes
         // to finish, then decode holding the reservation.
         try await admission.acquire(bytes, priority: priority)
         defer { admission.release(bytes) }
-        return try await pool.run(priority: priority) { () throws -> DecodeOutcome in
-            let start = clock()
-            let outcome = try Self.decode(data, source: source, key: key, decoders: decoders, maxPixelCount: maxPixels,
-                                          admission: admission, reserved: bytes, placeholder: hashes)
-            return outcome.timed(since: start, clock: clock).tagged(data, origin)
-        }.result()
+        let (outcome, processedLater) = try await pool.run(priority: priority) { try job(reserved: bytes) }
+        let (response, seconds) = try outcome.result()
+        return (response, seconds, processedLater)
     }
 
     /// Whether `data` decodes (a small decode at prefetch priority): the check new bytes pass
@@ -92,13 +109,21 @@ struct PoolDecoder: Sendable {
                  priority: PriorityHandle) async throws -> (ImageResponse, TimeInterval) {
         let clock = clock
         return try await pool.run(priority: priority) {
-            let start = clock()
-            var bitmap = input.bitmap.premultiplied()
-            for processor in processors { bitmap = try processor.process(bitmap) }
+            let pixels = try Self.process(input.bitmap, with: processors, pixelFormat: pixelFormat, clock: clock)
             var processed = input
-            processed.bitmap = bitmap.converted(to: pixelFormat)
-            return (processed, clock().timeIntervalSince(start))
+            processed.bitmap = pixels.bitmap
+            return (processed, pixels.seconds)
         }
+    }
+
+    /// `processors` in order on `bitmap` made premultiplied, the result in `pixelFormat`, timed.
+    /// Runs on the decode pool.
+    static func process(_ bitmap: Bitmap, with processors: [ImageProcessor], pixelFormat: PixelFormat,
+                        clock: @Sendable () -> Date) throws -> ProcessedPixels {
+        let start = clock()
+        var bitmap = bitmap.premultiplied()
+        for processor in processors { bitmap = try processor.process(bitmap) }
+        return ProcessedPixels(bitmap: bitmap.converted(to: pixelFormat), seconds: clock().timeIntervalSince(start))
     }
 
     /// Encodes `bitmap` with `encoder` (a rendition), on the pool.

@@ -35,11 +35,13 @@ struct ProcessingStage {
         if let answer = lookup.answer { return answer }
         let base = resolved.unprocessed
         var input: ImageResponse
+        /// The processors' outcome when the decode ran them in its job.
+        var followed: Result<ProcessedPixels, any Error>?
         if let (loaded, _) = lookup.renewed {
             // A standalone rendition's revalidation brought new bytes: decode them here.
             let origin = pipeline.renditions.originInfo(of: loaded, configuration: pipeline.configuration)
             do {
-                (input, _) = try await pipeline.decoder.decode(loaded.data, source: .network, key: base.key,
+                (input, _) = try await pipeline.decoder.decode(loaded.data, source: loaded.source, key: base.key,
                                                                priority: work.priority, origin: origin)
             } catch let error where !(error is CancellationError) {
                 let wrapped = ImagePipelineError.wrap(error, decoding: resolved.fetchURL)
@@ -57,13 +59,17 @@ struct ProcessingStage {
             input.downloadedBytes = loaded.downloadedBytes
         } else if resolved.readsCaches, let cached = pipeline.memoryCache.value(for: base.key) {
             input = cached
-            input.source = .memory
+            input.source = .processedFromMemory
         } else {
             // Bytes that did not decode for this base are remembered: no new download for them.
             if resolved.readsCaches, let error = pipeline.decoding.failures.error(for: base.key, now: pipeline.configuration.now()) {
                 throw error
             }
             let decode = pipeline.decoding.work(for: base, asBaseStoringOriginal: work.disk.storesOriginal, in: pipeline)
+            // Run by the decode in its own job when it has not started one yet (`ProcessingFollowUp`).
+            if decode.followUps[key] == nil {
+                decode.followUps[key] = ProcessingFollowUp(processors: key.processors, pixelFormat: key.processing.pixelFormat)
+            }
             if let policy = pipeline.configuration.previewPolicy {
                 work.previewFeed = PreviewFeed(.processing(key.processors, key.processing.pixelFormat), policy: policy,
                                                decoder: pipeline.decoder, priority: work.priority, output: work.previews,
@@ -72,12 +78,18 @@ struct ProcessingStage {
             defer { work.previewFeed?.finish() }
             input = try await pipeline.decoding.decodes.wait(on: decode, priority: work.priority.current, upstreamOf: work,
                                                              in: pipeline)
+            followed = decode.followUps[key]?.outcome
         }
         try Task.checkCancellation()
-        let (response, seconds): (ImageResponse, TimeInterval)
+        var (response, seconds) = (input, 0.0)
         do {
-            (response, seconds) = try await pipeline.decoder.process(input, with: key.processors, pixelFormat: key.processing.pixelFormat,
-                                                                     priority: work.priority)
+            if let followed {
+                let pixels = try followed.get()
+                (response.bitmap, seconds) = (pixels.bitmap, pixels.seconds)
+            } else {
+                (response, seconds) = try await pipeline.decoder.process(input, with: key.processors, pixelFormat: key.processing.pixelFormat,
+                                                                         priority: work.priority)
+            }
         } catch let error where !(error is CancellationError) {
             let wrapped = ImagePipelineError.wrap(error, processing: resolved.fetchURL)
             if (error as? any PipelineFailure)?.isPermanent ?? true, let until = pipeline.failureLifetime() {

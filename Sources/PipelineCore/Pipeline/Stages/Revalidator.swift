@@ -37,7 +37,7 @@ final class Revalidator {
         case .data(let data, let metadata):
             pipeline.emit(.loaded(resolved.fetchURL, bytes: data.count))
             pipeline.emit(.revalidated(resolved.fetchURL, modified: true))
-            var loaded = LoadedData(data: data, source: .network, generation: nil)
+            var loaded = LoadedData(data: data, source: ImageSource(metadata.origin), generation: nil)
             loaded.downloadedBytes = data.count
             if !metadata.noStore { loaded.info = CacheEntryInfo(metadata, receivedAt: now) }
             return .modified(loaded, noStore: metadata.noStore)
