@@ -15,11 +15,7 @@ if [ -n "${IMGPIPE:-}" ]; then imgpipe="$IMGPIPE"; else imgpipe="$(bench_build i
 
 work="$(mktemp -d /tmp/second-launch.XXXXXX)"
 server_pid=""
-cleanup() {
-  if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then kill "$server_pid"; wait "$server_pid" 2>/dev/null || true; fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
+trap '[ -z "$server_pid" ] || kill "$server_pid" 2>/dev/null || true; rm -rf "$work"' EXIT
 
 mkdir -p "$work/www"
 samples=(Samples/mandelbrot.jpg Samples/glass-alpha.png Samples/moon-gray.jpg Samples/rings.png)

@@ -95,13 +95,13 @@ public struct HTTPResponseHeaders: Hashable, Sendable {
 
     /// Whether the response states its own lifetime: `max-age` or `Expires` (`no-cache` is an
     /// explicit "revalidate every time"). Without one, the lifetime is the heuristic's.
-    var hasExplicitLifetime: Bool { noCache || maxAge != nil || expires != nil }
+    private var hasExplicitLifetime: Bool { noCache || maxAge != nil || expires != nil }
 
     /// The lifetime RFC 9111 §4.2.2 lets a cache assume when the response states none, in
     /// seconds: ``heuristicFreshnessFraction`` of `Date` (else `receivedAt`) minus
     /// `Last-Modified`, at most ``heuristicFreshnessCap``, as browsers do for origins that send
     /// only `Last-Modified` (Python's `http.server`, many object stores). `nil` when the
-    /// response has an explicit lifetime (``hasExplicitLifetime``), is `no-store` or
+    /// response states a lifetime (`max-age`, `Expires`, `no-cache`), is `no-store` or
     /// `must-revalidate` (as Chromium), is not a 200 or 203 (the answers the loader keeps), or
     /// has no readable `Last-Modified`, or one later than its `Date`.
     public func heuristicLifetime(receivedAt: Date) -> TimeInterval? {

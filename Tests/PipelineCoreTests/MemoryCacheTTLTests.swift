@@ -5,9 +5,14 @@ import Testing
 
 @Suite("Memory cache entry lifetime (ttl)")
 struct MemoryCacheTTLTests {
-    @Test func anExpiredEntryIsNotReturnedAndLeavesOnLookup() {
+    /// A cache of `costLimit` bytes (entries of any cost) whose `ttl` counts by a test clock.
+    static func cache(costLimit: Int = 100, ttl: TimeInterval? = 60) -> (MemoryCache<String, Int>, TestClock) {
         let clock = TestClock()
-        let cache = MemoryCache<String, Int>(costLimit: 100, entryCostFraction: 1, ttl: 60, now: { clock.now })
+        return (MemoryCache(costLimit: costLimit, entryCostFraction: 1, ttl: ttl, now: { clock.now }), clock)
+    }
+
+    @Test func anExpiredEntryIsNotReturnedAndLeavesOnLookup() {
+        let (cache, clock) = Self.cache()
         cache.insert(1, for: "a", cost: 10)
         clock.advance(59)
         #expect(cache.value(for: "a") == 1 && cache.contains("a"))
@@ -18,8 +23,7 @@ struct MemoryCacheTTLTests {
     }
 
     @Test func insertsAndTrimsRemoveEveryExpiredEntry() {
-        let clock = TestClock()
-        let cache = MemoryCache<String, Int>(costLimit: 1_000, entryCostFraction: 1, ttl: 60, now: { clock.now })
+        let (cache, clock) = Self.cache(costLimit: 1_000)
         cache.insert(1, for: "a", cost: 100)
         cache.insert(2, for: "b", cost: 100)
         clock.advance(30)
@@ -34,8 +38,7 @@ struct MemoryCacheTTLTests {
     }
 
     @Test func storingAgainRestartsTheLifetimeAndAHitDoesNot() {
-        let clock = TestClock()
-        let cache = MemoryCache<String, Int>(costLimit: 100, entryCostFraction: 1, ttl: 60, now: { clock.now })
+        let (cache, clock) = Self.cache()
         cache.insert(1, for: "hit", cost: 10)
         cache.insert(1, for: "stored", cost: 10)
         clock.advance(50)
@@ -47,8 +50,7 @@ struct MemoryCacheTTLTests {
     }
 
     @Test func withoutATTLNothingExpires() {
-        let clock = TestClock()
-        let cache = MemoryCache<String, Int>(costLimit: 100, entryCostFraction: 1, now: { clock.now })
+        let (cache, clock) = Self.cache(ttl: nil)
         #expect(cache.ttl == nil)
         cache.insert(1, for: "a", cost: 10)
         clock.advance(365 * 86_400)
