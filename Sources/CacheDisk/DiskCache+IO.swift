@@ -102,11 +102,16 @@ extension DiskCache {
         unlink(infoPath(name))
         guard let size = DiskFiles.writeAtomically(directory: path, name: name, parts: [Data(headerBytes), data],
                                                    sync: syncsWrites) else { return remove(url: url, name: name) }
-        let overCap = index.withLock { index -> Bool in
+        let passDue = index.withLock { index -> Bool in
             index.recordWrite(name, size: size)
-            return index.isLoaded && index.totalSize > sizeLimit
+            guard index.isLoaded else { return false }
+            if index.totalSize > sizeLimit { return true }
+            // With an age limit, also when a tenth of it has passed since the last pass began:
+            // in a long-running process no entry outlives the limit by more than that.
+            guard let maxUnusedAge else { return false }
+            return Date().timeIntervalSince1970 - index.lastScanStart >= maxUnusedAge / 10
         }
-        if overCap { scheduleMaintenance() }
+        if passDue { scheduleMaintenance() }
     }
 
     /// Writes the sidecar for `url`'s entry with `info`, bound to the entry's current generation.

@@ -34,16 +34,19 @@ extension DiskCache {
         }
     }
 
-    /// Scans the directory (picking up other instances' writes and removals), then, if the
-    /// total is over ``sizeLimit``, removes the least recently used entries down to
-    /// ``trimRatio`` of it. Runs on `pool` under the directory's lock.
+    /// Scans the directory (picking up other instances' writes and removals), then removes
+    /// the entries unused for ``maxUnusedAge`` and, if the total is over ``sizeLimit``, the
+    /// least recently used down to ``trimRatio`` of it. Runs on `pool` under the directory's lock.
     func maintenancePass() {
         let lock = DiskFiles.withExclusiveLock(path + "/.lock") {
             index.withLock { $0.beginScan() }
             let scanned = scan()
             index.withLock { $0.finishScan(scanned) }
-            let victims = index.withLock { $0.victims(downTo: Int(Double(sizeLimit) * trimRatio)) }
-            guard !victims.isEmpty, index.withLock({ $0.totalSize }) > sizeLimit else { return }
+            let unusedSince = maxUnusedAge.map { Date().timeIntervalSince1970 - $0 }
+            let victims = index.withLock { index in
+                index.victims(downTo: index.totalSize > sizeLimit ? Int(Double(sizeLimit) * trimRatio) : nil,
+                              unusedSince: unusedSince)
+            }
             for victim in victims {
                 // Skip an entry read or rewritten since it was chosen: it is no longer the oldest.
                 let unchanged = index.withLock { index -> Bool in

@@ -15,8 +15,10 @@ import Synchronization
 ///   so it can never attach to a different body. It is skipped when its validators differ from
 ///   the stored ones (the entry was replaced since it was read; RFC 9111 §4.3.4).
 /// - Eviction runs in the background: once after opening, and after a store takes the total
-///   past ``sizeLimit``; it trims to ``trimRatio`` of the cap, oldest access first. Passes in
-///   all processes are serialised by an advisory `flock` on `<directory>/.lock`.
+///   past ``sizeLimit``; it trims to ``trimRatio`` of the cap, oldest access first. With
+///   ``maxUnusedAge`` it also removes every entry unused for that long (then a store also
+///   starts a pass when the last began a tenth of that age ago). Passes in all processes are
+///   serialised by an advisory `flock` on `<directory>/.lock`.
 /// - All file work runs on a dedicated `WorkerPool`, never on an actor or the cooperative pool.
 public final class DiskCache: DataCaching, Sendable {
     /// The directory holding the entries.
@@ -30,6 +32,15 @@ public final class DiskCache: DataCaching, Sendable {
     public let trimRatio: Double
     /// How often a hit writes its time to the entry file's mtime, at most, in seconds. Default 600.
     public let accessPersistInterval: TimeInterval
+    /// Entries not used for this long, in seconds, are removed by the next eviction pass, even
+    /// under the cap; `nil` for no age limit. Default `nil`, as Nuke's `DataCache`: the size cap
+    /// already bounds the space, and the least recently used go first when it is needed; until
+    /// then an old entry still costs nothing and saves a download (a 304 instead of the body)
+    /// or answers offline. Kingfisher's 7 days and SDWebImage's week are `7 * 86_400`.
+    ///
+    /// "Used" is a store or a hit in any process on the directory; another process's hits are
+    /// seen through the file's mtime, so within ``accessPersistInterval``.
+    public let maxUnusedAge: TimeInterval?
 
     let path: String
     let fileName: @Sendable (URL) -> String
@@ -40,8 +51,10 @@ public final class DiskCache: DataCaching, Sendable {
     /// - Parameters:
     ///   - name: the folder's name in the user's cache directory (``defaultDirectory(name:)``).
     ///   - sizeLimit: bytes; default ``defaultSizeLimit(for:)``.
-    public convenience init(name: String = "ImagePipeline", sizeLimit: Int? = nil) throws {
-        try self.init(directory: Self.defaultDirectory(name: name), sizeLimit: sizeLimit)
+    ///   - maxUnusedAge: seconds an entry may go unused before it is removed (``maxUnusedAge``);
+    ///     default `nil`, no age limit.
+    public convenience init(name: String = "ImagePipeline", sizeLimit: Int? = nil, maxUnusedAge: TimeInterval? = nil) throws {
+        try self.init(directory: Self.defaultDirectory(name: name), sizeLimit: sizeLimit, maxUnusedAge: maxUnusedAge)
     }
 
     /// A cache in `directory`, created if missing. The directory may be shared by several
@@ -52,15 +65,19 @@ public final class DiskCache: DataCaching, Sendable {
     ///   - syncsWrites: `fsync` every write before its rename. Default `false`.
     ///   - trimRatio: the fraction of the cap an eviction pass trims to. Default 0.8.
     ///   - accessPersistInterval: seconds between mtime updates for one entry. Default 600.
+    ///   - maxUnusedAge: seconds an entry may go unused before it is removed (``maxUnusedAge``);
+    ///     default `nil`, no age limit.
     public convenience init(directory: URL, sizeLimit: Int? = nil, syncsWrites: Bool = false,
-                            trimRatio: Double = 0.8, accessPersistInterval: TimeInterval = 600) throws {
+                            trimRatio: Double = 0.8, accessPersistInterval: TimeInterval = 600,
+                            maxUnusedAge: TimeInterval? = nil) throws {
         try self.init(directory: directory, sizeLimit: sizeLimit, syncsWrites: syncsWrites, trimRatio: trimRatio,
-                      accessPersistInterval: accessPersistInterval, fileName: Self.fileName(for:))
+                      accessPersistInterval: accessPersistInterval, maxUnusedAge: maxUnusedAge, fileName: Self.fileName(for:))
     }
 
     /// The designated initialiser; `fileName` lets tests force two URLs onto one file.
     package init(directory: URL, sizeLimit: Int?, syncsWrites: Bool, trimRatio: Double,
-                 accessPersistInterval: TimeInterval, fileName: @escaping @Sendable (URL) -> String) throws {
+                 accessPersistInterval: TimeInterval, maxUnusedAge: TimeInterval?,
+                 fileName: @escaping @Sendable (URL) -> String) throws {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         self.directory = directory
         self.path = directory.path
@@ -68,6 +85,7 @@ public final class DiskCache: DataCaching, Sendable {
         self.syncsWrites = syncsWrites
         self.trimRatio = min(1, max(0, trimRatio))
         self.accessPersistInterval = max(0, accessPersistInterval)
+        self.maxUnusedAge = maxUnusedAge.map { max(0, $0) }
         self.fileName = fileName
         // Idle threads linger a second: a run of lookups reuses them instead of starting one each.
         self.pool = WorkerPool(maxConcurrent: 4, name: "DiskCache", idleTimeout: 1)

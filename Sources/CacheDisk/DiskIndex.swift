@@ -37,6 +37,9 @@ struct DiskIndex {
     private var touchedDuringScan: Set<String> = []
     private var clock: Double = 0
 
+    /// When the last scan began (``tick()``), 0 before the first.
+    private(set) var lastScanStart: Double = 0
+
     /// The running maintenance task (scan and eviction), if any.
     var maintenance: Task<Void, Never>?
     /// Set when maintenance is asked for while a pass runs: the pass runs once more.
@@ -87,6 +90,7 @@ struct DiskIndex {
     }
 
     mutating func beginScan() {
+        lastScanStart = tick()
         scanning = true
         touchedDuringScan = []
     }
@@ -111,15 +115,18 @@ struct DiskIndex {
         isLoaded = true
     }
 
-    /// The least recently used entries to remove so that the total is at most `target` bytes,
-    /// oldest first, with the record each had when chosen.
-    /// - Complexity: O(n log n) in the entry count; runs on a maintenance pass only.
-    func victims(downTo target: Int) -> [(name: String, record: Record)] {
-        guard totalSize > target else { return [] }
-        var excess = totalSize - target
+    /// The entries to remove, oldest access first, with the record each had when chosen: every
+    /// one last used before `unusedSince` (seconds since 1970), then, with a `target`, the least
+    /// recently used until the total is at most `target` bytes.
+    /// - Complexity: O(n log n) in the entry count when something goes; runs on a maintenance
+    ///   pass only.
+    func victims(downTo target: Int?, unusedSince: Double? = nil) -> [(name: String, record: Record)] {
+        var excess = target.map { totalSize - $0 } ?? 0
+        let cutoff = unusedSince ?? -Double.infinity
+        guard excess > 0 || records.values.contains(where: { $0.lastAccess < cutoff }) else { return [] }
         var victims: [(name: String, record: Record)] = []
         for (name, record) in records.sorted(by: { $0.value.lastAccess < $1.value.lastAccess }) {
-            guard excess > 0 else { break }
+            guard excess > 0 || record.lastAccess < cutoff else { break }
             victims.append((name, record))
             excess -= record.size
         }

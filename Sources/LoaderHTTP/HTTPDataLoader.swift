@@ -73,8 +73,8 @@ public final class HTTPDataLoader: DataLoading {
                 attempt = 0
             case .completed(let status, let metadata, let body):
                 if status == 304 {
-                    guard request.validator != nil else { throw HTTPError.badStatus(code: 304) }
-                    return .notModified(metadata.metadata())
+                    guard let validator = request.validator else { throw HTTPError.badStatus(code: 304) }
+                    return .notModified(metadata.updatingStoredResponse(lastModified: validator.lastModified).metadata())
                 }
                 // The transfer lets only 200, 203 and 304 through; this holds if that changes.
                 guard status == 200 || status == 203 else {

@@ -29,6 +29,8 @@ public struct HTTPResponseHeaders: Hashable, Sendable {
     public var noCache: Bool = false
     /// `Cache-Control: no-store`: the response must not be stored.
     public var noStore: Bool = false
+    /// `Cache-Control: must-revalidate`: no heuristic lifetime (``heuristicFreshnessCap``).
+    public var mustRevalidate: Bool = false
     /// `Retry-After` in seconds (given as seconds or as an HTTP date).
     public var retryAfter: TimeInterval?
 
@@ -74,14 +76,46 @@ public struct HTTPResponseHeaders: Hashable, Sendable {
             case "max-age": maxAge = argument.flatMap { TimeInterval($0) }.map { max(0, $0) } ?? 0
             case "no-cache": noCache = true
             case "no-store": noStore = true
+            case "must-revalidate": mustRevalidate = true
             default: break
             }
         }
     }
 
+    /// The longest lifetime the heuristic gives (``heuristicLifetime(receivedAt:)``): one week,
+    /// in seconds. Firefox caps its heuristic at a week; Chromium does not cap it. The week is
+    /// the more careful of the two: a picture unchanged for a year is asked about again after
+    /// seven days, not after 36 (a replaced avatar shows within a week), while every picture
+    /// unchanged for ten weeks or more still stays fresh a whole week.
+    public static let heuristicFreshnessCap: TimeInterval = 7 * 24 * 3600
+
+    /// The fraction of the time since `Last-Modified` that the heuristic counts as fresh: 10%,
+    /// as RFC 9111 §4.2.2 suggests and Firefox and Chromium use.
+    public static let heuristicFreshnessFraction = 0.1
+
+    /// Whether the response states its own lifetime: `max-age` or `Expires` (`no-cache` is an
+    /// explicit "revalidate every time"). Without one, the lifetime is the heuristic's.
+    private var hasExplicitLifetime: Bool { noCache || maxAge != nil || expires != nil }
+
+    /// The lifetime RFC 9111 §4.2.2 lets a cache assume when the response states none, in
+    /// seconds: ``heuristicFreshnessFraction`` of `Date` (else `receivedAt`) minus
+    /// `Last-Modified`, at most ``heuristicFreshnessCap``, as browsers do for origins that send
+    /// only `Last-Modified` (Python's `http.server`, many object stores). `nil` when the
+    /// response states a lifetime (`max-age`, `Expires`, `no-cache`), is `no-store` or
+    /// `must-revalidate` (as Chromium), is not a 200 or 203 (the answers the loader keeps), or
+    /// has no readable `Last-Modified`, or one later than its `Date`.
+    public func heuristicLifetime(receivedAt: Date) -> TimeInterval? {
+        guard !hasExplicitLifetime, !noStore, !mustRevalidate, statusCode == 200 || statusCode == 203,
+              let modified = lastModified.flatMap(HTTPDate.parse) else { return nil }
+        let unchanged = (date ?? receivedAt).timeIntervalSince(modified)
+        guard unchanged >= 0 else { return nil }  // modified "in the future": no basis for a guess
+        return min(unchanged * Self.heuristicFreshnessFraction, Self.heuristicFreshnessCap)
+    }
+
     /// How long the response stays fresh from `receivedAt` (RFC 9111 §4.2): the lifetime
-    /// (`max-age`, else `Expires − Date`) minus the age it already had (`Age`, or the time since
-    /// `Date`). `nil` when the response gives no lifetime; `0` for `no-cache` (always revalidate).
+    /// (`max-age`, else `Expires − Date`, else ``heuristicLifetime(receivedAt:)``) minus the age
+    /// it already had (`Age`, or the time since `Date`). `nil` when there is no lifetime at all;
+    /// `0` for `no-cache` (always revalidate).
     public func freshFor(receivedAt: Date) -> TimeInterval? {
         if noCache { return 0 }
         let lifetime: TimeInterval
@@ -89,12 +123,27 @@ public struct HTTPResponseHeaders: Hashable, Sendable {
             lifetime = maxAge
         } else if let expires {
             lifetime = expires.timeIntervalSince(date ?? receivedAt)
+        } else if let heuristic = heuristicLifetime(receivedAt: receivedAt) {
+            lifetime = heuristic
         } else {
             return nil
         }
         let apparentAge = date.map { max(0, receivedAt.timeIntervalSince($0)) } ?? 0
         let currentAge = max(apparentAge, age ?? 0)
         return lifetime - currentAge
+    }
+
+    /// A 304's headers as they update the stored response they validate (RFC 9111 §4.3.4):
+    /// the 304's own fields, with the stored response's status (a 200: the loader stores
+    /// nothing else) and its `Last-Modified` (`storedLastModified`, what was sent as
+    /// `If-Modified-Since`) when the 304 repeats none. So the refreshed lifetime follows the
+    /// same rules as a 200's, the heuristic's too: Python's `http.server` answers a bare 304
+    /// with only `Date`.
+    func updatingStoredResponse(lastModified storedLastModified: String?) -> HTTPResponseHeaders {
+        var updated = self
+        updated.statusCode = 200
+        updated.lastModified = lastModified ?? storedLastModified
+        return updated
     }
 
     /// The moment the response stops being fresh, given when it was received; `nil` without a

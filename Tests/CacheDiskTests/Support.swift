@@ -11,10 +11,10 @@ extension TemporaryDirectory {
 
 /// A test cache with a small cap and no mtime persistence delay unless asked.
 func makeCache(_ directory: TemporaryDirectory, sizeLimit: Int = 64 << 20, trimRatio: Double = 0.8,
-               accessPersistInterval: TimeInterval = 600,
+               accessPersistInterval: TimeInterval = 600, maxUnusedAge: TimeInterval? = nil,
                fileName: @escaping @Sendable (URL) -> String = DiskCache.fileName(for:)) throws -> DiskCache {
     try DiskCache(directory: directory.url, sizeLimit: sizeLimit, syncsWrites: false, trimRatio: trimRatio,
-                  accessPersistInterval: accessPersistInterval, fileName: fileName)
+                  accessPersistInterval: accessPersistInterval, maxUnusedAge: maxUnusedAge, fileName: fileName)
 }
 
 /// A pipeline over the test fakes and a real disk cache (the shared ``makePipeline`` with the

@@ -73,25 +73,30 @@ func pamSize(_ url: URL) throws -> [Int] {
     return [field("WIDTH"), field("HEIGHT")]
 }
 
-/// A Python `http.server` serving `directory` on 127.0.0.1 with an ephemeral port.
+/// A Python `http.server` serving `directory` on 127.0.0.1 with an ephemeral port; with
+/// `requestLog`, one line per request (`"GET /x HTTP/1.1" 304 -`) appended to that file.
 final class StaticServer {
     let process = Process()
     let port: Int
     private let input = Pipe()
 
-    init(directory: URL) throws {
+    init(directory: URL, requestLog: URL? = nil) throws {
         // The server exits when this process closes its stdin (even if the test crashes).
         let script = """
         import http.server, functools, sys, threading
-        handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[1])
-        handler.log_message = lambda *a: None
+        class Handler(http.server.SimpleHTTPRequestHandler):
+            def log_message(self, format, *args):
+                if len(sys.argv) > 2:
+                    with open(sys.argv[2], "a") as log:
+                        log.write(format % args + "\\n")
+        handler = functools.partial(Handler, directory=sys.argv[1])
         server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
         print(server.server_address[1], flush=True)
         threading.Thread(target=server.serve_forever, daemon=True).start()
         sys.stdin.read()
         """
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", script, directory.path]
+        process.arguments = ["python3", "-c", script, directory.path] + (requestLog.map { [$0.path] } ?? [])
         let output = Pipe()
         process.standardOutput = output
         process.standardInput = input

@@ -184,8 +184,9 @@ struct ImgpipeTests {
             #expect(first.status == 0, "\(first.stderr)")
             #expect(first.stdout.split(separator: "\n").allSatisfy { $0.contains("  network  ") })
             #expect(first.stderr.contains("2 loaded"))
-            // The server sends no max-age: the copy is stale, served from disk at once and
-            // revalidated (a 304 from If-Modified-Since) before imgpipe exits.
+            // The server sends only Last-Modified (the file's mtime): the copy is fresh for a
+            // tenth of the file's age, or stale, served from disk at once and revalidated (a 304
+            // from If-Modified-Since) before imgpipe exits (ImgpipeFreshnessTests tells them apart).
             let second = try await Imgpipe.run(["fetch"] + urls + ["--cache-dir", cache])
             #expect(second.status == 0, "\(second.stderr)")
             #expect(second.stdout.split(separator: "\n").allSatisfy { $0.contains("  disk  ") }, "\(second.stdout)")

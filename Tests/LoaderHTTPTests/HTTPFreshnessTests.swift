@@ -60,6 +60,57 @@ struct HTTPFreshnessTests {
         #expect(noStore.noStore)
     }
 
+    /// Headers of a 200 sent at `received` whose picture changed `unchanged` seconds before.
+    func lastModifiedOnly(unchanged: TimeInterval, status: Int = 200, _ more: [(String, String)] = []) -> HTTPResponseHeaders {
+        HTTPResponseHeaders(statusCode: status, headers: [
+            ("Date", HTTPDate.format(received)), ("Last-Modified", HTTPDate.format(received.addingTimeInterval(-unchanged))),
+        ] + more)
+    }
+
+    @Test func withOnlyLastModifiedATenthOfItsAgeIsFreshCappedAtAWeek() {
+        let day: TimeInterval = 86_400
+        #expect(lastModifiedOnly(unchanged: 10 * day).freshFor(receivedAt: received) == day)
+        #expect(lastModifiedOnly(unchanged: 10 * day).heuristicLifetime(receivedAt: received) == day)
+        #expect(lastModifiedOnly(unchanged: 1).freshFor(receivedAt: received) == 0.1)
+        #expect(lastModifiedOnly(unchanged: 0).freshFor(receivedAt: received) == 0)
+        // Unchanged for 70 days or for ten years: a week (Firefox's cap).
+        #expect(HTTPResponseHeaders.heuristicFreshnessCap == 7 * day)
+        #expect(lastModifiedOnly(unchanged: 70 * day).freshFor(receivedAt: received) == 7 * day)
+        #expect(lastModifiedOnly(unchanged: 3_650 * day).freshFor(receivedAt: received) == 7 * day)
+        // The time since Date is subtracted, as for an explicit lifetime; without Date the
+        // age of Last-Modified counts to the moment of receipt.
+        #expect(lastModifiedOnly(unchanged: 10 * day).freshFor(receivedAt: received.addingTimeInterval(100)) == day - 100)
+        let noDate = HTTPResponseHeaders(statusCode: 200, headers: [
+            ("Last-Modified", HTTPDate.format(received.addingTimeInterval(-20 * day))),
+        ])
+        #expect(noDate.freshFor(receivedAt: received) == 2 * day)
+        // 203 is kept by the loader too; other statuses get no heuristic.
+        #expect(lastModifiedOnly(unchanged: 10 * day, status: 203).freshFor(receivedAt: received) == day)
+        #expect(lastModifiedOnly(unchanged: 10 * day, status: 206).freshFor(receivedAt: received) == nil)
+        #expect(lastModifiedOnly(unchanged: 10 * day).metadata(receivedAt: received).freshFor == day)
+    }
+
+    @Test func theHeuristicNeverOverridesWhatTheResponseSays() {
+        let tenDays: TimeInterval = 10 * 86_400
+        // An explicit lifetime wins, however short: max-age=0 and no-cache mean "ask every time".
+        #expect(lastModifiedOnly(unchanged: tenDays, [("Cache-Control", "max-age=0")]).freshFor(receivedAt: received) == 0)
+        #expect(lastModifiedOnly(unchanged: tenDays, [("Cache-Control", "max-age=60")]).freshFor(receivedAt: received) == 60)
+        #expect(lastModifiedOnly(unchanged: tenDays, [("Cache-Control", "no-cache")]).freshFor(receivedAt: received) == 0)
+        let expires = HTTPDate.format(received.addingTimeInterval(30))
+        #expect(lastModifiedOnly(unchanged: tenDays, [("Expires", expires)]).freshFor(receivedAt: received) == 30)
+        #expect(lastModifiedOnly(unchanged: tenDays, [("Expires", "0")]).freshFor(receivedAt: received)! < 0)
+        // No-store and must-revalidate (as Chromium) get no heuristic lifetime.
+        let noStore = lastModifiedOnly(unchanged: tenDays, [("Cache-Control", "no-store")])
+        #expect(noStore.freshFor(receivedAt: received) == nil && noStore.metadata(receivedAt: received).noStore)
+        let mustRevalidate = lastModifiedOnly(unchanged: tenDays, [("Cache-Control", "must-revalidate")])
+        #expect(mustRevalidate.mustRevalidate && mustRevalidate.freshFor(receivedAt: received) == nil)
+        // A Last-Modified later than Date, or unreadable, is no basis for a guess.
+        #expect(lastModifiedOnly(unchanged: -60).freshFor(receivedAt: received) == nil)
+        let unreadable = HTTPResponseHeaders(statusCode: 200, headers: [("Date", HTTPDate.format(received)),
+                                                                         ("Last-Modified", "yesterday")])
+        #expect(unreadable.freshFor(receivedAt: received) == nil)
+    }
+
     @Test func retryAfterAcceptsSecondsOrADate() {
         #expect(HTTPResponseHeaders(statusCode: 429, headers: [("Retry-After", "7")]).retryAfter == 7)
         let inAMinute = HTTPDate.format(Date().addingTimeInterval(60))

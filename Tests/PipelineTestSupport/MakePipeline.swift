@@ -4,7 +4,8 @@ import PipelineCore
 /// The pipeline every test builds: `loader`, the decoders given (a ``CountingDecoder`` unless
 /// told), a 64 MiB memory cache, two decodes at a time, failures remembered for ten minutes (so
 /// a starved machine cannot outlast the negative cache between two requests of a test), and the
-/// `test` scheme (``HeldLoader``'s) kept in the disk cache. Arguments change one thing each.
+/// `test` scheme (``HeldLoader``'s) kept in the disk cache, HTTP's freshness. Arguments change
+/// one thing each.
 public func makePipeline(
     loader: any DataLoading,
     decoders: DecoderRegistry = DecoderRegistry([CountingDecoder()]),
@@ -15,13 +16,15 @@ public func makePipeline(
     maxPixelCount: Int = 100_000_000,
     negativeCacheLifetime: TimeInterval = 600,
     events: EventRecorder? = nil,
-    clock: TestClock? = nil
+    clock: TestClock? = nil,
+    freshnessPolicy: FreshnessPolicy = .http
 ) -> ImagePipeline {
     var configuration = ImagePipeline.Configuration(
         decoders: decoders, loaders: LoaderRegistry([loader]), urlBuilder: urlBuilder, memoryCache: memoryCache,
         diskCache: diskCache, maxConcurrentDecodes: maxConcurrentDecodes, maxPixelCount: maxPixelCount,
         negativeCacheLifetime: negativeCacheLifetime, eventHandler: events?.handler)
     configuration.diskCachedSchemes.insert("test")
+    configuration.freshnessPolicy = freshnessPolicy
     if let clock { configuration.now = { clock.now } }
     return ImagePipeline(configuration: configuration)
 }

@@ -27,10 +27,11 @@ public struct CacheEntryInfo: Hashable, Sendable {
         self.placeholder = placeholder
     }
 
-    /// The info for a response received at `receivedAt` (its freshness counted from then).
-    public init(_ metadata: ResponseMetadata, receivedAt: Date) {
+    /// The info for a response received at `receivedAt`, its lifetime counted from then and
+    /// chosen by `freshness` (default ``FreshnessPolicy/http``: the response's own).
+    public init(_ metadata: ResponseMetadata, receivedAt: Date, freshness: FreshnessPolicy = .http) {
         self.init(etag: metadata.etag, lastModified: metadata.lastModified,
-                  freshUntil: metadata.freshUntil(receivedAt: receivedAt))
+                  freshUntil: freshness.lifetime(of: metadata).map { receivedAt.addingTimeInterval($0) })
     }
 
     /// Whether the entry may be served without asking the origin at `now`.

@@ -1,7 +1,8 @@
 import Foundation
 import Synchronization
 
-/// A synchronous, thread-safe LRU cache bounded by total cost (bytes) and optionally by count.
+/// A synchronous, thread-safe LRU cache bounded by total cost (bytes), optionally by count, and
+/// optionally by an entry lifetime (``ttl``).
 ///
 /// Lookups take one lock, one hash lookup and two link updates: cheap enough for a UI thread
 /// (the `MemoryCacheBenchmark` executable reports nanoseconds per hit). An entry costlier than
@@ -13,8 +14,17 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     public let countLimit: Int?
     /// The most one entry may cost and still be stored, in bytes.
     public let entryCostLimit: Int
+    /// How long an entry is returned after it was stored, in seconds, or `nil` for as long as
+    /// the limits keep it (Nuke's `ImageCache.ttl`). Default `nil`: a picture in memory is as
+    /// current as its disk entry was when it was decoded, and the pipeline drops decoded copies
+    /// itself when a revalidation brings new bytes. An expired entry is never returned; it is
+    /// removed when looked up, and every insert and trim removes all expired entries, so none
+    /// holds memory for long. Storing a key again starts its lifetime again; a hit does not.
+    public let ttl: TimeInterval?
 
     @usableFromInline let state: Mutex<LRUList<Key, Value>>
+    /// The clock ``ttl`` counts by.
+    @usableFromInline let now: @Sendable () -> Date
 
     /// Creates a cache.
     /// - Parameters:
@@ -22,11 +32,17 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     ///   - countLimit: maximum entry count; default `nil` (bytes alone bound the cache).
     ///   - entryCostFraction: an entry costing more than this fraction of `costLimit` is not
     ///     stored. Default 0.1 (as Nuke).
+    ///   - ttl: seconds an entry is returned after it was stored (``ttl``); default `nil`, no limit.
+    ///   - now: the clock `ttl` counts by. Default `Date.init`; a test passes the clock it moves
+    ///     (the one it gives ``ImagePipeline/Configuration/now``).
     public init(costLimit: Int = MemoryCache.defaultCostLimit(), countLimit: Int? = nil,
-                entryCostFraction: Double = 0.1) {
+                entryCostFraction: Double = 0.1, ttl: TimeInterval? = nil,
+                now: @escaping @Sendable () -> Date = { Date() }) {
         self.costLimit = max(0, costLimit)
         self.countLimit = countLimit.map { max(0, $0) }
         self.entryCostLimit = Self.fraction(min(1, max(0, entryCostFraction)), of: self.costLimit)
+        self.ttl = ttl.map { max(0, $0) }
+        self.now = now
         self.state = Mutex(LRUList())
     }
 
@@ -51,28 +67,42 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         ContainerMemory.limit(cgroupRoot: cgroupRoot)
     }
 
-    /// The value for `key`, marking it most recently used; `nil` on a miss.
-    /// Inlinable so callers in other modules get a specialised, generic-free lookup.
+    /// The value for `key`, marking it most recently used; `nil` on a miss or when it expired
+    /// (``ttl``; then it is removed). Inlinable so callers in other modules get a specialised,
+    /// generic-free lookup.
     @inlinable
     public func value(for key: Key) -> Value? {
-        state.withLock { $0.value(for: key) }
+        let time = currentTime()
+        return state.withLock { $0.value(for: key, at: time) }
     }
 
-    /// `true` when `key` has a value; does not change the order.
+    /// `true` when `key` has a value that has not expired; does not change the order.
     @inlinable
     public func contains(_ key: Key) -> Bool {
-        state.withLock { $0.contains(key) }
+        let time = currentTime()
+        return state.withLock { $0.contains(key, at: time) }
+    }
+
+    /// The time expiries compare with, in seconds since the reference date; without a ``ttl``
+    /// the clock is not read (no entry expires).
+    @inlinable
+    func currentTime() -> Double {
+        ttl == nil ? -Double.infinity : now().timeIntervalSinceReferenceDate
     }
 
     /// Stores `value` for `key` at `cost` bytes, evicting least recently used entries to stay in
     /// the limits. Does nothing (and removes any old value) when `cost` exceeds ``entryCostLimit``.
+    /// Expired entries (``ttl``) go first.
     public func insert(_ value: Value, for key: Key, cost: Int) {
+        let time = currentTime()
+        let expiry = ttl.map { time + $0 } ?? Double.infinity
         state.withLock { list in
+            list.removeExpired(at: time)
             guard cost <= entryCostLimit else {
                 list.remove(key)
                 return
             }
-            list.insert(value, for: key, cost: max(0, cost))
+            list.insert(value, for: key, cost: max(0, cost), expiry: expiry)
             list.evict(toCost: costLimit, count: countLimit ?? Int.max)
         }
     }
@@ -104,11 +134,13 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
 
     /// Evicts least recently used entries until the total cost is at most `cost` bytes; returns
     /// the bytes freed. Under memory pressure, `trim(toCost: totalCost / 2)` halves what is held
-    /// whatever the limit.
+    /// whatever the limit. Expired entries (``ttl``) go first, whatever `cost`.
     @discardableResult
     public func trim(toCost cost: Int) -> Int {
-        state.withLock { list in
+        let time = currentTime()
+        return state.withLock { list in
             let before = list.totalCost
+            list.removeExpired(at: time)
             list.evict(toCost: max(0, cost), count: countLimit ?? Int.max)
             return before - list.totalCost
         }
@@ -120,10 +152,10 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         return value >= Double(Int.max) ? Int.max : Int(value)
     }
 
-    /// The total cost of the entries, in bytes.
+    /// The total cost of the entries, in bytes (expired ones until they are removed).
     public var totalCost: Int { state.withLock { $0.totalCost } }
 
-    /// The number of entries.
+    /// The number of entries (expired ones until they are removed).
     public var count: Int { state.withLock { $0.count } }
 
     /// The keys from most to least recently used (for tests and diagnostics). O(n).
@@ -131,7 +163,8 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
 }
 
 /// A doubly linked LRU list stored in arrays (indices, not references) behind one dictionary:
-/// no per-entry allocation and no reference counting on the hot path.
+/// no per-entry allocation and no reference counting on the hot path. Each entry has an expiry
+/// (seconds since the reference date; infinity without a TTL).
 @usableFromInline
 struct LRUList<Key: Hashable, Value>: ~Copyable {
     @usableFromInline
@@ -139,6 +172,7 @@ struct LRUList<Key: Hashable, Value>: ~Copyable {
         @usableFromInline var key: Key?
         @usableFromInline var value: Value?
         @usableFromInline var cost: Int
+        @usableFromInline var expiry: Double
         @usableFromInline var prev: Int
         @usableFromInline var next: Int
     }
@@ -149,28 +183,45 @@ struct LRUList<Key: Hashable, Value>: ~Copyable {
     @usableFromInline var head = -1  // most recently used
     @usableFromInline var tail = -1  // least recently used
     @usableFromInline var totalCost = 0
+    /// No entry expires before this (it may be earlier than the true earliest, never later).
+    @usableFromInline var nextExpiry = Double.infinity
 
     @usableFromInline init() {}
 
     @usableFromInline var count: Int { index.count }
 
-    @inlinable func contains(_ key: Key) -> Bool { index[key] != nil }
+    /// Whether `key` has an entry that has not expired at `now`; an expired one is removed.
+    @inlinable mutating func contains(_ key: Key, at now: Double) -> Bool {
+        guard let slot = index[key] else { return false }
+        guard nodes[slot].expiry > now else {
+            remove(key)
+            return false
+        }
+        return true
+    }
 
-    @inlinable mutating func value(for key: Key) -> Value? {
+    /// The value of `key`, moved to the front, unless it has expired at `now` (then removed).
+    @inlinable mutating func value(for key: Key, at now: Double) -> Value? {
         guard let slot = index[key] else { return nil }
+        guard nodes[slot].expiry > now else {
+            remove(key)
+            return nil
+        }
         moveToFront(slot)
         return nodes[slot].value
     }
 
-    mutating func insert(_ value: Value, for key: Key, cost: Int) {
+    mutating func insert(_ value: Value, for key: Key, cost: Int, expiry: Double = .infinity) {
+        nextExpiry = min(nextExpiry, expiry)
         if let slot = index[key] {
             totalCost += cost - nodes[slot].cost
             nodes[slot].value = value
             nodes[slot].cost = cost
+            nodes[slot].expiry = expiry
             moveToFront(slot)
             return
         }
-        let node = Node(key: key, value: value, cost: cost, prev: -1, next: head)
+        let node = Node(key: key, value: value, cost: cost, expiry: expiry, prev: -1, next: head)
         let slot: Int
         if let reused = freeSlots.popLast() {
             slot = reused
@@ -186,10 +237,27 @@ struct LRUList<Key: Hashable, Value>: ~Copyable {
         totalCost += cost
     }
 
-    @discardableResult
+    @usableFromInline @discardableResult
     mutating func remove(_ key: Key) -> Value? {
         guard let slot = index.removeValue(forKey: key) else { return nil }
         return release(slot)
+    }
+
+    /// Removes every entry expired at `now`.
+    /// - Complexity: O(n), and only when some entry may have expired (``nextExpiry``): at most
+    ///   once per entry stored.
+    mutating func removeExpired(at now: Double) {
+        guard now >= nextExpiry else { return }
+        var next = Double.infinity
+        for slot in nodes.indices {
+            guard let key = nodes[slot].key else { continue }
+            if nodes[slot].expiry <= now {
+                remove(key)
+            } else {
+                next = min(next, nodes[slot].expiry)
+            }
+        }
+        nextExpiry = next
     }
 
     mutating func evict(toCost costLimit: Int, count countLimit: Int) {
@@ -214,7 +282,7 @@ struct LRUList<Key: Hashable, Value>: ~Copyable {
         unlink(slot)
         let value = nodes[slot].value
         totalCost -= nodes[slot].cost
-        nodes[slot] = Node(key: nil, value: nil, cost: 0, prev: -1, next: -1)
+        nodes[slot] = Node(key: nil, value: nil, cost: 0, expiry: .infinity, prev: -1, next: -1)
         freeSlots.append(slot)
         return value
     }

@@ -16,6 +16,10 @@ public struct ResponseMetadata: Hashable, Sendable {
     /// How long the bytes stay fresh from the moment they arrive, in seconds: a stored copy is
     /// served without asking the source again until then. `0` (or less) means "revalidate
     /// before every use"; `nil` means the source gave no lifetime (stored, treated as stale).
+    /// The HTTP loader fills it by RFC 9111, with a heuristic lifetime for responses that send
+    /// only `Last-Modified` (LoaderHTTP's `HTTPResponseHeaders.heuristicLifetime(receivedAt:)`);
+    /// a custom loader sets what its source promises. The pipeline's ``FreshnessPolicy`` may
+    /// raise or replace it for the disk entry.
     public var freshFor: TimeInterval?
     /// The bytes must not be stored on disk.
     public var noStore: Bool

@@ -19,6 +19,10 @@ extension ImagePipeline {
         /// Whether processed results (renditions) go to ``diskCache`` too; a request may
         /// override it (``ImageRequest/diskCachePolicy``). Default ``DiskCachePolicy/originals``.
         public var diskCachePolicy: DiskCachePolicy = .originals
+        /// How long downloaded bytes stay fresh in ``diskCache``; a request may override it
+        /// (``ImageRequest/freshnessPolicy``). Default ``FreshnessPolicy/http``: the origin's
+        /// headers, with the heuristic for origins that send only `Last-Modified`.
+        public var freshnessPolicy: FreshnessPolicy = .http
         /// Encodes renditions (``DiskCachePolicy/originalsAndRenditions``); without one no
         /// rendition is stored. Default `nil`. ``RenditionEncoder`` writes opaque results as JPEG
         /// and the others losslessly, with the encoders of an ``EncoderRegistry``;

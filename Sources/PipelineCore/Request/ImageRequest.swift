@@ -114,6 +114,9 @@ public struct ImageRequest: Hashable, Sendable {
     /// the width bucket, kept apart); the download still uses `url`. Overrides
     /// ``ImagePipeline/Configuration/cacheKey``. Default `nil`: the fetch URL is the identity.
     public var cacheKey: String?
+    /// Overrides ``ImagePipeline/Configuration/freshnessPolicy`` for the bytes this request
+    /// downloads or revalidates when set. Not part of any key. Default `nil`.
+    public var freshnessPolicy: FreshnessPolicy?
 
     /// Creates a request for `url` at `size`.
     public init(
@@ -125,7 +128,8 @@ public struct ImageRequest: Hashable, Sendable {
         revalidation: RevalidationPolicy = .staleWhileRevalidate,
         processing: ProcessingOptions = ProcessingOptions(),
         headers: [String: String] = [:],
-        processors: [ImageProcessor] = []
+        processors: [ImageProcessor] = [],
+        freshnessPolicy: FreshnessPolicy? = nil
     ) {
         self.url = url
         self.targetSize = targetSize
@@ -136,6 +140,7 @@ public struct ImageRequest: Hashable, Sendable {
         self.processing = processing
         self.headers = headers
         self.processors = processors
+        self.freshnessPolicy = freshnessPolicy
     }
 
     /// Creates a request for `url` at `width` × `height` pixels.

@@ -56,6 +56,10 @@ Endpoints (the query string selects behaviour; counters are kept per path, query
                                   endless "100 Continue" answers, or a 200 with endless header
                                   lines (up to 8 MB, or until the client goes away), or one
                                   header line of 200 KB
+  /lastmodified/<name>?age=S      an image with Date and Last-Modified only (S seconds before the
+                                  first request of <name>; default 30 days), as Python's
+                                  http.server sends files; a bare 304 (Date only) when
+                                  If-Modified-Since is not older
   /stats                          JSON: hits per path, statuses, arrival log, client ports,
                                   most requests in progress at once, slow-body disconnect times
 """
@@ -72,6 +76,7 @@ LAST_MODIFIED = "Sat, 01 Jan 2022 00:00:00 GMT"
 LOCK = threading.Lock()
 HOLDS = {}
 VERSIONS = {}
+MODIFIED = {}
 STATS = {"hits": {}, "statuses": {}, "log": [], "disconnects": {}, "sent": {}, "ports": [],
          "active": 0, "max_active": 0, "accept_encoding": {}, "headers": {}}
 
@@ -190,6 +195,20 @@ class Handler(BaseHTTPRequestHandler):
             return self.not_modified(headers)
         body = b"not an image, version %d" % version if junk else image_bytes("%s-v%d" % (name, version), 2000)
         self.reply(200, body, "image/x-test", headers)
+
+    def route_lastmodified(self, name):
+        from email.utils import formatdate, parsedate_to_datetime
+        with LOCK:
+            modified = MODIFIED.setdefault(name, int(time.time()) - int(self.query.get("age", ["2592000"])[0]))
+        since = self.headers.get("If-Modified-Since")
+        if since:
+            try:
+                if parsedate_to_datetime(since).timestamp() >= modified:
+                    return self.not_modified({})
+            except (TypeError, ValueError):
+                pass
+        self.reply(200, image_bytes(name, 2000), "image/x-test",
+                   {"Last-Modified": formatdate(modified, usegmt=True)})
 
     def route_image(self, name):
         self.image(name)

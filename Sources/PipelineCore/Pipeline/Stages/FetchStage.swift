@@ -98,7 +98,8 @@ struct FetchStage {
             var loaded = LoadedData(data: data, source: ImageSource(metadata.origin), generation: nil)
             loaded.downloadedBytes = data.count
             if let disk, !metadata.noStore {
-                let info = CacheEntryInfo(metadata, receivedAt: configuration.now())
+                let info = CacheEntryInfo(metadata, receivedAt: configuration.now(),
+                                          freshness: resolved.freshnessPolicy(in: configuration))
                 loaded.info = info
                 loaded.pendingStore = PendingStore(disk: disk, url: resolved.cacheURL, data: data, info: info,
                                                    replacesStoredBytes: false)

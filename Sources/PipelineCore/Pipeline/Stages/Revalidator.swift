@@ -29,17 +29,17 @@ final class Revalidator {
         let configuration = pipeline.configuration
         let loader = try configuration.loaders.requireLoader(for: resolved.fetchURL)
         let result = try await loader.load(resolved.loadRequest(priority: priority, validator: validator, progress: progress))
-        let now = configuration.now()
+        let now = configuration.now(), freshness = resolved.freshnessPolicy(in: configuration)
         switch result {
         case .notModified(let metadata):
             pipeline.emit(.revalidated(resolved.fetchURL, modified: false))
-            return .notModified(CacheEntryInfo(metadata, receivedAt: now))
+            return .notModified(CacheEntryInfo(metadata, receivedAt: now, freshness: freshness))
         case .data(let data, let metadata):
             pipeline.emit(.loaded(resolved.fetchURL, bytes: data.count))
             pipeline.emit(.revalidated(resolved.fetchURL, modified: true))
             var loaded = LoadedData(data: data, source: ImageSource(metadata.origin), generation: nil)
             loaded.downloadedBytes = data.count
-            if !metadata.noStore { loaded.info = CacheEntryInfo(metadata, receivedAt: now) }
+            if !metadata.noStore { loaded.info = CacheEntryInfo(metadata, receivedAt: now, freshness: freshness) }
             return .modified(loaded, noStore: metadata.noStore)
         }
     }

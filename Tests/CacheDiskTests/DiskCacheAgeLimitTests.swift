@@ -1,0 +1,73 @@
+import CacheDisk
+import Foundation
+import PipelineCore
+import PipelineTestSupport
+import Testing
+
+@Suite("Disk cache age limit: entries unused for too long are removed")
+struct DiskCacheAgeLimitTests {
+    static let day: TimeInterval = 86_400
+    static func url(_ i: Int) -> URL { URL(string: "test://age/\(i)")! }
+
+    /// Stores entries 0…3 with a first instance, then dates their files' last use (the mtime, as
+    /// a hit persists it) 40, 31, 29 and 0 days back, as if that much time had passed.
+    static func entriesLastUsed(in directory: TemporaryDirectory) async throws {
+        let writer = try makeCache(directory)
+        for i in 0..<4 { await writer.storeData(Data(count: 1000), info: CacheEntryInfo(), for: url(i)) }
+        await writer.waitForMaintenance()
+        for (i, days) in [40.0, 31, 29, 0].enumerated() {
+            try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(-days * day)],
+                                                  ofItemAtPath: directory.entryPath(url(i)))
+        }
+    }
+
+    static func present(in directory: TemporaryDirectory) -> [Int] {
+        (0..<4).filter { FileManager.default.fileExists(atPath: directory.entryPath(url($0))) }
+    }
+
+    @Test func openingRemovesEntriesUnusedForLongerThanTheLimitFarUnderTheCap() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try await Self.entriesLastUsed(in: directory)
+        let cache = try makeCache(directory, maxUnusedAge: 30 * Self.day)
+        await cache.waitForMaintenance()
+        #expect(Self.present(in: directory) == [2, 3])
+        #expect(await cache.entryCount == 2)
+        #expect(await cache.cachedData(for: Self.url(0)) == nil)
+        #expect(await cache.cachedData(for: Self.url(2)) != nil)
+    }
+
+    @Test func withoutALimitOldEntriesStayWhileTheCapAllows() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try await Self.entriesLastUsed(in: directory)
+        let cache = try makeCache(directory)
+        #expect(cache.maxUnusedAge == nil)
+        await cache.trim()
+        #expect(Self.present(in: directory) == [0, 1, 2, 3])
+    }
+
+    @Test func aHitInAnotherInstanceKeepsAnOldEntry() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try await Self.entriesLastUsed(in: directory)
+        let reader = try makeCache(directory)  // another process, without a limit
+        await reader.waitForMaintenance()
+        // Its hit writes the entry's mtime (its last write was longer ago than ten minutes).
+        #expect(await reader.cachedData(for: Self.url(0)) != nil)
+        let limited = try makeCache(directory, maxUnusedAge: 30 * Self.day)
+        await limited.waitForMaintenance()
+        #expect(Self.present(in: directory) == [0, 2, 3])
+    }
+
+    @Test func theAgeLimitAndTheSizeCapBothApply() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try await Self.entriesLastUsed(in: directory)
+        let size = Int(try #require(FileIdentity(directory.entryPath(Self.url(3)))).size)
+        // Room for one entry: the two aged ones go for their age, then 2, the older of the rest.
+        let cache = try makeCache(directory, sizeLimit: size + size / 2, trimRatio: 1, maxUnusedAge: 30 * Self.day)
+        await cache.waitForMaintenance()
+        #expect(Self.present(in: directory) == [3])
+    }
+}
