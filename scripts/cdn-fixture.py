@@ -17,8 +17,9 @@ answer is sent; with --counts FILE the counts are also written to FILE (atomical
 {"total": n, "paths": {...}}) before each answer, so a client reads them as soon as its
 request ends.
 
-It stops by itself: on SIGTERM or SIGINT, when its parent process ends (it is re-parented),
-when its stdin closes (with --stdin), and after --idle-timeout seconds without a request.
+It stops by itself: on SIGTERM or SIGINT, when its parent process ends (it is re-parented;
+--parent PID names the parent when a launcher runs in between), when its stdin closes (with
+--stdin), and after --idle-timeout seconds without a request.
 """
 import argparse
 import hashlib
@@ -155,6 +156,7 @@ def main():
     parser.add_argument("--max-age", type=int, default=3600, help="Cache-Control max-age in seconds (3600)")
     parser.add_argument("--idle-timeout", type=float, default=120, help="exit after this many seconds without a request")
     parser.add_argument("--stdin", action="store_true", help="also exit when stdin closes")
+    parser.add_argument("--parent", type=int, help="exit when this process (default: the parent) is no longer the parent")
     args = parser.parse_args()
     state = State(args)
     server = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(state))
@@ -172,7 +174,9 @@ def main():
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    parent = os.getppid()
+    # The parent to outlive: --parent (a launcher such as pyenv's shim may run in between), else
+    # the one at start. A parent gone before this line ran is caught too: the parent is then init.
+    parent = args.parent or os.getppid()
 
     def watch():
         while True:

@@ -66,7 +66,7 @@ enum DemoStep: String, CaseIterable {
         switch self {
         case .network: "cold: from the CDN"
         case .memory: "again, same process"
-        case .coalesce: "\(Demo.callers) callers, one picture at once"
+        case .coalesce: "one picture, many callers at once"
         case .disk: "a new process"
         case .offline: "a new process, the CDN stopped"
         case .round: "round avatars (.circle)"
