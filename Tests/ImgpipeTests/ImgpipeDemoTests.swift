@@ -4,7 +4,7 @@ import Testing
 
 /// `./scripts/demo`'s steps against its CDN fixture (loopback, ephemeral port): the story the
 /// README's first command tells must stay true.
-@Suite("imgpipe demo", .timeLimit(.minutes(2)))
+@Suite("imgpipe demo", .timeLimit(.minutes(3)))
 struct ImgpipeDemoTests {
     /// The demo as `./scripts/demo` runs it, with this build's imgpipe: every step keeps its
     /// promise (the script exits 0), the new process and the offline one download nothing and the
@@ -12,7 +12,7 @@ struct ImgpipeDemoTests {
     @Test func everyStepOfTheDemoDoesWhatItShows() async throws {
         try await withTemporaryDirectory(prefix: "ImgpipeDemoTests") { folder in
             let sheet = folder.appendingPathComponent("sheet.png")
-            let result = try await Imgpipe.run(["--out", sheet.path], timeout: 100,
+            let result = try await Imgpipe.run(["--out", sheet.path], timeout: 160,
                                                executable: Imgpipe.root.appendingPathComponent("scripts/demo"),
                                                environment: ["IMGPIPE": Imgpipe.binary.path])
             #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
