@@ -178,12 +178,12 @@ struct Demo {
     /// The sheet of one step: its tiles, each captioned with where it came from and how long it took.
     private static func row(_ step: DemoStep, _ record: DemoRecord, number: Int, tileSize: Int,
                             results: [Result<(ImageResponse, Double), any Error>], names: [String]) -> Bitmap {
-        let labels = step == .coalesce ? (1...results.count).map { "caller \($0) of \(record.callers)" } : names
+        let labels = step == .coalesce ? results.indices.map { "caller \($0 + 1) of \(record.callers)" } : names
         let tiles = zip(results, labels).map { result, label in
             var tile = ContactSheet.Tile(name: label, result: result.map(\.0))
             if case .success(let (response, seconds)) = result {
                 let source = "\(response.source)"
-                tile.caption = String(format: "%@ %.0f ms", source, seconds * 1000)
+                tile.caption = "\(source) \(Int((seconds * 1000).rounded())) ms"
                 tile.captionColor = DemoRecord.color(for: source)
             }
             return tile
