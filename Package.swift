@@ -86,7 +86,7 @@ var targets: [Target] = [
     .testTarget(name: "LoaderFileTests", dependencies: ["PipelineCore", "LoaderFile", "CodecPNG", "PipelineTestSupport"]),
 
     .executableTarget(name: "imgpipe", dependencies: ["PipelineCore", "CodecJPEG", "CodecPNG", "CodecWebP", "CodecHEIF",
-                                                   "CodecGIF", "LoaderFile", "LoaderHTTP", "CacheDisk"]),
+                                                   "CodecGIF", "LoaderFile", "LoaderHTTP", "CacheDisk", "ImagePipelineKit"]),
 
     .executableTarget(name: "PNGFromFiles", dependencies: ["PipelineCore", "CodecPNG", "LoaderFile"],
                       path: "Examples/PNGFromFiles"),

@@ -16,7 +16,7 @@ import PipelineCore
 extension DecoderRegistry {
     /// Every decoder this package ships, registered newest-preferred: GIF, HEIC (and AVIF when
     /// libheif has an AV1 decoder), WebP, PNG, JPEG. The `Accept` header of
-    /// ``PipelineCore/ImagePipeline/Configuration/standard(cacheName:cacheDirectory:)`` follows this order.
+    /// ``PipelineCore/ImagePipeline/Configuration/standard(diskCache:connectionPolicy:)`` follows this order.
     public static var standard: DecoderRegistry {
         DecoderRegistry()
             .registering(JPEGDecoder())
@@ -54,8 +54,7 @@ extension LoaderRegistry {
     /// ```swift
     /// var policy = ConnectionPolicy.publicOnly
     /// policy.allowedHosts = ["*.cdn.example.com"]
-    /// var configuration = try ImagePipeline.Configuration.standard(cacheName: "thumbnailer")
-    /// configuration.loaders = .standard(accept: configuration.decoders.acceptHeader(), connectionPolicy: policy)
+    /// let pipeline = try ImagePipeline.standard(diskCache: .none, connectionPolicy: policy)
     /// ```
     public static func standard(accept: String, connectionPolicy: ConnectionPolicy = .default) -> LoaderRegistry {
         var http = HTTPDataLoader.Configuration()
@@ -72,28 +71,29 @@ extension ImagePipeline.Configuration {
     /// A configuration with every shipped decoder (``PipelineCore/DecoderRegistry/standard``) and
     /// loader (``PipelineCore/LoaderRegistry/standard(accept:connectionPolicy:)``), an HTTP `Accept` header
     /// derived from those decoders' formats (`DecoderRegistry.acceptHeader(fallback:)`),
-    /// and a disk cache named `cacheName` under the user's cache directory
-    /// (`$XDG_CACHE_HOME/<cacheName>`, else `~/.cache/<cacheName>`), or in `cacheDirectory` when
-    /// given. Renditions, when an app opts in with `diskCachePolicy`, are JPEG (q85) when
-    /// opaque and WebP (q85, exact alpha) otherwise (`RenditionEncoder` over
-    /// ``PipelineCore/EncoderRegistry/standard``).
+    /// and the disk cache `diskCache` names: ``DiskCacheLocation/named(_:)`` (the user's cache
+    /// directory), ``DiskCacheLocation/directory(_:)`` or ``DiskCacheLocation/none``. The HTTP
+    /// loader connects as `connectionPolicy` allows (default `ConnectionPolicy.default`: loopback
+    /// and the LAN, no cloud metadata address; a server passes `.publicOnly`). Renditions, when an
+    /// app opts in with `diskCachePolicy`, are JPEG (q85) when opaque and WebP (q85, exact alpha)
+    /// otherwise (`RenditionEncoder` over ``PipelineCore/EncoderRegistry/standard``).
     ///
     /// Change any field before building the pipeline:
     ///
     /// ```swift
-    /// var configuration = try ImagePipeline.Configuration.standard(cacheName: "MyApp")
+    /// var configuration = try ImagePipeline.Configuration.standard(diskCache: .named("MyApp"))
     /// configuration.urlBuilder = WidthBucketURLBuilder()
     /// let pipeline = ImagePipeline(configuration: configuration)
     /// ```
     ///
     /// - Throws: the disk cache's error when its directory cannot be created or used.
-    public static func standard(cacheName: String, cacheDirectory: URL? = nil) throws -> ImagePipeline.Configuration {
+    public static func standard(diskCache: DiskCacheLocation,
+                                connectionPolicy: ConnectionPolicy = .default) throws -> ImagePipeline.Configuration {
         let decoders = DecoderRegistry.standard
-        let diskCache = try cacheDirectory.map { try DiskCache(directory: $0) } ?? DiskCache(name: cacheName)
         var configuration = ImagePipeline.Configuration(
             decoders: decoders,
-            loaders: .standard(accept: decoders.acceptHeader()),
-            diskCache: diskCache)
+            loaders: .standard(accept: decoders.acceptHeader(), connectionPolicy: connectionPolicy),
+            diskCache: try diskCache.makeDiskCache())
         // Renditions (opt-in through `diskCachePolicy`): JPEG for opaque results, WebP otherwise.
         configuration.renditionEncoder = RenditionEncoder(encoders: .standard)
         return configuration
@@ -101,15 +101,15 @@ extension ImagePipeline.Configuration {
 }
 
 extension ImagePipeline {
-    /// A pipeline with ``Configuration/standard(cacheName:cacheDirectory:)``: every shipped codec
-    /// and loader, and a disk cache at `$XDG_CACHE_HOME/<cacheName>` (or `~/.cache/<cacheName>`).
+    /// A pipeline with ``Configuration/standard(diskCache:connectionPolicy:)``: every shipped
+    /// codec and loader, and the disk cache `diskCache` names.
     ///
     /// ```swift
-    /// let pipeline = try ImagePipeline.standard(cacheName: "MyApp")
+    /// let pipeline = try ImagePipeline.standard(diskCache: .named("MyApp"))   // ~/.cache/MyApp
     /// ```
     ///
     /// - Throws: the disk cache's error when its directory cannot be created or used.
-    public static func standard(cacheName: String) throws -> ImagePipeline {
-        ImagePipeline(configuration: try .standard(cacheName: cacheName))
+    public static func standard(diskCache: DiskCacheLocation, connectionPolicy: ConnectionPolicy = .default) throws -> ImagePipeline {
+        ImagePipeline(configuration: try .standard(diskCache: diskCache, connectionPolicy: connectionPolicy))
     }
 }

@@ -58,7 +58,7 @@ struct Command: Sendable {
     var allOptions: [OptionSpec] { options + OptionSpec.shared }
 
     /// Every command imgpipe knows.
-    static let all: [Command] = [.info, .thumb, .decode, .convert, .frames, .sheet, .fetch]
+    static let all: [Command] = [.info, .thumb, .decode, .convert, .frames, .sheet, .fetch, .demo]
 
     /// `imgpipe --help`.
     static var overview: String {

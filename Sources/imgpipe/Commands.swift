@@ -273,8 +273,15 @@ enum Loader {
     static func loadAll(_ requests: [ImageRequest], environment: Environment,
                         onEach: @escaping @Sendable (Int, Result<(ImageResponse, Double), any Error>) -> Void)
         async -> [Result<(ImageResponse, Double), any Error>] {
+        await loadAll(requests, pipeline: environment.pipeline, concurrency: environment.concurrency, onEach: onEach)
+    }
+
+    /// Loads `requests` through `pipeline`, at most `concurrency` at once; each result with its
+    /// time in seconds, in the order of `requests`.
+    static func loadAll(_ requests: [ImageRequest], pipeline: ImagePipeline, concurrency: Int,
+                        onEach: @escaping @Sendable (Int, Result<(ImageResponse, Double), any Error>) -> Void = { _, _ in })
+        async -> [Result<(ImageResponse, Double), any Error>] {
         var results = [Result<(ImageResponse, Double), any Error>?](repeating: nil, count: requests.count)
-        let pipeline = environment.pipeline
         await withTaskGroup(of: (Int, Result<(ImageResponse, Double), any Error>).self) { group in
             var next = 0
             func startNext() {
@@ -292,7 +299,7 @@ enum Loader {
                 }
             }
             // At most one task per request: --concurrency is a bound, and may be huge.
-            for _ in 0..<min(environment.concurrency, requests.count) { startNext() }
+            for _ in 0..<min(concurrency, requests.count) { startNext() }
             while let (index, result) = await group.next() {
                 results[index] = result
                 onEach(index, result)

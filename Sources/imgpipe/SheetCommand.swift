@@ -75,10 +75,16 @@ struct ContactSheet {
         let result: Result<ImageResponse, any Error>
         /// Frames of an animation (its first is shown), 1 for a still picture.
         var frames = 1
+        /// The second caption line instead of the format and size (`demo`: where it came from),
+        /// and its colour.
+        var caption: String?
+        var captionColor: (UInt8, UInt8, UInt8, UInt8) = (140, 170, 210, 255)
     }
 
     let tileSize: Int
     let columns: Int
+    /// The line across the top; `nil`: "IMGPIPE CONTACT SHEET · N PICTURES".
+    var title: String?
 
     /// Up to 4 columns, or 3 or 5 when that leaves fewer empty cells in the last row
     /// (9 pictures make a 3×3 sheet, not 4 + 4 + 1).
@@ -104,7 +110,7 @@ struct ContactSheet {
         let size = size(tileCount: tiles.count)
         var sheet = Bitmap(zeroed: size)
         fillRect(&sheet, x: 0, y: 0, width: size.width, height: size.height, color: (28, 30, 34, 255))
-        TinyFont.draw("IMGPIPE CONTACT SHEET · \(tiles.count) PICTURES", into: &sheet, x: gap, y: gap, scale: 2,
+        TinyFont.draw(title ?? "IMGPIPE CONTACT SHEET · \(tiles.count) PICTURES", into: &sheet, x: gap, y: gap, scale: 2,
                       color: (235, 235, 240, 255), maxWidth: size.width - 2 * gap)
         for (index, tile) in tiles.enumerated() {
             let x0 = gap + (index % columns) * cellWidth
@@ -119,7 +125,7 @@ struct ContactSheet {
                     checkerboard(&sheet, x: x, y: y, width: bitmap.width, height: bitmap.height)
                 }
                 composite(bitmap, onto: &sheet, x: x, y: y)
-                caption = "\(response.format) \(response.originalSize)" + (tile.frames > 1 ? " · \(tile.frames) frames" : "")
+                caption = tile.caption ?? "\(response.format) \(response.originalSize)" + (tile.frames > 1 ? " · \(tile.frames) frames" : "")
             case .failure(let error):
                 drawCross(&sheet, x: x0, y: y0)
                 caption = "FAILED: \(error)"
@@ -127,9 +133,24 @@ struct ContactSheet {
             let textWidth = tileSize
             TinyFont.draw(tile.name, into: &sheet, x: x0, y: y0 + tileSize + 6, color: (230, 230, 235, 255), maxWidth: textWidth)
             TinyFont.draw(caption, into: &sheet, x: x0, y: y0 + tileSize + 6 + TinyFont.glyphHeight + 5,
-                          color: (140, 170, 210, 255), maxWidth: textWidth)
+                          color: tile.captionColor, maxWidth: textWidth)
         }
         return sheet
+    }
+
+    /// `sheets` one below the other, left-aligned on the sheet's background (`demo`: one sheet
+    /// per step, each rendered by the process that ran it).
+    static func stacked(_ sheets: [Bitmap]) -> Bitmap {
+        let size = PixelSize(width: sheets.map(\.width).max() ?? 1, height: max(1, sheets.map(\.height).reduce(0, +)))
+        var result = Bitmap(zeroed: size)
+        let layout = ContactSheet(tileSize: 1, columns: 1)
+        layout.fillRect(&result, x: 0, y: 0, width: size.width, height: size.height, color: (28, 30, 34, 255))
+        var y = 0
+        for sheet in sheets {
+            layout.composite(sheet, onto: &result, x: 0, y: y)
+            y += sheet.height
+        }
+        return result
     }
 
     private func fillRect(_ bitmap: inout Bitmap, x: Int, y: Int, width: Int, height: Int, color: (UInt8, UInt8, UInt8, UInt8)) {

@@ -7,6 +7,8 @@ final class Stats: Sendable {
     struct Counts {
         var memory = 0, disk = 0, network = 0, revalidated = 0
         var bytesLoaded = 0
+        /// Downloads: `ImagePipelineEvent.loaded` events, one per fetch URL a loader delivered.
+        var downloads = 0
         var decodeSeconds = 0.0
         var failures: [(String, String)] = []
     }
@@ -24,7 +26,9 @@ final class Stats: Sendable {
                     case .network, .local, .loader: counts.network += 1
                     case .revalidated: counts.revalidated += 1
                     }
-                case .loaded(_, let bytes): counts.bytesLoaded += bytes
+                case .loaded(_, let bytes):
+                    counts.bytesLoaded += bytes
+                    counts.downloads += 1
                 case .decoded(_, let seconds): counts.decodeSeconds += seconds
                 case .failed(let request, let error): counts.failures.append((Sources.label(request.url), Console.oneLine("\(error)")))
                 default: break

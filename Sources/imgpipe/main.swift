@@ -9,6 +9,7 @@
 //   imgpipe frames SOURCE --out-dir DIR [--size N] [--format pam|png]
 //   imgpipe sheet [SOURCE...] [--size N] [--columns C] --out FILE.png
 //   imgpipe fetch SOURCE...
+//   imgpipe demo STEP... --origin URL --state DIR [--out FILE.png]   (driven by ./scripts/demo)
 //
 // Exit status: 0 on success, 1 on an error (one line `imgpipe: <message>` on stderr per
 // failure), 2 on a usage error.

@@ -31,7 +31,7 @@ struct KitTests {
     /// derived value) into the disk cache directory given; then every bundled sample from files.
     @Test func theStandardPipelineSendsItsAcceptHeaderAndUsesItsDiskCache() async throws {
         try await withTemporaryDirectory(prefix: "KitTests") { folder in
-            var configuration = try ImagePipeline.Configuration.standard(cacheName: "unused", cacheDirectory: folder)
+            var configuration = try ImagePipeline.Configuration.standard(diskCache: .directory(folder))
             let accept = DecoderRegistry.standard.acceptHeader()
             configuration.decoders.register(TestImageDecoder())  // the fixture server's format
             let pipeline = ImagePipeline(configuration: configuration)
@@ -55,7 +55,7 @@ struct KitTests {
         let name = "ImagePipelineKitTests-\(UUID().uuidString)"
         let directory = DiskCache.defaultDirectory(name: name)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let configuration = try ImagePipeline.Configuration.standard(cacheName: name)
+        let configuration = try ImagePipeline.Configuration.standard(diskCache: .named(name))
         let disk = try #require(configuration.diskCache as? DiskCache)
         await disk.waitForMaintenance()  // its opening scan, before the folder is removed
         #expect(disk.directory.standardizedFileURL == directory.standardizedFileURL)
@@ -64,9 +64,26 @@ struct KitTests {
         #expect(directory.standardizedFileURL.path == URL(fileURLWithPath: base).appendingPathComponent(name).standardizedFileURL.path)
     }
 
+    /// `.none` is memory only: no cache object, no folder anywhere.
+    @Test func noDiskCacheMeansNoDiskCache() throws {
+        #expect(try ImagePipeline.Configuration.standard(diskCache: .none).diskCache == nil)
+    }
+
+    /// The policy reaches the HTTP loader: `.publicOnly` refuses the loopback fixture, which
+    /// never sees the request.
+    @Test func theConnectionPolicyIsTheHTTPLoaders() async throws {
+        let pipeline = try ImagePipeline.standard(diskCache: .none, connectionPolicy: .publicOnly)
+        try await withFixtureServer { server in
+            let url = server.url("/image/kit-policy")
+            await #expect(throws: ImagePipelineError.self) { try await pipeline.image(for: ImageRequest(url: url)) }
+            let hits = try await server.hits("/image/kit-policy")
+            #expect(hits == 0)
+        }
+    }
+
     @Test func dataURLsLoadThroughTheStandardPipeline() async throws {
         try await withTemporaryDirectory(prefix: "KitTests") { folder in
-            let pipeline = ImagePipeline(configuration: try .standard(cacheName: "unused", cacheDirectory: folder))
+            let pipeline = ImagePipeline(configuration: try .standard(diskCache: .directory(folder)))
             let png = try Data(contentsOf: Self.root.appendingPathComponent("Samples/rings.png"))
             let url = try #require(URL(string: "data:image/png;base64," + png.base64EncodedString()))
             let response = try await pipeline.image(for: ImageRequest(url: url, width: 32, height: 32))

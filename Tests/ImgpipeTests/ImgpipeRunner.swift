@@ -26,20 +26,30 @@ struct Imgpipe {
     /// The blocking part (pipes, waiting for exit) runs on a thread of its own: on a 2-core
     /// machine Swift's cooperative pool has 2 threads, and tests that block them starve every
     /// other test running in parallel.
+    ///
+    /// `executable` runs instead of imgpipe (a script of the repository), with `environment`
+    /// added to this process's.
     static func run(_ arguments: [String], stdin: String = "", in directory: URL? = nil,
-                    timeout: TimeInterval? = nil) async throws -> Result {
+                    timeout: TimeInterval? = nil, executable: URL = binary,
+                    environment: [String: String] = [:]) async throws -> Result {
         try await withCheckedThrowingContinuation { continuation in
             Thread {
-                continuation.resume(with: Swift.Result { try runBlocking(arguments, stdin: stdin, in: directory, timeout: timeout) })
+                continuation.resume(with: Swift.Result {
+                    try runBlocking(arguments, stdin: stdin, in: directory, timeout: timeout, executable: executable,
+                                    environment: environment)
+                })
             }.start()
         }
     }
 
     private static func runBlocking(_ arguments: [String], stdin: String, in directory: URL?,
-                                    timeout: TimeInterval?) throws -> Result {
+                                    timeout: TimeInterval?, executable: URL, environment: [String: String]) throws -> Result {
         let process = Process()
-        process.executableURL = binary
+        process.executableURL = executable
         process.arguments = arguments
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+        }
         if let directory { process.currentDirectoryURL = directory }
         let input = Pipe(), output = Pipe(), error = Pipe()
         process.standardInput = input
@@ -101,11 +111,7 @@ final class StaticServer {
         process.standardOutput = output
         process.standardInput = input
         try process.run()
-        var line = Data()
-        while let byte = try output.fileHandleForReading.read(upToCount: 1), !byte.isEmpty, byte != Data("\n".utf8) {
-            line += byte
-        }
-        guard let port = Int(String(decoding: line, as: UTF8.self)) else { throw CocoaError(.fileReadUnknown) }
+        guard let port = Int(try firstLine(of: output)) else { throw CocoaError(.fileReadUnknown) }
         self.port = port
     }
 
@@ -115,6 +121,42 @@ final class StaticServer {
         try? input.fileHandleForWriting.close()
         process.waitUntilExit()
     }
+}
+
+/// `scripts/cdn-fixture.py` over `Samples/` on 127.0.0.1 with an ephemeral port (originals only:
+/// no imgpipe to make sizes), writing its request counts to `counts`.
+final class CDNFixture {
+    let process = Process()
+    let origin: String
+    private let input = Pipe()
+
+    init(counts: URL) throws {
+        // --stdin: it exits when this process closes its stdin (even if the test crashes).
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", Imgpipe.root.appendingPathComponent("scripts/cdn-fixture.py").path,
+                             "--root", Imgpipe.samples.path, "--counts", counts.path, "--stdin"]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardInput = input
+        try process.run()
+        let line = try firstLine(of: output)
+        guard line.hasPrefix("PORT "), let port = Int(line.dropFirst(5)) else { throw CocoaError(.fileReadUnknown) }
+        origin = "http://127.0.0.1:\(port)"
+    }
+
+    func stop() {
+        try? input.fileHandleForWriting.close()
+        process.waitUntilExit()
+    }
+}
+
+/// The first line a child writes to `pipe`, without its newline (blocks until it is written).
+private func firstLine(of pipe: Pipe) throws -> String {
+    var line = Data()
+    while let byte = try pipe.fileHandleForReading.read(upToCount: 1), !byte.isEmpty, byte != Data("\n".utf8) {
+        line += byte
+    }
+    return String(decoding: line, as: UTF8.self)
 }
 
 extension Imgpipe {

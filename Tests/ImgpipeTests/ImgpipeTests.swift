@@ -4,7 +4,7 @@ import Testing
 
 @Suite("imgpipe command line", .timeLimit(.minutes(2)))
 struct ImgpipeTests {
-    @Test(arguments: ["info", "thumb", "decode", "convert", "frames", "sheet", "fetch"])
+    @Test(arguments: ["info", "thumb", "decode", "convert", "frames", "sheet", "fetch", "demo"])
     func everySubcommandHasHelp(command: String) async throws {
         let result = try await Imgpipe.run([command, "--help"])
         #expect(result.status == 0)
