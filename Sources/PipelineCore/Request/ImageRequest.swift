@@ -137,10 +137,10 @@ public struct ImageRequest: Hashable, Sendable {
 
     /// Creates a request for `url` at `targetSize`.
     ///
-    /// - Parameter decoding: whether a damaged file fails or comes back with what could be
-    ///   decoded; `.strict` here or in `processing` (``ProcessingOptions/strictDecoding``) makes
-    ///   the request strict. Default ``DecodingStrictness/lenient``, for display; a server that
-    ///   writes what it decodes to files or caches should pass ``DecodingStrictness/strict``.
+    /// `decoding` says whether a damaged file fails or comes back with what could be decoded;
+    /// `.strict` here or in `processing` (``ProcessingOptions/strictDecoding``) makes the request
+    /// strict. Default ``DecodingStrictness/lenient``, for display; a server that writes what it
+    /// decodes to files or caches should pass ``DecodingStrictness/strict``.
     public init(
         url: URL,
         targetSize: TargetSize = .original,
@@ -167,8 +167,8 @@ public struct ImageRequest: Hashable, Sendable {
 
     /// Creates a request for `url` at `width` × `height` pixels.
     ///
-    /// - Parameter decoding: ``DecodingStrictness/lenient`` (the default) shows what a damaged
-    ///   file holds; ``DecodingStrictness/strict`` fails it (for a server that stores results).
+    /// `decoding`: ``DecodingStrictness/lenient`` (the default) shows what a damaged file holds;
+    /// ``DecodingStrictness/strict`` fails it (for a server that stores what it decodes).
     public init(url: URL, width: Int, height: Int, contentMode: ContentMode = .fit,
                 priority: ImagePriority = .visible, decoding: DecodingStrictness = .lenient,
                 processors: [any ImageProcessing] = []) {
@@ -183,10 +183,8 @@ public struct ImageRequest: Hashable, Sendable {
     /// height: 160), scale: 2)` and `ImageRequest(url: u, width: 320, height: 320)` share one
     /// cache entry.
     ///
-    /// - Parameters:
-    ///   - size: The view's size in points.
-    ///   - scale: Pixels per point (the screen's scale: 1, 2 or 3). Default 1.
-    ///   - decoding: as in ``init(url:width:height:contentMode:priority:decoding:processors:)``.
+    /// `size` is the view's size in points, `scale` the screen's pixels per point (1, 2 or 3;
+    /// default 1); `decoding` as in ``init(url:width:height:contentMode:priority:decoding:processors:)``.
     public init(url: URL, size: PointSize, scale: Double = 1, contentMode: ContentMode = .fit,
                 priority: ImagePriority = .visible, decoding: DecodingStrictness = .lenient,
                 processors: [any ImageProcessing] = []) {
