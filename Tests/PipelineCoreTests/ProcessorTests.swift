@@ -176,6 +176,11 @@ struct Sepia: ImageProcessing {
     }
 }
 
+extension ImageProcessing where Self == Sepia {
+    /// `.sepia`, as an app would spell its own processor beside `.circle`.
+    static var sepia: Sepia { Sepia() }
+}
+
 /// Counts its runs and optionally fails; identifies itself by `name`.
 final class CountingProcessor: ImageProcessing {
     let name: String, fails: Bool
@@ -323,6 +328,8 @@ final class TemporaryFailureProcessor: ImageProcessing {
         #expect(pipeline.key(for: plain).processors == [ImageProcessor(Sepia()), .circle])
         #expect(pipeline.key(for: sized).processors.map(\.identifier) == ["sepia", "gaussianBlur(2.0)", "circle"])
         #expect(ImageProcessor(ImageProcessor(Sepia())).base is Sepia, "never wrapped twice")
+        // A custom static member, declared as the built-ins are, reads like them.
+        #expect(ImageRequest(url: url, processors: [.sepia, .circle]) == plain)
     }
 
     /// A closure processor runs like any other, and its identifier is all the caches know of
