@@ -89,5 +89,13 @@ struct DecodingStrictnessTests {
         #expect(viaMain == strict)
         #expect(ImageRequest(url: url, processing: ProcessingOptions(strictDecoding: true)).processing.strictDecoding)
         await #expect(throws: ImagePipelineError.self) { _ = try await pipeline.image(for: viaMain) }
+
+        // A server's configuration makes every request strict, the default ones too.
+        var configuration = pipeline.configuration
+        configuration.memoryCache = MemoryCache(costLimit: 1 << 20)
+        configuration.decodingStrictness = .strict
+        let server = ImagePipeline(configuration: configuration)
+        #expect(server.key(for: ImageRequest(url: url, width: 64, height: 64)) == server.key(for: strict))
+        await #expect(throws: ImagePipelineError.self) { _ = try await server.image(for: ImageRequest(url: url, width: 64, height: 64)) }
     }
 }

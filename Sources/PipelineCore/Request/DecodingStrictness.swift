@@ -7,7 +7,8 @@
 /// The default is ``lenient``, as in Nuke and browsers: on a screen a partly grey picture is
 /// better than none. A server that writes what it decodes to files or caches (thumbnails,
 /// renditions) should choose ``strict``: a truncated upload then fails, and is retried or
-/// reported, instead of a grey picture being stored and served from then on.
+/// reported, instead of a grey picture being stored and served from then on; it can make every
+/// request strict at once with ``ImagePipeline/Configuration/decodingStrictness``.
 public enum DecodingStrictness: Hashable, Sendable {
     /// Return what could be decoded (the missing rows of a truncated JPEG grey) with the codec's
     /// complaints in ``ImageResponse/warnings``. The default: for display.
