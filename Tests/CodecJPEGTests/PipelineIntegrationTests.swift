@@ -83,7 +83,11 @@ struct DecodingStrictnessTests {
         #expect(!lenient.warnings.isEmpty && lenient.bitmap.size.isValid)
         let strict = ImageRequest(url: url, width: 64, height: 64, decoding: .strict)
         #expect(strict.processing.strictDecoding)
-        await #expect(throws: ImagePipelineError.self) { _ = try await pipeline.image(for: strict) }
+        let error = await #expect(throws: ImagePipelineError.self) { _ = try await pipeline.image(for: strict) }
+        guard case .decodingFailed(url, let underlying)? = error, case .corruptData(_, let message)? = underlying as? ImagePipelineError else {
+            Issue.record("not a decoding failure with the codec's warning: \(String(describing: error))"); return
+        }
+        #expect(message == lenient.warnings.first)
         // The main initialiser takes it too; either place makes a request strict.
         let viaMain = ImageRequest(url: url, targetSize: .pixels(PixelSize(width: 64, height: 64)), decoding: .strict)
         #expect(viaMain == strict)

@@ -13,8 +13,8 @@ public enum DecodingStrictness: Hashable, Sendable {
     /// Return what could be decoded (the missing rows of a truncated JPEG grey) with the codec's
     /// complaints in ``ImageResponse/warnings``. The default: for display.
     case lenient
-    /// Fail where the codec warns, with its first warning as
-    /// ``ImagePipelineError/corruptData(format:message:)``: for servers and tools that store or
-    /// publish the result.
+    /// Fail where the codec warns: ``ImagePipelineError/decodingFailed(_:underlying:)`` with the
+    /// first warning as ``ImagePipelineError/corruptData(format:message:)`` inside. For servers
+    /// and tools that store or publish the result.
     case strict
 }
