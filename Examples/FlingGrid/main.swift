@@ -79,8 +79,8 @@ let pipeline = ImagePipeline(configuration: .init(
     loaders: LoaderRegistry().registering(HTTPDataLoader()),
     memoryCache: memoryCache,
     eventHandler: counters.handler))
-func request(_ n: Int, priority: ImagePriority = .visible) -> ImageRequest {
-    ImageRequest(url: pictureURL(n), width: 64, height: 64, priority: priority)
+func request(_ n: Int) -> ImageRequest {
+    ImageRequest(url: pictureURL(n), width: 64, height: 64)
 }
 
 // 4. The grid: one binding per visible cell, reused as rows scroll past (row r uses slot r % 10).
@@ -89,9 +89,11 @@ var cellPicture = [Int](repeating: -1, count: columns * visibleRows)
 for _ in 0..<(columns * visibleRows) { cells.append(ImageTargetBinding(pipeline: pipeline) { _ in }) }
 var binds = 0, synchronousHits = 0, peakCacheBytes = 0
 var prefetched = Set<Int>()
+// The screen's prefetcher: synchronous calls from the main thread, in order, at prefetch priority.
+let prefetcher = ImagePrefetcher(pipeline: pipeline)
 
 @MainActor
-func layout(top: Int) async {
+func layout(top: Int) {
     for row in top..<min(top + visibleRows, totalRows) {
         for column in 0..<columns {
             let slot = (row % visibleRows) * columns + column, picture = row * columns + column
@@ -105,10 +107,10 @@ func layout(top: Int) async {
     // Prefetch the rows ahead; cancel prefetches for rows that scrolled out behind.
     let ahead = Set((top + visibleRows)..<min(top + visibleRows + prefetchRows, totalRows))
     let behind = prefetched.filter { $0 < top }
-    await pipeline.cancelPrefetch(behind.flatMap { row in (0..<columns).map { request(row * columns + $0, priority: .prefetch) } })
+    prefetcher.stopPrefetching(with: behind.flatMap { row in (0..<columns).map { request(row * columns + $0) } })
     prefetched.subtract(behind)
     let new = ahead.subtracting(prefetched)
-    await pipeline.prefetch(new.sorted().flatMap { row in (0..<columns).map { request(row * columns + $0, priority: .prefetch) } })
+    prefetcher.startPrefetching(with: new.sorted().flatMap { row in (0..<columns).map { request(row * columns + $0) } })
     prefetched.formUnion(new)
     peakCacheBytes = max(peakCacheBytes, memoryCache.totalCost)
 }
@@ -123,7 +125,7 @@ while position < lastTop {
     var velocity = 4.0
     flings += 1
     while velocity > 0.1 && position < lastTop {
-        await layout(top: Int(position))
+        layout(top: Int(position))
         position = min(lastTop, position + velocity)
         velocity *= 0.96
         frames += 1
@@ -131,7 +133,7 @@ while position < lastTop {
     }
 }
 let finalTop = totalRows - visibleRows
-await layout(top: finalTop)
+layout(top: finalTop)
 while cells.contains(where: \.isLoading) { try await Task.sleep(nanoseconds: 5_000_000) }
 let elapsed = Date().timeIntervalSince(start)
 
@@ -142,7 +144,7 @@ for (slot, cell) in cells.enumerated() {
     let p = shown.bitmap.pixel(x: 10, y: 10)
     if [p.r, p.g, p.b, p.a] != color(cellPicture[slot]) { wrong += 1 }
 }
-await pipeline.cancelAllPrefetches()
+prefetcher.stopPrefetching()
 try? serverIn.fileHandleForWriting.close()
 server.waitUntilExit()
 

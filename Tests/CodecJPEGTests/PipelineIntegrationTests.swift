@@ -69,3 +69,37 @@ struct PipelineIntegrationTests {
         }
     }
 }
+
+/// The strictness a request's initialiser takes (`decoding:`), on a photo cut in half.
+struct DecodingStrictnessTests {
+    @Test func aTruncatedJPEGIsShownWithWarningsByDefaultAndFailsStrictly() async throws {
+        let sample = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Samples/mandelbrot.jpg")
+        let whole = try Data(contentsOf: sample)
+        let pipeline = ImagePipeline(configuration: .init(
+            decoders: DecoderRegistry().registering(JPEGDecoder()),
+            loaders: LoaderRegistry().registering(MemoryLoader(files: ["cut": whole.prefix(whole.count / 2)]))))
+        let url = try #require(URL(string: "memory://cut"))
+        let lenient = try await pipeline.image(for: ImageRequest(url: url, width: 64, height: 64))
+        #expect(!lenient.warnings.isEmpty && lenient.bitmap.size.isValid)
+        let strict = ImageRequest(url: url, width: 64, height: 64, decoding: .strict)
+        #expect(strict.processing.strictDecoding)
+        let error = await #expect(throws: ImagePipelineError.self) { _ = try await pipeline.image(for: strict) }
+        guard case .decodingFailed(url, let underlying)? = error, case .corruptData(_, let message)? = underlying as? ImagePipelineError else {
+            Issue.record("not a decoding failure with the codec's warning: \(String(describing: error))"); return
+        }
+        #expect(message == lenient.warnings.first)
+        // The main initialiser takes it too; either place makes a request strict.
+        let viaMain = ImageRequest(url: url, targetSize: .pixels(PixelSize(width: 64, height: 64)), decoding: .strict)
+        #expect(viaMain == strict)
+        #expect(ImageRequest(url: url, processing: ProcessingOptions(strictDecoding: true)).processing.strictDecoding)
+        await #expect(throws: ImagePipelineError.self) { _ = try await pipeline.image(for: viaMain) }
+
+        // A server's configuration makes every request strict, the default ones too.
+        var configuration = pipeline.configuration
+        configuration.memoryCache = MemoryCache(costLimit: 1 << 20)
+        configuration.decodingStrictness = .strict
+        let server = ImagePipeline(configuration: configuration)
+        #expect(server.key(for: ImageRequest(url: url, width: 64, height: 64)) == server.key(for: strict))
+        await #expect(throws: ImagePipelineError.self) { _ = try await server.image(for: ImageRequest(url: url, width: 64, height: 64)) }
+    }
+}

@@ -176,6 +176,11 @@ struct Sepia: ImageProcessing {
     }
 }
 
+extension ImageProcessing where Self == Sepia {
+    /// `.sepia`, as an app would spell its own processor beside `.circle`.
+    static var sepia: Sepia { Sepia() }
+}
+
 /// Counts its runs and optionally fails; identifies itself by `name`.
 final class CountingProcessor: ImageProcessing {
     let name: String, fails: Bool
@@ -212,7 +217,7 @@ final class TemporaryFailureProcessor: ImageProcessing {
         let round = ImageRequest(url: url, width: 32, height: 32, processors: [.circle])
         let roundBlur = ImageRequest(url: url, width: 32, height: 32, processors: [.circle, .gaussianBlur(radius: 1)])
         let blurRound = ImageRequest(url: url, width: 32, height: 32, processors: [.gaussianBlur(radius: 1), .circle])
-        let sepia = ImageRequest(url: url, width: 32, height: 32, processors: [ImageProcessor(Sepia())])
+        let sepia = ImageRequest(url: url, width: 32, height: 32, processors: [Sepia()])
         let keys = [round, roundBlur, blurRound, sepia].map { pipeline.key(for: $0) }
         #expect(Set(keys).count == 4)
         #expect(keys[3].processors.map(\.identifier) == ["sepia"])
@@ -237,7 +242,7 @@ final class TemporaryFailureProcessor: ImageProcessing {
         let url = testURL(40, 40, 9)
         try await withThrowingTaskGroup(of: Void.self) { group in
             for i in 0..<40 {
-                let processor = ImageProcessor(i % 2 == 0 ? p1 : p2)
+                let processor = i % 2 == 0 ? p1 : p2
                 group.addTask { _ = try await pipeline.image(for: ImageRequest(url: url, width: 20, height: 20, processors: [processor])) }
             }
             try await group.waitForAll()
@@ -251,7 +256,7 @@ final class TemporaryFailureProcessor: ImageProcessing {
         let url = testURL(16, 16, 1)
         let failing = CountingProcessor("broken", fails: true)
         await #expect(throws: ImagePipelineError.processingFailed(url, underlying: CountingProcessor.Failure())) {
-            _ = try await pipeline.image(for: ImageRequest(url: url, width: 8, height: 8, processors: [ImageProcessor(failing)]))
+            _ = try await pipeline.image(for: ImageRequest(url: url, width: 8, height: 8, processors: [failing]))
         }
         // The unprocessed decode still serves a request without the processor.
         let plain = try await pipeline.image(for: ImageRequest(url: url, width: 8, height: 8))
@@ -267,7 +272,7 @@ final class TemporaryFailureProcessor: ImageProcessing {
         let pipeline = makePipeline(loader: loader, decoders: DecoderRegistry([decoder]))
         let url = testURL(16, 16, 2)
         let failing = CountingProcessor("broken", fails: true)
-        let request = ImageRequest(url: url, width: 8, height: 8, processors: [ImageProcessor(failing)])
+        let request = ImageRequest(url: url, width: 8, height: 8, processors: [failing])
         for _ in 0..<3 {
             await #expect(throws: ImagePipelineError.processingFailed(url, underlying: CountingProcessor.Failure())) {
                 _ = try await pipeline.image(for: request)
@@ -276,14 +281,14 @@ final class TemporaryFailureProcessor: ImageProcessing {
         #expect(failing.runCount == 1)
         #expect(await pipeline.rememberedFailureCount == 1)
         // Another size is another key: it runs.
-        _ = try? await pipeline.image(for: ImageRequest(url: url, width: 4, height: 4, processors: [ImageProcessor(failing)]))
+        _ = try? await pipeline.image(for: ImageRequest(url: url, width: 4, height: 4, processors: [failing]))
         #expect(failing.runCount == 2)
         await pipeline.removeAllFailures()
         _ = try? await pipeline.image(for: request)
         #expect(failing.runCount == 3)
 
         let flaky = TemporaryFailureProcessor()
-        let retried = ImageRequest(url: url, width: 8, height: 8, processors: [ImageProcessor(flaky)])
+        let retried = ImageRequest(url: url, width: 8, height: 8, processors: [flaky])
         _ = try? await pipeline.image(for: retried)
         _ = try? await pipeline.image(for: retried)
         #expect(flaky.runCount == 2, "a temporary failure is not remembered")
@@ -299,6 +304,62 @@ final class TemporaryFailureProcessor: ImageProcessing {
         let url = testURL(16, 16, 3)
         let request = ImageRequest(url: url, width: 8, height: 8, processors: [.grayscale])
         for _ in 0..<2 { _ = try? await pipeline.image(for: request) }
+        #expect(loader.totalLoads == 1)
+    }
+}
+
+@Suite struct ProcessorListTests {
+    /// A custom processor sits beside the built-ins in every initialiser and assignment, with
+    /// no `ImageProcessor(…)` around it; the key is the same as with the wrapper.
+    @Test func customAndBuiltInProcessorsMixWithoutAWrapper() {
+        let url = testURL(64, 64, 1)
+        let plain = ImageRequest(url: url, processors: [Sepia(), .circle])
+        let sized = ImageRequest(url: url, width: 32, height: 32, processors: [Sepia(), .gaussianBlur(radius: 2), .circle])
+        var assigned = ImageRequest(url: url)
+        assigned.processors = [Sepia(), .circle]
+        #expect(assigned == plain && assigned.hashValue == plain.hashValue)
+        assigned.processors.append(.grayscale)
+        #expect(assigned.processors.map(\.identifier) == ["sepia", "circle", "grayscale"])
+        #expect(assigned != plain)
+        #expect(plain.processors.first is Sepia, "the processors read back as given")
+        let pipeline = makePipeline(loader: HeldLoader.immediate())
+        let wrapped = ImageRequest(url: url, processors: [ImageProcessor(Sepia()), ImageProcessor.circle])
+        #expect(pipeline.key(for: plain) == pipeline.key(for: wrapped))
+        #expect(pipeline.key(for: plain).processors == [ImageProcessor(Sepia()), .circle])
+        #expect(pipeline.key(for: sized).processors.map(\.identifier) == ["sepia", "gaussianBlur(2.0)", "circle"])
+        #expect(ImageProcessor(ImageProcessor(Sepia())).base is Sepia, "never wrapped twice")
+        // A custom static member, declared as the built-ins are, reads like them.
+        #expect(ImageRequest(url: url, processors: [.sepia, .circle]) == plain)
+    }
+
+    /// A closure processor runs like any other, and its identifier is all the caches know of
+    /// it: a second closure under the same id is answered from memory, a new id runs.
+    @Test func aClosureProcessorIsKeyedByItsIdentifier() async throws {
+        let loader = HeldLoader.immediate()
+        let pipeline = makePipeline(loader: loader)
+        let url = testURL(16, 16, 2)
+        let runs = Mutex(0)
+        let invert = { @Sendable (bitmap: Bitmap) throws -> Bitmap in
+            runs.withLock { $0 += 1 }
+            var out = bitmap
+            out.withUnsafeMutableBytes { p in
+                for i in stride(from: 0, to: p.count, by: 4) { for c in 0..<3 { p[i + c] = p[i + 3] - p[i + c] } }
+            }
+            return out
+        }
+        let plain = try await pipeline.image(for: ImageRequest(url: url, width: 8, height: 8))
+        let inverted = try await pipeline.image(for: ImageRequest(url: url, width: 8, height: 8, processors: [.process(id: "invert", invert)]))
+        let p = plain.bitmap.pixel(x: 0, y: 0), q = inverted.bitmap.pixel(x: 0, y: 0)
+        #expect([q.r, q.g, q.b] == [p.a - p.r, p.a - p.g, p.a - p.b])
+        #expect(runs.withLock { $0 } == 1)
+
+        let sameID = ImageRequest(url: url, width: 8, height: 8, processors: [.process(id: "invert") { _ in throw CountingProcessor.Failure() }])
+        let again = try await pipeline.image(for: sameID)
+        #expect(again.source == .memory && again.bitmap == inverted.bitmap, "one id, one cached result")
+        let newID = ImageRequest(url: url, width: 8, height: 8, processors: [.process(id: "invert-v2", invert), .circle])
+        _ = try await pipeline.image(for: newID)
+        #expect(runs.withLock { $0 } == 2)
+        #expect(pipeline.key(for: newID).processors.map(\.identifier) == ["invert-v2", "circle"])
         #expect(loader.totalLoads == 1)
     }
 }

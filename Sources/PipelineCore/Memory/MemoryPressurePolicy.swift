@@ -30,8 +30,7 @@ extension ImagePipeline {
         let keeps = min(1, max(0, level == .critical ? policy.criticalKeeps : policy.warningKeeps))
         let target = Double(memoryCache.totalCost) * keeps
         let freed = memoryCache.trim(toCost: target >= Double(Int.max) ? Int.max : Int(target))
-        let cancelled = policy.cancelsPrefetches ? prefetches.count : 0
-        if policy.cancelsPrefetches { cancelAllPrefetches() }
+        let cancelled = policy.cancelsPrefetches ? cancelAllPrefetches() : 0
         emit(.memoryTrimmed(level, freedBytes: freed, cancelledPrefetches: cancelled))
         return freed
     }

@@ -49,6 +49,12 @@ extension ImagePipeline {
         /// with ``maxAnimationFrameCount``. `image(for:)` is not refused by it. Default
         /// ``DecodeOptions/defaultMaxAnimationPixelCount`` (1,000,000,000; the reason is there).
         public var maxAnimationPixelCount = DecodeOptions.defaultMaxAnimationPixelCount
+        /// ``DecodingStrictness/strict`` makes every request strict (a damaged file fails
+        /// instead of coming back partly grey), whatever the request says; ``DecodingStrictness/lenient``,
+        /// the default, leaves it to each request (`decoding:` in its initialiser). A server that
+        /// writes what it decodes to files or caches sets `.strict`, so that a truncated upload
+        /// is never stored as a grey picture.
+        public var decodingStrictness: DecodingStrictness = .lenient
         /// How long a permanent failure (404, undecodable bytes) is remembered and answered
         /// without trying again, in seconds. Default 10; 0 turns the negative cache off.
         public var negativeCacheLifetime: TimeInterval

@@ -37,7 +37,8 @@ public actor ImagePipeline {
     let revalidator = Revalidator()
     /// Every stage's table, by ``InFlightTable/id``: what a waiter's token leads back to.
     private let tables: [any WaiterTable]
-    var prefetches: [ImageKey: (id: UInt64, task: Task<Void, Never>)] = [:]
+    /// The prefetches of ``prefetch(_:)`` and of every ``ImagePrefetcher`` made from this pipeline.
+    nonisolated let prefetchSets = PrefetchSets()
     private var lastID: UInt64 = 0
 
     /// Creates a pipeline.
@@ -243,40 +244,28 @@ public actor ImagePipeline {
 
     /// Starts loading and decoding `requests` at prefetch priority, so a later `image(for:)`
     /// finds them in memory or in flight. Requests already cached or prefetching are skipped.
+    /// A screen that prefetches without `await` (from a collection view's callbacks) owns an
+    /// ``ImagePrefetcher`` instead: the same prefetches, synchronous, stopped when it goes.
     public func prefetch(_ requests: [ImageRequest]) {
-        for original in requests {
-            var request = original
-            request.priority = .prefetch
-            let key = key(for: request)
-            guard prefetches[key] == nil, !memoryCache.contains(key) else { continue }
-            let id = nextID()
-            let task = Task { [request] in
-                _ = try? await self.image(for: request)
-                self.prefetchFinished(key, id: id)
-            }
-            prefetches[key] = (id, task)
-        }
+        prefetchSets.own.start(requests, in: self)
     }
 
     /// Cancels the prefetches of `requests`. Work that a visible caller also waits for goes on.
     public func cancelPrefetch(_ requests: [ImageRequest]) {
-        for request in requests {
-            prefetches.removeValue(forKey: key(for: request))?.task.cancel()
-        }
+        prefetchSets.own.stop(requests.map(key(for:)))
     }
 
-    /// Cancels every prefetch.
-    public func cancelAllPrefetches() {
-        for (_, entry) in prefetches { entry.task.cancel() }
-        prefetches.removeAll()
+    /// Cancels every prefetch: those of ``prefetch(_:)`` and those of every ``ImagePrefetcher``
+    /// of this pipeline. Work that a visible caller also waits for goes on.
+    /// - Returns: how many prefetches were cancelled.
+    @discardableResult
+    public func cancelAllPrefetches() -> Int {
+        prefetchSets.stopAll()
     }
 
-    /// The number of prefetches still running.
-    public var prefetchCount: Int { prefetches.count }
-
-    private func prefetchFinished(_ key: ImageKey, id: UInt64) {
-        if prefetches[key]?.id == id { prefetches[key] = nil }
-    }
+    /// The number of prefetches of ``prefetch(_:)`` still running (an ``ImagePrefetcher``
+    /// counts its own: ``ImagePrefetcher/prefetchCount``).
+    public var prefetchCount: Int { prefetchSets.own.count }
 
     /// Waits until background work (stale-while-revalidate checks, prefetches) has finished:
     /// for command-line tools that must not exit with work cut off.
@@ -285,7 +274,7 @@ public actor ImagePipeline {
     /// never answers would otherwise be waited for forever), and the wait then ends.
     public func waitForBackgroundWork() async {
         await withTaskCancellationHandler {
-            while let task = revalidator.background.values.first ?? prefetches.values.first?.task {
+            while let task = revalidator.background.values.first ?? prefetchSets.anyTask {
                 if Task.isCancelled { cancelBackgroundWork() }
                 await task.value
             }

@@ -16,6 +16,10 @@ struct ResolvedRequest: Sendable {
     let key: ImageKey
 
     init(_ request: ImageRequest, configuration: ImagePipeline.Configuration) {
+        var request = request
+        // A strict configuration makes the request strict before its key is made, so the key
+        // (and every stage) sees the strictness that applies.
+        if configuration.decodingStrictness == .strict { request.processing.strictDecoding = true }
         self.request = request
         fetchURL = configuration.urlBuilder.fetchURL(for: request)
         cacheURL = CacheIdentity.url(for: request, fetchURL: fetchURL, configuration: configuration)

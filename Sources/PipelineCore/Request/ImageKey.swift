@@ -30,7 +30,7 @@ public struct ImageKey: Hashable, Sendable {
         self.targetSize = request.targetSize
         self.contentMode = request.targetSize == .original ? .fit : request.contentMode
         self.processing = request.processing
-        self.processors = request.processors
+        self.processors = request.processorList
     }
 
     /// This key without processors: the decode that processed keys share.

@@ -14,6 +14,14 @@ public enum TargetSize: Hashable, Sendable {
     case original
     /// The picture scaled to this size according to the request's ``ContentMode``.
     case pixels(PixelSize)
+
+    /// `.pixels` for a size in points on a screen of `scale` pixels per point, rounded up to
+    /// whole pixels (``PixelSize/init(_:scale:)``): `.points(PointSize(width: 160, height: 160),
+    /// scale: 2)` is `.pixels(320×320)`. There is no points case: a target is always pixels, so
+    /// the caches cannot tell the two spellings apart.
+    public static func points(_ size: PointSize, scale: Double = 1) -> TargetSize {
+        .pixels(PixelSize(size, scale: scale))
+    }
 }
 
 /// How urgently a picture is wanted. Visible work starts before prefetches.
@@ -50,7 +58,10 @@ public enum RevalidationPolicy: Hashable, Sendable {
 public struct ProcessingOptions: Hashable, Sendable {
     /// Rotate and flip by the file's EXIF orientation so the result is upright. Default `true`.
     public var appliesOrientation: Bool
-    /// Fail on data the codec calls corrupt-but-decodable instead of returning it. Default `false`.
+    /// Fail on data the codec calls corrupt-but-decodable instead of returning it. Default `false`:
+    /// a truncated JPEG then comes back with its missing rows grey and a line in
+    /// ``ImageResponse/warnings``. The request's initialisers take this choice as
+    /// `decoding: .strict` (``DecodingStrictness``), which says when to make it.
     public var strictDecoding: Bool
     /// Allow scaling a picture above its own size to reach the target. Default `false`,
     /// as in Nuke: a small picture comes back at its own size (cropped to the aspect in `.fill`).
@@ -102,8 +113,17 @@ public struct ImageRequest: Hashable, Sendable {
     /// Extra request headers for loaders that speak HTTP. Not part of any cache key.
     public var headers: [String: String]
     /// Steps applied in order after decoding and resampling, on the decode pool (a round
-    /// avatar, a blur). Their identifiers take part in the memory key. Default none.
-    public var processors: [ImageProcessor]
+    /// avatar, a blur): the built-ins and custom ones side by side, `[Sepia(), .circle]`. Their
+    /// identifiers take part in the memory key. Default none.
+    ///
+    /// Reads back the processors as given (`request.processors.first as? Sepia`).
+    public var processors: [any ImageProcessing] {
+        get { processorList.map(\.base) }
+        set { processorList = newValue.map(ImageProcessor.init) }
+    }
+    /// ``processors`` as the key holds them: wrapped, so that the request's synthesised
+    /// `Hashable` compares and hashes them by identifier.
+    var processorList: [ImageProcessor]
     /// Overrides ``ImagePipeline/Configuration/diskCachePolicy`` for this request when set.
     /// Not part of any key. Default `nil`.
     public var diskCachePolicy: DiskCachePolicy?
@@ -118,7 +138,12 @@ public struct ImageRequest: Hashable, Sendable {
     /// downloads or revalidates when set. Not part of any key. Default `nil`.
     public var freshnessPolicy: FreshnessPolicy?
 
-    /// Creates a request for `url` at `size`.
+    /// Creates a request for `url` at `targetSize`.
+    ///
+    /// `decoding` says whether a damaged file fails or comes back with what could be decoded;
+    /// `.strict` here or in `processing` (``ProcessingOptions/strictDecoding``) makes the request
+    /// strict. Default ``DecodingStrictness/lenient``, for display; a server that writes what it
+    /// decodes to files or caches should pass ``DecodingStrictness/strict``.
     public init(
         url: URL,
         targetSize: TargetSize = .original,
@@ -128,7 +153,8 @@ public struct ImageRequest: Hashable, Sendable {
         revalidation: RevalidationPolicy = .staleWhileRevalidate,
         processing: ProcessingOptions = ProcessingOptions(),
         headers: [String: String] = [:],
-        processors: [ImageProcessor] = [],
+        decoding: DecodingStrictness = .lenient,
+        processors: [any ImageProcessing] = [],
         freshnessPolicy: FreshnessPolicy? = nil
     ) {
         self.url = url
@@ -138,15 +164,36 @@ public struct ImageRequest: Hashable, Sendable {
         self.cachePolicy = cachePolicy
         self.revalidation = revalidation
         self.processing = processing
+        if decoding == .strict { self.processing.strictDecoding = true }
         self.headers = headers
-        self.processors = processors
+        self.processorList = processors.map(ImageProcessor.init)
         self.freshnessPolicy = freshnessPolicy
     }
 
     /// Creates a request for `url` at `width` × `height` pixels.
+    ///
+    /// `decoding`: ``DecodingStrictness/lenient`` (the default) shows what a damaged file holds;
+    /// ``DecodingStrictness/strict`` fails it (for a server that stores what it decodes).
     public init(url: URL, width: Int, height: Int, contentMode: ContentMode = .fit,
-                priority: ImagePriority = .visible, processors: [ImageProcessor] = []) {
+                priority: ImagePriority = .visible, decoding: DecodingStrictness = .lenient,
+                processors: [any ImageProcessing] = []) {
         self.init(url: url, targetSize: .pixels(PixelSize(width: width, height: height)),
-                  contentMode: contentMode, priority: priority, processors: processors)
+                  contentMode: contentMode, priority: priority, decoding: decoding, processors: processors)
+    }
+
+    /// Creates a request for `url` at a view's size in points on a screen of `scale` pixels per
+    /// point: 160 × 160 pt at `scale` 2 asks for 320 × 320 pixels. The size is resolved to
+    /// pixels here (``PixelSize/init(_:scale:)``, rounding up), so the request and its key are
+    /// the same as the pixel request's: `ImageRequest(url: u, size: PointSize(width: 160,
+    /// height: 160), scale: 2)` and `ImageRequest(url: u, width: 320, height: 320)` share one
+    /// cache entry.
+    ///
+    /// `size` is the view's size in points, `scale` the screen's pixels per point (1, 2 or 3;
+    /// default 1); `decoding` as in ``init(url:width:height:contentMode:priority:decoding:processors:)``.
+    public init(url: URL, size: PointSize, scale: Double = 1, contentMode: ContentMode = .fit,
+                priority: ImagePriority = .visible, decoding: DecodingStrictness = .lenient,
+                processors: [any ImageProcessing] = []) {
+        self.init(url: url, targetSize: .points(size, scale: scale),
+                  contentMode: contentMode, priority: priority, decoding: decoding, processors: processors)
     }
 }
