@@ -1,9 +1,9 @@
 import Foundation
 
 /// The disk cache's in-memory view of its directory: size and last access per entry, for the
-/// size cap and least-recently-used eviction. Lookups never need it (they go straight to the
-/// file), so it is built by a directory scan in the background and the first request does not
-/// wait for it.
+/// size cap, least-recently-used eviction and the age limit (``DiskCache/maxUnusedAge``).
+/// Lookups never need it (they go straight to the file), so it is built by a directory scan in
+/// the background and the first request does not wait for it.
 ///
 /// Last access lives here, in memory, updated on every hit with a strictly increasing clock
 /// (cheap: one dictionary write under the cache's lock). It is persisted as the entry file's

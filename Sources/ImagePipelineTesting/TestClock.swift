@@ -2,7 +2,8 @@ import Foundation
 import Synchronization
 
 /// A clock the test moves by hand, for `ImagePipeline.Configuration.now`: fresh
-/// and stale disk entries and negative-cache lifetimes without waiting for real time to pass.
+/// and stale disk entries and negative-cache lifetimes without waiting for real time to pass;
+/// give it to `MemoryCache(ttl:now:)` too for memory entries that expire.
 ///
 /// ```swift
 /// let clock = TestClock()

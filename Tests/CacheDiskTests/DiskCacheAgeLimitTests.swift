@@ -60,6 +60,19 @@ struct DiskCacheAgeLimitTests {
         #expect(Self.present(in: directory) == [0, 2, 3])
     }
 
+    @Test func aStoreStartsAnAgePassOnceATenthOfTheLimitHasPassed() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        // A limit of a microsecond: by the time a pass runs, every entry is that old. Far under
+        // the cap, only the age limit can start a pass after the store (a long-running process).
+        let cache = try makeCache(directory, maxUnusedAge: 1e-6)
+        await cache.waitForMaintenance()
+        await cache.storeData(Data(count: 1000), info: CacheEntryInfo(), for: Self.url(0))
+        await cache.waitForMaintenance()
+        #expect(Self.present(in: directory) == [])
+        #expect(await cache.entryCount == 0)
+    }
+
     @Test func theAgeLimitAndTheSizeCapBothApply() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }

@@ -76,7 +76,8 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         return state.withLock { $0.value(for: key, at: time) }
     }
 
-    /// `true` when `key` has a value that has not expired; does not change the order.
+    /// `true` when `key` has a value that has not expired (an expired one is removed); does not
+    /// change the order.
     @inlinable
     public func contains(_ key: Key) -> Bool {
         let time = currentTime()
