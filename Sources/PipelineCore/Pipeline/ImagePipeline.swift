@@ -267,8 +267,9 @@ public actor ImagePipeline {
     /// counts its own: ``ImagePrefetcher/prefetchCount``).
     public var prefetchCount: Int { prefetchSets.own.count }
 
-    /// Waits until background work (stale-while-revalidate checks, prefetches) has finished:
-    /// for command-line tools that must not exit with work cut off.
+    /// Waits until background work (stale-while-revalidate checks, prefetches, an
+    /// ``ImagePrefetcher``'s too) has finished: for command-line tools that must not exit with
+    /// work cut off.
     ///
     /// Cancelling the waiting task cancels that background work (a revalidation whose origin
     /// never answers would otherwise be waited for forever), and the wait then ends.
