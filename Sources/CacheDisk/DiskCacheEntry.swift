@@ -77,6 +77,7 @@ struct DiskCacheEntry: Equatable {
         if info.lastModified != nil { flags |= 4 }
         if info.rendition != nil { flags |= 8 }
         if info.placeholder != nil { flags |= 16 }
+        if info.lifetimeIsHeuristic { flags |= 32 }
         var out = [UInt8]()
         out.reserveCapacity(length)
         out += kind.magic
@@ -150,7 +151,7 @@ struct DiskCacheEntry: Equatable {
         let info = CacheEntryInfo(etag: flags & 2 != 0 ? etag : nil,
                                   lastModified: flags & 4 != 0 ? lastModified : nil,
                                   freshUntil: flags & 1 != 0 ? Date(timeIntervalSince1970: fresh) : nil,
-                                  rendition: rendition, placeholder: placeholder)
+                                  lifetimeIsHeuristic: flags & 32 != 0, rendition: rendition, placeholder: placeholder)
         return DiskCacheEntry(kind: kind, generation: bytes.loadLittleEndian(UInt64.self, at: 12), url: url,
                                info: info, bodyLength: bytes.loadLittleEndian(UInt64.self, at: 20),
                                bodyCRC: bytes.loadLittleEndian(UInt32.self, at: 28))

@@ -5,7 +5,10 @@ import Foundation
 /// (``PipelineCore/ImagePipeline/standard(diskCache:connectionPolicy:)``).
 ///
 /// There is no default: an app wants the user's cache directory, a server its own state
-/// directory or none at all, and a server must not fill a home directory by accident.
+/// directory or none at all, and a server must not fill a home directory by accident. The cache
+/// has `DiskCache`'s default limits; for others (a size, `maxUnusedAge` for entries not used for
+/// a week, as Kingfisher's and SDWebImage's default), set the configuration's `diskCache` to a
+/// `DiskCache` made with them.
 ///
 /// ```swift
 /// let app = try ImagePipeline.standard(diskCache: .named("MyApp"))              // ~/.cache/MyApp
@@ -22,8 +25,7 @@ public enum DiskCacheLocation: Hashable, Sendable {
     /// No disk cache: pictures are kept in memory only, and every launch downloads again.
     case none
 
-    /// The cache this location names, with `DiskCache`'s default size limit (10% of the free
-    /// space, 16 MiB to 1 GiB); `nil` for ``none``.
+    /// The cache this location names, with `DiskCache`'s default limits; `nil` for ``none``.
     /// - Throws: the disk cache's error when its directory cannot be created or used.
     func makeDiskCache() throws -> DiskCache? {
         switch self {

@@ -74,7 +74,7 @@ public final class HTTPDataLoader: DataLoading {
             case .completed(let status, let metadata, let body):
                 if status == 304 {
                     guard let validator = request.validator else { throw HTTPError.badStatus(code: 304) }
-                    return .notModified(metadata.updatingStoredResponse(lastModified: validator.lastModified).metadata())
+                    return .notModified(metadata.updatingStoredResponse(validator).metadata())
                 }
                 // The transfer lets only 200, 203 and 304 through; this holds if that changes.
                 guard status == 200 || status == 203 else {

@@ -33,6 +33,9 @@ public struct HTTPResponseHeaders: Hashable, Sendable {
     public var mustRevalidate: Bool = false
     /// `Retry-After` in seconds (given as seconds or as an HTTP date).
     public var retryAfter: TimeInterval?
+    /// `false` for a 304 that updates a stored response which stated a lifetime of its own
+    /// (``updatingStoredResponse(_:)``): no heuristic lifetime then.
+    var allowsHeuristic = true
 
     /// Headers with everything unknown.
     public init(statusCode: Int? = nil) {
@@ -105,7 +108,7 @@ public struct HTTPResponseHeaders: Hashable, Sendable {
     /// `must-revalidate` (as Chromium), is not a 200 or 203 (the answers the loader keeps), or
     /// has no readable `Last-Modified`, or one later than its `Date`.
     public func heuristicLifetime(receivedAt: Date) -> TimeInterval? {
-        guard !hasExplicitLifetime, !noStore, !mustRevalidate, statusCode == 200 || statusCode == 203,
+        guard allowsHeuristic, !hasExplicitLifetime, !noStore, !mustRevalidate, statusCode == 200 || statusCode == 203,
               let modified = lastModified.flatMap(HTTPDate.parse) else { return nil }
         let unchanged = (date ?? receivedAt).timeIntervalSince(modified)
         guard unchanged >= 0 else { return nil }  // modified "in the future": no basis for a guess
@@ -135,14 +138,17 @@ public struct HTTPResponseHeaders: Hashable, Sendable {
 
     /// A 304's headers as they update the stored response they validate (RFC 9111 §4.3.4):
     /// the 304's own fields, with the stored response's status (a 200: the loader stores
-    /// nothing else) and its `Last-Modified` (`storedLastModified`, what was sent as
-    /// `If-Modified-Since`) when the 304 repeats none. So the refreshed lifetime follows the
-    /// same rules as a 200's, the heuristic's too: Python's `http.server` answers a bare 304
-    /// with only `Date`.
-    func updatingStoredResponse(lastModified storedLastModified: String?) -> HTTPResponseHeaders {
+    /// nothing else) and its `Last-Modified` (what was sent as `If-Modified-Since`) when the
+    /// 304 repeats none. So the refreshed lifetime follows the same rules as a 200's, the
+    /// heuristic's too (Python's `http.server` answers a bare 304 with only `Date`) — but only
+    /// when the stored response stated no lifetime either (``CacheValidator/allowsHeuristicLifetime``):
+    /// the 304 does not repeat a stored `no-cache` or `max-age`, which still apply, so then a
+    /// 304 that states none leaves the entry stale rather than guess.
+    func updatingStoredResponse(_ stored: CacheValidator) -> HTTPResponseHeaders {
         var updated = self
         updated.statusCode = 200
-        updated.lastModified = lastModified ?? storedLastModified
+        updated.lastModified = lastModified ?? stored.lastModified
+        updated.allowsHeuristic = stored.allowsHeuristicLifetime
         return updated
     }
 
@@ -154,7 +160,10 @@ public struct HTTPResponseHeaders: Hashable, Sendable {
 
     /// The source-neutral metadata the pipeline and the disk cache use.
     public func metadata(receivedAt: Date = Date()) -> ResponseMetadata {
-        ResponseMetadata(etag: etag, lastModified: lastModified, contentType: contentType, contentLength: contentLength,
-                         freshFor: freshFor(receivedAt: receivedAt), noStore: noStore, origin: .network)
+        var metadata = ResponseMetadata(etag: etag, lastModified: lastModified, contentType: contentType,
+                                        contentLength: contentLength, freshFor: freshFor(receivedAt: receivedAt), noStore: noStore,
+                                        origin: .network)
+        metadata.lifetimeIsHeuristic = !hasExplicitLifetime && heuristicLifetime(receivedAt: receivedAt) != nil
+        return metadata
     }
 }

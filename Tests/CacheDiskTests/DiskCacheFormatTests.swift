@@ -76,6 +76,11 @@ struct DiskCacheFormatTests {
         refreshed.freshUntil = Date(timeIntervalSince1970: 1_800_000_000)
         await cache.updateInfo(refreshed, for: url)
         #expect(await cache.cachedDigest(for: url)?.info == refreshed)
+        // A heuristic lifetime is kept as such (flag 32), for the next bare 304.
+        refreshed.lifetimeIsHeuristic = true
+        await cache.updateInfo(refreshed, for: url)
+        #expect(await cache.cachedDigest(for: url)?.info.lifetimeIsHeuristic == true)
+        #expect(await cache.cachedData(for: url)?.info.validator?.allowsHeuristicLifetime == true)
 
         // Without a placeholder the header is what the previous release wrote: same bytes,
         // placeholder length 0 in the formerly reserved field, flag 16 clear.

@@ -191,7 +191,7 @@ struct ImgpipeTests {
             #expect(second.status == 0, "\(second.stderr)")
             #expect(second.stdout.split(separator: "\n").allSatisfy { $0.contains("  disk  ") }, "\(second.stdout)")
             let missing = try await Imgpipe.run(["fetch", server.url("nope.jpg"), "--cache-dir", cache])
-            #expect(missing.status == 1 && missing.stderr.hasSuffix("nope.jpg was not found\n"), "\(missing.stderr)")
+            #expect(missing.status == 1 && missing.stderr.hasSuffix("nope.jpg was not found (HTTP 404)\n"), "\(missing.stderr)")
         }
     }
 

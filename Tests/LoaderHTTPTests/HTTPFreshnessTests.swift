@@ -1,5 +1,5 @@
 import Foundation
-import LoaderHTTP
+@testable import LoaderHTTP
 import PipelineCore
 import Testing
 
@@ -116,5 +116,26 @@ struct HTTPFreshnessTests {
         let inAMinute = HTTPDate.format(Date().addingTimeInterval(60))
         let fromDate = HTTPResponseHeaders(statusCode: 503, headers: [("Retry-After", inAMinute)]).retryAfter ?? 0
         #expect(fromDate > 50 && fromDate <= 60)
+    }
+
+    /// RFC 9111 §4.3.4: a bare 304 updates the stored response, whose own `no-cache` or
+    /// `max-age` still applies; only a stored response that stated no lifetime gets the
+    /// heuristic again.
+    @Test func aBare304GuessesOnlyForAStoredResponseThatStatedNoLifetime() throws {
+        let yearOld = HTTPDate.format(received.addingTimeInterval(-365 * 86_400))
+        let date = ("Date", HTTPDate.format(received))
+        let guessed = HTTPResponseHeaders(statusCode: 200, headers: [date, ("Last-Modified", yearOld)]).metadata(receivedAt: received)
+        let stated = HTTPResponseHeaders(statusCode: 200, headers: [date, ("Last-Modified", yearOld), ("Cache-Control", "no-cache")])
+            .metadata(receivedAt: received)
+        #expect(guessed.lifetimeIsHeuristic && guessed.freshFor == HTTPResponseHeaders.heuristicFreshnessCap)
+        #expect(!stated.lifetimeIsHeuristic && stated.freshFor == 0)
+
+        let bare = HTTPResponseHeaders(statusCode: 304, headers: [date])
+        let storedGuess = try #require(CacheValidator(etag: nil, lastModified: yearOld, allowsHeuristicLifetime: true))
+        let afterGuess = bare.updatingStoredResponse(storedGuess)
+        #expect(afterGuess.metadata(receivedAt: received).freshFor == HTTPResponseHeaders.heuristicFreshnessCap)
+        let afterNoCache = bare.updatingStoredResponse(try #require(stated.validator))
+        #expect(afterNoCache.metadata(receivedAt: received).freshFor == nil)  // stale: asked again next time
+        #expect(!afterNoCache.metadata(receivedAt: received).lifetimeIsHeuristic)
     }
 }

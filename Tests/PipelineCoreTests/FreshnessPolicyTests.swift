@@ -21,7 +21,7 @@ struct FreshnessPolicyTests {
         async throws -> [TimeInterval?] {
         let clock = TestClock()
         let disk = InMemoryDataCache()
-        let pipeline = makePipeline(loader: loader { ResponseMetadata(freshFor: lifetimes[$0] ?? nil) }, diskCache: disk,
+        let pipeline = makePipeline(loader: loader { ResponseMetadata(freshFor: lifetimes[$0] ?? nil, origin: .network) }, diskCache: disk,
                                     clock: clock, freshnessPolicy: policy)
         var result: [TimeInterval?] = []
         for n in 1...4 {
@@ -54,7 +54,7 @@ struct FreshnessPolicyTests {
     @Test func noStoreIsNeverStoredWhateverThePolicy() async throws {
         for policy in [FreshnessPolicy.fixed(86_400), .minimum(86_400)] {
             let disk = InMemoryDataCache()
-            let pipeline = makePipeline(loader: Self.loader { _ in ResponseMetadata(freshFor: 600, noStore: true) },
+            let pipeline = makePipeline(loader: Self.loader { _ in ResponseMetadata(freshFor: 600, noStore: true, origin: .network) },
                                         diskCache: disk, freshnessPolicy: policy)
             let url = testURL(16, 16, 5)
             #expect(try await pipeline.image(for: ImageRequest(url: url)).source == .network)
@@ -69,7 +69,7 @@ struct FreshnessPolicyTests {
         // The origin says "revalidate every time" (no-cache) and answers a 304 the same way.
         let loader = HeldLoader { request in
             request.validator == nil
-                ? .success(.data(HeldLoader.fakeData(for: request.url), ResponseMetadata(etag: "\"v1\"", freshFor: 0)))
+                ? .success(.data(HeldLoader.fakeData(for: request.url), ResponseMetadata(etag: "\"v1\"", freshFor: 0, origin: .network)))
                 : .success(.notModified(ResponseMetadata(freshFor: 0)))
         }
         let pipeline = makePipeline(loader: loader, diskCache: disk, clock: clock, freshnessPolicy: .fixed(600))

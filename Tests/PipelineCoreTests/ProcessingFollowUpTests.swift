@@ -92,4 +92,36 @@ private struct LoggingProcessor: ImageProcessing {
         #expect(a.bitmap.width == 40 && b.bitmap.width == 40)
         #expect(log.all == ["decode 40", "process 40"])
     }
+
+    /// Three plain decodes on one thread, the first held: the second and third wait in the
+    /// queue. Then a processed request of the second picture, at `priority`, joins its queued
+    /// decode. The pool's order says whether the decode's job ran its processors.
+    private func joinQueuedDecode(processedAt priority: ImagePriority) async throws -> [String] {
+        let log = PoolLog()
+        let decoder = GatedDecoder(log: log)
+        let pipeline = makePipeline(loader: HeldLoader.immediate(), decoders: DecoderRegistry([decoder]), maxConcurrentDecodes: 1)
+        let plain = [40, 41, 42].map { ImageRequest(url: testURL($0, $0, $0)) }
+        let processed = ImageRequest(url: testURL(41, 41, 41), priority: priority, processors: [LoggingProcessor(log: log)])
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for request in plain { group.addTask { _ = try await pipeline.image(for: request) } }
+            #expect(await eventually { await pipeline.decoder.pool.queuedCount == 2 })
+            group.addTask { _ = try await pipeline.image(for: processed) }
+            #expect(await eventually { await pipeline.waiterCount(for: plain[1]) == 2 })  // its caller and the processing work
+            decoder.gate.signal()
+            try await group.waitForAll()
+        }
+        return log.all
+    }
+
+    /// A processed request that joins a decode still waiting in the queue is run by that
+    /// decode's job, ahead of the decode queued after it.
+    @Test func aRequestJoiningAQueuedDecodeIsProcessedInItsJob() async throws {
+        #expect(try await joinQueuedDecode(processedAt: .visible) == ["decode 40", "decode 41", "process 41", "decode 42"])
+    }
+
+    /// A prefetch's processors do not delay a visible picture of the same decode: they run in a
+    /// job of their own, at prefetch priority, after the visible decode queued behind.
+    @Test func aPrefetchsProcessorsWaitForTheirOwnJob() async throws {
+        #expect(try await joinQueuedDecode(processedAt: .prefetch) == ["decode 40", "decode 41", "decode 42", "process 41"])
+    }
 }

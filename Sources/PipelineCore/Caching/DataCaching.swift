@@ -9,6 +9,10 @@ public struct CacheEntryInfo: Hashable, Sendable {
     /// Until when the entry is fresh; `nil` when the response gave no lifetime (then it is
     /// treated as stale: usable, but revalidated).
     public var freshUntil: Date?
+    /// ``freshUntil`` came from a heuristic lifetime (``ResponseMetadata/lifetimeIsHeuristic``):
+    /// the stored response stated none. A cache stores it with the rest of the info (a cache
+    /// that cannot says `false`: a bare 304 then leaves the entry stale, the careful side).
+    public var lifetimeIsHeuristic: Bool
     /// For a rendition's entry, what it was made from (the pipeline writes and reads it);
     /// `nil` for original bytes. A cache stores it with the rest of the info.
     public var rendition: RenditionRecord?
@@ -18,11 +22,12 @@ public struct CacheEntryInfo: Hashable, Sendable {
     public var placeholder: ThumbHash?
 
     /// Creates entry info.
-    public init(etag: String? = nil, lastModified: String? = nil, freshUntil: Date? = nil, rendition: RenditionRecord? = nil,
-                placeholder: ThumbHash? = nil) {
+    public init(etag: String? = nil, lastModified: String? = nil, freshUntil: Date? = nil, lifetimeIsHeuristic: Bool = false,
+                rendition: RenditionRecord? = nil, placeholder: ThumbHash? = nil) {
         self.etag = etag
         self.lastModified = lastModified
         self.freshUntil = freshUntil
+        self.lifetimeIsHeuristic = lifetimeIsHeuristic
         self.rendition = rendition
         self.placeholder = placeholder
     }
@@ -31,7 +36,8 @@ public struct CacheEntryInfo: Hashable, Sendable {
     /// chosen by `freshness` (default ``FreshnessPolicy/http``: the response's own).
     public init(_ metadata: ResponseMetadata, receivedAt: Date, freshness: FreshnessPolicy = .http) {
         self.init(etag: metadata.etag, lastModified: metadata.lastModified,
-                  freshUntil: freshness.lifetime(of: metadata).map { receivedAt.addingTimeInterval($0) })
+                  freshUntil: freshness.lifetime(of: metadata).map { receivedAt.addingTimeInterval($0) },
+                  lifetimeIsHeuristic: metadata.lifetimeIsHeuristic)
     }
 
     /// Whether the entry may be served without asking the origin at `now`.
@@ -41,7 +47,9 @@ public struct CacheEntryInfo: Hashable, Sendable {
     }
 
     /// Validators for revalidating the entry.
-    public var validator: CacheValidator? { CacheValidator(etag: etag, lastModified: lastModified) }
+    public var validator: CacheValidator? {
+        CacheValidator(etag: etag, lastModified: lastModified, allowsHeuristicLifetime: lifetimeIsHeuristic)
+    }
 }
 
 /// A stored entry: the compressed bytes exactly as loaded, and their info.

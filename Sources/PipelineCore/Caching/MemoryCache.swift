@@ -184,8 +184,12 @@ struct LRUList<Key: Hashable, Value>: ~Copyable {
     @usableFromInline var head = -1  // most recently used
     @usableFromInline var tail = -1  // least recently used
     @usableFromInline var totalCost = 0
-    /// No entry expires before this (it may be earlier than the true earliest, never later).
-    @usableFromInline var nextExpiry = Double.infinity
+    /// The entries that expire, in the order they were stored, which is the order they expire
+    /// in (``MemoryCache/ttl`` is one lifetime for all): a slot and the expiry it was given
+    /// then. A pair whose slot has since been replaced, removed or reused is skipped.
+    var expiries: [(slot: Int, expiry: Double)] = []
+    /// Where ``expiries`` starts: the pairs before it are done.
+    var expiriesStart = 0
 
     @usableFromInline init() {}
 
@@ -213,13 +217,13 @@ struct LRUList<Key: Hashable, Value>: ~Copyable {
     }
 
     mutating func insert(_ value: Value, for key: Key, cost: Int, expiry: Double = .infinity) {
-        nextExpiry = min(nextExpiry, expiry)
         if let slot = index[key] {
             totalCost += cost - nodes[slot].cost
             nodes[slot].value = value
             nodes[slot].cost = cost
             nodes[slot].expiry = expiry
             moveToFront(slot)
+            if expiry.isFinite { expiries.append((slot, expiry)) }
             return
         }
         let node = Node(key: key, value: value, cost: cost, expiry: expiry, prev: -1, next: head)
@@ -236,6 +240,7 @@ struct LRUList<Key: Hashable, Value>: ~Copyable {
         if tail < 0 { tail = slot }
         index[key] = slot
         totalCost += cost
+        if expiry.isFinite { expiries.append((slot, expiry)) }
     }
 
     @usableFromInline @discardableResult
@@ -244,21 +249,21 @@ struct LRUList<Key: Hashable, Value>: ~Copyable {
         return release(slot)
     }
 
-    /// Removes every entry expired at `now`.
-    /// - Complexity: O(n), and only when some entry may have expired (``nextExpiry``): at most
-    ///   once per entry stored.
+    /// Removes every entry expired at `now`, oldest first from ``expiries``.
+    /// - Complexity: O(1) amortised: each stored expiry is looked at once.
     mutating func removeExpired(at now: Double) {
-        guard now >= nextExpiry else { return }
-        var next = Double.infinity
-        for slot in nodes.indices {
-            guard let key = nodes[slot].key else { continue }
-            if nodes[slot].expiry <= now {
-                remove(key)
-            } else {
-                next = min(next, nodes[slot].expiry)
-            }
+        while expiriesStart < expiries.count, expiries[expiriesStart].expiry <= now {
+            let (slot, expiry) = expiries[expiriesStart]
+            expiriesStart += 1
+            if let key = nodes[slot].key, nodes[slot].expiry == expiry { remove(key) }
         }
-        nextExpiry = next
+        if expiriesStart == expiries.count {
+            expiries.removeAll(keepingCapacity: true)
+            expiriesStart = 0
+        } else if expiriesStart > 1024, expiriesStart * 2 > expiries.count {
+            expiries.removeFirst(expiriesStart)
+            expiriesStart = 0
+        }
     }
 
     mutating func evict(toCost costLimit: Int, count countLimit: Int) {

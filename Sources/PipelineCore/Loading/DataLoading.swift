@@ -6,12 +6,18 @@ public struct CacheValidator: Hashable, Sendable {
     public var etag: String?
     /// The `Last-Modified` value as received, sent back as `If-Modified-Since`.
     public var lastModified: String?
+    /// The stored response stated no lifetime and got a heuristic one
+    /// (``CacheEntryInfo/lifetimeIsHeuristic``): a 304 that states none either may get one
+    /// again from `lastModified`. `false` for a stored response that said `no-cache`, `max-age`
+    /// or `Expires`, whose rule a bare 304 does not repeat.
+    public var allowsHeuristicLifetime: Bool
 
     /// Creates a validator; `nil` when neither part is given.
-    public init?(etag: String?, lastModified: String?) {
+    public init?(etag: String?, lastModified: String?, allowsHeuristicLifetime: Bool = false) {
         guard etag != nil || lastModified != nil else { return nil }
         self.etag = etag
         self.lastModified = lastModified
+        self.allowsHeuristicLifetime = allowsHeuristicLifetime
     }
 }
 

@@ -21,6 +21,11 @@ public struct ResponseMetadata: Hashable, Sendable {
     /// a custom loader sets what its source promises. The pipeline's ``FreshnessPolicy`` may
     /// raise or replace it for the disk entry.
     public var freshFor: TimeInterval?
+    /// `true` when ``freshFor`` is a heuristic lifetime (RFC 9111 §4.2.2: the response stated
+    /// none of its own), kept with the disk entry (``CacheEntryInfo/lifetimeIsHeuristic``) so
+    /// that a later bare 304 gets one by the same rule, and a response that stated `no-cache`
+    /// or `max-age` never does. Default `false`.
+    public var lifetimeIsHeuristic = false
     /// The bytes must not be stored on disk.
     public var noStore: Bool
     /// Whether the bytes came over a network or not, reported as the response's
@@ -47,7 +52,9 @@ public struct ResponseMetadata: Hashable, Sendable {
     }
 
     /// The validators to send when revalidating a stored copy, if the response had any.
-    public var validator: CacheValidator? { CacheValidator(etag: etag, lastModified: lastModified) }
+    public var validator: CacheValidator? {
+        CacheValidator(etag: etag, lastModified: lastModified, allowsHeuristicLifetime: lifetimeIsHeuristic)
+    }
 }
 
 /// Where a loader's bytes came from (``ResponseMetadata/origin``).

@@ -182,8 +182,8 @@ final class InFlightWork<Value: Sendable>: UpstreamLinked {
     var previewFeed: PreviewFeed?
     /// What an image work keeps on disk (``DiskCachePolicy``).
     var disk = DiskIntent()
-    /// A decode's processing works' processors, by processed key, to run in the decode's own job.
-    var followUps: [ImageKey: ProcessingFollowUp] = [:]
+    /// A decode's processing works' processors, to run in the decode's own job.
+    let followUps = ProcessingFollowUps()
 
     init(id: UInt64, priority: ImagePriority, cachePolicy: CachePolicy) {
         self.id = id

@@ -143,7 +143,8 @@ struct RenditionStage {
         let record = RenditionRecord(originTag: origin.tag, originalSize: response.originalSize, format: response.format,
                                      standalone: standalone)
         let info = CacheEntryInfo(etag: standalone ? origin.info.etag : nil, lastModified: standalone ? origin.info.lastModified : nil,
-                                  freshUntil: origin.info.freshUntil, rendition: record, placeholder: response.placeholder)
+                                  freshUntil: origin.info.freshUntil, lifetimeIsHeuristic: origin.info.lifetimeIsHeuristic,
+                                  rendition: record, placeholder: response.placeholder)
         await store.disk.storeData(data, info: info, for: store.url)
         pipeline.emit(.renditionStored(key, bytes: data.count))
     }

@@ -40,7 +40,7 @@ extension PixelSize {
         let exact = points * scale
         guard exact > 0 else { return 0 }  // NaN, negative infinity, zero and below
         let nearest = exact.rounded()
-        let whole = abs(exact - nearest) <= 1e-6 * max(1, nearest) ? nearest : exact.rounded(.up)
+        let whole = abs(exact - nearest) <= 1e-6 ? nearest : exact.rounded(.up)
         return whole >= Double(Int32.max) ? Int(Int32.max) : Int(whole)
     }
 }

@@ -62,12 +62,9 @@ struct DecodeStage {
             // Stored bytes whose entry has a placeholder keep it: no hash is made again.
             let stored = loaded.info?.placeholder
             // The processing works waiting on this decode have their processors run in its job.
-            let processed: [ImageKey: Result<ProcessedPixels, any Error>]
-            (response, seconds, processed) = try await pipeline.decoder.decode(loaded.data, source: loaded.source, key: key,
-                                                                               priority: work.priority, origin: origin,
-                                                                               placeholder: stored == nil,
-                                                                               followedBy: work.followUps)
-            for (processedKey, outcome) in processed { work.followUps[processedKey]?.outcome = outcome }
+            (response, seconds) = try await pipeline.decoder.decode(loaded.data, source: loaded.source, key: key,
+                                                                    priority: work.priority, origin: origin,
+                                                                    placeholder: stored == nil, followUps: work.followUps)
             response.placeholder = response.placeholder ?? stored
             if let store = loaded.pendingStore, work.disk.storesOriginal || store.replacesStoredBytes {
                 // Decoded: these bytes are a complete answer and may be kept.

@@ -27,45 +27,31 @@ struct PoolDecoder: Sendable {
     /// `origin` (the bytes' info), the response's `renditionOrigin` is set, its tag computed on
     /// the pool too (a CRC-32 of the bytes: not on the actor). The response gets a placeholder
     /// hash when the configuration makes them, unless `placeholder` is `false` (a rendition's
-    /// decode: its entry keeps the original's).
+    /// decode: its entry keeps the original's). With `followUps`, the same job then runs the
+    /// processors of the processing works waiting on this decode (``ProcessingFollowUps``).
     func decode(_ data: Data, source: ImageSource, key: ImageKey, priority: PriorityHandle,
-                origin: CacheEntryInfo? = nil, placeholder: Bool = true) async throws -> (ImageResponse, TimeInterval) {
-        let (response, seconds, _) = try await decode(data, source: source, key: key, priority: priority, origin: origin,
-                                                      placeholder: placeholder, followedBy: [:])
-        return (response, seconds)
-    }
-
-    /// ``decode(_:source:key:priority:origin:placeholder:)``, then each of `followUps`' processors
-    /// on the decoded picture in the same pool job (``ProcessingFollowUp``); with their outcomes
-    /// by processed key.
-    func decode(_ data: Data, source: ImageSource, key: ImageKey, priority: PriorityHandle, origin: CacheEntryInfo?,
-                placeholder: Bool, followedBy followUps: [ImageKey: ProcessingFollowUp])
-        async throws -> (ImageResponse, TimeInterval, [ImageKey: Result<ProcessedPixels, any Error>]) {
+                origin: CacheEntryInfo? = nil, placeholder: Bool = true,
+                followUps: ProcessingFollowUps? = nil) async throws -> (ImageResponse, TimeInterval) {
         let decoders = decoders, maxPixels = maxPixelCount, clock = clock, admission = admission
         let hashes = placeholder && makesPlaceholders
         /// One decode job: the decode, then the follow-ups when it decoded.
-        @Sendable func job(reserved: Int?) throws -> (DecodeOutcome, [ImageKey: Result<ProcessedPixels, any Error>]) {
+        @Sendable func job(reserved: Int?) throws -> DecodeOutcome {
             let start = clock()
             let outcome = try Self.decode(data, source: source, key: key, decoders: decoders, maxPixelCount: maxPixels,
                                           admission: admission, reserved: reserved, placeholder: hashes)
                 .timed(since: start, clock: clock).tagged(data, origin)
-            guard case .decoded(let response, _) = outcome else { return (outcome, [:]) }
-            return (outcome, followUps.mapValues { followUp in
-                Result { try Self.process(response.bitmap, with: followUp.processors, pixelFormat: followUp.pixelFormat, clock: clock) }
-            })
+            if case .decoded(let response, _) = outcome {
+                followUps?.run(on: response.bitmap, priority: priority.current, clock: clock)
+            }
+            return outcome
         }
-        let (first, processed) = try await pool.run(priority: priority) { try job(reserved: nil) }
-        guard case .needsMemory(let bytes) = first, let admission else {
-            let (response, seconds) = try first.result()
-            return (response, seconds, processed)
-        }
+        let first = try await pool.run(priority: priority) { try job(reserved: nil) }
+        guard case .needsMemory(let bytes) = first, let admission else { return try first.result() }
         // Over the decode memory budget: wait (suspended, in priority order) for running decodes
         // to finish, then decode holding the reservation.
         try await admission.acquire(bytes, priority: priority)
         defer { admission.release(bytes) }
-        let (outcome, processedLater) = try await pool.run(priority: priority) { try job(reserved: bytes) }
-        let (response, seconds) = try outcome.result()
-        return (response, seconds, processedLater)
+        return try await pool.run(priority: priority) { try job(reserved: bytes) }.result()
     }
 
     /// Whether `data` decodes (a small decode at prefetch priority): the check new bytes pass

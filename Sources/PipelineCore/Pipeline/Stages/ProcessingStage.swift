@@ -66,19 +66,22 @@ struct ProcessingStage {
                 throw error
             }
             let decode = pipeline.decoding.work(for: base, asBaseStoringOriginal: work.disk.storesOriginal, in: pipeline)
-            // Run by the decode in its own job when it has not started one yet (`ProcessingFollowUp`).
-            if decode.followUps[key] == nil {
-                decode.followUps[key] = ProcessingFollowUp(processors: key.processors, pixelFormat: key.processing.pixelFormat)
-            }
+            // Run by the decode in its own job when it has not decoded yet (`ProcessingFollowUps`).
+            decode.followUps.add(key, priority: work.priority)
             if let policy = pipeline.configuration.previewPolicy {
                 work.previewFeed = PreviewFeed(.processing(key.processors, key.processing.pixelFormat), policy: policy,
                                                decoder: pipeline.decoder, priority: work.priority, output: work.previews,
                                                events: pipeline.configuration.eventHandler)
             }
             defer { work.previewFeed?.finish() }
-            input = try await pipeline.decoding.decodes.wait(on: decode, priority: work.priority.current, upstreamOf: work,
-                                                             in: pipeline)
-            followed = decode.followUps[key]?.outcome
+            do {
+                input = try await pipeline.decoding.decodes.wait(on: decode, priority: work.priority.current, upstreamOf: work,
+                                                                 in: pipeline)
+            } catch {
+                decode.followUps.remove(key)  // the decode need not run these processors for nobody
+                throw error
+            }
+            followed = decode.followUps.outcome(for: key)
         }
         try Task.checkCancellation()
         var (response, seconds) = (input, 0.0)
