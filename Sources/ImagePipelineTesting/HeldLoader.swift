@@ -38,7 +38,7 @@ public final class HeldLoader: DataLoading {
 
     /// A loader that answers every URL at once with `FakeImage` data whose size and colour come
     /// from the URL's path (`test:///640x480/7` → 640×480, colour 7). It stands for a network
-    /// loader: its answers say ``PipelineCore/LoadOrigin/network``.
+    /// loader: its answers say `origin: .network` (`LoadOrigin`).
     public static func immediate(schemes: Set<String> = ["test", "http", "https"]) -> HeldLoader {
         HeldLoader(schemes: schemes) { .success(.data(fakeData(for: $0.url), ResponseMetadata(origin: .network))) }
     }
