@@ -83,8 +83,9 @@ struct DemoRecord: Codable {
     /// A caption colour per source, by its description (an unknown one is grey).
     static func color(for source: String) -> (UInt8, UInt8, UInt8, UInt8) {
         let colors: [String: (UInt8, UInt8, UInt8, UInt8)] = [
-            "network": (240, 160, 80, 255), "memory": (120, 210, 120, 255), "disk": (110, 170, 240, 255),
-            "revalidated": (200, 150, 240, 255), "rendition": (110, 210, 220, 255),
+            "network": (240, 160, 80, 255), "memory": (120, 210, 120, 255), "processedFromMemory": (190, 230, 110, 255),
+            "disk": (110, 170, 240, 255), "revalidated": (200, 150, 240, 255), "rendition": (110, 210, 220, 255),
+            "local": (230, 210, 120, 255),
         ]
         return colors[source] ?? (190, 190, 195, 255)
     }
