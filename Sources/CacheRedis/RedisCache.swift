@@ -49,7 +49,11 @@ public final class RedisCache: DataCaching, Sendable {
         public var keyPrefix: String
         /// Connect and per-command timeout. Default 50 ms.
         public var timeout: Duration
-        /// Entries with more bytes than this are not stored. Default 4 MiB.
+        /// The largest entry, in bytes of the picture: a larger one is not stored, and a larger
+        /// value found in Redis (planted, or written by a writer with a higher limit) is a miss
+        /// (``Statistics/oversized``) that is never copied anywhere. A read asks for at most this
+        /// many bytes plus the entry's URL plus 64 KiB (validators and records), so an oversized value
+        /// costs that much to read, never its whole length. Default 4 MiB.
         public var maxEntryBytes: Int
         /// How long after its freshness ends an entry is kept for revalidation, in seconds
         /// (the stale-while-revalidate window). Also the lifetime of an entry without freshness.
@@ -96,8 +100,11 @@ public final class RedisCache: DataCaching, Sendable {
     public struct Statistics: Sendable, Equatable {
         /// Lookups answered with a valid entry.
         public var hits = 0
-        /// Lookups that found nothing.
+        /// Lookups that found nothing, or a value over ``Configuration/maxEntryBytes``.
         public var misses = 0
+        /// Lookups that found a value over ``Configuration/maxEntryBytes`` (also counted in
+        /// ``misses``): read no further than the limit, and not used.
+        public var oversized = 0
         /// Values found but rejected (bad checksum, wrong URL, unparsable).
         public var corrupt = 0
         /// Commands that failed (connection refused, timeout, error reply).
@@ -146,24 +153,23 @@ public final class RedisCache: DataCaching, Sendable {
 
     // MARK: DataCaching
 
-    /// The entry for `url` from Redis, or `nil` on a miss, a damaged value or any failure.
+    /// The entry for `url` from Redis, or `nil` on a miss, a damaged value, a value over
+    /// ``Configuration/maxEntryBytes`` (read no further than the limit) or any failure.
     public func cachedData(for url: URL) async -> CachedData? {
-        guard let reply = await run(key: entryKey(url), [arg("GET"), entryKey(url)]) else { return nil }
+        guard let reply = await run([read(url)]).first ?? nil else { return nil }
         return entry(from: reply, for: url)
     }
 
     /// The entries of `urls` that Redis has, in one round trip per server (cluster node): the
-    /// GETs are pipelined per node and every node's pipeline is sent before any reply is read.
-    /// A URL that is missing, damaged, or on a node that failed is absent from the result.
+    /// reads (`GETRANGE`, as for one URL) are pipelined per node and every node's pipeline is
+    /// sent before any reply is read. A URL that is missing, damaged, oversized, or on a node
+    /// that failed is absent from the result.
     public func cachedData(for urls: [URL]) async -> [URL: CachedData] {
         var unique: [URL] = []
         var seen = Set<URL>()
         for url in urls where seen.insert(url).inserted { unique.append(url) }
         guard !unique.isEmpty else { return [:] }
-        let replies = await run(unique.map { url in
-            let key = entryKey(url)
-            return RoutedCommand(key: key, arguments: [arg("GET"), key])
-        })
+        let replies = await run(unique.map(read))
         var found: [URL: CachedData] = [:]
         for (url, reply) in zip(unique, replies) {
             if let reply, let entry = entry(from: reply, for: url) { found[url] = entry }
@@ -171,28 +177,52 @@ public final class RedisCache: DataCaching, Sendable {
         return found
     }
 
+    /// The bytes a read of `url`'s entry asks for at most: a value this long or shorter is
+    /// whole; one byte more says it is over ``Configuration/maxEntryBytes``.
+    private func readLimit(_ url: URL) -> Int {
+        max(0, configuration.maxEntryBytes) + url.absoluteString.utf8.count + RedisEntry.metadataAllowance
+    }
+
+    /// `GETRANGE <key> 0 <limit>`: the value's first `limit + 1` bytes at most, so an oversized
+    /// value is never read whole (hiredis knows a reply's length only after reading it). One
+    /// command on one key: works on a cluster, needs no script. A missing key reads as empty.
+    private func read(_ url: URL) -> RoutedCommand {
+        let key = entryKey(url)
+        return RoutedCommand(key: key, arguments: [arg("GETRANGE"), key, arg("0"), arg(String(readLimit(url)))])
+    }
+
     private func entry(from reply: RedisReply, for url: URL) -> CachedData? {
-        guard case .string(let value) = reply else {
+        guard case .string(let value) = reply, !value.isEmpty else {
             stats.withLock { $0.misses += 1 }
             return nil
         }
+        guard value.count <= readLimit(url) else { return oversized() }
         guard let entry = RedisEntry.decode(value, expecting: url) else {
             stats.withLock { $0.corrupt += 1 }
             return nil
         }
+        guard entry.data.count <= configuration.maxEntryBytes else { return oversized() }
         stats.withLock { $0.hits += 1 }
         return entry
+    }
+
+    private func oversized() -> CachedData? {
+        stats.withLock {
+            $0.misses += 1
+            $0.oversized += 1
+        }
+        return nil
     }
 
     /// Stores the entry with a TTL of its freshness plus the stale window; an entry larger than
     /// ``Configuration/maxEntryBytes`` is not stored (and any older one is removed).
     public func storeData(_ data: Data, info: CacheEntryInfo, for url: URL) async {
-        guard data.count <= configuration.maxEntryBytes else {
+        let value = data.count <= configuration.maxEntryBytes ? RedisEntry.encode(url: url, data: data, info: info) : nil
+        guard let value, value.count <= readLimit(url) else {  // too big, or validators too long to read back
             await removeData(for: url)
             await releaseHeldLease(for: url)
             return
         }
-        let value = RedisEntry.encode(url: url, data: data, info: info)
         _ = await run(key: entryKey(url), [arg("SET"), entryKey(url), value, arg("PX"), arg(String(ttlMilliseconds(info)))])
         await releaseHeldLease(for: url)
     }
@@ -244,8 +274,7 @@ public final class RedisCache: DataCaching, Sendable {
     /// share a slot, so one node answers both, pipelined): what a replica waiting on another's
     /// fetch asks every poll. `(nil, false)` when Redis cannot tell.
     func entryAndLease(for url: URL) async -> (entry: CachedData?, leased: Bool) {
-        let replies = await run([RoutedCommand(key: entryKey(url), arguments: [arg("GET"), entryKey(url)]),
-                                 RoutedCommand(key: leaseKey(url), arguments: [arg("EXISTS"), leaseKey(url)])])
+        let replies = await run([read(url), RoutedCommand(key: leaseKey(url), arguments: [arg("EXISTS"), leaseKey(url)])])
         guard replies.count == 2 else { return (nil, false) }
         var found: CachedData?
         if let reply = replies[0] { found = entry(from: reply, for: url) }

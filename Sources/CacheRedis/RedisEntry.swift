@@ -17,6 +17,9 @@ enum RedisEntry {
     static let magic = Data("IPR3".utf8)
     /// The layout before the placeholder field.
     static let magicWithoutPlaceholder = Data("IPR2".utf8)
+    /// Room a value has beyond its picture and URL (the fixed fields, validators, rendition
+    /// record, placeholder): what a read asks for past ``RedisCache/Configuration/maxEntryBytes``.
+    static let metadataAllowance = 64 << 10
 
     static func encode(url: URL, data: Data, info: CacheEntryInfo) -> Data {
         var out = Data()

@@ -154,27 +154,86 @@ struct SharedTierTests {
         }
     }
 
-    @Test func warmingABatchCopiesSharedEntriesToTheLocalLevelInOneMultiGet() async throws {
+    @Test func aSharedValueThatDoesNotDecodeNeverReachesTheLocalDisk() async throws {
+        try await withServers { redis, origin in
+            let replica = try Replica(redisPort: redis.port, timeout: .seconds(5))
+            defer { replica.remove() }
+            let url = origin.url("/image/planted?maxage=600")
+            // A valid tier entry (checksum and URL right) whose body is not a picture.
+            await replica.tier.storeData(Data(repeating: 0x42, count: 300),
+                                         info: CacheEntryInfo(freshUntil: Date().addingTimeInterval(600)), for: url)
+            await #expect(throws: ImagePipelineError.self) { _ = try await replica.pipeline.image(for: ImageRequest(url: url)) }
+            #expect(await replica.disk.cachedData(for: url) == nil, "undecodable bytes were copied to the local disk")
+            // Redis cleaned: the origin answers, not a local copy of the bad bytes.
+            let raw = try RedisConnection(host: "127.0.0.1", port: redis.port, timeout: .seconds(2))
+            _ = try raw.command([arg("FLUSHALL")])
+            let response = try await replica.pipeline.image(for: ImageRequest(url: url))
+            #expect(response.source == .network)
+            #expect(try await origin.hits("/image/planted") == 1)
+            // Decoded bytes are copied to the local disk: the next replica-local read needs no Redis.
+            #expect(await replica.disk.cachedData(for: url) != nil)
+        }
+    }
+
+    @Test func aValueOverTheEntryLimitIsAMissReadNoFurtherThanTheLimit() async throws {
+        try await withServers { redis, origin in
+            let replica = try Replica(redisPort: redis.port, timeout: .seconds(5))
+            defer { replica.remove() }
+            let url = origin.url("/image/huge?maxage=600")
+            let limit = replica.tier.configuration.maxEntryBytes
+            // Planted directly (the tier would not write it): a valid 6 MB entry.
+            let value = RedisEntry.encode(url: url, data: Data(repeating: 7, count: 6_000_000),
+                                          info: CacheEntryInfo(freshUntil: Date().addingTimeInterval(600)))
+            let raw = try RedisConnection(host: "127.0.0.1", port: redis.port, timeout: .seconds(5))
+            _ = try raw.command([arg("SET"), replica.tier.entryKey(url), value])
+            let before = try #require(try Self.bytesSent(by: raw))
+            #expect(await replica.tier.cachedData(for: url) == nil)
+            let sent = try #require(try Self.bytesSent(by: raw)) - before
+            print("CacheRedisTests: an oversized value (\(value.count) bytes) cost \(sent) bytes from Redis to read")
+            #expect(sent < limit + (128 << 10), "\(sent) bytes read for a \(value.count)-byte value")
+            #expect(replica.tier.statistics.oversized == 1 && replica.tier.statistics.misses == 1)
+            // Through the pipeline: a miss, the origin is asked, nothing oversized is copied.
+            let response = try await replica.pipeline.image(for: ImageRequest(url: url))
+            #expect(response.source == .network)
+            #expect(try await origin.hits("/image/huge") == 1)
+            #expect((await replica.disk.cachedData(for: url)?.data.count ?? 0) < limit)
+        }
+    }
+
+    /// What Redis has sent its clients so far (`INFO stats`' `total_net_output_bytes`).
+    private static func bytesSent(by connection: RedisConnection) throws -> Int? {
+        guard case .string(let info) = try connection.command([arg("INFO"), arg("stats")]),
+              let line = String(decoding: info, as: UTF8.self).split(whereSeparator: \.isNewline)
+                  .first(where: { $0.hasPrefix("total_net_output_bytes:") }),
+              let count = Int(line.dropFirst("total_net_output_bytes:".count))
+        else { return nil }
+        return count
+    }
+
+    @Test func warmingABatchHoldsSharedEntriesFromOneMultiGetUntilTheyDecode() async throws {
         try await withServers { redis, origin in
             let first = try Replica(redisPort: redis.port, timeout: .seconds(5))
             let second = try Replica(redisPort: redis.port, timeout: .seconds(5))
             defer { first.remove(); second.remove() }
             let urls = (0..<6).map { origin.url("/image/batch\($0)?maxage=600") }
             for url in urls.prefix(5) { _ = try await first.pipeline.image(for: ImageRequest(url: url)) }
-            let disk = second.disk
-            let tiered = TieredDataCache(local: disk, shared: second.tier)
+            let disk = second.disk, tiered = second.tiered
             let hitsBefore = second.tier.statistics.hits, pipelinesBefore = second.tier.statistics.pipelines
             #expect(await tiered.warm(urls + urls) == 5)  // the sixth was never stored
             #expect(second.tier.statistics.pipelines - pipelinesBefore == 1, "one round trip for the batch")
             #expect(second.tier.statistics.hits - hitsBefore == 5)
-            for url in urls.prefix(5) { #expect(await disk.cachedData(for: url) != nil) }
-            // Now fresh on the local disk: a second warm asks Redis only for the missing one,
-            // and the pipeline's requests are disk hits that never reach the origin again.
+            // Held in memory, not on the local disk: not known to decode yet.
+            for url in urls.prefix(5) { #expect(await disk.cachedData(for: url) == nil) }
+            // A second warm asks Redis only for the missing one, and the pipeline's requests are
+            // answered from what the warm holds (no Redis read, no origin request), then kept
+            // on the local disk once they decoded.
             #expect(await tiered.warm(urls) == 0)
             #expect(second.tier.statistics.misses == 2 && second.tier.statistics.hits - hitsBefore == 5)
             for url in urls.prefix(5) {
                 #expect(try await second.pipeline.image(for: ImageRequest(url: url)).source == .disk)
             }
+            #expect(second.tier.statistics.hits - hitsBefore == 5)
+            for url in urls.prefix(5) { #expect(await disk.cachedData(for: url) != nil) }
             let hits = try await origin.stats().hits
             for index in 0..<5 { #expect(hits["/image/batch\(index)"] == 1) }
         }

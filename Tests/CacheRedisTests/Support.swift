@@ -12,6 +12,8 @@ struct Replica {
     let disk: DiskCache
     let tier: RedisCache
     let loader: SharedTierLoader
+    /// The pipeline's data cache: the disk in front of the tier.
+    let tiered: TieredDataCache
     let pipeline: ImagePipeline
 
     init(redisPort: Int, timeout: Duration = .milliseconds(200), leaseDuration: Duration = .seconds(60),
@@ -25,9 +27,10 @@ struct Replica {
         disk = try DiskCache(directory: directory.url)
         tier = RedisCache(configuration: configuration)
         loader = SharedTierLoader(base: HTTPDataLoader(configuration: http), tier: tier, leaseDuration: leaseDuration)
+        tiered = TieredDataCache(local: disk, shared: tier)
         pipeline = ImagePipeline(configuration: .init(
             decoders: DecoderRegistry([TestImageDecoder()]), loaders: LoaderRegistry([loader]),
-            memoryCache: MemoryCache(costLimit: 1 << 20), diskCache: TieredDataCache(local: disk, shared: tier),
+            memoryCache: MemoryCache(costLimit: 1 << 20), diskCache: tiered,
             negativeCacheLifetime: 0))
     }
 

@@ -58,11 +58,17 @@ public struct CachedData: Sendable {
     public var data: Data
     /// Validators and freshness.
     public var info: CacheEntryInfo
+    /// The cache answered from a level behind its nearest one (a shared tier behind a local
+    /// disk) and has not copied the bytes nearer: they are not known to decode. The pipeline
+    /// hands them back through ``DataCaching/promoteData(_:info:for:)`` once they decoded,
+    /// as it stores a loader's bytes only then. Default `false`.
+    public var promotesAfterDecode: Bool
 
     /// Creates a stored entry.
-    public init(data: Data, info: CacheEntryInfo) {
+    public init(data: Data, info: CacheEntryInfo, promotesAfterDecode: Bool = false) {
         self.data = data
         self.info = info
+        self.promotesAfterDecode = promotesAfterDecode
     }
 }
 
@@ -90,6 +96,11 @@ public protocol DataCaching: Sendable {
     /// Removes every entry (``ImagePipeline/removeAll()``). The default removes nothing: a
     /// cache that others share may choose to keep its entries.
     func removeAll() async
+    /// Bytes ``cachedData(for:)`` answered with ``CachedData/promotesAfterDecode`` decoded
+    /// (with `info`, which may now carry the picture's placeholder): a cache of several levels
+    /// copies them into its nearest one now, never before. The pipeline calls it at most once
+    /// per answer, and only where it would store a loader's bytes. The default does nothing.
+    func promoteData(_ data: Data, info: CacheEntryInfo, for url: URL) async
 }
 
 extension DataCaching {
@@ -98,4 +109,7 @@ extension DataCaching {
 
     /// Removes nothing (see ``DataCaching/removeAll()``).
     public func removeAll() async {}
+
+    /// Does nothing: a cache of one level never answers with bytes to promote.
+    public func promoteData(_ data: Data, info: CacheEntryInfo, for url: URL) async {}
 }

@@ -111,6 +111,7 @@ struct RenditionStage {
             await store.disk.removeData(for: store.url)
             return nil
         }
+        await PendingStore.promotion(of: stored, from: store.disk, url: store.url)?.storeOnce()
         if let record = stored.info.rendition {
             response.originalSize = record.originalSize
             response.format = record.format

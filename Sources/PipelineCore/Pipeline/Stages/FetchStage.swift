@@ -74,6 +74,7 @@ struct FetchStage {
             pipeline.emit(.diskHit(resolved.fetchURL, fresh: fresh))
             var stored = LoadedData(data: cached.data, source: .disk, generation: read)
             stored.info = cached.info
+            stored.pendingStore = PendingStore.promotion(of: cached, from: disk, url: resolved.cacheURL)
             if fresh || resolved.cacheOnly { return stored }
             if request.revalidation == .staleWhileRevalidate {
                 pipeline.revalidator.revalidateInBackground(resolved, disk: disk, in: pipeline)

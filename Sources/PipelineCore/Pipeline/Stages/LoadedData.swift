@@ -9,7 +9,8 @@ struct LoadedData: Sendable {
     /// `nil` for bytes fresh from the origin: a decode of stored bytes replaced meanwhile is
     /// returned but not kept.
     let generation: UInt64?
-    /// Bytes from a loader still to be written to the disk cache, by the first decode that succeeds.
+    /// Bytes from a loader (or from a farther level of the disk cache, to promote) still to be
+    /// written to the disk cache, by the first decode that succeeds.
     var pendingStore: PendingStore?
     /// Bytes a loader delivered for this answer (0 from the disk cache or after a 304).
     var downloadedBytes = 0
@@ -40,14 +41,24 @@ final class PendingStore: Sendable {
     /// `true` after a revalidation: the bytes replace a stored copy whose decoded results in
     /// memory must go.
     let replacesStoredBytes: Bool
+    /// The bytes came from the disk cache itself, marked ``CachedData/promotesAfterDecode``:
+    /// they go back through ``DataCaching/promoteData(_:info:for:)``, not a store.
+    let promotes: Bool
     private let claimed = Atomic<Bool>(false)
 
-    init(disk: any DataCaching, url: URL, data: Data, info: CacheEntryInfo, replacesStoredBytes: Bool) {
+    init(disk: any DataCaching, url: URL, data: Data, info: CacheEntryInfo, replacesStoredBytes: Bool, promotes: Bool = false) {
         self.disk = disk
         self.url = url
         self.data = data
         self.info = info
         self.replacesStoredBytes = replacesStoredBytes
+        self.promotes = promotes
+    }
+
+    /// The promotion of `cached`, read from `disk` under `url`, when the cache asks for one.
+    static func promotion(of cached: CachedData, from disk: any DataCaching, url: URL) -> PendingStore? {
+        guard cached.promotesAfterDecode else { return nil }
+        return PendingStore(disk: disk, url: url, data: cached.data, info: cached.info, replacesStoredBytes: false, promotes: true)
     }
 
     /// `true` exactly once: for the caller that stores the bytes.
@@ -61,11 +72,17 @@ final class PendingStore: Sendable {
         guard claim() else { return }
         var info = info
         info.placeholder = placeholder ?? info.placeholder
-        await disk.storeData(data, info: info, for: url)
+        if promotes {
+            await disk.promoteData(data, info: info, for: url)
+        } else {
+            await disk.storeData(data, info: info, for: url)
+        }
     }
 
-    /// Tells the disk cache these bytes will not be stored (they did not decode).
+    /// Tells the disk cache a loader's bytes will not be stored (they did not decode); bytes
+    /// to promote are simply not promoted.
     func abandon() async {
+        guard !promotes else { return }
         await disk.abandonStore(for: url)
     }
 }
