@@ -175,6 +175,21 @@ struct SharedTierTests {
         }
     }
 
+    @Test func aStaleSharedHitRevalidatedWithA304ReachesTheLocalDiskFreshOnceItDecoded() async throws {
+        try await withServers { redis, origin in
+            let first = try Replica(redisPort: redis.port, timeout: .seconds(5))
+            let second = try Replica(redisPort: redis.port, timeout: .seconds(5))
+            defer { first.remove(); second.remove() }
+            let url = origin.url("/image/aging?maxage=0&maxage304=600")
+            _ = try await first.pipeline.image(for: ImageRequest(url: url))  // stale at once, in Redis
+            #expect(await second.tier.cachedData(for: url) != nil)
+            let response = try await second.pipeline.image(for: ImageRequest(url: url, revalidation: .revalidateBeforeAnswering))
+            #expect(response.source == .revalidated)
+            let local = await second.disk.cachedData(for: url)
+            #expect(local?.info.isFresh(at: Date()) == true, "the 304's freshness, copied after the decode")
+        }
+    }
+
     @Test func aValueOverTheEntryLimitIsAMissReadNoFurtherThanTheLimit() async throws {
         try await withServers { redis, origin in
             let replica = try Replica(redisPort: redis.port, timeout: .seconds(5))

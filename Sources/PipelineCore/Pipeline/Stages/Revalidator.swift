@@ -59,6 +59,10 @@ final class Revalidator {
             await disk.updateInfo(info, for: resolved.cacheURL)
             var loaded = LoadedData(data: cached.data, source: .revalidated, generation: read)
             loaded.info = info
+            // A farther level's bytes, still to prove they decode: promoted with the new info.
+            loaded.pendingStore = PendingStore.promotion(of: CachedData(data: cached.data, info: info,
+                                                                        promotesAfterDecode: cached.promotesAfterDecode),
+                                                         from: disk, url: resolved.cacheURL)
             return loaded
         case .modified(var loaded, let noStore):
             loaded.staleFallback = (cached.data, read)
