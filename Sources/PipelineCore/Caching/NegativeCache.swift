@@ -6,11 +6,12 @@ import Foundation
 /// long URLs (5 MB `data:` URLs) at most `byteLimit` bytes of them.
 ///
 /// An entry costs its key, the stored error (its URLs and messages: `MemoryCost.of(_:)`) and
-/// ``MemoryCost/failureEntryOverhead``; one that alone costs more than `byteLimit` is not
-/// remembered. A key whose URL is over ``hashedURLLength`` bytes is kept as the SHA-256 of the
-/// URL's text and the rest of the key: two such URLs share an entry only if their SHA-256
-/// collide, which SHA-256's collision resistance makes impossible in practice, so a failure
-/// never answers for another URL. A short key is kept as it is (never equal to a hashed one).
+/// ``MemoryCost/failureEntryOverhead``; one that alone costs more than `byteLimit`, or whose
+/// key's URL alone does, is not remembered (and such a key is never hashed to be looked up).
+/// A key whose URL is over ``hashedURLLength`` bytes is kept as the SHA-256 of the URL's text
+/// and the rest of the key: two such URLs share an entry only if their SHA-256 collide, which
+/// SHA-256's collision resistance makes impossible in practice, so a failure never answers for
+/// another URL. A short key is kept as it is (never equal to a hashed one).
 /// Expired entries are removed on every insert (amortised O(1), oldest first), not only when
 /// looked up.
 final class NegativeCache<Key: NegativeCacheKey>: Sendable {
@@ -28,6 +29,9 @@ final class NegativeCache<Key: NegativeCacheKey>: Sendable {
 
     /// URLs longer than this, in UTF-8 bytes, are kept as their SHA-256.
     static var hashedURLLength: Int { 1024 }
+
+    /// The bytes of a SHA-256 digest.
+    private static var digestLength: Int { 32 }
 
     /// What stands for a hashed URL inside the stored key.
     private static var standIn: URL { URL(fileURLWithPath: "/") }
@@ -50,7 +54,7 @@ final class NegativeCache<Key: NegativeCacheKey>: Sendable {
 
     /// The failure remembered for `key` while it still holds at `now`; an expired one is removed.
     func error(for key: Key, now: Date) -> ImagePipelineError? {
-        guard entries.count > 0 else { return nil }
+        guard entries.count > 0, mayBeStored(MemoryCost.of(key.url)) else { return nil }
         let stored = storedKey(key)
         guard let entry = entries.value(for: stored) else { return nil }
         if entry.until > now { return entry.error }
@@ -61,15 +65,18 @@ final class NegativeCache<Key: NegativeCacheKey>: Sendable {
     /// Remembers `error` for `key` until `until`, unless it alone would cost more than the byte
     /// budget.
     func insert(_ error: ImagePipelineError, until: Date, for key: Key) {
-        let stored = storedKey(key)
-        let keyBytes = (stored.digest?.count ?? MemoryCost.of(key.url)) + key.extraBytes
-        entries.insert(Entry(until: until, error: error), for: stored,
-                       cost: MemoryCost.failureEntryOverhead + keyBytes + MemoryCost.of(error))
+        let urlBytes = MemoryCost.of(key.url)
+        let keyBytes = (urlBytes > Self.hashedURLLength ? Self.digestLength : urlBytes) + key.extraBytes
+        let cost = MemoryCost.failureEntryOverhead + keyBytes + MemoryCost.of(error)
+        // Too costly to keep: not even hashed (a 5 MB URL would take long). An older failure of
+        // the key, if any, stays until it expires.
+        guard cost <= entries.entryCostLimit, mayBeStored(urlBytes) else { return }
+        entries.insert(Entry(until: until, error: error), for: storedKey(key), cost: cost)
     }
 
     /// Forgets `key`'s failure.
     func removeValue(for key: Key) {
-        guard entries.count > 0 else { return }
+        guard entries.count > 0, mayBeStored(MemoryCost.of(key.url)) else { return }
         entries.removeValue(for: storedKey(key))
     }
 
@@ -81,6 +88,10 @@ final class NegativeCache<Key: NegativeCacheKey>: Sendable {
 
     /// The bytes the remembered failures are counted at.
     var bytes: Int { entries.totalCost }
+
+    /// Whether a key whose URL has `urlBytes` may be stored: not when the URL alone is over the
+    /// byte budget, so a lookup never hashes a URL longer than the budget.
+    private func mayBeStored(_ urlBytes: Int) -> Bool { urlBytes + MemoryCost.failureEntryOverhead <= entries.entryCostLimit }
 
     /// The stored form of `key` (callers look up only when some entry is stored, so a long URL
     /// is hashed only then).
