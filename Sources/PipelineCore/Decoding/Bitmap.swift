@@ -63,7 +63,8 @@ public struct Bitmap: Hashable, Sendable {
     /// `width × height`.
     public var size: PixelSize { PixelSize(width: width, height: height) }
 
-    /// Memory the pixels take, in bytes: `bytesPerRow × height`. The memory cache's unit.
+    /// Memory the pixels take, in bytes: `bytesPerRow × height`. The pixel part of a pipeline
+    /// memory-cache entry's cost (``ImagePipeline/Configuration/memoryCache`` says the rest).
     public var cost: Int { bytesPerRow * height }
 
     /// The four bytes of the pixel at (`x`, `y`), in the bitmap's ``pixelFormat``.

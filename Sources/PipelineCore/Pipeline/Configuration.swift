@@ -9,7 +9,11 @@ extension ImagePipeline {
         public var loaders: LoaderRegistry
         /// Picks the fetch URL. Default ``IdentityURLBuilder``.
         public var urlBuilder: any FetchURLBuilding
-        /// The memory cache; pass one in to share it or to set its limits.
+        /// The memory cache; pass one in to share it or to set its limits. The pipeline gives
+        /// each entry a cost of its pixels (``Bitmap/cost``) plus what it holds besides them: the
+        /// key's and response's URLs (UTF-8 bytes), processor identifiers, warnings, and 1,280 bytes
+        /// of fixed overhead, so ``MemoryCache/costLimit`` bounds the memory even for tiny
+        /// pictures with long URLs.
         public var memoryCache: MemoryCache<ImageKey, ImageResponse>
         /// The disk cache of compressed bytes, or `nil` for none. Default `nil`.
         public var diskCache: (any DataCaching)?
@@ -61,6 +65,15 @@ extension ImagePipeline {
         /// The most failures the negative cache remembers, per kind (fetch URLs, keys); the
         /// least recently used goes first. Default 1,000.
         public var negativeCacheLimit: Int = 1000
+        /// The most bytes the negative cache holds, per kind (fetch URLs, keys), counting each
+        /// failure's key (a key whose URL is over 1 KiB is kept as its SHA-256), the stored
+        /// error's URLs and messages, and 1,152 bytes of overhead; the least recently used
+        /// goes first, and a failure that alone would cost more is not remembered (it is
+        /// retried). Default ``defaultNegativeCacheByteLimit`` (2 MiB).
+        public var negativeCacheByteLimit: Int = Configuration.defaultNegativeCacheByteLimit
+        /// 2 MiB: a thousand failures of ordinary URLs fit many times over, while distinct
+        /// failures of hostile multi-megabyte `data:` URLs cannot hold more than this.
+        public static let defaultNegativeCacheByteLimit = 2 << 20
         /// Decode previews of progressive pictures while they download, for the callers that
         /// follow them (``ImageTask/previews``, ``ImageTargetBinding``), or `nil` for none.
         /// Default `nil`, as in Nuke: previews cost decode time (each decodes what has arrived

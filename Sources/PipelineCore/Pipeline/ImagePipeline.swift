@@ -385,6 +385,10 @@ public actor ImagePipeline {
     /// by ``Configuration/negativeCacheLimit`` per kind.
     public var rememberedFailureCount: Int { fetch.failures.count + decoding.failures.count + processing.failures.count }
 
+    /// The bytes the remembered permanent failures are counted at (keys, errors, overhead);
+    /// bounded by ``Configuration/negativeCacheByteLimit`` per kind.
+    public var rememberedFailureBytes: Int { fetch.failures.bytes + decoding.failures.bytes + processing.failures.bytes }
+
     /// The current priority of the work `request` would join, if one is in flight.
     public func inFlightPriority(for request: ImageRequest) -> ImagePriority? {
         let key = key(for: request)
@@ -395,11 +399,13 @@ public actor ImagePipeline {
 
     /// Puts `response` in the memory cache under `key` unless the bytes it was made from (read
     /// at `generation`, ``ReplacementLedger``) were replaced since; `true` when it did. Every
-    /// stage keeps its results through this one check.
+    /// stage keeps its results through this one check. The cost counts what the entry holds
+    /// besides pixels (its URL, strings and overhead: ``MemoryCost/of(_:for:)``), so the cache's
+    /// budget bounds the memory for tiny pictures with long URLs too.
     @discardableResult
     func keep(_ response: ImageResponse, for key: ImageKey, madeFrom generation: UInt64?) -> Bool {
         guard ledger.isCurrent(key.cacheURL, since: generation) else { return false }
-        memoryCache.insert(response, for: key, cost: response.bitmap.cost)
+        memoryCache.insert(response, for: key, cost: MemoryCost.of(response, for: key))
         return true
     }
 

@@ -20,7 +20,7 @@ struct DecodeStage {
 
     init(tableID: Int, configuration: ImagePipeline.Configuration) {
         decodes = InFlightTable(id: tableID)
-        failures = NegativeCache(limit: configuration.negativeCacheLimit)
+        failures = NegativeCache(configuration)
     }
 
     /// The decode work for `resolved`'s key: joined when one is in flight, else created and

@@ -17,7 +17,7 @@ struct FetchStage {
 
     init(tableID: Int, configuration: ImagePipeline.Configuration) {
         downloads = InFlightTable(id: tableID)
-        failures = NegativeCache(limit: configuration.negativeCacheLimit)
+        failures = NegativeCache(configuration)
     }
 
     /// The bytes for `resolved`: joins the download of its cache identity, or starts one, and

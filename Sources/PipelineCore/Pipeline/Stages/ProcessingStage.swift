@@ -15,7 +15,7 @@ struct ProcessingStage {
 
     init(tableID: Int, configuration: ImagePipeline.Configuration) {
         works = InFlightTable(id: tableID)
-        failures = NegativeCache(limit: configuration.negativeCacheLimit)
+        failures = NegativeCache(configuration)
     }
 
     /// The processing work for `resolved`'s key: joined when one is in flight, else started.
