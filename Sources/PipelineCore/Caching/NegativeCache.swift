@@ -54,8 +54,10 @@ final class NegativeCache<Key: NegativeCacheKey>: Sendable {
 
     /// The failure remembered for `key` while it still holds at `now`; an expired one is removed.
     func error(for key: Key, now: Date) -> ImagePipelineError? {
-        guard entries.count > 0, mayBeStored(MemoryCost.of(key.url)) else { return nil }
-        let stored = storedKey(key)
+        guard entries.count > 0 else { return nil }
+        let urlBytes = MemoryCost.of(key.url)
+        guard mayBeStored(urlBytes) else { return nil }
+        let stored = storedKey(key, urlBytes: urlBytes)
         guard let entry = entries.value(for: stored) else { return nil }
         if entry.until > now { return entry.error }
         entries.removeValue(for: stored)
@@ -71,13 +73,15 @@ final class NegativeCache<Key: NegativeCacheKey>: Sendable {
         // Too costly to keep: not even hashed (a 5 MB URL would take long). An older failure of
         // the key, if any, stays until it expires.
         guard cost <= entries.entryCostLimit, mayBeStored(urlBytes) else { return }
-        entries.insert(Entry(until: until, error: error), for: storedKey(key), cost: cost)
+        entries.insert(Entry(until: until, error: error), for: storedKey(key, urlBytes: urlBytes), cost: cost)
     }
 
     /// Forgets `key`'s failure.
     func removeValue(for key: Key) {
-        guard entries.count > 0, mayBeStored(MemoryCost.of(key.url)) else { return }
-        entries.removeValue(for: storedKey(key))
+        guard entries.count > 0 else { return }
+        let urlBytes = MemoryCost.of(key.url)
+        guard mayBeStored(urlBytes) else { return }
+        entries.removeValue(for: storedKey(key, urlBytes: urlBytes))
     }
 
     /// Forgets every failure.
@@ -93,10 +97,10 @@ final class NegativeCache<Key: NegativeCacheKey>: Sendable {
     /// byte budget, so a lookup never hashes a URL longer than the budget.
     private func mayBeStored(_ urlBytes: Int) -> Bool { urlBytes + MemoryCost.failureEntryOverhead <= entries.entryCostLimit }
 
-    /// The stored form of `key` (callers look up only when some entry is stored, so a long URL
-    /// is hashed only then).
-    private func storedKey(_ key: Key) -> StoredKey {
-        guard MemoryCost.of(key.url) > Self.hashedURLLength else { return StoredKey(digest: nil, key: key) }
+    /// The stored form of `key`, whose URL has `urlBytes` (callers look up only when some entry
+    /// is stored, so a long URL is hashed only then).
+    private func storedKey(_ key: Key, urlBytes: Int) -> StoredKey {
+        guard urlBytes > Self.hashedURLLength else { return StoredKey(digest: nil, key: key) }
         return StoredKey(digest: SHA256.hash(key.url.absoluteString.utf8), key: key.replacingURL(with: Self.standIn))
     }
 }
