@@ -41,6 +41,7 @@ let package = Package(
         benchmark("FleetBenchmark", ["PipelineCore", "LoaderHTTP", "CacheRedis", "CacheDisk", "CodecPNG"]),
         benchmark("PreviewBenchmark", ["PipelineCore", "LoaderHTTP", "CacheDisk", "CodecJPEG"]),
         benchmark("FirstPictureBenchmark", ["PipelineCore", "CodecJPEG", "LoaderFile"]),
+        benchmark("LoadBenchmark", ["PipelineCore", "LoaderHTTP", "CacheRedis", "CacheDisk", "CodecPNG"]),
         // glibc's mallopt for DecodeMemoryBenchmark's peak-RSS measurements.
         .target(name: "CMallocTuning"),
     ],
