@@ -3,6 +3,10 @@ import Foundation
 import PipelineCore
 import Testing
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 @Suite("Whole deadlines on Redis commands")
 struct CommandDeadlineTests {
     /// A server that trickles its reply a byte every 10 ms (each `recv` returns at once, the
@@ -43,6 +47,30 @@ struct CommandDeadlineTests {
         let elapsed = clock.now - start
         #expect(elapsed < .seconds(5), "\(elapsed)")
         #expect(tier.statistics.timeouts == 1 && tier.statistics.pipelines == 1)
+    }
+
+    /// A connect that the server never completes (its accept queue is full: the kernel drops
+    /// the SYN, and the client would retry for two minutes) fails at the connect deadline, as a
+    /// timeout the tier counts toward the breaker.
+    @Test func aConnectThatNeverCompletesFailsAtItsDeadline() async throws {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(listener) }
+        let port = try #require(RedisServer.bindToLoopback(listener))
+        try #require(listen(listener, 0) == 0)
+        // One connection fills a backlog of 0; nothing ever accepts it.
+        let filler = try RedisConnection(host: "127.0.0.1", port: port, timeout: .seconds(5))
+        defer { withExtendedLifetime(filler) {} }
+        let clock = ContinuousClock()
+        let start = clock.now
+        #expect(throws: RedisFailure.self) { _ = try RedisConnection(host: "127.0.0.1", port: port, timeout: .milliseconds(100)) }
+        let tier = try RedisCache(configuration: .init(port: port, timeout: .milliseconds(100), breakerThreshold: 1,
+                                                       breakerCooldown: .seconds(600), authentication: .secret(testSecret)))
+        #expect(await tier.cachedData(for: URL(string: "http://127.0.0.1:1/unreachable.timg")!) == nil)
+        let elapsed = clock.now - start
+        #expect(elapsed < .seconds(5), "\(elapsed)")
+        #expect(tier.statistics.timeouts == 1 && tier.statistics.failures == 1)
+        #expect(await tier.cachedData(for: URL(string: "http://127.0.0.1:1/unreachable.timg")!) == nil)
+        #expect(tier.statistics.skipped == 1)
     }
 
     /// A connection whose command timed out is dropped (its replies are out of step), never

@@ -26,22 +26,12 @@ final class TricklingRedis: Sendable {
     init(interval: Duration, replyLength: Int = 2000) throws {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Failure.socket("socket") }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = 0
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                bind(fd, pointer, length) == 0 && getsockname(fd, pointer, &length) == 0
-            }
-        }
-        guard bound, listen(fd, 16) == 0 else {
+        guard let port = RedisServer.bindToLoopback(fd), listen(fd, 16) == 0 else {
             close(fd)
             throw Failure.socket("bind/listen")
         }
         listener = fd
-        port = Int(UInt16(bigEndian: address.sin_port))
+        self.port = port
         self.interval = interval
         self.replyLength = replyLength
         Thread { [self] in acceptLoop() }.start()
