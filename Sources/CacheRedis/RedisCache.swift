@@ -238,8 +238,10 @@ public final class RedisCache: DataCaching, Sendable {
     /// The entry for `url` from Redis, or `nil` on a miss, a damaged value, a value over
     /// ``Configuration/maxEntryBytes`` (read no further than the limit) or any failure.
     public func cachedData(for url: URL) async -> CachedData? {
-        guard let reply = await run([read(url)]).first ?? nil else { return nil }
-        return entry(from: reply, for: url)
+        await onWorker { [self] in
+            guard let reply = router.execute([read(url)]).first ?? nil else { return nil }
+            return entry(from: reply, for: url)
+        } ?? nil
     }
 
     /// The entries of `urls` that Redis has, in one round trip per server (cluster node): the
@@ -251,12 +253,13 @@ public final class RedisCache: DataCaching, Sendable {
         var seen = Set<URL>()
         for url in urls where seen.insert(url).inserted { unique.append(url) }
         guard !unique.isEmpty else { return [:] }
-        let replies = await run(unique.map(read))
-        var found: [URL: CachedData] = [:]
-        for (url, reply) in zip(unique, replies) {
-            if let reply, let entry = entry(from: reply, for: url) { found[url] = entry }
-        }
-        return found
+        return await onWorker { [self, unique] in
+            var found: [URL: CachedData] = [:]
+            for (url, reply) in zip(unique, router.execute(unique.map(read))) {
+                if let reply, let entry = entry(from: reply, for: url) { found[url] = entry }
+            }
+            return found
+        } ?? [:]
     }
 
     /// The bytes a read of `url`'s entry asks for at most: a value this long or shorter is
@@ -308,13 +311,15 @@ public final class RedisCache: DataCaching, Sendable {
     /// Stores the entry with a TTL of its freshness plus the stale window; an entry larger than
     /// ``Configuration/maxEntryBytes`` is not stored (and any older one is removed).
     public func storeData(_ data: Data, info: CacheEntryInfo, for url: URL) async {
-        let value = data.count <= configuration.maxEntryBytes ? self.value(url, data: data, info: info) : nil
-        guard let value, value.count <= readLimit(url) else {  // too big, or validators too long to read back
-            await removeData(for: url)
-            await releaseHeldLease(for: url)
-            return
+        let key = entryKey(url), ttl = arg(String(ttlMilliseconds(info)))
+        // `false`: too big, or validators too long to read back.
+        let stored = data.count > configuration.maxEntryBytes ? false : await onWorker { [self] in
+            let value = self.value(url, data: data, info: info)
+            guard value.count <= readLimit(url) else { return false }
+            _ = router.execute([RoutedCommand(key: key, arguments: [arg("SET"), key, value, arg("PX"), ttl])])
+            return true
         }
-        _ = await run(key: entryKey(url), [arg("SET"), entryKey(url), value, arg("PX"), arg(String(ttlMilliseconds(info)))])
+        if stored == false { await removeData(for: url) }
         await releaseHeldLease(for: url)
     }
 
@@ -370,11 +375,14 @@ public final class RedisCache: DataCaching, Sendable {
     /// share a slot, so one node answers both, pipelined): what a replica waiting on another's
     /// fetch asks every poll. `(nil, false)` when Redis cannot tell.
     func entryAndLease(for url: URL) async -> (entry: CachedData?, leased: Bool) {
-        let replies = await run([read(url), RoutedCommand(key: leaseKey(url), arguments: [arg("EXISTS"), leaseKey(url)])])
-        guard replies.count == 2 else { return (nil, false) }
-        var found: CachedData?
-        if let reply = replies[0] { found = entry(from: reply, for: url) }
-        return (found, replies[1] == .integer(1))
+        let commands = [read(url), RoutedCommand(key: leaseKey(url), arguments: [arg("EXISTS"), leaseKey(url)])]
+        return await onWorker { [self] in
+            let replies = router.execute(commands)
+            guard replies.count == 2 else { return (nil, false) }
+            var found: CachedData?
+            if let reply = replies[0] { found = entry(from: reply, for: url) }
+            return (found, replies[1] == .integer(1))
+        } ?? (nil, false)
     }
 
     /// Gives the lease back if `token` still holds it.
@@ -416,8 +424,14 @@ public final class RedisCache: DataCaching, Sendable {
     /// that failed or was skipped.
     func run(_ commands: [RoutedCommand]) async -> [RedisReply?] {
         let router = router
-        let replies = try? await workers.run(priority: PriorityHandle(.visible)) { router.execute(commands) }
-        return replies ?? Array(repeating: nil, count: commands.count)
+        return await onWorker { router.execute(commands) } ?? Array(repeating: nil, count: commands.count)
+    }
+
+    /// Runs `work` on the tier's worker pool: the hiredis I/O, and the values' codes, computed
+    /// and checked there (HMAC-SHA-256 costs about 16 ms per MiB) rather than on the
+    /// cooperative pool. `nil` when the pool did not run it (the task was cancelled).
+    private func onWorker<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T? {
+        try? await workers.run(priority: PriorityHandle(.visible), work)
     }
 }
 
