@@ -28,8 +28,8 @@ import Synchronization
 ///
 /// Keys: `<prefix>e:{<tag>}<url>` holds an entry (an authenticated record of the URL, info and bytes),
 /// `<prefix>l:{<tag>}<url>` a fetch lease; `<tag>` is a hash of the URL, so a URL's entry and
-/// lease share a cluster slot (and node). Each entry expires (Redis `PX`) at its freshness plus
-/// ``Configuration/staleWindow``.
+/// lease share a cluster slot (and node). Each entry expires (Redis `PX`) at its freshness (at
+/// most ``Configuration/maxFreshness``) plus ``Configuration/staleWindow``.
 public final class RedisCache: DataCaching, Sendable {
     /// How to reach Redis and how much to trust it.
     public struct Configuration: Sendable {
@@ -87,8 +87,8 @@ public final class RedisCache: DataCaching, Sendable {
         public var maxRedirections: Int
         /// The slot map is reloaded at most this often (after a `MOVED` or a failed node). Default 1 s.
         public var slotRefreshInterval: Duration
-        /// How values are authenticated; no default: `nil` (the default) makes
-        /// ``RedisCache/init(configuration:now:)`` throw ``ConfigurationError/noAuthentication``,
+        /// How values are authenticated. Required: left `nil` (as `init` leaves it unless told),
+        /// ``RedisCache/init(configuration:now:)`` throws ``ConfigurationError/noAuthentication``,
         /// so a tier never runs unauthenticated by omission. Every member of a fleet must use the
         /// same setting and secret: a value written under another is a miss.
         public var authentication: Authentication?
