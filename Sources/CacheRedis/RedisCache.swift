@@ -9,20 +9,27 @@ import Synchronization
 /// and wrap the network loader in ``SharedTierLoader`` so that across replicas one origin
 /// fetch happens per URL.
 ///
-/// Redis down, slow or full never fails a request: every command has a millisecond timeout,
-/// any failure is a miss (or a skipped write), and after ``Configuration/breakerThreshold``
-/// failures in a row a circuit breaker stops asking Redis for ``Configuration/breakerCooldown``.
-/// The blocking hiredis calls run on a `WorkerPool` of their own, never on the cooperative pool.
+/// Redis down, slow or full never fails a request: every connect and every pipeline of commands
+/// has a whole deadline (``Configuration/timeout``), any failure is a miss (or a skipped write),
+/// and after ``Configuration/breakerThreshold`` failures in a row a circuit breaker stops asking
+/// Redis for ``Configuration/breakerCooldown``. The hiredis calls run on a `WorkerPool` of their
+/// own, never on the cooperative pool.
+///
+/// Values are authenticated (``Configuration/authentication``): anyone who can write to Redis
+/// could otherwise plant a picture for any URL, which every replica would serve. A value whose
+/// HMAC-SHA-256 does not verify, under the fleet's secret and for the URL asked, is a miss
+/// counted in ``Statistics/unauthenticated``, never served nor copied to a local disk; and no
+/// value is fresh longer than ``Configuration/maxFreshness`` after it was stored.
 ///
 /// One server or a Redis Cluster, by configuration: with ``Configuration/clusterSeeds`` set, each
 /// key goes to the master of its slot (the map comes from `CLUSTER SLOTS`; `MOVED` and `ASK`
 /// redirections are followed), every node has its own connection pool and circuit breaker, and
 /// a node that is down is a miss for its keys only.
 ///
-/// Keys: `<prefix>e:{<tag>}<url>` holds an entry (a checked record of the URL, info and bytes),
+/// Keys: `<prefix>e:{<tag>}<url>` holds an entry (an authenticated record of the URL, info and bytes),
 /// `<prefix>l:{<tag>}<url>` a fetch lease; `<tag>` is a hash of the URL, so a URL's entry and
-/// lease share a cluster slot (and node). Each entry expires (Redis `PX`) at its freshness plus
-/// ``Configuration/staleWindow``.
+/// lease share a cluster slot (and node). Each entry expires (Redis `PX`) at its freshness (at
+/// most ``Configuration/maxFreshness``) plus ``Configuration/staleWindow``.
 public final class RedisCache: DataCaching, Sendable {
     /// How to reach Redis and how much to trust it.
     public struct Configuration: Sendable {
@@ -47,7 +54,14 @@ public final class RedisCache: DataCaching, Sendable {
         /// Prepended to every key, so that several applications (or layout versions) share a server.
         /// Must not contain `{`: the keys carry their own cluster hash tag. Default `"imgpipe:v2:"`.
         public var keyPrefix: String
-        /// Connect and per-command timeout. Default 50 ms.
+        /// The whole deadline of a connect (the TCP handshake), and of each pipeline of commands
+        /// (one per server per round trip: written, and every reply read). The socket is
+        /// non-blocking and every wait is a `poll` for the time left, so a server that trickles
+        /// its reply a byte at a time fails at the deadline (it once stalled a request for
+        /// 102 s under a per-`recv` timeout). Expiry is a failure (``Statistics/timeouts``, in
+        /// ``Statistics/failures``) that counts toward the breaker and drops the connection,
+        /// whose replies are out of step. A command that needs a new connection may take twice
+        /// this; a host name's resolution is outside it (give an IP address). Default 50 ms.
         public var timeout: Duration
         /// The largest entry, in bytes of the picture: a larger one is not stored, and a larger
         /// value found in Redis (planted, or written by a writer with a higher limit) is a miss
@@ -73,6 +87,42 @@ public final class RedisCache: DataCaching, Sendable {
         public var maxRedirections: Int
         /// The slot map is reloaded at most this often (after a `MOVED` or a failed node). Default 1 s.
         public var slotRefreshInterval: Duration
+        /// How values are authenticated. Required: left `nil` (as `init` leaves it unless told),
+        /// ``RedisCache/init(configuration:now:)`` throws ``ConfigurationError/noAuthentication``,
+        /// so a tier never runs unauthenticated by omission. Every member of a fleet must use the
+        /// same setting and secret: a value written under another is a miss.
+        public var authentication: Authentication?
+        /// The most freshness a value read from Redis may claim past the time it was stored (and
+        /// past now, if it says it was stored later), in seconds: a longer freshness is cut to
+        /// it, and so is what the local disk copy of it claims. It bounds how long a value
+        /// (planted, or an origin's `max-age` of years) is served without asking the origin;
+        /// once stale, the local copy is revalidated with its validators. Writes also cap the
+        /// Redis TTL with it (plus ``staleWindow``). Default 7 days.
+        public var maxFreshness: TimeInterval
+
+        /// How the values in Redis are authenticated.
+        public enum Authentication: Sendable, Equatable, CustomStringConvertible {
+            /// HMAC-SHA-256 (RFC 2104) under a secret every member of the fleet shares, of at
+            /// least ``RedisCache/Configuration/minimumSecretBytes`` random bytes (32 recommended).
+            /// Keep it out of Redis and out of logs (``description`` shows its length only).
+            case secret([UInt8])
+            /// Values carry a MAC under an empty key: a checksum anyone can recompute, so anyone
+            /// who can write to the server can plant a picture that every replica serves (with
+            /// at most ``RedisCache/Configuration/maxFreshness``). Only for a server nothing else
+            /// can write to (tests, one trusted host); it must be asked for by name.
+            case unauthenticated
+
+            /// `secret(<n> bytes)` or `unauthenticated`: never the secret.
+            public var description: String {
+                switch self {
+                case .secret(let bytes): "secret(\(bytes.count) bytes)"
+                case .unauthenticated: "unauthenticated"
+                }
+            }
+        }
+
+        /// The shortest secret ``Authentication/secret(_:)`` accepts: 16 bytes.
+        public static let minimumSecretBytes = 16
 
         /// Creates a configuration for the server at `host`:`port`.
         public init(host: String = "127.0.0.1", port: Int = 6379, keyPrefix: String = "imgpipe:v2:",
@@ -80,7 +130,8 @@ public final class RedisCache: DataCaching, Sendable {
                     staleWindow: TimeInterval = 86_400, maxConnections: Int = 4,
                     breakerThreshold: Int = 3, breakerCooldown: Duration = .seconds(5),
                     clusterSeeds: [Endpoint] = [], maxRedirections: Int = 3,
-                    slotRefreshInterval: Duration = .seconds(1)) {
+                    slotRefreshInterval: Duration = .seconds(1), authentication: Authentication? = nil,
+                    maxFreshness: TimeInterval = 7 * 86_400) {
             self.host = host
             self.port = port
             self.keyPrefix = keyPrefix
@@ -93,7 +144,18 @@ public final class RedisCache: DataCaching, Sendable {
             self.clusterSeeds = clusterSeeds
             self.maxRedirections = maxRedirections
             self.slotRefreshInterval = slotRefreshInterval
+            self.authentication = authentication
+            self.maxFreshness = maxFreshness
         }
+    }
+
+    /// Why ``RedisCache/init(configuration:now:)`` refused a configuration.
+    public enum ConfigurationError: Error, Sendable, Equatable {
+        /// ``Configuration/authentication`` is `nil`: give the fleet's secret, or
+        /// `.unauthenticated` to run without one knowingly.
+        case noAuthentication
+        /// The secret is shorter than ``Configuration/minimumSecretBytes``.
+        case secretTooShort(bytes: Int)
     }
 
     /// Counters for diagnostics and tests.
@@ -105,10 +167,18 @@ public final class RedisCache: DataCaching, Sendable {
         /// Lookups that found a value over ``Configuration/maxEntryBytes`` (also counted in
         /// ``misses``): read no further than the limit, and not used.
         public var oversized = 0
-        /// Values found but rejected (bad checksum, wrong URL, unparsable).
+        /// Values found but rejected: unauthenticated (below), or authenticated but unparsable.
+        /// Each is a miss for the pipeline (the origin is asked), never copied anywhere.
         public var corrupt = 0
+        /// Of ``corrupt``, the values whose code did not verify under the secret and for the URL
+        /// asked (damaged, planted, written for another URL or under another secret), and values
+        /// of an older, unauthenticated layout.
+        public var unauthenticated = 0
         /// Commands that failed (connection refused, timeout, error reply).
         public var failures = 0
+        /// Of ``failures``, connects and pipelines whose whole deadline
+        /// (``Configuration/timeout``) passed.
+        public var timeouts = 0
         /// Operations skipped because the breaker was open (per node in a cluster).
         public var skipped = 0
         /// `MOVED` and `ASK` redirections followed (cluster mode).
@@ -127,12 +197,23 @@ public final class RedisCache: DataCaching, Sendable {
     private let heldLeases = Mutex<[URL: String]>([:])
     private let stats = Mutex(Statistics())
     private let now: @Sendable () -> Date
+    /// The HMAC keyed with the fleet's secret (an empty key when unauthenticated), copied per value.
+    private let mac: HMACSHA256
 
     /// Creates the tier. Nothing connects until the first operation.
     /// - Parameters:
-    ///   - configuration: the server or cluster, timeouts and limits.
-    ///   - now: the clock for TTLs; tests pass their own.
-    public init(configuration: Configuration, now: @escaping @Sendable () -> Date = Date.init) {
+    ///   - configuration: the server or cluster, timeouts, limits and authentication.
+    ///   - now: the clock for TTLs and freshness; tests pass their own.
+    /// - Throws: ``ConfigurationError`` when ``Configuration/authentication`` is missing or its
+    ///   secret too short: the tier refuses to start rather than trust whatever Redis holds.
+    public init(configuration: Configuration, now: @escaping @Sendable () -> Date = Date.init) throws(ConfigurationError) {
+        switch configuration.authentication {
+        case nil: throw .noAuthentication
+        case .secret(let secret):
+            guard secret.count >= Configuration.minimumSecretBytes else { throw .secretTooShort(bytes: secret.count) }
+            mac = HMACSHA256(key: secret)
+        case .unauthenticated: mac = HMACSHA256(key: [])
+        }
         self.configuration = configuration
         self.workers = WorkerPool(maxConcurrent: max(1, configuration.maxConnections), name: "RedisCache", idleTimeout: 1)
         self.router = RedisRouter(configuration: configuration)
@@ -144,6 +225,7 @@ public final class RedisCache: DataCaching, Sendable {
         var statistics = stats.withLock { $0 }
         let counts = router.counts
         statistics.failures = counts.failures
+        statistics.timeouts = counts.timeouts
         statistics.skipped = counts.skipped
         statistics.redirections = counts.redirections
         statistics.slotMapLoads = counts.refreshes
@@ -156,8 +238,10 @@ public final class RedisCache: DataCaching, Sendable {
     /// The entry for `url` from Redis, or `nil` on a miss, a damaged value, a value over
     /// ``Configuration/maxEntryBytes`` (read no further than the limit) or any failure.
     public func cachedData(for url: URL) async -> CachedData? {
-        guard let reply = await run([read(url)]).first ?? nil else { return nil }
-        return entry(from: reply, for: url)
+        await onWorker { [self] in
+            guard let reply = router.execute([read(url)]).first ?? nil else { return nil }
+            return entry(from: reply, for: url)
+        } ?? nil
     }
 
     /// The entries of `urls` that Redis has, in one round trip per server (cluster node): the
@@ -169,12 +253,13 @@ public final class RedisCache: DataCaching, Sendable {
         var seen = Set<URL>()
         for url in urls where seen.insert(url).inserted { unique.append(url) }
         guard !unique.isEmpty else { return [:] }
-        let replies = await run(unique.map(read))
-        var found: [URL: CachedData] = [:]
-        for (url, reply) in zip(unique, replies) {
-            if let reply, let entry = entry(from: reply, for: url) { found[url] = entry }
-        }
-        return found
+        return await onWorker { [self, unique] in
+            var found: [URL: CachedData] = [:]
+            for (url, reply) in zip(unique, router.execute(unique.map(read))) {
+                if let reply, let entry = entry(from: reply, for: url) { found[url] = entry }
+            }
+            return found
+        } ?? [:]
     }
 
     /// The bytes a read of `url`'s entry asks for at most: a value this long or shorter is
@@ -197,7 +282,16 @@ public final class RedisCache: DataCaching, Sendable {
             return nil
         }
         guard value.count <= readLimit(url) else { return oversized() }
-        guard let entry = RedisEntry.decode(value, expecting: url) else {
+        let entry: CachedData
+        switch RedisEntry.decode(value, expecting: url, mac: mac, now: now(), maxFreshness: configuration.maxFreshness) {
+        case .entry(let decoded): entry = decoded
+        case .refused:
+            stats.withLock {
+                $0.corrupt += 1
+                $0.unauthenticated += 1
+            }
+            return nil
+        case .corrupt:
             stats.withLock { $0.corrupt += 1 }
             return nil
         }
@@ -217,14 +311,21 @@ public final class RedisCache: DataCaching, Sendable {
     /// Stores the entry with a TTL of its freshness plus the stale window; an entry larger than
     /// ``Configuration/maxEntryBytes`` is not stored (and any older one is removed).
     public func storeData(_ data: Data, info: CacheEntryInfo, for url: URL) async {
-        let value = data.count <= configuration.maxEntryBytes ? RedisEntry.encode(url: url, data: data, info: info) : nil
-        guard let value, value.count <= readLimit(url) else {  // too big, or validators too long to read back
-            await removeData(for: url)
-            await releaseHeldLease(for: url)
-            return
+        let key = entryKey(url), ttl = arg(String(ttlMilliseconds(info)))
+        // `false`: too big, or validators too long to read back.
+        let stored = data.count > configuration.maxEntryBytes ? false : await onWorker { [self] in
+            let value = self.value(url, data: data, info: info)
+            guard value.count <= readLimit(url) else { return false }
+            _ = router.execute([RoutedCommand(key: key, arguments: [arg("SET"), key, value, arg("PX"), ttl])])
+            return true
         }
-        _ = await run(key: entryKey(url), [arg("SET"), entryKey(url), value, arg("PX"), arg(String(ttlMilliseconds(info)))])
+        if stored == false { await removeData(for: url) }
         await releaseHeldLease(for: url)
+    }
+
+    /// The value stored for `url`: the entry, stored now, authenticated under the secret.
+    func value(_ url: URL, data: Data, info: CacheEntryInfo, storedAt: Date? = nil) -> Data {
+        RedisEntry.encode(url: url, data: data, info: info, mac: mac, storedAt: storedAt ?? now())
     }
 
     /// Gives back the fetch lease this process holds for `url`, if any: the bytes did not
@@ -274,11 +375,14 @@ public final class RedisCache: DataCaching, Sendable {
     /// share a slot, so one node answers both, pipelined): what a replica waiting on another's
     /// fetch asks every poll. `(nil, false)` when Redis cannot tell.
     func entryAndLease(for url: URL) async -> (entry: CachedData?, leased: Bool) {
-        let replies = await run([read(url), RoutedCommand(key: leaseKey(url), arguments: [arg("EXISTS"), leaseKey(url)])])
-        guard replies.count == 2 else { return (nil, false) }
-        var found: CachedData?
-        if let reply = replies[0] { found = entry(from: reply, for: url) }
-        return (found, replies[1] == .integer(1))
+        let commands = [read(url), RoutedCommand(key: leaseKey(url), arguments: [arg("EXISTS"), leaseKey(url)])]
+        return await onWorker { [self] in
+            let replies = router.execute(commands)
+            guard replies.count == 2 else { return (nil, false) }
+            var found: CachedData?
+            if let reply = replies[0] { found = entry(from: reply, for: url) }
+            return (found, replies[1] == .integer(1))
+        } ?? (nil, false)
     }
 
     /// Gives the lease back if `token` still holds it.
@@ -298,14 +402,14 @@ public final class RedisCache: DataCaching, Sendable {
     /// and URLs spread evenly over the slots whatever braces they contain.
     private func key(_ kind: String, _ url: URL) -> Data {
         let text = url.absoluteString
-        let hash = RedisEntry.checksum(text.utf8)
+        let hash = RedisEntry.tagHash(text.utf8)
         let hex = String(hash, radix: 16)
         let tag = String(repeating: "0", count: 16 - hex.count) + hex
         return Data((configuration.keyPrefix + kind + "{" + tag + "}" + text).utf8)
     }
 
     func ttlMilliseconds(_ info: CacheEntryInfo) -> Int64 {
-        let remaining = info.freshUntil.map { max(0, $0.timeIntervalSince(now())) } ?? 0
+        let remaining = info.freshUntil.map { min(max(0, $0.timeIntervalSince(now())), max(0, configuration.maxFreshness)) } ?? 0
         let seconds = min(remaining + max(0, configuration.staleWindow), 365 * 86_400)
         return max(1000, Int64(seconds * 1000))
     }
@@ -320,8 +424,14 @@ public final class RedisCache: DataCaching, Sendable {
     /// that failed or was skipped.
     func run(_ commands: [RoutedCommand]) async -> [RedisReply?] {
         let router = router
-        let replies = try? await workers.run(priority: PriorityHandle(.visible)) { router.execute(commands) }
-        return replies ?? Array(repeating: nil, count: commands.count)
+        return await onWorker { router.execute(commands) } ?? Array(repeating: nil, count: commands.count)
+    }
+
+    /// Runs `work` on the tier's worker pool: the hiredis I/O, and the values' codes, computed
+    /// and checked there (HMAC-SHA-256 costs about 16 ms per MiB) rather than on the
+    /// cooperative pool. `nil` when the pool did not run it (the task was cancelled).
+    private func onWorker<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T? {
+        try? await workers.run(priority: PriorityHandle(.visible), work)
     }
 }
 

@@ -16,81 +16,171 @@ enum RedisReply: Sendable, Equatable {
 enum RedisFailure: Error, Sendable {
     case connect(String)
     case io(String)
+    /// The command's (or connect's) whole deadline passed: the connection is dropped, since
+    /// replies still on their way would answer the next command.
+    case timeout
 }
 
-/// One blocking hiredis connection with millisecond connect and command timeouts. Not
-/// thread-safe: ``RedisCache``'s idle list hands it (under its lock) to one worker thread at a
-/// time, which is what makes the unchecked `Sendable` sound. Call only off the cooperative pool.
+/// One hiredis connection whose every operation has a whole deadline: the socket is
+/// non-blocking and each wait is a `poll` for what is left of the deadline, so a server that
+/// trickles its reply (a byte every few milliseconds, each `recv` well inside any per-call
+/// timeout) fails the command when the deadline passes. hiredis connects (resolving the host,
+/// which no deadline bounds: give an IP address) and parses replies; the commands are formatted
+/// by hiredis and sent here with `MSG_NOSIGNAL`, so a peer that went away is an error, never a
+/// `SIGPIPE`. Not thread-safe: ``RedisCache``'s idle list hands it (under its lock) to one
+/// worker thread at a time, which is what makes the unchecked `Sendable` sound. Call only off
+/// the cooperative pool.
 final class RedisConnection: @unchecked Sendable {
     private var context: UnsafeMutablePointer<redisContext>?
+    /// Formatted commands not yet written to the socket.
+    private var output: [UInt8] = []
+    /// Set when an operation failed or timed out: the reply stream is out of step.
+    private var failed = false
+    /// The connect timeout, also the default whole deadline of ``command(_:timeout:)``.
+    let timeout: Duration
 
+    /// Connects within `timeout` (the TCP handshake; see the type for name resolution).
     init(host: String, port: Int, timeout: Duration) throws(RedisFailure) {
-        let tv = Self.timeval(timeout)
-        guard let context = redisConnectWithTimeout(host, Int32(clamping: port), tv) else {
-            throw .connect("out of memory")
-        }
-        if context.pointee.err != 0 {
-            let message = Self.message(context)
+        let deadline = ContinuousClock.now.advanced(by: timeout)
+        guard let context = redisConnectNonBlock(host, Int32(clamping: port)) else { throw .connect("out of memory") }
+        if let failure = Self.finishConnect(context, deadline: deadline) {
             redisFree(context)
-            throw .connect(message)
-        }
-        guard redisSetTimeout(context, tv) == REDIS_OK else {
-            redisFree(context)
-            throw .connect("cannot set the command timeout")
+            throw failure
         }
         self.context = context
+        self.timeout = timeout
     }
 
     deinit { if let context { redisFree(context) } }
 
     /// Whether the connection failed and must be dropped.
-    var isBroken: Bool { context.map { $0.pointee.err != 0 } ?? true }
+    var isBroken: Bool { failed || context.map { $0.pointee.err != 0 } ?? true }
 
-    /// Sends the commands in one round trip (pipelining) and returns their replies in order.
-    func pipeline(_ commands: [[Data]]) throws(RedisFailure) -> [RedisReply] {
+    /// Sends the commands in one round trip (pipelining) and returns their replies in order,
+    /// all within `timeout` from now (default: the connect timeout).
+    func pipeline(_ commands: [[Data]], timeout: Duration? = nil) throws(RedisFailure) -> [RedisReply] {
+        let deadline = ContinuousClock.now.advanced(by: timeout ?? self.timeout)
         try append(commands)
-        return try replies(commands.count)
+        try flush(until: deadline)
+        return try replies(commands.count, until: deadline)
     }
 
-    /// Buffers the commands without sending them (see ``flush()`` and ``replies(_:)``).
+    /// Buffers the commands without sending them (see ``flush(until:)`` and ``replies(_:until:)``).
     func append(_ commands: [[Data]]) throws(RedisFailure) {
-        guard let context else { throw .io("closed") }
+        guard context != nil, !failed else { throw .io("closed") }
         for command in commands {
-            let status = Self.withArgv(command) { argc, argv, lengths in
-                redisAppendCommandArgv(context, argc, argv, lengths)
+            var formatted: UnsafeMutablePointer<CChar>?
+            let length = Self.withArgv(command) { argc, argv, lengths in
+                redisFormatCommandArgv(&formatted, argc, argv, lengths)
             }
-            guard status == REDIS_OK else { throw .io(Self.message(context)) }
+            defer { if let formatted { redisFreeCommand(formatted) } }
+            guard let length, length > 0, let formatted else { throw .io("cannot format a command") }
+            formatted.withMemoryRebound(to: UInt8.self, capacity: Int(length)) { bytes in
+                output.append(contentsOf: UnsafeBufferPointer(start: bytes, count: Int(length)))
+            }
         }
     }
 
-    /// Writes every buffered command to the socket without waiting for a reply, so that
-    /// several connections (one per cluster node) work in parallel from one thread.
-    func flush() throws(RedisFailure) {
-        guard let context else { throw .io("closed") }
-        var done: Int32 = 0
-        while done == 0 {
-            guard redisBufferWrite(context, &done) == REDIS_OK else { throw .io(Self.message(context)) }
+    /// Writes every buffered command to the socket before `deadline`, without waiting for a
+    /// reply, so that several connections (one per cluster node) work in parallel from one thread.
+    func flush(until deadline: ContinuousClock.Instant) throws(RedisFailure) {
+        guard let context, !failed else { throw .io("closed") }
+        var sent = 0
+        while sent < output.count {
+            let count = output.withUnsafeBytes { raw in
+                send(context.pointee.fd, raw.baseAddress.map { $0 + sent }, raw.count - sent, Int32(MSG_NOSIGNAL))
+            }
+            if count > 0 {
+                sent += count
+            } else if count < 0, errno == EINTR {
+                continue
+            } else if count < 0, errno == EAGAIN || errno == EWOULDBLOCK {
+                try wait(for: Int16(POLLOUT), until: deadline)
+            } else {
+                throw broken(.io(count < 0 ? String(cString: strerror(errno)) : "nothing written"))
+            }
         }
+        output.removeAll(keepingCapacity: output.count <= 64 << 10)
     }
 
-    /// Reads `count` replies (sending whatever is still buffered first).
-    func replies(_ count: Int) throws(RedisFailure) -> [RedisReply] {
-        guard let context else { throw .io("closed") }
+    /// Reads `count` replies before `deadline` (sending whatever is still buffered first).
+    func replies(_ count: Int, until deadline: ContinuousClock.Instant) throws(RedisFailure) -> [RedisReply] {
+        guard let context, !failed else { throw .io("closed") }
+        if !output.isEmpty { try flush(until: deadline) }
         var replies: [RedisReply] = []
         replies.reserveCapacity(count)
-        for _ in 0..<count {
+        while replies.count < count {
             var raw: UnsafeMutableRawPointer?
-            guard redisGetReply(context, &raw) == REDIS_OK, let raw else { throw .io(Self.message(context)) }
-            let reply = raw.assumingMemoryBound(to: redisReply.self)
-            defer { freeReplyObject(raw) }
-            replies.append(Self.convert(reply))
+            guard redisGetReplyFromReader(context, &raw) == REDIS_OK else { throw broken(.io(Self.message(context))) }
+            if let raw {
+                defer { freeReplyObject(raw) }
+                replies.append(Self.convert(raw.assumingMemoryBound(to: redisReply.self)))
+                continue
+            }
+            // Nothing whole buffered: wait for more bytes, for what is left of the deadline.
+            try wait(for: Int16(POLLIN), until: deadline)
+            guard redisBufferRead(context) == REDIS_OK else { throw broken(.io(Self.message(context))) }
         }
         return replies
     }
 
-    /// One command.
-    func command(_ arguments: [Data]) throws(RedisFailure) -> RedisReply {
-        try pipeline([arguments])[0]
+    /// One command, answered within `timeout` (default: the connect timeout).
+    func command(_ arguments: [Data], timeout: Duration? = nil) throws(RedisFailure) -> RedisReply {
+        let replies = try pipeline([arguments], timeout: timeout)
+        guard let reply = replies.first else { throw .io("no reply") }
+        return reply
+    }
+
+    /// Marks the connection unusable and returns `failure` to throw.
+    private func broken(_ failure: RedisFailure) -> RedisFailure {
+        failed = true
+        return failure
+    }
+
+    /// Waits until the socket is ready for `events` (or reports an error or hang-up, which the
+    /// next `send` or read turns into a failure), or throws ``RedisFailure/timeout`` once
+    /// `deadline` passed.
+    private func wait(for events: Int16, until deadline: ContinuousClock.Instant) throws(RedisFailure) {
+        guard let context else { throw .io("closed") }
+        switch Self.poll(context.pointee.fd, events, until: deadline) {
+        case .ready: return
+        case .timedOut: throw broken(.timeout)
+        case .failed(let message): throw broken(.io(message))
+        }
+    }
+
+    private enum PollResult { case ready, timedOut, failed(String) }
+
+    /// `poll` for `events` on `fd` until `deadline`, retried after a signal with the time left.
+    private static func poll(_ fd: Int32, _ events: Int16, until deadline: ContinuousClock.Instant) -> PollResult {
+        while true {
+            let left = ContinuousClock.now.duration(to: deadline)
+            guard left > .zero else { return .timedOut }
+            let (seconds, attoseconds) = left.components
+            // Rounded up, so a wait never ends just before the deadline and spins.
+            let milliseconds = Int32(clamping: seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000)
+            var descriptor = pollfd(fd: fd, events: events, revents: 0)
+            let result = Glibc.poll(&descriptor, 1, milliseconds)
+            if result > 0 { return .ready }
+            if result < 0, errno != EINTR { return .failed(String(cString: strerror(errno))) }
+        }
+    }
+
+    /// Waits for a non-blocking connect to finish before `deadline`: `nil` when connected,
+    /// else why not (the caller frees the context).
+    private static func finishConnect(_ context: UnsafeMutablePointer<redisContext>,
+                                      deadline: ContinuousClock.Instant) -> RedisFailure? {
+        guard context.pointee.err == 0 else { return .connect(message(context)) }
+        let fd = context.pointee.fd
+        switch poll(fd, Int16(POLLOUT), until: deadline) {
+        case .timedOut: return .timeout
+        case .failed(let message): return .connect(message)
+        case .ready: break
+        }
+        var error: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        guard getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) == 0 else { return .connect(String(cString: strerror(errno))) }
+        return error == 0 ? nil : .connect(String(cString: strerror(error)))
     }
 
     private static func convert(_ reply: UnsafeMutablePointer<redisReply>) -> RedisReply {
@@ -140,10 +230,5 @@ final class RedisConnection: @unchecked Sendable {
         withUnsafeBytes(of: context.pointee.errstr) { raw in
             String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
         }
-    }
-
-    private static func timeval(_ duration: Duration) -> timeval {
-        let (seconds, attoseconds) = duration.components
-        return Glibc.timeval(tv_sec: Int(seconds), tv_usec: Int(attoseconds / 1_000_000_000_000))
     }
 }

@@ -1,77 +1,111 @@
 import Foundation
 import PipelineCore
 
-/// The value stored under an entry key: a self-checking record of the URL, validators,
+/// The value stored under an entry key: an authenticated record of the URL, validators,
 /// freshness and compressed bytes.
 ///
-/// Layout (integers big-endian): `"IPR2"`, URL (u32 length + UTF-8), ETag and Last-Modified
-/// (u32 length + UTF-8, `0xFFFFFFFF` for none), fresh-until in Unix milliseconds (i64,
-/// `Int64.min` for none), a rendition's record (u32 length + `RenditionRecord.serialized`,
-/// `0xFFFFFFFF` for none), the placeholder (u32 length + `ThumbHash.bytes`, `0xFFFFFFFF` for
-/// none), bytes (u64 length + bytes), then an FNV-1a 64-bit checksum of everything before it.
-/// A value that fails to parse, whose checksum does not match, or whose URL is not the one
-/// asked for is a miss; so is a value of the first layout (`"IPR1"`, which kept no record). A
-/// value of the second (`"IPR2"`, without the placeholder field) reads as one without a
-/// placeholder, so a fleet can roll the new layout out while old writers still run.
+/// Layout (integers big-endian): `"IPR4"`, the time it was stored in Unix milliseconds (i64),
+/// URL (u32 length + UTF-8), ETag and Last-Modified (u32 length + UTF-8, `0xFFFFFFFF` for none),
+/// fresh-until in Unix milliseconds (i64, `Int64.min` for none), a rendition's record (u32
+/// length + `RenditionRecord.serialized`, `0xFFFFFFFF` for none), the placeholder (u32 length +
+/// `ThumbHash.bytes`, `0xFFFFFFFF` for none), bytes (u64 length + bytes), then a 32-byte
+/// HMAC-SHA-256 (``RedisCache/Configuration/Authentication``) of the URL asked for (u32 length +
+/// UTF-8) followed by everything before the code. The code is checked before any field is read:
+/// a value whose code does not match (damaged, planted by a writer without the secret, written
+/// for another URL, or MACed under another secret) is refused, and so is every value of an
+/// older layout (`"IPR1"` to `"IPR3"`, which carried a recomputable FNV-1a checksum). A value
+/// that authenticates but does not parse is corrupt. Either way it is a miss.
 enum RedisEntry {
-    static let magic = Data("IPR3".utf8)
-    /// The layout before the placeholder field.
-    static let magicWithoutPlaceholder = Data("IPR2".utf8)
+    static let magic = Data("IPR4".utf8)
+    /// Bytes of the code at the end of a value.
+    static let codeLength = 32
     /// Room a value has beyond its picture and URL (the fixed fields, validators, rendition
     /// record, placeholder): what a read asks for past ``RedisCache/Configuration/maxEntryBytes``.
     static let metadataAllowance = 64 << 10
 
-    static func encode(url: URL, data: Data, info: CacheEntryInfo) -> Data {
+    /// What a value read back turned out to be.
+    enum Decoded {
+        case entry(CachedData)
+        /// The code did not verify, or an older layout: not trusted, not parsed.
+        case refused
+        /// Authenticated, but not a value this layout can read.
+        case corrupt
+    }
+
+    /// The value for `data` and `info` under `url`, stored at `storedAt`, authenticated with `mac`
+    /// (a keyed HMAC, copied for this value).
+    static func encode(url: URL, data: Data, info: CacheEntryInfo, mac: HMACSHA256, storedAt: Date) -> Data {
         var out = Data()
         out.reserveCapacity(data.count + 128)
         out.append(magic)
+        appendInteger(UInt64(bitPattern: milliseconds(storedAt)), to: &out)
         appendString(url.absoluteString, to: &out)
         appendString(info.etag, to: &out)
         appendString(info.lastModified, to: &out)
-        let fresh = info.freshUntil.map { Int64(($0.timeIntervalSince1970 * 1000).rounded()) } ?? Int64.min
-        appendInteger(UInt64(bitPattern: fresh), to: &out)
+        appendInteger(UInt64(bitPattern: info.freshUntil.map(milliseconds) ?? Int64.min), to: &out)
         appendBytes(info.rendition?.serialized, to: &out)
         appendBytes(info.placeholder.map { Data($0.bytes) }, to: &out)
         appendInteger(UInt64(data.count), to: &out)
         out.append(data)
-        appendInteger(checksum(out), to: &out)
+        out.append(contentsOf: code(of: [UInt8](out)[...], for: url, mac: mac))
         return out
     }
 
-    static func decode(_ value: Data, expecting url: URL) -> CachedData? {
+    /// Reads a value back for `url`: authenticated with `mac` first, then parsed, its freshness
+    /// cut to at most `maxFreshness` seconds after it was stored (or after `now`, if the value
+    /// says it was stored later than that).
+    static func decode(_ value: Data, expecting url: URL, mac: HMACSHA256, now: Date, maxFreshness: TimeInterval) -> Decoded {
         let bytes = [UInt8](value)
-        let hasPlaceholder = bytes.starts(with: magic)
-        guard bytes.count >= magic.count + 8, hasPlaceholder || bytes.starts(with: magicWithoutPlaceholder) else { return nil }
-        let body = bytes[..<(bytes.count - 8)]
-        var reader = Reader(bytes: bytes, position: bytes.count - 8)
-        guard let stored = reader.integer(UInt64.self), stored == checksum(body) else { return nil }
-        reader = Reader(bytes: Array(body), position: magic.count)
-        guard let storedURL = reader.string(), storedURL == url.absoluteString,
+        guard bytes.count >= magic.count + codeLength, bytes.starts(with: magic) else { return .refused }
+        let body = bytes[..<(bytes.count - codeLength)]
+        guard HMACSHA256.matches(code(of: body, for: url, mac: mac), bytes[body.endIndex...]) else { return .refused }
+        var reader = Reader(bytes: Array(body), position: magic.count)
+        guard let storedBits = reader.integer(UInt64.self),
+              let storedURL = reader.string(), storedURL == url.absoluteString,
               let etag = reader.optionalString(), let lastModified = reader.optionalString(),
               let freshBits = reader.integer(UInt64.self), let record = reader.optionalBytes(),
-              let placeholderBytes = hasPlaceholder ? reader.optionalBytes() : .some(nil),
+              let placeholderBytes = reader.optionalBytes(),
               let length = reader.integer(UInt64.self), length == UInt64(body.count - reader.position)
-        else { return nil }
+        else { return .corrupt }
         var rendition: RenditionRecord?
         if let record {
-            guard let parsed = RenditionRecord(serialized: record) else { return nil }
+            guard let parsed = RenditionRecord(serialized: record) else { return .corrupt }
             rendition = parsed
         }
         var placeholder: ThumbHash?
         if let placeholderBytes {
-            guard let parsed = ThumbHash(bytes: [UInt8](placeholderBytes)) else { return nil }
+            guard let parsed = ThumbHash(bytes: [UInt8](placeholderBytes)) else { return .corrupt }
             placeholder = parsed
         }
+        let storedAt = min(date(Int64(bitPattern: storedBits)), now)
         let fresh = Int64(bitPattern: freshBits)
-        let freshUntil = fresh == Int64.min ? nil : Date(timeIntervalSince1970: Double(fresh) / 1000)
+        let freshUntil = fresh == Int64.min ? nil : min(date(fresh), storedAt.addingTimeInterval(max(0, maxFreshness)))
         let data = Data(body[(body.startIndex + reader.position)...])
-        return CachedData(data: data, info: CacheEntryInfo(etag: etag, lastModified: lastModified, freshUntil: freshUntil,
-                                                                  rendition: rendition, placeholder: placeholder))
+        return .entry(CachedData(data: data, info: CacheEntryInfo(etag: etag, lastModified: lastModified, freshUntil: freshUntil,
+                                                                  rendition: rendition, placeholder: placeholder)))
     }
 
-    /// FNV-1a, 64 bits: catches truncation and bit rot; not a defence against a writer with
-    /// access to the Redis server.
-    static func checksum<C: Collection>(_ bytes: C) -> UInt64 where C.Element == UInt8 {
+    /// The code of a value's `body` read for `url`: the URL is MACed apart from the body's own
+    /// copy of it, so a value is bound to the URL it is read for, whatever the parser does.
+    private static func code(of body: ArraySlice<UInt8>, for url: URL, mac: HMACSHA256) -> [UInt8] {
+        var mac = mac
+        var prefix = Data()
+        appendString(url.absoluteString, to: &prefix)
+        mac.update(prefix)
+        mac.update(body)
+        return mac.finalize()
+    }
+
+    /// Unix milliseconds, clamped so that no date traps or reaches the `Int64.min` sentinel.
+    private static func milliseconds(_ date: Date) -> Int64 {
+        let value = (date.timeIntervalSince1970 * 1000).rounded()
+        return value.isFinite ? Int64(max(-9.2e18, min(9.2e18, value))) : 0
+    }
+
+    private static func date(_ milliseconds: Int64) -> Date { Date(timeIntervalSince1970: Double(milliseconds) / 1000) }
+
+    /// FNV-1a, 64 bits: the keys' cluster hash tag (a spread, not a defence).
+    static func tagHash<C: Collection>(_ bytes: C) -> UInt64 where C.Element == UInt8 {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in bytes {
             hash ^= UInt64(byte)

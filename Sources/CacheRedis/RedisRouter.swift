@@ -30,10 +30,10 @@ final class RedisNode: Sendable {
     func allows() -> Bool { breaker.withLock { $0.allows(ContinuousClock.now) } }
     func record(success: Bool) { breaker.withLock { $0.record(success: success, at: ContinuousClock.now) } }
 
-    /// A pooled connection, or a new one (`nil` when the server cannot be reached).
-    func checkOut() -> RedisConnection? {
+    /// A pooled connection, or a new one connected within the timeout.
+    func checkOut() throws(RedisFailure) -> RedisConnection {
         if let pooled = idle.withLock({ $0.popLast() }) { return pooled }
-        return try? RedisConnection(host: host, port: port, timeout: timeout)
+        return try RedisConnection(host: host, port: port, timeout: timeout)
     }
 
     /// Returns a healthy connection to the pool (a broken one is dropped, which frees it).
@@ -78,6 +78,8 @@ final class RedisRouter: Sendable {
     /// What the router saw, for ``RedisCache/Statistics``.
     struct Counters {
         var failures = 0
+        /// Failures that were a deadline passing (connect or command).
+        var timeouts = 0
         var skipped = 0
         var redirections = 0
         var refreshes = 0
@@ -100,10 +102,13 @@ final class RedisRouter: Sendable {
     private let counters = Mutex(Counters())
     private let maxRedirections: Int
     private let minimumRefreshInterval: Duration
+    /// The whole deadline of each node's pipeline (and of `CLUSTER SLOTS`).
+    private let timeout: Duration
     private let makeNode: @Sendable (String, Int) -> RedisNode
 
     init(configuration: RedisCache.Configuration) {
         let timeout = configuration.timeout
+        self.timeout = timeout
         let maxIdle = max(1, configuration.maxConnections)
         let breaker = Breaker(threshold: max(1, configuration.breakerThreshold), cooldown: configuration.breakerCooldown)
         makeNode = { host, port in RedisNode(host: host, port: port, timeout: timeout, maxIdle: maxIdle, breaker: breaker) }
@@ -147,17 +152,20 @@ final class RedisRouter: Sendable {
                 groups[id]?.items.append(item)
             }
             // Write every node's pipeline, then read: the nodes work in parallel.
-            var inFlight: [(node: RedisNode, connection: RedisConnection, items: [Pending])] = []
+            var inFlight: [(node: RedisNode, connection: RedisConnection, items: [Pending], deadline: ContinuousClock.Instant)] = []
             for id in order {
                 guard let (node, items) = groups[id] else { continue }
                 guard node.allows() else {
                     counters.withLock { $0.skipped += 1 }
                     continue
                 }
-                guard let connection = node.checkOut() else {
-                    failed(node)
+                let connection: RedisConnection
+                do { connection = try node.checkOut() } catch {
+                    failed(node, error)
                     continue
                 }
+                // The pipeline's whole deadline: written and every reply read within the timeout.
+                let deadline = ContinuousClock.now.advanced(by: timeout)
                 var wire: [[Data]] = []
                 for item in items {
                     if item.asking { wire.append([arg("ASKING")]) }
@@ -165,17 +173,18 @@ final class RedisRouter: Sendable {
                 }
                 do {
                     try connection.append(wire)
-                    try connection.flush()
-                    inFlight.append((node, connection, items))
+                    try connection.flush(until: deadline)
+                    inFlight.append((node, connection, items, deadline))
                     counters.withLock { $0.pipelines += 1 }
                 } catch {
-                    failed(node)
+                    failed(node, error)
                 }
             }
-            for (node, connection, items) in inFlight {
+            for (node, connection, items, deadline) in inFlight {
                 let wireCount = items.count + items.count(where: \.asking)
-                guard let replies = try? connection.replies(wireCount) else {
-                    failed(node)
+                let replies: [RedisReply]
+                do { replies = try connection.replies(wireCount, until: deadline) } catch {
+                    failed(node, error)  // the connection is dropped (freed) with its stream out of step
                     continue
                 }
                 node.checkIn(connection)
@@ -236,9 +245,12 @@ final class RedisRouter: Sendable {
         }
     }
 
-    private func failed(_ node: RedisNode) {
+    private func failed(_ node: RedisNode, _ failure: RedisFailure) {
         node.record(success: false)
-        counters.withLock { $0.failures += 1 }
+        counters.withLock {
+            $0.failures += 1
+            if case .timeout = failure { $0.timeouts += 1 }
+        }
         // In a cluster a failed master may have been replaced by its replica: look again.
         if isCluster { topology.withLock { $0.wantsRefresh = true } }
     }
@@ -287,12 +299,13 @@ final class RedisRouter: Sendable {
         guard let candidates else { return }
         var map: [(range: ClosedRange<Int>, host: String, port: Int)]?
         for node in candidates where node.allows() {
-            guard let connection = node.checkOut() else {
-                failed(node)
-                continue
-            }
-            guard let reply = try? connection.command([arg("CLUSTER"), arg("SLOTS")]) else {
-                failed(node)
+            let reply: RedisReply
+            let connection: RedisConnection
+            do {
+                connection = try node.checkOut()
+                reply = try connection.command([arg("CLUSTER"), arg("SLOTS")], timeout: timeout)
+            } catch {
+                failed(node, error)
                 continue
             }
             node.checkIn(connection)

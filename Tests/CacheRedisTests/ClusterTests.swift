@@ -11,11 +11,11 @@ struct ClusterTests {
     static let info = CacheEntryInfo(etag: "\"v1\"", lastModified: nil, freshUntil: Date().addingTimeInterval(600))
     static func url(_ index: Int) -> URL { URL(string: "http://127.0.0.1:1/cluster/\(index).png")! }
 
-    static func tier(_ cluster: RedisCluster, seeds: Int = 1) -> RedisCache {
+    static func tier(_ cluster: RedisCluster, seeds: Int = 1) throws -> RedisCache {
         // A generous timeout: this is about routing, and a starved machine must not turn a slow
         // answer into a miss. One seed: the others are found from the slot map.
-        RedisCache(configuration: .init(timeout: .seconds(2), breakerCooldown: .seconds(30),
-                                        clusterSeeds: Array(cluster.endpoints.prefix(seeds))))
+        try RedisCache(configuration: .init(timeout: .seconds(2), breakerCooldown: .seconds(30),
+                                            clusterSeeds: Array(cluster.endpoints.prefix(seeds)), authentication: .secret(testSecret)))
     }
 
     @Test func slotsAreCRC16OfTheHashTagAsRedisComputesThem() throws {
@@ -27,14 +27,14 @@ struct ClusterTests {
         #expect(RedisRouter.Redirect("MOVED 99999 127.0.0.1:6381") == nil)
         #expect(RedisRouter.Redirect("ERR nope") == nil)
         // The Running a fleet article's configuration, as printed (nothing connects until the first operation).
-        let tier = RedisCache(configuration: .init(clusterSeeds: [
-            .init(host: "10.0.0.5", port: 6379), .init(host: "10.0.0.6", port: 6379)]))
+        let tier = try RedisCache(configuration: .init(clusterSeeds: [
+            .init(host: "10.0.0.5", port: 6379), .init(host: "10.0.0.6", port: 6379)], authentication: .secret(testSecret)))
         #expect(tier.configuration.clusterSeeds.count == 2 && tier.statistics == RedisCache.Statistics())
     }
 
     @Test func entriesSpreadOverTheNodesComeBackIntactAndMultiGetAgrees() async throws {
         try await RedisCluster.with { cluster in
-            let tier = Self.tier(cluster)
+            let tier = try Self.tier(cluster)
             let raw = try cluster.connection(0)
             // Our slot for a key is the one Redis computes, and a URL's entry and lease share it.
             for index in 0..<20 {
@@ -85,7 +85,7 @@ struct ClusterTests {
 
     @Test func aReshardedSlotIsFollowedThroughASKAndMOVED() async throws {
         try await RedisCluster.with { cluster in
-            let tier = Self.tier(cluster)
+            let tier = try Self.tier(cluster)
             let url = Self.url(7)
             await tier.storeData(Self.bytes(7), info: Self.info, for: url)
             let key = tier.entryKey(url)
@@ -131,8 +131,8 @@ struct ClusterTests {
             try await RedisCluster.with { cluster in
                 // A long timeout: a live node must not time out on a starved machine, and the dead
                 // one costs nothing (a loopback connect to a closed port is refused at once).
-                let tier = RedisCache(configuration: .init(timeout: .seconds(2), breakerCooldown: .seconds(30),
-                                                           clusterSeeds: cluster.endpoints))
+                let tier = try RedisCache(configuration: .init(timeout: .seconds(2), breakerCooldown: .seconds(30),
+                                                               clusterSeeds: cluster.endpoints, authentication: .secret(testSecret)))
                 for index in 0..<30 { await tier.storeData(Self.bytes(index), info: Self.info, for: Self.url(index)) }
                 var holders: [Int: Int] = [:]
                 for index in 0..<30 { holders[index] = try cluster.holder(of: tier.entryKey(Self.url(index))) }
@@ -156,7 +156,7 @@ struct ClusterTests {
 
                 // Whole pipelines on the cluster tier: every request succeeds, whichever node its URL maps to.
                 let replica = try Replica(configuration: .init(timeout: .seconds(2), breakerCooldown: .seconds(30),
-                                                               clusterSeeds: cluster.endpoints))
+                                                               clusterSeeds: cluster.endpoints, authentication: .secret(testSecret)))
                 defer { replica.remove() }
                 for index in 0..<8 {
                     _ = try await replica.pipeline.image(for: ImageRequest(url: origin.url("/image/c\(index)?maxage=600")))

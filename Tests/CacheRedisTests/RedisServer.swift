@@ -72,6 +72,13 @@ final class RedisServer: Sendable {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Failure.noPort }
         defer { close(fd) }
+        guard let port = bindToLoopback(fd) else { throw Failure.noPort }
+        return port
+    }
+
+    /// Binds the TCP socket `fd` to 127.0.0.1 on a port the kernel picks, and returns the port
+    /// (`nil` when it cannot).
+    static func bindToLoopback(_ fd: Int32) -> Int? {
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = 0
@@ -82,8 +89,7 @@ final class RedisServer: Sendable {
                 bind(fd, pointer, length) == 0 && getsockname(fd, pointer, &length) == 0
             }
         }
-        guard bound else { throw Failure.noPort }
-        return Int(UInt16(bigEndian: address.sin_port))
+        return bound ? Int(UInt16(bigEndian: address.sin_port)) : nil
     }
 }
 

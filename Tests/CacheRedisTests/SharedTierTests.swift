@@ -119,7 +119,7 @@ struct SharedTierTests {
 
     @Test func aCorruptedValueIsAMissNeverAWrongPicture() async throws {
         try await withServers { redis, origin in
-            let tier = RedisCache(configuration: .init(port: redis.port, timeout: .milliseconds(500)))
+            let tier = try RedisCache(configuration: .init(port: redis.port, timeout: .milliseconds(500), authentication: .secret(testSecret)))
             let url = origin.url("/image/victim?maxage=600"), other = origin.url("/image/other?maxage=600")
             let bytes = Data("TIMG".utf8) + Data([0, 4, 0, 3, 9, 9, 9, 255]) + Data(repeating: 7, count: 100)
             let info = CacheEntryInfo(etag: "\"e\"", lastModified: nil, freshUntil: Date().addingTimeInterval(600))
@@ -197,8 +197,8 @@ struct SharedTierTests {
             let url = origin.url("/image/huge?maxage=600")
             let limit = replica.tier.configuration.maxEntryBytes
             // Planted directly (the tier would not write it): a valid 6 MB entry.
-            let value = RedisEntry.encode(url: url, data: Data(repeating: 7, count: 6_000_000),
-                                          info: CacheEntryInfo(freshUntil: Date().addingTimeInterval(600)))
+            let value = replica.tier.value(url, data: Data(repeating: 7, count: 6_000_000),
+                                                info: CacheEntryInfo(freshUntil: Date().addingTimeInterval(600)))
             let raw = try RedisConnection(host: "127.0.0.1", port: redis.port, timeout: .seconds(5))
             _ = try raw.command([arg("SET"), replica.tier.entryKey(url), value])
             let before = try #require(try Self.bytesSent(by: raw))
@@ -256,8 +256,8 @@ struct SharedTierTests {
 
     @Test func entriesExpireAtFreshnessPlusTheStaleWindowAndBigOnesAreNotStored() async throws {
         try await withServers { redis, _ in
-            let tier = RedisCache(configuration: .init(port: redis.port, timeout: .milliseconds(500),
-                                                       maxEntryBytes: 1000, staleWindow: 100))
+            let tier = try RedisCache(configuration: .init(port: redis.port, timeout: .milliseconds(500),
+                                                           maxEntryBytes: 1000, staleWindow: 100, authentication: .secret(testSecret)))
             let url = URL(string: "http://127.0.0.1:1/ttl")!
             let start = Date()
             await tier.storeData(Data(count: 10), info: CacheEntryInfo(freshUntil: start.addingTimeInterval(60)), for: url)

@@ -5,6 +5,9 @@ import LoaderHTTP
 import PipelineCore
 import PipelineTestSupport
 
+/// The secret the tests' fleets share (32 bytes).
+let testSecret = [UInt8]("CacheRedisTests fleet secret 32B".utf8)
+
 /// One "replica": its own disk cache in a temporary directory, its own connection to the
 /// shared Redis tier, and the HTTP loader behind the fetch lease.
 struct Replica {
@@ -18,14 +21,14 @@ struct Replica {
 
     init(redisPort: Int, timeout: Duration = .milliseconds(200), leaseDuration: Duration = .seconds(60),
          http: HTTPDataLoader.Configuration = .init()) throws {
-        try self.init(configuration: .init(port: redisPort, timeout: timeout, breakerCooldown: .seconds(30)), leaseDuration: leaseDuration,
-                      http: http)
+        try self.init(configuration: .init(port: redisPort, timeout: timeout, breakerCooldown: .seconds(30), authentication: .secret(testSecret)),
+                      leaseDuration: leaseDuration, http: http)
     }
 
     init(configuration: RedisCache.Configuration, leaseDuration: Duration = .seconds(60), http: HTTPDataLoader.Configuration = .init()) throws {
         directory = try TemporaryDirectory(prefix: "CacheRedisTests")
         disk = try DiskCache(directory: directory.url)
-        tier = RedisCache(configuration: configuration)
+        tier = try RedisCache(configuration: configuration)
         loader = SharedTierLoader(base: HTTPDataLoader(configuration: http), tier: tier, leaseDuration: leaseDuration)
         tiered = TieredDataCache(local: disk, shared: tier)
         pipeline = ImagePipeline(configuration: .init(

@@ -74,7 +74,8 @@ await disk.waitForMaintenance()  // the first scan of the (empty) directory is n
 
 let originCalls = Recorder(), loaderCalls = Recorder()
 let origin = RecordingLoader(base: HTTPDataLoader(), recorder: originCalls)
-let tier = RedisCache(configuration: .init(port: redisPort))
+// Every replica runs this binary, so all of them share this secret (values are authenticated).
+let tier = try RedisCache(configuration: .init(port: redisPort, authentication: .secret(Array("FleetBenchmark fleet secret, 32B".utf8))))
 let loader: any DataLoading = usesTier
     ? RecordingLoader(base: SharedTierLoader(base: origin, tier: tier, pollInterval: .milliseconds(pollMilliseconds)),
                       recorder: loaderCalls)
