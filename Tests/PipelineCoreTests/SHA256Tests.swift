@@ -26,6 +26,29 @@ struct SHA256Tests {
             == "ffe054fe7ae0cb6dc65c3af9b61d5209f439851db43d0ba5997337df154668eb")
     }
 
+    @Test func sha256GivesTheSameDigestFedInPiecesOfEveryKind() {
+        // 100,000 × "a" again, fed as arrays, `Data`, slices and a lazy (non-contiguous) sequence
+        // of lengths that start and end inside and across blocks.
+        let expected = "6d1cf22d7cc09b085dfc25ee1a1f3ae0265804c607bc2074ad253bcc82fd81ee"
+        for step in [1, 7, 63, 64, 65, 130, 4_099] {
+            var hasher = SHA256(), fed = 0, kind = 0
+            while fed < 100_000 {
+                let count = min(step + kind % 3, 100_000 - fed)
+                let piece = [UInt8](repeating: 0x61, count: count)
+                switch kind % 4 {
+                case 0: hasher.update(piece)
+                case 1: hasher.update(Data(piece))
+                case 2: hasher.update(piece[...])
+                default: hasher.update(piece.lazy.map { $0 })
+                }
+                fed += count
+                kind += 1
+            }
+            let hex = hasher.finalize().map { String(format: "%02x", $0) }.joined()
+            #expect(hex == expected, "pieces of about \(step) bytes")
+        }
+    }
+
     @Test func crc32MatchesTheCheckValue() {
         #expect(CRC32.checksum(Array("123456789".utf8)) == 0xCBF4_3926)
         #expect(CRC32.checksum([UInt8]()) == 0)

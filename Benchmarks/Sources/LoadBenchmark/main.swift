@@ -169,6 +169,11 @@ func reportLatency(_ label: String, _ tally: Tally) {
 
 let decoders = DecoderRegistry([PNGDecoder()])
 
+/// The Redis tier at `port`, authenticated with `secret`: the fleet's, or the attacker's guess.
+func makeTier(port: Int, secret: String = "LoadBenchmark fleet secret, 32 B") throws -> RedisCache {
+    try RedisCache(configuration: .init(port: port, authentication: .secret(Array(secret.utf8))))
+}
+
 /// The pipeline of the `origin` and `bombs` modes: a 64 MiB memory cache and a 128 MiB decode
 /// budget (set, rather than derived from this machine's memory, so the budgets are the same
 /// everywhere).
@@ -226,7 +231,7 @@ case "bombs":
 
 case "tier":
     let healthy = argument(1), port = integer(2), count = integer(3), directory = argument(4)
-    let tier = RedisCache(configuration: .init(port: port))
+    let tier = try makeTier(port: port)
     let http = HTTPDataLoader.Configuration()
     let local = try DiskCache(directory: URL(fileURLWithPath: directory))
     let configuration = ImagePipeline.Configuration(
@@ -248,7 +253,7 @@ case "tier":
 
 case "plant":
     let healthy = argument(1), port = integer(2), count = integer(3)
-    let tier = RedisCache(configuration: .init(port: port))
+    let tier = try makeTier(port: port, secret: "an attacker's guess at the secret")
     guard let red = Bitmap(width: 16, height: 16, bytesPerRow: 64, bytes: Array(repeating: [255, 0, 0, 255], count: 256).flatMap { $0 })
     else { fail("cannot make the red picture") }
     let png = try PNGEncoder().encode(red)
@@ -258,7 +263,7 @@ case "plant":
 
 case "victim":
     let healthy = argument(1), port = integer(2), count = integer(3), directory = argument(4)
-    let tier = RedisCache(configuration: .init(port: port))
+    let tier = try makeTier(port: port)
     let local = try DiskCache(directory: URL(fileURLWithPath: directory))
     let configuration = ImagePipeline.Configuration(
         decoders: decoders, loaders: LoaderRegistry([SharedTierLoader(base: HTTPDataLoader(), tier: tier)]),
