@@ -36,7 +36,8 @@ public final class DiskCache: DataCaching, Sendable {
     /// ``defaultCountLimit(sizeLimit:)``, one per 4 KiB of ``sizeLimit``. It bounds the inodes
     /// (each entry is one file, two with its sidecar) where tiny files take little or no block
     /// space (small blocks, data kept inside the inode), so tiny entries cannot use 100,000
-    /// inodes under a 32 MiB cap. Trimmed, like the size, to ``trimRatio`` of it.
+    /// inodes under a 32 MiB cap. Trimmed, like the size, to ``trimRatio`` of it. A value
+    /// under 1 counts as 1.
     public let countLimit: Int
     /// Whether each write is `fsync`ed before its rename. Default `false`: a power cut may then
     /// lose recent entries, but a torn file fails its length or CRC check and reads as a miss.
