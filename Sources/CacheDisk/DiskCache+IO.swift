@@ -64,10 +64,11 @@ extension DiskCache {
     /// current info: the sidecar's if one applies, else the header's.
     private func recordHit(_ entry: OpenedEntry, name: String) -> CacheEntryInfo {
         var info = entry.header.info
-        if let sidecar = readInfo(name), sidecar.applies(to: entry.header) { info = sidecar.info }
+        let sidecar = readInfo(name)
+        if let sidecar, sidecar.header.applies(to: entry.header) { info = sidecar.header.info }
         let persist = index.withLock {
-            $0.recordAccess(name, size: Int(entry.status.st_size), modified: DiskFiles.modificationTime(entry.status),
-                            persistInterval: accessPersistInterval)
+            $0.recordAccess(name, size: DiskFiles.allocatedSize(entry.status), sidecarSize: sidecar?.size ?? 0,
+                            modified: DiskFiles.modificationTime(entry.status), persistInterval: accessPersistInterval)
         }
         if persist { futimens(entry.file.fd, nil) }  // the last access, for LRU order after a restart
         return info
@@ -81,13 +82,14 @@ extension DiskCache {
         }
     }
 
-    /// The sidecar of entry `name`, if there is a sound one (a regular file: anything else is removed).
-    func readInfo(_ name: String) -> DiskCacheEntry? {
+    /// The sidecar of entry `name` and the disk space it takes, if there is a sound one (a
+    /// regular file: anything else is removed).
+    func readInfo(_ name: String) -> (header: DiskCacheEntry, size: Int)? {
         guard let file = DiskFiles.openRegular(infoPath(name), flags: O_RDONLY),
               let status = file.status(), Int(status.st_size) <= DiskCacheEntry.maxLength,
               let header = DiskCacheEntry.read(from: file, kind: .info, fileSize: Int(status.st_size)),
               header.length == Int(status.st_size) else { return nil }
-        return header.value
+        return (header.value, DiskFiles.allocatedSize(status))
     }
 
     /// Writes a new entry (new generation) over file `name`. An old sidecar is removed first;
@@ -105,7 +107,7 @@ extension DiskCache {
         let passDue = index.withLock { index -> Bool in
             index.recordWrite(name, size: size)
             guard index.isLoaded else { return false }
-            if index.totalSize > sizeLimit { return true }
+            if index.totalSize > sizeLimit || index.records.count > countLimit { return true }
             // With an age limit, also when a tenth of it has passed since the last pass began:
             // in a long-running process no entry outlives the limit by more than that.
             guard let maxUnusedAge else { return false }
@@ -124,7 +126,7 @@ extension DiskCache {
               let header = DiskCacheEntry.read(from: file, kind: .entry, fileSize: Int(status.st_size))?.value,
               header.url == url.absoluteString else { return }
         var stored = header.info
-        if let sidecar = readInfo(name), sidecar.applies(to: header) { stored = sidecar.info }
+        if let sidecar = readInfo(name)?.header, sidecar.applies(to: header) { stored = sidecar.info }
         if let new = info.etag, let old = stored.etag {
             guard new == old else { return }
         } else if info.etag == nil, stored.etag == nil, let new = info.lastModified, let old = stored.lastModified {
@@ -133,9 +135,10 @@ extension DiskCache {
         var sidecar = header
         sidecar.kind = .info
         sidecar.info = info
-        guard let bytes = sidecar.encoded() else { return }
-        _ = DiskFiles.writeAtomically(directory: path, name: name + DiskFiles.infoSuffix, parts: [Data(bytes)],
-                                      sync: syncsWrites)
+        guard let bytes = sidecar.encoded(),
+              let size = DiskFiles.writeAtomically(directory: path, name: name + DiskFiles.infoSuffix, parts: [Data(bytes)],
+                                                   sync: syncsWrites) else { return }
+        index.withLock { $0.recordSidecar(name, size: size) }
     }
 
     /// Removes file `name` and its sidecar if the entry is `url`'s (or unreadable).

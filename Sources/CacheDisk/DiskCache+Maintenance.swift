@@ -35,8 +35,9 @@ extension DiskCache {
     }
 
     /// Scans the directory (picking up other instances' writes and removals), then removes
-    /// the entries unused for ``maxUnusedAge`` and, if the total is over ``sizeLimit``, the
-    /// least recently used down to ``trimRatio`` of it. Runs on `pool` under the directory's lock.
+    /// the entries unused for ``maxUnusedAge`` and, if the total is over ``sizeLimit`` or the
+    /// count over ``countLimit``, the least recently used down to ``trimRatio`` of both. Runs
+    /// on `pool` under the directory's lock.
     func maintenancePass() {
         let lock = DiskFiles.withExclusiveLock(path + "/.lock") {
             index.withLock { $0.beginScan() }
@@ -44,8 +45,9 @@ extension DiskCache {
             index.withLock { $0.finishScan(scanned) }
             let unusedSince = maxUnusedAge.map { Date().timeIntervalSince1970 - $0 }
             let victims = index.withLock { index in
-                index.victims(downTo: index.totalSize > sizeLimit ? Int(Double(sizeLimit) * trimRatio) : nil,
-                              unusedSince: unusedSince)
+                let over = index.totalSize > sizeLimit || index.records.count > countLimit
+                return index.victims(downTo: over ? Int(Double(sizeLimit) * trimRatio) : nil,
+                                     count: over ? Int(Double(countLimit) * trimRatio) : nil, unusedSince: unusedSince)
             }
             for victim in victims {
                 // Skip an entry read or rewritten since it was chosen: it is no longer the oldest.
@@ -67,7 +69,8 @@ extension DiskCache {
         }
     }
 
-    /// Lists the directory: entry files with size and mtime. Removes orphaned sidecars,
+    /// Lists the directory: entry files with their and their sidecars' disk space
+    /// (``DiskFiles/allocatedSize(_:)`` of the `lstat` taken anyway) and mtime. Removes orphaned sidecars,
     /// temporary files old enough to be a crash's leftovers, and anything but a regular file
     /// under an entry's or a sidecar's name.
     func scan() -> [DiskIndex.Scanned] {
@@ -76,6 +79,7 @@ extension DiskCache {
         var entries: [DiskIndex.Scanned] = []
         entries.reserveCapacity(names.count / 2 + 1)
         var sidecars: [String] = []
+        var sidecarSizes: [Substring: Int] = [:]
         var entryNames = Set<String>()
         for name in names {
             if DiskFiles.isEntryName(name) {
@@ -84,13 +88,16 @@ extension DiskCache {
                     DiskFiles.remove(path + "/" + name, ifStill: status)
                     continue
                 }
-                entries.append(.init(name: name, size: Int(status.st_size), modified: DiskFiles.modificationTime(status)))
+                entries.append(.init(name: name, size: DiskFiles.allocatedSize(status),
+                                     modified: DiskFiles.modificationTime(status)))
                 entryNames.insert(name)
             } else if name.hasSuffix(DiskFiles.infoSuffix) {
-                if let status = DiskFiles.status(of: name, in: path), status.st_mode & S_IFMT != S_IFREG {
+                let status = DiskFiles.status(of: name, in: path)
+                if let status, status.st_mode & S_IFMT != S_IFREG {
                     DiskFiles.remove(path + "/" + name, ifStill: status)  // never a sidecar
                 } else {
                     sidecars.append(name)
+                    if let status { sidecarSizes[name.dropLast(DiskFiles.infoSuffix.count)] = DiskFiles.allocatedSize(status) }
                 }
             } else if name.hasPrefix(DiskFiles.temporaryPrefix), let status = DiskFiles.status(of: name, in: path),
                       DiskFiles.isStaleTemporary(name, status: status, now: now) {
@@ -103,6 +110,7 @@ extension DiskCache {
             let entry = String(sidecar.dropLast(DiskFiles.infoSuffix.count))
             if DiskFiles.status(of: entry, in: path) == nil { unlink(path + "/" + sidecar) }
         }
+        for i in entries.indices { entries[i].sidecarSize = sidecarSizes[Substring(entries[i].name)] ?? 0 }
         return entries
     }
 

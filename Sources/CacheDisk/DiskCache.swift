@@ -3,7 +3,8 @@ import PipelineCore
 import Synchronization
 
 /// A `DataCaching` on disk: the compressed bytes exactly as loaded, keyed by fetch URL, with
-/// their HTTP validators and freshness, under a byte cap with least-recently-used eviction.
+/// their HTTP validators and freshness, under a cap on the disk space the files take and one
+/// on their count, with least-recently-used eviction.
 ///
 /// - Files are named by the SHA-256 of the fetch URL; each entry records its full URL, which
 ///   is compared on every read, so a name collision is a miss, never another picture.
@@ -15,7 +16,8 @@ import Synchronization
 ///   so it can never attach to a different body. It is skipped when its validators differ from
 ///   the stored ones (the entry was replaced since it was read; RFC 9111 §4.3.4).
 /// - Eviction runs in the background: once after opening, and after a store takes the total
-///   past ``sizeLimit``; it trims to ``trimRatio`` of the cap, oldest access first. With
+///   past ``sizeLimit`` or the entries past ``countLimit``; it trims both to ``trimRatio`` of
+///   their cap, oldest access first. With
 ///   ``maxUnusedAge`` it also removes every entry unused for that long (then a store also
 ///   starts a pass when the last began a tenth of that age ago). Passes in all processes are
 ///   serialised by an advisory `flock` on `<directory>/.lock`.
@@ -23,8 +25,20 @@ import Synchronization
 public final class DiskCache: DataCaching, Sendable {
     /// The directory holding the entries.
     public let directory: URL
-    /// The most bytes the entries may take before eviction; see ``defaultSizeLimit(for:)``.
+    /// The most disk space, in bytes, the entries may take before eviction; see
+    /// ``defaultSizeLimit(for:)``. It counts each file's allocated blocks (`st_blocks`), not
+    /// its length: on a file system of 4 KiB blocks a 200-byte entry counts 4 KiB, as it takes
+    /// 4 KiB of the disk. An entry's info sidecar (written after a 304) counts with it.
+    /// Between a store that crosses the cap and the background pass that trims, the directory
+    /// may hold a few stores more.
     public let sizeLimit: Int
+    /// The most entries the directory may hold before eviction; default
+    /// ``defaultCountLimit(sizeLimit:)``, one per 4 KiB of ``sizeLimit``. It bounds the inodes
+    /// (each entry is one file, two with its sidecar) where tiny files take little or no block
+    /// space (small blocks, data kept inside the inode), so tiny entries cannot use 100,000
+    /// inodes under a 32 MiB cap. Trimmed, like the size, to ``trimRatio`` of it. A value
+    /// under 1 counts as 1.
+    public let countLimit: Int
     /// Whether each write is `fsync`ed before its rename. Default `false`: a power cut may then
     /// lose recent entries, but a torn file fails its length or CRC check and reads as a miss.
     public let syncsWrites: Bool
@@ -53,8 +67,11 @@ public final class DiskCache: DataCaching, Sendable {
     ///   - sizeLimit: bytes; default ``defaultSizeLimit(for:)``.
     ///   - maxUnusedAge: seconds an entry may go unused before it is removed (``maxUnusedAge``);
     ///     default `nil`, no age limit.
-    public convenience init(name: String = "ImagePipeline", sizeLimit: Int? = nil, maxUnusedAge: TimeInterval? = nil) throws {
-        try self.init(directory: Self.defaultDirectory(name: name), sizeLimit: sizeLimit, maxUnusedAge: maxUnusedAge)
+    ///   - countLimit: entries; default ``defaultCountLimit(sizeLimit:)``.
+    public convenience init(name: String = "ImagePipeline", sizeLimit: Int? = nil, maxUnusedAge: TimeInterval? = nil,
+                            countLimit: Int? = nil) throws {
+        try self.init(directory: Self.defaultDirectory(name: name), sizeLimit: sizeLimit, maxUnusedAge: maxUnusedAge,
+                      countLimit: countLimit)
     }
 
     /// A cache in `directory`, created if missing. The directory may be shared by several
@@ -67,21 +84,24 @@ public final class DiskCache: DataCaching, Sendable {
     ///   - accessPersistInterval: seconds between mtime updates for one entry. Default 600.
     ///   - maxUnusedAge: seconds an entry may go unused before it is removed (``maxUnusedAge``);
     ///     default `nil`, no age limit.
+    ///   - countLimit: entries; default ``defaultCountLimit(sizeLimit:)``.
     public convenience init(directory: URL, sizeLimit: Int? = nil, syncsWrites: Bool = false,
                             trimRatio: Double = 0.8, accessPersistInterval: TimeInterval = 600,
-                            maxUnusedAge: TimeInterval? = nil) throws {
+                            maxUnusedAge: TimeInterval? = nil, countLimit: Int? = nil) throws {
         try self.init(directory: directory, sizeLimit: sizeLimit, syncsWrites: syncsWrites, trimRatio: trimRatio,
-                      accessPersistInterval: accessPersistInterval, maxUnusedAge: maxUnusedAge, fileName: Self.fileName(for:))
+                      accessPersistInterval: accessPersistInterval, maxUnusedAge: maxUnusedAge, countLimit: countLimit,
+                      fileName: Self.fileName(for:))
     }
 
     /// The designated initialiser; `fileName` lets tests force two URLs onto one file.
     package init(directory: URL, sizeLimit: Int?, syncsWrites: Bool, trimRatio: Double,
-                 accessPersistInterval: TimeInterval, maxUnusedAge: TimeInterval?,
+                 accessPersistInterval: TimeInterval, maxUnusedAge: TimeInterval?, countLimit: Int? = nil,
                  fileName: @escaping @Sendable (URL) -> String) throws {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         self.directory = directory
         self.path = directory.path
         self.sizeLimit = max(0, sizeLimit ?? Self.defaultSizeLimit(for: directory))
+        self.countLimit = max(1, countLimit ?? Self.defaultCountLimit(sizeLimit: self.sizeLimit))
         self.syncsWrites = syncsWrites
         self.trimRatio = min(1, max(0, trimRatio))
         self.accessPersistInterval = max(0, accessPersistInterval)
@@ -102,13 +122,31 @@ public final class DiskCache: DataCaching, Sendable {
             .appendingPathComponent(".cache", isDirectory: true).appendingPathComponent(name, isDirectory: true)
     }
 
-    /// The default cap: 10% of the free space of `directory`'s file system, at least 16 MiB and
-    /// at most 1 GiB (1 GiB when the free space cannot be read).
+    /// The default cap: ``defaultSizeLimit(freeSpace:)`` of the space free to this user on
+    /// `directory`'s file system (`statvfs`'s `f_bavail × f_frsize`), measured when the cache
+    /// opens.
     public static func defaultSizeLimit(for directory: URL) -> Int {
         var info = statvfs()
-        guard statvfs(directory.path, &info) == 0 else { return 1 << 30 }
+        guard statvfs(directory.path, &info) == 0 else { return defaultSizeLimit(freeSpace: nil) }
         let free = Double(info.f_bavail) * Double(info.f_frsize)
-        return Int(min(Double(1 << 30), max(Double(16 << 20), free / 10)))
+        return defaultSizeLimit(freeSpace: Int(min(free, Double(Int.max / 2))))
+    }
+
+    /// The default cap for a file system with `freeSpace` bytes free: a tenth of it, at most
+    /// 1 GiB, and never more than that tenth, however small (there is no floor: a 16 MiB floor
+    /// once filled a 2 MiB file system to 100%; a 2 MiB one now gets a cap of about 200 KiB).
+    /// 16 MiB when the free space cannot be read (`nil`), which happens only when `statvfs`
+    /// fails on a directory just created.
+    public static func defaultSizeLimit(freeSpace: Int?) -> Int {
+        guard let freeSpace else { return 16 << 20 }
+        return min(1 << 30, max(0, freeSpace) / 10)
+    }
+
+    /// The default ``countLimit``: one entry per 4 KiB of `sizeLimit` (the block of most Linux
+    /// file systems, so where tiny entries take a block each the size cap binds first), at
+    /// least 1. A 32 MiB cap holds at most 8,192 entries; the 1 GiB most caps get, 262,144.
+    public static func defaultCountLimit(sizeLimit: Int) -> Int {
+        max(1, sizeLimit / 4096)
     }
 
     /// The file name of `url`'s entry: the SHA-256 of its absolute string, in hex.
@@ -158,7 +196,8 @@ public final class DiskCache: DataCaching, Sendable {
         _ = try? await pool.run(priority: PriorityHandle(.visible)) { [self] in removeAllFiles() }
     }
 
-    /// The bytes the entries take, as this instance sees them (after its index is built).
+    /// The disk space the entries take (allocated blocks, as ``sizeLimit`` counts them), as
+    /// this instance sees them (after its index is built).
     public var totalSize: Int {
         get async {
             await waitForIndex()

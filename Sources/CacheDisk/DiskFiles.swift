@@ -66,7 +66,8 @@ enum DiskFiles {
     /// (so the rename cannot cross file systems), optionally `fsync`ed, then renamed over the
     /// old file. A reader sees the old file or the new one, never a mix; a crash leaves at most a
     /// stray temporary file, which ``isStaleTemporary(_:status:now:)`` lets a scan remove.
-    /// Returns the new file's size, or `nil` when the write failed (nothing is left behind).
+    /// Returns the disk space the new file takes (``allocatedSize(_:)`` of its `fstat` once
+    /// written), or `nil` when the write failed (nothing is left behind).
     static func writeAtomically(directory: String, name: String, parts: [Data], sync: Bool) -> Int? {
         let temporary = directory + "/" + temporaryPrefix + name + "." + String(UInt64.random(in: 0...UInt64.max), radix: 36)
         guard let file = Descriptor(path: temporary, flags: O_WRONLY | O_CREAT | O_EXCL) else { return nil }
@@ -77,9 +78,24 @@ enum DiskFiles {
             size += part.count
         }
         if ok && sync { ok = fsync(file.fd) == 0 }
+        var status = stat()
+        let allocated = ok && fstat(file.fd, &status) == 0 ? allocatedSize(status) : size
         if ok { ok = rename(temporary, directory + "/" + name) == 0 }
         if !ok { unlink(temporary) }
-        return ok ? size : nil
+        return ok ? max(allocated, size) : nil
+    }
+
+    /// The disk space a file takes: its allocated blocks (`st_blocks`, in 512-byte units on
+    /// Linux whatever the file system's block size), but never less than its length (a file
+    /// system that keeps small files inside the inode reports no blocks for them). This is
+    /// what the size cap counts: a 200-byte entry on a file system of 4 KiB blocks takes
+    /// 4 KiB. Taken from a `stat` the cache makes anyway (the scan's `lstat`, a read's
+    /// `fstat`), plus one `fstat` per write; rounding lengths up to `statvfs`'s block size
+    /// instead would miss indirect blocks and get inline or compressed files wrong. Delayed
+    /// allocation (ext4, XFS, btrfs) already counts in `st_blocks` before the data reaches
+    /// the disk.
+    static func allocatedSize(_ status: stat) -> Int {
+        max(Int(status.st_blocks) * 512, Int(status.st_size))
     }
 
     /// The prefix of temporary files.

@@ -1,7 +1,11 @@
 import Foundation
 
-/// The disk cache's in-memory view of its directory: size and last access per entry, for the
-/// size cap, least-recently-used eviction and the age limit (``DiskCache/maxUnusedAge``).
+/// The disk cache's in-memory view of its directory: disk space and last access per entry, for
+/// the size and count caps, least-recently-used eviction and the age limit
+/// (``DiskCache/maxUnusedAge``). Sizes are the files' allocated space
+/// (``DiskFiles/allocatedSize(_:)``), taken from a `stat` of each file (never from a stored
+/// field), so a scan of a directory that other processes wrote, or that a crash left, counts
+/// what is really there.
 /// Lookups never need it (they go straight to the file), so it is built by a directory scan in
 /// the background and the first request does not wait for it.
 ///
@@ -14,18 +18,26 @@ import Foundation
 /// running is remembered in ``touchedDuringScan`` and wins over the scan's older picture.
 struct DiskIndex {
     struct Record: Equatable {
-        /// Entry file bytes.
-        var size: Int
+        /// The disk space the entry file takes.
+        var entrySize: Int
+        /// The disk space its info sidecar takes (0 without one).
+        var sidecarSize = 0
         /// Seconds since 1970 (strictly increasing within this instance).
         var lastAccess: Double
         /// The last access written to the file's mtime.
         var persistedAccess: Double
+
+        /// What the entry counts against the cap: both files.
+        var size: Int { entrySize + sidecarSize }
     }
 
     /// A file found by a scan.
     struct Scanned {
         var name: String
+        /// The entry file's disk space.
         var size: Int
+        /// Its sidecar's, 0 without one.
+        var sidecarSize = 0
         var modified: Double
     }
 
@@ -58,18 +70,29 @@ struct DiskIndex {
         if scanning { touchedDuringScan.insert(name) }
     }
 
-    /// A store of `size` bytes under `name`.
+    /// A store under `name` of a file taking `size` bytes of disk (its sidecar was removed).
     mutating func recordWrite(_ name: String, size: Int) {
         let now = tick()
-        set(name, Record(size: size, lastAccess: now, persistedAccess: now))
+        set(name, Record(entrySize: size, lastAccess: now, persistedAccess: now))
     }
 
-    /// A hit on `name` (a file of `size` bytes, last modified at `modified`). Returns whether
-    /// the access should be written to the file's mtime now.
-    mutating func recordAccess(_ name: String, size: Int, modified: Double, persistInterval: TimeInterval) -> Bool {
+    /// A sidecar taking `size` bytes of disk written for entry `name` (ignored when the entry
+    /// is not known: the next scan counts it).
+    mutating func recordSidecar(_ name: String, size: Int) {
+        guard var record = records[name] else { return }
+        record.sidecarSize = size
+        set(name, record)
+    }
+
+    /// A hit on `name` (a file taking `size` bytes of disk with a sidecar of `sidecarSize`,
+    /// last modified at `modified`). Returns whether the access should be written to the
+    /// file's mtime now.
+    mutating func recordAccess(_ name: String, size: Int, sidecarSize: Int, modified: Double,
+                               persistInterval: TimeInterval) -> Bool {
         let now = tick()
-        var record = records[name] ?? Record(size: size, lastAccess: now, persistedAccess: modified)
-        record.size = size
+        var record = records[name] ?? Record(entrySize: size, lastAccess: now, persistedAccess: modified)
+        record.entrySize = size
+        record.sidecarSize = sidecarSize
         record.lastAccess = now
         let persist = now - record.persistedAccess >= persistInterval
         if persist { record.persistedAccess = now }
@@ -102,7 +125,8 @@ struct DiskIndex {
         fresh.reserveCapacity(scanned.count)
         for file in scanned where !touchedDuringScan.contains(file.name) {
             let known = records[file.name]
-            fresh[file.name] = Record(size: file.size, lastAccess: max(file.modified, known?.lastAccess ?? 0),
+            fresh[file.name] = Record(entrySize: file.size, sidecarSize: file.sidecarSize,
+                                      lastAccess: max(file.modified, known?.lastAccess ?? 0),
                                       persistedAccess: max(file.modified, known?.persistedAccess ?? 0))
         }
         for name in touchedDuringScan {
@@ -117,18 +141,24 @@ struct DiskIndex {
 
     /// The entries to remove, oldest access first, with the record each had when chosen: every
     /// one last used before `unusedSince` (seconds since 1970), then, with a `target`, the least
-    /// recently used until the total is at most `target` bytes.
+    /// recently used until the total is at most `target` bytes and, with a `countTarget`, the
+    /// entries at most that many.
     /// - Complexity: O(n log n) in the entry count when something goes; runs on a maintenance
     ///   pass only.
-    func victims(downTo target: Int?, unusedSince: Double? = nil) -> [(name: String, record: Record)] {
+    func victims(downTo target: Int?, count countTarget: Int? = nil,
+                 unusedSince: Double? = nil) -> [(name: String, record: Record)] {
         var excess = target.map { totalSize - $0 } ?? 0
+        var excessCount = countTarget.map { records.count - $0 } ?? 0
         let cutoff = unusedSince ?? -Double.infinity
-        guard excess > 0 || records.values.contains(where: { $0.lastAccess < cutoff }) else { return [] }
+        guard excess > 0 || excessCount > 0 || records.values.contains(where: { $0.lastAccess < cutoff }) else {
+            return []
+        }
         var victims: [(name: String, record: Record)] = []
         for (name, record) in records.sorted(by: { $0.value.lastAccess < $1.value.lastAccess }) {
-            guard excess > 0 || record.lastAccess < cutoff else { break }
+            guard excess > 0 || excessCount > 0 || record.lastAccess < cutoff else { break }
             victims.append((name, record))
             excess -= record.size
+            excessCount -= 1
         }
         return victims
     }

@@ -7,7 +7,9 @@ extension WebPDecoder: AnimatedImageDecoding {
     /// `WebPAnimDecoder`, composited as libwebp shows them (`MODE_rgbA`, premultiplied). The
     /// canvas is checked against `options.maxPixelCount` from the header, and the frame count
     /// (`WebPDemux`'s, read from the container's chunk headers) against the animation limits,
-    /// before libwebp allocates its two canvases.
+    /// before libwebp allocates its two canvases. The total duration comes from one walk over
+    /// the chunk headers (`WebPFrameHeaders`), linear in the frame count: libwebp's frame
+    /// iterator is O(n) per step. It is `nil` when that walk and the demuxer disagree.
     public func makeAnimationDecoder(for data: Data, options: DecodeOptions) throws -> any AnimationFrameDecoding {
         let (canvas, frameCount) = try data.withUnsafeBytes { raw in
             let bytes = try WebPInput.bytes(raw)
@@ -56,15 +58,14 @@ extension WebPDecoder: AnimatedImageDecoding {
             }
             self.bytes = bytes
             self.decoder = decoder
-            // The frames' durations, from the demuxer's headers (no pixels decoded).
-            var total = 0
-            var iterator = WebPIterator()
-            if let demuxer = WebPAnimDecoderGetDemuxer(decoder), WebPDemuxGetFrame(demuxer, 1, &iterator) != 0 {
-                repeat { total += Int(iterator.duration) } while WebPDemuxNextFrame(&iterator) != 0
-                WebPDemuxReleaseIterator(&iterator)
-            }
+            // The frames' durations, from the container's ANMF chunk headers in one pass (no
+            // pixels decoded; libwebp's frame iterator is O(n) per step). `nil` if the walk
+            // disagrees with the demuxer's frame count (damage the demuxer tolerated).
+            let frameCount = Int(info.frame_count)
+            let total = WebPFrameHeaders.totalDuration(UnsafeBufferPointer(rebasing: bytes[0..<data.count]),
+                                                       frameCount: frameCount)
             animationInfo = AnimationInfo(canvasSize: PixelSize(width: Int(info.canvas_width), height: Int(info.canvas_height)),
-                                          frameCount: Int(info.frame_count), loopCount: Int(info.loop_count),
+                                          frameCount: frameCount, loopCount: Int(info.loop_count),
                                           totalDurationMilliseconds: total)
         }
 

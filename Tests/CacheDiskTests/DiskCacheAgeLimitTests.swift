@@ -77,7 +77,7 @@ struct DiskCacheAgeLimitTests {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         try await Self.entriesLastUsed(in: directory)
-        let size = Int(try #require(FileIdentity(directory.entryPath(Self.url(3)))).size)
+        let size = try #require(FileIdentity(directory.entryPath(Self.url(3)))).allocated
         // Room for one entry: the two aged ones go for their age, then 2, the older of the rest.
         let cache = try makeCache(directory, sizeLimit: size + size / 2, trimRatio: 1, maxUnusedAge: 30 * Self.day)
         await cache.waitForMaintenance()

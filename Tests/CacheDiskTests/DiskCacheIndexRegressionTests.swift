@@ -16,7 +16,7 @@ struct DiskCacheIndexRegressionTests {
         await cache.storeData(Data(repeating: 7, count: 1000), info: CacheEntryInfo(), for: damagedURL)
         await cache.storeData(Data(repeating: 8, count: 10), info: CacheEntryInfo(), for: keptURL)
         #expect(await cache.entryCount == 2)
-        let keptSize = try #require(try FileManager.default.attributesOfItem(atPath: directory.entryPath(keptURL))[.size] as? Int)
+        let keptSize = try #require(FileIdentity(directory.entryPath(keptURL))).allocated  // the disk space it takes
 
         // A flipped body byte (CRC mismatch), then a truncated file (length mismatch).
         let path = directory.entryPath(damagedURL)

@@ -2,7 +2,6 @@ import CacheDisk
 import Foundation
 import PipelineCore
 import PipelineTestSupport
-import Synchronization
 
 extension TemporaryDirectory {
     /// The path of `url`'s entry file in this directory.
@@ -11,10 +10,21 @@ extension TemporaryDirectory {
 
 /// A test cache with a small cap and no mtime persistence delay unless asked.
 func makeCache(_ directory: TemporaryDirectory, sizeLimit: Int = 64 << 20, trimRatio: Double = 0.8,
-               accessPersistInterval: TimeInterval = 600, maxUnusedAge: TimeInterval? = nil,
+               accessPersistInterval: TimeInterval = 600, maxUnusedAge: TimeInterval? = nil, countLimit: Int? = nil,
                fileName: @escaping @Sendable (URL) -> String = DiskCache.fileName(for:)) throws -> DiskCache {
     try DiskCache(directory: directory.url, sizeLimit: sizeLimit, syncsWrites: false, trimRatio: trimRatio,
-                  accessPersistInterval: accessPersistInterval, maxUnusedAge: maxUnusedAge, fileName: fileName)
+                  accessPersistInterval: accessPersistInterval, maxUnusedAge: maxUnusedAge, countLimit: countLimit,
+                  fileName: fileName)
+}
+
+/// The disk space the files in `directory` really take: the sum of their `st_blocks` × 512,
+/// measured here, not by the cache.
+func allocatedBytes(in directory: TemporaryDirectory) -> Int {
+    directory.names.reduce(0) { total, name in
+        var status = stat()
+        guard lstat(directory.url.appendingPathComponent(name).path, &status) == 0 else { return total }
+        return total + Int(status.st_blocks) * 512
+    }
 }
 
 /// A pipeline over the test fakes and a real disk cache (the shared ``makePipeline`` with the
@@ -32,6 +42,8 @@ func testURL(_ width: Int = 32, _ height: Int = 32, _ n: Int = 0) -> URL {
 struct FileIdentity: Equatable {
     var inode: UInt64
     var size: Int64
+    /// The disk space it takes, as the cache's caps count it: `st_blocks` × 512, at least its size.
+    var allocated: Int
     var modified: Int
     var modifiedNanoseconds: Int
 
@@ -40,6 +52,7 @@ struct FileIdentity: Equatable {
         guard stat(path, &status) == 0 else { return nil }
         inode = UInt64(status.st_ino)
         size = Int64(status.st_size)
+        allocated = max(Int(status.st_blocks) * 512, Int(status.st_size))
         modified = status.st_mtim.tv_sec
         modifiedNanoseconds = status.st_mtim.tv_nsec
     }
@@ -61,37 +74,3 @@ func helperExecutable(_ name: String) -> URL? {
         .first { FileManager.default.isExecutableFile(atPath: $0.path) }
 }
 
-/// How long one cache call may take before it counts as hung: generous for a starved 2-core
-/// machine. A prompt answer never waits for it (see ``withDeadline(_:_:)``).
-let hangDeadline: TimeInterval = 120
-
-/// The error ``withDeadline(_:_:)`` throws when the operation has not answered in time.
-struct Hung: Error, CustomStringConvertible {
-    let seconds: TimeInterval
-    var description: String { "no answer within \(seconds) s: the call hangs" }
-}
-
-/// Runs `operation` in a task of its own and returns its result, or throws ``Hung`` once
-/// `seconds` have passed. The deadline is a Dispatch timer racing the operation, not a sleeping
-/// task: a prompt answer returns at once, and a hung operation is left behind (blocked where it
-/// is), so a hang fails the test instead of stalling the run.
-func withDeadline<T: Sendable>(_ seconds: TimeInterval = hangDeadline,
-                               _ operation: @escaping @Sendable () async throws -> T) async throws -> T {
-    let slot = ContinuationSlot<T>()
-    return try await withCheckedThrowingContinuation { continuation in
-        slot.set(continuation)
-        Task {
-            do { slot.resume(with: .success(try await operation())) } catch { slot.resume(with: .failure(error)) }
-        }
-        DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { slot.resume(with: .failure(Hung(seconds: seconds))) }
-    }
-}
-
-/// A continuation resumed once, by whichever side comes first.
-final class ContinuationSlot<T: Sendable>: Sendable {
-    private let continuation = Mutex<CheckedContinuation<T, any Error>?>(nil)
-
-    func set(_ continuation: CheckedContinuation<T, any Error>) { self.continuation.withLock { $0 = continuation } }
-
-    func resume(with result: Result<T, any Error>) { continuation.withLock { $0.take() }?.resume(with: result) }
-}

@@ -198,25 +198,43 @@ public actor ImagePipeline {
                                     resamplingFilter: key.processing.resamplingFilter)
         let animation: ImageAnimation
         do {
-            let decoder = try decoders.requireDecoder(for: loaded.data)
-            let format = decoders.format(of: loaded.data) ?? ImageFormat("unknown", mimeType: nil, fileExtension: nil)
-            guard let animated = decoder as? any AnimatedImageDecoding else {
-                throw ImagePipelineError.unsupported(format: format, message: "its decoder gives still pictures only")
+            // The header read runs on the decode pool, never on the actor: a codec may walk a
+            // hostile container for seconds, and every other request needs the actor meanwhile.
+            // It takes one of the pool's ``Configuration/maxConcurrentDecodes`` slots while it
+            // runs, as a decode does, but no decode memory: the frames' canvases are admitted
+            // by ``ImageAnimation/frames()`` when they are decoded.
+            let data = loaded.data
+            let (format, animated, info) = try await decoder.pool.run(priority: PriorityHandle(request.priority)) {
+                try Self.readAnimationHeader(data, decoders: decoders, options: options)
             }
-            let frames = try animated.makeAnimationDecoder(for: loaded.data, options: options)
-            let info = frames.animationInfo
-            // The codec checked its header; checked again here for one that does not.
-            try options.checkPixelLimit(ImageInfo(format: format, size: info.canvasSize))
-            try options.checkAnimationLimits(canvas: info.canvasSize, frameCount: info.frameCount)
             let plan = ResizePlan(source: info.canvasSize, target: key.targetSize, contentMode: key.contentMode,
                                   allowsUpscaling: key.processing.allowsUpscaling)
-            animation = ImageAnimation(format: format, info: info, plan: plan, url: url, data: loaded.data, decoder: animated,
+            animation = ImageAnimation(format: format, info: info, plan: plan, url: url, data: data, decoder: animated,
                                        options: options, admission: self.decoder.admission, priority: request.priority)
+        } catch is CancellationError {
+            throw CancellationError()
         } catch {
             throw ImagePipelineError.wrap(error, decoding: url)
         }
         await loaded.pendingStore?.storeOnce()
         return animation
+    }
+
+    /// The animation header of `data` from the decoder `decoders` choose, checked against
+    /// `options`' limits. Blocks (the codec parses its container): runs on the decode pool.
+    private nonisolated static func readAnimationHeader(
+        _ data: Data, decoders: DecoderRegistry, options: DecodeOptions
+    ) throws -> (ImageFormat, any AnimatedImageDecoding, AnimationInfo) {
+        let decoder = try decoders.requireDecoder(for: data)
+        let format = decoders.format(of: data) ?? ImageFormat("unknown", mimeType: nil, fileExtension: nil)
+        guard let animated = decoder as? any AnimatedImageDecoding else {
+            throw ImagePipelineError.unsupported(format: format, message: "its decoder gives still pictures only")
+        }
+        let info = try animated.makeAnimationDecoder(for: data, options: options).animationInfo
+        // The codec checked its header; checked again here for one that does not.
+        try options.checkPixelLimit(ImageInfo(format: format, size: info.canvasSize))
+        try options.checkAnimationLimits(canvas: info.canvasSize, frameCount: info.frameCount)
+        return (format, animated, info)
     }
 
     // MARK: Placeholders
