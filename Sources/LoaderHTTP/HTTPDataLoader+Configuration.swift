@@ -19,13 +19,15 @@ extension HTTPDataLoader {
         /// request starts at once (its next ones wait for a general slot, or for its first to
         /// end). Default 4 (fewer when ``maxTotalConnections`` − ``maxConnectionsPerHost`` is
         /// less, so one host alone still gets its ``maxConnectionsPerHost``): with the default
-        /// limits four slow hosts fill the 20 general slots (5 each instead of 6), and four more
+        /// limits four slow hosts fill the 20 general slots (not all 24), and four more
         /// hosts still start at once. At most ``maxTotalConnections`` − 1.
         public var connectionsReservedForNewHosts: Int
         /// The most requests that may wait for a connection slot; one more fails at once with
         /// `ImagePipelineError.overloaded(_:limit:detail:)` (``PipelineCore/OverloadLimit/queuedRequests``),
         /// before anything is sent. Default 4,096: a few screens of prefetches, and about
         /// 26 MB of queue at ``queuedRequestBaseBytes`` plus a typical URL and headers each.
+        /// Every request passes through the queue, if only until the engine's next turn: at
+        /// least 1.
         public var maxQueuedRequests: Int
         /// The most bytes the requests waiting for a connection slot may hold together, each
         /// counted as ``queuedRequestBaseBytes`` plus its URLs' and headers' UTF-8 bytes; over it
@@ -141,7 +143,7 @@ extension HTTPDataLoader {
             self.maxTotalConnections = max(1, maxTotalConnections)
             let reserved = connectionsReservedForNewHosts ?? min(4, max(0, self.maxTotalConnections - self.maxConnectionsPerHost))
             self.connectionsReservedForNewHosts = min(max(0, reserved), self.maxTotalConnections - 1)
-            self.maxQueuedRequests = max(0, maxQueuedRequests)
+            self.maxQueuedRequests = max(1, maxQueuedRequests)
             self.maxQueuedBytes = max(0, maxQueuedBytes)
             self.maxQueueTime = maxQueueTime
             self.maxDownloadMemory = max(1, maxDownloadMemory ?? Self.defaultMaxDownloadMemory(maxBodyBytes: maxBodyBytes))

@@ -89,6 +89,35 @@ struct QueueBoundsTests {
         }
     }
 
+    /// A caller of `ImagePipeline` sees the loader's `overloaded` as such (inside `loadingFailed`,
+    /// through `underlyingError`), told apart from an origin's failure without knowing the
+    /// loader, with a message that names the URL and the bound; and it is not remembered as a
+    /// permanent failure: the same URL loads once the queue has room.
+    @Test func aPipelineCallerSeesOverloadedAndItIsNotNegativelyCached() async throws {
+        try await withFixtureServer { server in
+            let loader = HTTPDataLoader(configuration: .init(maxConnectionsPerHost: 1, maxTotalConnections: 1, maxRetries: 0,
+                                                             maxQueuedRequests: 1))
+            let pipeline = ImagePipeline(configuration: .init(decoders: fixtureDecoders, loaders: LoaderRegistry().registering(loader)))
+            let held = Task { try await loader.load(DataLoadRequest(url: server.url("/hold/p"))) }
+            #expect(try await eventually { try await server.hits("/hold/p") == 1 })
+            let waiting = Task { try await loader.load(DataLoadRequest(url: server.url("/image/waiting"))) }
+            #expect(await eventually { loader.queuedCount == 1 })
+            let url = server.url("/image/through-pipeline")
+            let error = await #expect(throws: ImagePipelineError.self) { _ = try await pipeline.image(for: ImageRequest(url: url)) }
+            guard case .overloaded(url, .queuedRequests, _)? = error?.underlyingError as? ImagePipelineError else {
+                Issue.record("not overloaded: \(String(describing: error))")
+                return
+            }
+            #expect(error?.isPermanent == false)
+            let text = error?.description ?? ""
+            #expect(text.contains("/image/through-pipeline") && text.contains("overloaded (queued requests)"))
+            try await server.release("p")
+            _ = try await held.value
+            _ = try await waiting.value
+            _ = try await pipeline.image(for: ImageRequest(url: url))  // asked again, not answered from the negative cache
+        }
+    }
+
     /// A cancelled waiting request leaves the queue at once (its count drops before any slot frees).
     @Test func aCancelledWaitingRequestLeavesTheQueueAtOnce() async throws {
         try await withFixtureServer { server in
