@@ -110,7 +110,7 @@ final class CurlMultiEngine: @unchecked Sendable {
     var downloadMemory: DownloadMemoryBudget { confined.downloadMemory }
 
     /// Queues `job`, timed from now; the engine thread starts it when a slot is free. A queue
-    /// over one of its bounds fails the job at once with ``PipelineCore/ImagePipelineError/overloaded(_:limit:detail:)``.
+    /// over one of its bounds fails the job at once with `ImagePipelineError.overloaded(_:limit:detail:)`.
     func submit(_ job: TransferJob) {
         guard let multi else {
             job.continuation.resume(returning: .failed(HTTPError.engineFailure(message: "curl_multi_init failed"), metadata: nil))
@@ -119,15 +119,7 @@ final class CurlMultiEngine: @unchecked Sendable {
         let limits = configuration
         var job = job
         let (startThread, wake, refusal) = shared.withLock { state -> (Bool, Bool, ImagePipelineError?) in
-            if state.pending.count >= limits.maxQueuedRequests {
-                return (false, false, .overloaded(job.requestURL, limit: .queuedRequests,
-                                                  detail: "\(state.pending.count) requests already wait for a connection, the limit (maxQueuedRequests)"))
-            }
-            if state.pending.bytes + job.queuedBytes > limits.maxQueuedBytes {
-                return (false, false, .overloaded(job.requestURL, limit: .queuedBytes,
-                                                  detail: "the \(state.pending.count) requests waiting for a connection hold \(state.pending.bytes) bytes; "
-                                                      + "with this one's \(job.queuedBytes) that is over the limit of \(limits.maxQueuedBytes) (maxQueuedBytes)"))
-            }
+            if let refusal = Self.refusal(of: job, by: state.pending, limits: limits) { return (false, false, refusal) }
             // Stamped under the lock, so arrival order is deadline order (see `PendingQueue`).
             job.queuedAt = DispatchTime.now().uptimeNanoseconds
             job.deadline = limits.totalTimeout.map { job.queuedAt.saturatingAdd(saturatingNanoseconds($0)) } ?? .max
@@ -151,6 +143,20 @@ final class CurlMultiEngine: @unchecked Sendable {
         } else if wake {
             curl_multi_wakeup(multi)
         }
+    }
+
+    /// The failure of `job` when the queue is at one of its bounds, else `nil`.
+    private static func refusal(of job: TransferJob, by pending: PendingQueue, limits: HTTPDataLoader.Configuration) -> ImagePipelineError? {
+        if pending.count >= limits.maxQueuedRequests {
+            let detail = "\(pending.count) requests already wait for a connection, the limit (maxQueuedRequests)"
+            return .overloaded(job.requestURL, limit: .queuedRequests, detail: detail)
+        }
+        if pending.bytes + job.queuedBytes > limits.maxQueuedBytes {
+            let detail = "the \(pending.count) requests waiting for a connection hold \(pending.bytes) bytes; with this one's "
+                + "\(job.queuedBytes) that is over the limit of \(limits.maxQueuedBytes) (maxQueuedBytes)"
+            return .overloaded(job.requestURL, limit: .queuedBytes, detail: detail)
+        }
+        return nil
     }
 
     /// Cancels the job `id`: a waiting one is answered at once; a running one is removed from
