@@ -16,7 +16,8 @@ private let curlGlobalInit: CURLcode = curl_global_init(ccurl_global_default())
 /// through the mutex and `curl_multi_wakeup`, the one multi call documented as thread-safe.
 ///
 /// The queue is bounded (``HTTPDataLoader/Configuration/maxQueuedRequests``,
-/// ``HTTPDataLoader/Configuration/maxQueuedBytes``: a request over them fails in ``submit(_:)``)
+/// ``HTTPDataLoader/Configuration/maxQueuedBytes``: a request over them fails in ``submit(_:)``,
+/// or, when it is visible, pushes out the newest waiting prefetches)
 /// and so is the time in it: the thread fails the jobs whose total timeout passed while they
 /// waited each time it wakes, and sleeps no longer than until the earliest such deadline, so
 /// they fail on time even while no slot frees.
@@ -118,12 +119,21 @@ final class CurlMultiEngine: @unchecked Sendable {
         }
         let limits = configuration
         var job = job
+        var pushedOut: [(job: TransferJob, error: ImagePipelineError)] = []
         let (startThread, wake, refusal) = shared.withLock { state -> (Bool, Bool, ImagePipelineError?) in
+            // A visible request pushes the newest prefetches out of a full queue (they fail as
+            // overloaded instead), unless it could never fit: visible work first, under load too.
+            if job.priority.current == .visible && job.queuedBytes <= limits.maxQueuedBytes {
+                while let full = Self.refusal(of: job, by: state.pending, limits: limits), let prefetch = state.pending.removeNewestPrefetch() {
+                    guard case .overloaded(_, let limit, let detail) = full else { break }
+                    pushedOut.append((prefetch, .overloaded(prefetch.requestURL, limit: limit, detail: "pushed out by a visible request: " + detail)))
+                }
+            }
             if let refusal = Self.refusal(of: job, by: state.pending, limits: limits) { return (false, false, refusal) }
             // Stamped under the lock, so arrival order is deadline order (see `PendingQueue`).
-            job.queuedAt = DispatchTime.now().uptimeNanoseconds
-            job.deadline = limits.totalTimeout.map { job.queuedAt.saturatingAdd(saturatingNanoseconds($0)) } ?? .max
-            job.queueDeadline = limits.queueTimeNanoseconds.map { job.queuedAt.saturatingAdd($0) } ?? .max
+            let now = DispatchTime.now().uptimeNanoseconds
+            job.deadline = limits.totalTimeout.map { now.saturatingAdd(saturatingNanoseconds($0)) } ?? .max
+            job.queueDeadline = limits.queueTimeNanoseconds.map { now.saturatingAdd($0) } ?? .max
             state.pending.append(job)
             state.arrived = true
             guard state.threadRunning else {
@@ -134,6 +144,7 @@ final class CurlMultiEngine: @unchecked Sendable {
             defer { state.polling = false }
             return (false, state.polling, nil)
         }
+        for (prefetch, error) in pushedOut { prefetch.continuation.resume(returning: .failed(error, metadata: nil)) }
         if let refusal {
             job.continuation.resume(returning: .failed(refusal, metadata: nil))
         } else if startThread {

@@ -34,9 +34,8 @@ struct TransferJob: Sendable {
     /// Each piece of the final response's body and its offset (``DataLoadRequest/didReceiveData``).
     let didReceiveData: (@Sendable (Data, Int64) -> Void)?
     let continuation: CheckedContinuation<TransferOutcome, Never>
-    /// Uptime (ns) at which the job entered the engine's queue; set by ``CurlMultiEngine/submit(_:)``.
-    var queuedAt: UInt64 = 0
-    /// Uptime (ns) past which the job is over its total timeout, queue time included (`.max`: none).
+    /// Uptime (ns) past which the job is over its total timeout, counted from when it entered
+    /// the engine's queue (`.max`: none); set by ``CurlMultiEngine/submit(_:)``.
     var deadline: UInt64 = .max
     /// Uptime (ns) past which the job, if it is still waiting, fails (`.max`: never).
     var queueDeadline: UInt64 = .max
@@ -92,8 +91,6 @@ final class CurlTransfer {
     /// Uptime in nanoseconds past which the transfer is over its total timeout (`.max`: none),
     /// counted from when its job was queued.
     private let deadline: UInt64
-    /// Uptime in nanoseconds at which the transfer started (its job left the queue).
-    private let startedAt: UInt64
     /// The engine's budget for the bytes all transfers hold, and this transfer's claim on it:
     /// room reserved for ``body`` (at least its size), given back by ``releaseResources()``.
     private let downloadMemory: DownloadMemoryBudget
@@ -112,7 +109,6 @@ final class CurlTransfer {
         self.downloadMemory = downloadMemory
         let now = DispatchTime.now().uptimeNanoseconds
         self.lastActivity = now
-        self.startedAt = now
         self.deadline = job.deadline
     }
 
@@ -208,9 +204,8 @@ final class CurlTransfer {
             return ImagePipelineError.timeout("no data for \(limits.idleTimeout) s (idle timeout)")
         }
         if now >= deadline, let total = limits.totalTimeout {
-            let waited = Double(startedAt &- job.queuedAt) / 1e9
-            let queued = waited >= 0.05 ? String(format: " (%.1f s of it waiting for a connection slot)", waited) : ""
-            return ImagePipelineError.timeout("the transfer took longer than its total timeout of \(HTTPError.seconds(total)) s\(queued)")
+            // No figure for the time it queued: the message stays the same for the same failure.
+            return ImagePipelineError.timeout("the transfer took longer than its total timeout of \(HTTPError.seconds(total)) s")
         }
         if limits.lowSpeedLimit > 0, let windowStart, now &- windowStart >= limits.lowSpeedTimeNanoseconds {
             if Double(windowBytes) < Double(limits.lowSpeedLimit) * limits.lowSpeedTime {

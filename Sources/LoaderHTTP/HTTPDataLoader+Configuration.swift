@@ -27,7 +27,8 @@ extension HTTPDataLoader {
         /// before anything is sent. Default 4,096: a few screens of prefetches, and about
         /// 26 MB of queue at ``queuedRequestBaseBytes`` plus a typical URL and headers each.
         /// Every request passes through the queue, if only until the engine's next turn: at
-        /// least 1.
+        /// least 1. A visible request finding the queue full (by count or bytes) pushes out the
+        /// prefetch that arrived last instead, which fails with that error.
         public var maxQueuedRequests: Int
         /// The most bytes the requests waiting for a connection slot may hold together, each
         /// counted as ``queuedRequestBaseBytes`` plus its URLs' and headers' UTF-8 bytes; over it

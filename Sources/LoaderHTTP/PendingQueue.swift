@@ -33,6 +33,8 @@ struct PendingQueue {
 
         mutating func append(_ job: Element) { jobs.append(job) }
 
+        mutating func popLast() -> Element? { isEmpty ? nil : jobs.popLast() }
+
         mutating func popFirst() -> Element? {
             guard head < jobs.count else { return nil }
             let job = jobs[head]
@@ -97,17 +99,27 @@ struct PendingQueue {
     mutating func remove(id: UInt64) -> TransferJob? {
         guard let (host, _) = waitingJobs[id], var queue = hosts.removeValue(forKey: host) else { return nil }
         let removed: TransferJob?
-        // The oldest jobs (those past their deadline) are at the front: no search for them.
+        // The oldest jobs (those past their deadline) are at the front and the newest prefetch
+        // (pushed out by a visible request) at the back: no search for them.
         if queue.visible.first?.id == id {
             removed = queue.visible.popFirst()
         } else if queue.prefetch.first?.id == id {
             removed = queue.prefetch.popFirst()
+        } else if queue.prefetch.waiting.last?.id == id {
+            removed = queue.prefetch.popLast()
         } else {
             removed = (queue.visible.removeAll { $0.id == id } + queue.prefetch.removeAll { $0.id == id }).first
         }
         if !queue.isEmpty { hosts[host] = queue }
         if let removed { left(removed) }
         return removed
+    }
+
+    /// Removes and returns the prefetch that arrived last (the one a visible request may push
+    /// out of a full queue), or `nil` when none waits. O(hosts).
+    mutating func removeNewestPrefetch() -> TransferJob? {
+        let newest = hosts.values.compactMap { $0.prefetch.waiting.last { $0.priority.current != .visible } }.max { $0.id < $1.id }
+        return newest.flatMap { remove(id: $0.id) }
     }
 
     /// Removes and returns the waiting jobs whose deadline is at or before `now` (uptime, ns).

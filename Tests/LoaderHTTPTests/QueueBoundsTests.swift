@@ -36,6 +36,35 @@ struct QueueBoundsTests {
         }
     }
 
+    /// A visible request finding the queue full pushes out the newest waiting prefetch, which
+    /// fails as overloaded; the older prefetch and the visible request still load.
+    @Test func aVisibleRequestPushesTheNewestPrefetchOutOfAFullQueue() async throws {
+        try await withFixtureServer { server in
+            let loader = HTTPDataLoader(configuration: .init(maxConnectionsPerHost: 1, maxTotalConnections: 1, maxRetries: 0,
+                                                             maxQueuedRequests: 2))
+            let held = Task { try await loader.load(DataLoadRequest(url: server.url("/hold/v"))) }
+            #expect(try await eventually { try await server.hits("/hold/v") == 1 })
+            var prefetches: [Task<DataLoadResult, any Error>] = []
+            for index in 0..<2 {
+                let request = DataLoadRequest(url: server.url("/image/prefetch\(index)"), priority: PriorityHandle(.prefetch))
+                prefetches.append(Task { try await loader.load(request) })
+                #expect(await eventually { loader.queuedCount == index + 1 })
+            }
+            let visible = Task { try await loader.load(DataLoadRequest(url: server.url("/image/visible"), priority: PriorityHandle(.visible))) }
+            let error = await #expect(throws: ImagePipelineError.self) { _ = try await prefetches[1].value }
+            guard case .overloaded(let url, .queuedRequests, let detail)? = error else {
+                Issue.record("not overloaded: \(String(describing: error))")
+                return
+            }
+            #expect(url.path == "/image/prefetch1" && detail.contains("pushed out by a visible request"))
+            try await server.release("v")
+            _ = try await held.value
+            _ = try await visible.value
+            _ = try await prefetches[0].value
+            #expect(try await server.stats().log == ["/hold/v", "/image/visible", "/image/prefetch0"])
+        }
+    }
+
     /// The bytes bound counts each waiting request's URL and headers: one long header is over
     /// a small byte budget while short requests still queue.
     @Test func aRequestOverTheQueuedBytesFailsAtOnceAsOverloaded() async throws {
