@@ -18,7 +18,7 @@ struct HostFairnessTests {
         try await withFixtureServer { slowA in
             try await withFixtureServer { slowB in
                 try await withFixtureServer { healthy in
-                    let loader = HTTPDataLoader(configuration: .init(maxConnectionsPerHost: 3, maxTotalConnections: 5, lowSpeedLimit: 0,
+                    let loader = HTTPDataLoader(configuration: .init(maxConnectionsPerHost: 3, maxTotalConnections: 5, idleTimeout: 150, lowSpeedLimit: 0,
                                                                      totalTimeout: 150, maxRetries: 0,
                                                                      connectionsReservedForNewHosts: 1, maxQueueTime: 150))
                     var slow: [Task<DataLoadResult, any Error>] = []
