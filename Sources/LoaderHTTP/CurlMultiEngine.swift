@@ -15,6 +15,13 @@ private let curlGlobalInit: CURLcode = curl_global_init(ccurl_global_default())
 /// it with `curl_multi_perform` / `curl_multi_poll`. Other threads talk to that thread only
 /// through the mutex and `curl_multi_wakeup`, the one multi call documented as thread-safe.
 ///
+/// The queue is bounded (``HTTPDataLoader/Configuration/maxQueuedRequests``,
+/// ``HTTPDataLoader/Configuration/maxQueuedBytes``: a request over them fails in ``submit(_:)``,
+/// or, when it is visible, pushes out the newest waiting prefetches)
+/// and so is the time in it: the thread fails the jobs whose total timeout passed while they
+/// waited each time it wakes, and sleeps no longer than until the earliest such deadline, so
+/// they fail on time even while no slot frees.
+///
 /// The thread starts with the first request and ends after ``lingerSeconds`` without work; the
 /// multi handle (and with it the pool of open connections) lives as long as the engine.
 ///
@@ -49,11 +56,16 @@ final class CurlMultiEngine: @unchecked Sendable {
         var running: [UnsafeMutableRawPointer: CurlTransfer] = [:]
         var runningByID: [UInt64: CurlTransfer] = [:]
         var perHost: [String: Int] = [:]
+        let downloadMemory: DownloadMemoryBudget
+
+        init(downloadMemory: DownloadMemoryBudget) {
+            self.downloadMemory = downloadMemory
+        }
     }
 
     /// `nil` when `curl_multi_init` failed: then every request fails at once.
     private let multi: UnsafeMutableRawPointer?
-    private let confined = Confined()
+    private let confined: Confined
     /// A failure a test asked the next call of a kind to report instead of running.
     private let injectedFault = Mutex<(call: MultiCall, code: CURLMcode)?>(nil)
     private let shared = Mutex(Shared())
@@ -64,6 +76,7 @@ final class CurlMultiEngine: @unchecked Sendable {
     init(configuration: HTTPDataLoader.Configuration) {
         _ = curlGlobalInit
         self.configuration = configuration
+        self.confined = Confined(downloadMemory: DownloadMemoryBudget(limit: configuration.maxDownloadMemory))
         self.multi = curl_multi_init()
         guard let multi else { return }
         _ = ccurl_multi_set_long(multi, CURLMOPT_PIPELINING, ccurl_pipe_multiplex())
@@ -94,30 +107,67 @@ final class CurlMultiEngine: @unchecked Sendable {
     /// Requests waiting for a connection slot.
     var queuedCount: Int { shared.withLock { $0.pending.count } }
 
-    /// Queues `job`; the engine thread starts it when a slot is free.
+    /// The body bytes the transfers in flight hold together, and the most they held so far.
+    var downloadMemory: DownloadMemoryBudget { confined.downloadMemory }
+
+    /// Queues `job`, timed from now; the engine thread starts it when a slot is free. A queue
+    /// over one of its bounds fails the job at once with `ImagePipelineError.overloaded(_:limit:detail:)`.
     func submit(_ job: TransferJob) {
         guard let multi else {
             job.continuation.resume(returning: .failed(HTTPError.engineFailure(message: "curl_multi_init failed"), metadata: nil))
             return
         }
-        let (startThread, wake) = shared.withLock { state -> (Bool, Bool) in
+        let limits = configuration
+        var job = job
+        var pushedOut: [(job: TransferJob, error: ImagePipelineError)] = []
+        let (startThread, wake, refusal) = shared.withLock { state -> (Bool, Bool, ImagePipelineError?) in
+            // A visible request pushes the newest prefetches out of a full queue (they fail as
+            // overloaded instead), unless it could never fit: visible work first, under load too.
+            if job.priority.current == .visible && job.queuedBytes <= limits.maxQueuedBytes {
+                while let full = Self.refusal(of: job, by: state.pending, limits: limits), let prefetch = state.pending.removeNewestPrefetch() {
+                    guard case .overloaded(_, let limit, let detail) = full else { break }
+                    pushedOut.append((prefetch, .overloaded(prefetch.requestURL, limit: limit, detail: "pushed out by a visible request: " + detail)))
+                }
+            }
+            if let refusal = Self.refusal(of: job, by: state.pending, limits: limits) { return (false, false, refusal) }
+            // Stamped under the lock, so arrival order is deadline order (see `PendingQueue`).
+            let now = DispatchTime.now().uptimeNanoseconds
+            job.deadline = limits.totalTimeout.map { now.saturatingAdd(saturatingNanoseconds($0)) } ?? .max
+            job.queueDeadline = limits.queueTimeNanoseconds.map { now.saturatingAdd($0) } ?? .max
             state.pending.append(job)
             state.arrived = true
             guard state.threadRunning else {
                 state.threadRunning = true
-                return (true, false)
+                return (true, false, nil)
             }
             // One wake-up per poll is enough; a thread that is not polling will look anyway.
             defer { state.polling = false }
-            return (false, state.polling)
+            return (false, state.polling, nil)
         }
-        if startThread {
+        for (prefetch, error) in pushedOut { prefetch.continuation.resume(returning: .failed(error, metadata: nil)) }
+        if let refusal {
+            job.continuation.resume(returning: .failed(refusal, metadata: nil))
+        } else if startThread {
             let thread = Thread { [self] in runLoop() }
             thread.name = "curl-multi"  // Linux thread names hold 15 characters
             thread.start()
         } else if wake {
             curl_multi_wakeup(multi)
         }
+    }
+
+    /// The failure of `job` when the queue is at one of its bounds, else `nil`.
+    private static func refusal(of job: TransferJob, by pending: PendingQueue, limits: HTTPDataLoader.Configuration) -> ImagePipelineError? {
+        if pending.count >= limits.maxQueuedRequests {
+            let detail = "\(pending.count) requests already wait for a connection, the limit (maxQueuedRequests)"
+            return .overloaded(job.requestURL, limit: .queuedRequests, detail: detail)
+        }
+        if pending.bytes + job.queuedBytes > limits.maxQueuedBytes {
+            let detail = "the \(pending.count) requests waiting for a connection hold \(pending.bytes) bytes; with this one's "
+                + "\(job.queuedBytes) that is over the limit of \(limits.maxQueuedBytes) (maxQueuedBytes)"
+            return .overloaded(job.requestURL, limit: .queuedBytes, detail: detail)
+        }
+        return nil
     }
 
     /// Cancels the job `id`: a waiting one is answered at once; a running one is removed from
@@ -148,7 +198,8 @@ final class CurlMultiEngine: @unchecked Sendable {
             for id in cancelled {
                 if let transfer = confined.runningByID[id] { finish(transfer, with: .cancelled, multi: multi) }
             }
-            guard let jobs = takeStartableJobs(idleSince: idleSince) else { return }
+            guard let (jobs, expired) = takeStartableJobs(idleSince: idleSince) else { return }
+            for job in expired { job.continuation.resume(returning: .failed(queueTimeExpired(job), metadata: nil)) }
             for job in jobs { start(job, multi: multi) }
 
             var stillRunning: Int32 = 0
@@ -173,14 +224,14 @@ final class CurlMultiEngine: @unchecked Sendable {
             }
             if !confined.running.isEmpty || finished { idleSince = now }
             if finished { continue }  // slots came free: start waiting jobs before sleeping
-            let timeout: Int32 = confined.running.isEmpty ? Int32(lingerSeconds * 1000) : pollTimeout()
             // Set under the lock before polling: a job queued from now on wakes the poll (a
             // wake-up sent before the poll starts makes it return at once).
-            let mayPoll = shared.withLock { state -> Bool in
+            let (mayPoll, queueDeadline) = shared.withLock { state -> (Bool, UInt64?) in
                 state.polling = !state.arrived
-                return state.polling
+                return (state.polling, state.pending.earliestDeadline)
             }
             if !mayPoll { continue }
+            let timeout = pollTimeout(queueDeadline: queueDeadline)
             let polled = multiCall(.poll) { curl_multi_poll(multi, nil, 0, timeout, nil) }
             shared.withLock { $0.polling = false }
             if let failure = CurlErrors.multiFailure(polled, "curl_multi_poll") {
@@ -191,31 +242,48 @@ final class CurlMultiEngine: @unchecked Sendable {
         }
     }
 
-    /// Moves the jobs that fit the connection limits out of the queue: visible ones first, each
-    /// priority in arrival order. Returns `nil` when the thread should end (no work for a while).
-    private func takeStartableJobs(idleSince: UInt64) -> [TransferJob]? {
+    /// Moves the jobs that fit the connection limits out of the queue, visible ones first, each
+    /// priority in arrival order, and those whose deadline passed while they waited. Returns
+    /// `nil` when the thread should end (no work for a while).
+    private func takeStartableJobs(idleSince: UInt64) -> (start: [TransferJob], expired: [TransferJob])? {
         let limits = configuration
         let confined = confined
-        let lingered = DispatchTime.now().uptimeNanoseconds &- idleSince >= UInt64(lingerSeconds * 1e9)
-        return shared.withLock { state -> [TransferJob]? in
+        let now = DispatchTime.now().uptimeNanoseconds
+        let lingered = now &- idleSince >= UInt64(lingerSeconds * 1e9)
+        return shared.withLock { state -> ([TransferJob], [TransferJob])? in
             state.arrived = false
             if state.pending.count == 0 {
                 if confined.running.isEmpty && lingered {
                     state.threadRunning = false
                     return nil
                 }
-                return []
+                return ([], [])
             }
-            return state.pending.take(running: confined.perHost, totalRunning: confined.running.count,
-                                      maxPerHost: limits.maxConnectionsPerHost, maxTotal: limits.maxTotalConnections)
+            let expired = state.pending.expire(at: now)
+            let start = state.pending.take(running: confined.perHost, totalRunning: confined.running.count,
+                                           maxPerHost: limits.maxConnectionsPerHost, maxTotal: limits.maxTotalConnections,
+                                           reserved: limits.connectionsReservedForNewHosts)
+            return (start, expired)
         }
     }
 
-    /// The poll timeout while transfers run: until the first time limit may pass (idle,
-    /// low-speed window, total), at most 1 s.
-    private func pollTimeout() -> Int32 {
+    /// The failure of `job`, still waiting for a slot at its deadline.
+    private func queueTimeExpired(_ job: TransferJob) -> ImagePipelineError {
+        let limit = [configuration.maxQueueTime, configuration.totalTimeout].compactMap { $0 }.min() ?? 0
+        let bound = limit == configuration.maxQueueTime ? "maxQueueTime" : "totalTimeout"
+        return .overloaded(job.requestURL, limit: .queueTime,
+                           detail: "it waited \(HTTPError.seconds(limit)) s for a connection slot, the limit (\(bound)), while "
+                               + "\(confined.running.count) transfers ran (at most \(configuration.maxTotalConnections), "
+                               + "\(configuration.maxConnectionsPerHost) per host)")
+    }
+
+    /// The poll timeout: until the first time limit of a running transfer may pass (idle,
+    /// low-speed window, total) or the first waiting job's deadline, at most 1 s; the linger
+    /// time when nothing runs or waits.
+    private func pollTimeout(queueDeadline: UInt64?) -> Int32 {
+        if confined.running.isEmpty && queueDeadline == nil { return Int32(lingerSeconds * 1000) }
         let now = DispatchTime.now().uptimeNanoseconds
-        let earliest = confined.running.values.map(\.nextLimitCheck).min() ?? now &+ 1_000_000_000
+        let earliest = min(confined.running.values.map(\.nextLimitCheck).min() ?? .max, queueDeadline ?? .max)
         let wait = earliest > now ? (earliest - now) / 1_000_000 + 1 : 0
         return Int32(min(wait, 1000))
     }
@@ -227,7 +295,7 @@ final class CurlMultiEngine: @unchecked Sendable {
             job.continuation.resume(returning: .failed(HTTPError.network(.other, message: "curl_easy_init failed"), metadata: nil))
             return
         }
-        let transfer = CurlTransfer(job: job, easy: easy, limits: configuration)
+        let transfer = CurlTransfer(job: job, easy: easy, limits: configuration, downloadMemory: confined.downloadMemory)
         let code = transfer.configure()
         let failure: HTTPError? = code != CURLE_OK
             ? .network(.other, message: "cannot start: \(String(cString: curl_easy_strerror(code)))")

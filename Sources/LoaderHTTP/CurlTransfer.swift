@@ -34,6 +34,21 @@ struct TransferJob: Sendable {
     /// Each piece of the final response's body and its offset (``DataLoadRequest/didReceiveData``).
     let didReceiveData: (@Sendable (Data, Int64) -> Void)?
     let continuation: CheckedContinuation<TransferOutcome, Never>
+    /// Uptime (ns) past which the job is over its total timeout, counted from when it entered
+    /// the engine's queue (`.max`: none); set by ``CurlMultiEngine/submit(_:)``.
+    var deadline: UInt64 = .max
+    /// Uptime (ns) past which the job, if it is still waiting, fails (`.max`: never).
+    var queueDeadline: UInt64 = .max
+    /// What the job holds while it waits, by ``HTTPDataLoader/Configuration/maxQueuedBytes``' estimate.
+    var queuedBytes: Int = 0
+
+    /// ``HTTPDataLoader/Configuration/queuedRequestBaseBytes`` plus the UTF-8 bytes of the URLs
+    /// (the request's only when it is not the one sent) and of every header's name and value.
+    static func estimatedQueuedBytes(url: String, requestURL: String?, headers: [(name: String, value: String)]) -> Int {
+        headers.reduce(HTTPDataLoader.Configuration.queuedRequestBaseBytes + url.utf8.count + (requestURL?.utf8.count ?? 0)) {
+            $0 + $1.name.utf8.count + $1.value.utf8.count
+        }
+    }
 }
 
 /// One running transfer: its easy handle and the response as it arrives.
@@ -73,8 +88,13 @@ final class CurlTransfer {
     private(set) var abortReason: (any Error)?
     /// Uptime in nanoseconds of the last byte received, for the idle timeout.
     private(set) var lastActivity: UInt64
-    /// Uptime in nanoseconds past which the transfer is over its total timeout (`.max`: none).
+    /// Uptime in nanoseconds past which the transfer is over its total timeout (`.max`: none),
+    /// counted from when its job was queued.
     private let deadline: UInt64
+    /// The engine's budget for the bytes all transfers hold, and this transfer's claim on it:
+    /// room reserved for ``body`` (at least its size), given back by ``releaseResources()``.
+    private let downloadMemory: DownloadMemoryBudget
+    private var claimed: Int64 = 0
     /// Start (uptime, ns) of the current low-speed window, from the first byte on, and the
     /// bytes (headers and body) received in it.
     private var windowStart: UInt64?
@@ -82,13 +102,14 @@ final class CurlTransfer {
     /// curl's own message for the last failure (CURLOPT_ERRORBUFFER), CURL_ERROR_SIZE bytes.
     private var errorBuffer: UnsafeMutablePointer<CChar>?
 
-    init(job: TransferJob, easy: UnsafeMutableRawPointer, limits: HTTPDataLoader.Configuration) {
+    init(job: TransferJob, easy: UnsafeMutableRawPointer, limits: HTTPDataLoader.Configuration, downloadMemory: DownloadMemoryBudget) {
         self.job = job
         self.easy = easy
         self.limits = limits
+        self.downloadMemory = downloadMemory
         let now = DispatchTime.now().uptimeNanoseconds
         self.lastActivity = now
-        self.deadline = limits.totalTimeout.map { now.saturatingAdd(saturatingNanoseconds($0)) } ?? .max
+        self.deadline = job.deadline
     }
 
     /// Sets every option on the easy handle. Returns the first error curl reports.
@@ -139,6 +160,31 @@ final class CurlTransfer {
         headerList = nil
         errorBuffer?.deallocate()
         errorBuffer = nil
+        downloadMemory.release(claimed)
+        claimed = 0
+    }
+
+    /// Claims room for a body of `size` bytes in the engine's ``DownloadMemoryBudget``: `size`
+    /// itself when `exact` (a declared length), else double the claim so far (at least 64 KiB
+    /// and `size`, at most ``HTTPDataLoader/Configuration/maxBodyBytes``), or just `size` when
+    /// that does not fit; the room is reserved in ``body``, so the body never grows past its
+    /// claim by itself. Sets the `overloaded` abort reason and returns `false` when even `size`
+    /// does not fit.
+    private func makeRoom(for size: Int64, exact: Bool) -> Bool {
+        guard size > claimed else { return true }
+        let doubled = min(max(size, claimed * 2, 64 << 10), max(size, limits.maxBodyBytes))
+        if !exact && downloadMemory.claim(doubled - claimed, holding: claimed) {
+            claimed = doubled
+        } else if downloadMemory.claim(size - claimed, holding: claimed) {
+            claimed = size
+        } else {
+            let detail = "the downloads in flight hold \(downloadMemory.inUse) bytes; a body of \(size) would be over the limit of "
+                + "\(downloadMemory.limit) together (maxDownloadMemory)"
+            abortReason = ImagePipelineError.overloaded(job.requestURL, limit: .downloadMemory, detail: detail)
+            return false
+        }
+        body.reserveCapacity(Int(claimed))
+        return true
     }
 
     /// curl's detailed message for the failure, when it wrote one.
@@ -158,6 +204,7 @@ final class CurlTransfer {
             return ImagePipelineError.timeout("no data for \(limits.idleTimeout) s (idle timeout)")
         }
         if now >= deadline, let total = limits.totalTimeout {
+            // No figure for the time it queued: the message stays the same for the same failure.
             return ImagePipelineError.timeout("the transfer took longer than its total timeout of \(HTTPError.seconds(total)) s")
         }
         if limits.lowSpeedLimit > 0, let windowStart, now &- windowStart >= limits.lowSpeedTimeNanoseconds {
@@ -306,7 +353,9 @@ final class CurlTransfer {
                 abortReason = ImagePipelineError.tooLarge(limit: limits.maxBodyBytes, actual: length)
                 return false
             }
-            body.reserveCapacity(Int(length))
+            // The declared length is claimed whole, before the body is read: a transfer that
+            // would not fit fails now rather than half-way.
+            return makeRoom(for: length, exact: true)
         }
         return true
     }
@@ -325,6 +374,7 @@ final class CurlTransfer {
             abortReason = ImagePipelineError.tooLarge(limit: limits.maxBodyBytes, actual: nil)
             return false
         }
+        guard makeRoom(for: Int64(body.count + bytes.count), exact: false) else { return false }
         body.append(contentsOf: bytes)
         job.didReceiveData?(Data(bytes), Int64(body.count - bytes.count))
         job.progress?(Int64(body.count), metadata?.contentLength)

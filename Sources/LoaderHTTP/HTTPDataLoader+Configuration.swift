@@ -14,6 +14,38 @@ extension HTTPDataLoader {
         public var maxConnectionsPerHost: Int
         /// Transfers at once over all hosts. Default 24.
         public var maxTotalConnections: Int
+        /// Slots of ``maxTotalConnections`` that only a host with no transfer running may take,
+        /// so slow hosts holding every other slot cannot make a new host wait: its first
+        /// request starts at once (its next ones wait for a general slot, or for its first to
+        /// end). Default 4 (fewer when ``maxTotalConnections`` − ``maxConnectionsPerHost`` is
+        /// less, so one host alone still gets its ``maxConnectionsPerHost``): with the default
+        /// limits four slow hosts fill the 20 general slots (not all 24), and four more
+        /// hosts still start at once. At most ``maxTotalConnections`` − 1.
+        public var connectionsReservedForNewHosts: Int
+        /// The most requests that may wait for a connection slot; one more fails at once with
+        /// `ImagePipelineError.overloaded(_:limit:detail:)` (`OverloadLimit.queuedRequests`),
+        /// before anything is sent. Default 4,096: a few screens of prefetches, and about
+        /// 26 MB of queue at ``queuedRequestBaseBytes`` plus a typical URL and headers each.
+        /// Every request passes through the queue, if only until the engine's next turn: at
+        /// least 1. A visible request finding the queue full (by count or bytes) pushes out the
+        /// prefetch that arrived last instead, which fails with that error.
+        public var maxQueuedRequests: Int
+        /// The most bytes the requests waiting for a connection slot may hold together, each
+        /// counted as ``queuedRequestBaseBytes`` plus its URLs' and headers' UTF-8 bytes; over it
+        /// fails at once with `ImagePipelineError.overloaded(_:limit:detail:)`
+        /// (`OverloadLimit.queuedBytes`). Default 32 MiB: ``maxQueuedRequests``
+        /// requests with URLs and headers of 2 KB each, or 500 with 60 KB URLs.
+        public var maxQueuedBytes: Int
+        /// The most body bytes all transfers in flight may hold together (each holds its
+        /// declared `Content-Length`, or the room it grew to, doubling, as its body arrives).
+        /// A transfer whose body does not fit fails at once with
+        /// `ImagePipelineError.overloaded(_:limit:detail:)` (`OverloadLimit.downloadMemory`)
+        /// and gives its bytes back; nothing waits, so transfers cannot wait on each other. A
+        /// transfer holding the only bytes in flight always grows (up to ``maxBodyBytes``), so a
+        /// picture within ``maxBodyBytes`` loads when it is alone. Once a transfer ends its body
+        /// is the caller's and no longer counts. Default
+        /// ``defaultMaxDownloadMemory(maxBodyBytes:cgroupRoot:physicalMemory:)``.
+        public var maxDownloadMemory: Int64
         /// The largest body accepted, in bytes: checked against `Content-Length` before the body
         /// is read and again as it streams. Default 50 MB.
         public var maxBodyBytes: Int64
@@ -31,12 +63,22 @@ extension HTTPDataLoader {
         public var lowSpeedLimit: Int
         /// The window of ``lowSpeedLimit``, in seconds. Default 10.
         public var lowSpeedTime: TimeInterval
-        /// The longest one attempt may take, in seconds, from when it leaves the loader's queue
-        /// to its last byte (waiting for a connection slot does not count; a retry starts a new
-        /// one); over it is `ImagePipelineError.timeout(_:)`. `nil` for none.
-        /// Default 60: a 5 MB picture needs 700 kbit/s to make it; raise it for large downloads
-        /// over slow links.
+        /// The longest one attempt may take, in seconds, from when it enters the loader's queue
+        /// to its last byte: the time it waited for a connection slot counts (an attempt that
+        /// waited 9 s of 10 has 1 s left for its transfer; a retry starts a new one). An attempt
+        /// still waiting at its deadline fails with `ImagePipelineError.overloaded(_:limit:detail:)`
+        /// (`OverloadLimit.queueTime`); one sent is over it with
+        /// `ImagePipelineError.timeout(_:)`. `nil` for none (a request may then wait
+        /// indefinitely). Default 60: a 5 MB picture needs 700 kbit/s to make it; raise it for
+        /// large downloads over slow links.
         public var totalTimeout: TimeInterval?
+        /// The longest a request may wait for a connection slot, in seconds (the earlier of this
+        /// and ``totalTimeout`` applies); a request still waiting then fails with
+        /// `ImagePipelineError.overloaded(_:limit:detail:)` (`OverloadLimit.queueTime`),
+        /// on time even while no slot frees. `nil`: only ``totalTimeout``. Default 30, half the
+        /// default total: a request that waited that long still has as long for its transfer,
+        /// and its caller learns "overloaded, try later" instead of a timeout at the very end.
+        public var maxQueueTime: TimeInterval?
         /// Redirects followed at most; one more is a ``NetworkFailure/tooManyRedirects``. Default 5.
         /// The loader follows them itself, one request each, so that every hop is checked
         /// against ``connectionPolicy`` and carries only the headers meant for its origin.
@@ -95,9 +137,17 @@ extension HTTPDataLoader {
                     headers: [String: String] = ["Accept": "image/jpeg,image/png,image/*;q=0.8,*/*;q=0.5"],
                     authorization: AuthorizationHook? = nil, caBundlePath: String? = nil,
                     userAgent: String = "ImagePipeline/1 libcurl", connectionPolicy: ConnectionPolicy = .default,
-                    maxHeaderBytes: Int = 128 << 10, headersKeptAcrossOrigins: Set<String> = ["Accept"]) {
+                    maxHeaderBytes: Int = 128 << 10, headersKeptAcrossOrigins: Set<String> = ["Accept"],
+                    connectionsReservedForNewHosts: Int? = nil, maxQueuedRequests: Int = 4_096,
+                    maxQueuedBytes: Int = 32 << 20, maxQueueTime: TimeInterval? = 30, maxDownloadMemory: Int64? = nil) {
             self.maxConnectionsPerHost = max(1, maxConnectionsPerHost)
             self.maxTotalConnections = max(1, maxTotalConnections)
+            let reserved = connectionsReservedForNewHosts ?? min(4, max(0, self.maxTotalConnections - self.maxConnectionsPerHost))
+            self.connectionsReservedForNewHosts = min(max(0, reserved), self.maxTotalConnections - 1)
+            self.maxQueuedRequests = max(1, maxQueuedRequests)
+            self.maxQueuedBytes = max(0, maxQueuedBytes)
+            self.maxQueueTime = maxQueueTime
+            self.maxDownloadMemory = max(1, maxDownloadMemory ?? Self.defaultMaxDownloadMemory(maxBodyBytes: maxBodyBytes))
             self.maxBodyBytes = maxBodyBytes
             self.connectTimeout = connectTimeout
             self.idleTimeout = idleTimeout
@@ -119,9 +169,40 @@ extension HTTPDataLoader {
             self.headersKeptAcrossOrigins = headersKeptAcrossOrigins
         }
 
+        /// An eighth of the memory this process may use (`ContainerMemory.available`: the smaller
+        /// of physical memory and the cgroup's limit), at least one `maxBodyBytes` picture and at
+        /// most four: 200 MB with the default 50 MB body limit on a large machine, 64 MiB in a
+        /// 512 MiB container. An eighth leaves room for the core's own budgets (a quarter for
+        /// decodes, a fifth for the memory cache); four pictures at the body limit is already
+        /// more than any screen shows at once, while 48 parallel gzip bombs cut off at 50 MB
+        /// each held 964 MB without it.
+        public static func defaultMaxDownloadMemory(maxBodyBytes: Int64, cgroupRoot: String = "/sys/fs/cgroup",
+                                                    physicalMemory: UInt64 = ProcessInfo.processInfo.physicalMemory) -> Int64 {
+            let eighth = Int64(clamping: ContainerMemory.available(cgroupRoot: cgroupRoot, physicalMemory: physicalMemory) / 8)
+            let body = max(1, maxBodyBytes)
+            return min(max(eighth, body), body.multipliedReportingOverflow(by: 4).overflow ? .max : body * 4)
+        }
+
+        /// The fixed part of ``maxQueuedBytes``' estimate of one waiting request, in bytes: the
+        /// queued job (its header array, its URL objects, its places in the queue's tables) and
+        /// the suspended `load` call waiting for it (its async frames, its merged headers).
+        /// Measured as the growth of resident memory over 10,000 queued loads with
+        /// 31-character URLs and the default headers: 7,550 to 8,240 bytes each over three runs,
+        /// of which 1,300 to 1,650 are the calling task's own (a bare task suspended on a
+        /// continuation, which the caller pays anyway) and 300 to 430 the URL objects: about
+        /// 6,400 for the loader, which this plus the URL's and headers' text (81 bytes) meets
+        /// within 5 %.
+        public static let queuedRequestBaseBytes = 6_144
+
         /// ``idleTimeout`` in nanoseconds, saturating: a timeout too long for a `UInt64` of
         /// nanoseconds (1e300, `.infinity`) means none, and must not trap.
         var idleTimeoutNanoseconds: UInt64 { saturatingNanoseconds(idleTimeout) }
+
+        /// How long after it is queued a request that has not left the queue fails, in
+        /// nanoseconds: the earlier of ``maxQueueTime`` and ``totalTimeout`` (`nil`: never).
+        var queueTimeNanoseconds: UInt64? {
+            [maxQueueTime, totalTimeout].compactMap { $0 }.min().map(saturatingNanoseconds)
+        }
 
         /// ``lowSpeedTime`` in nanoseconds, saturating.
         var lowSpeedTimeNanoseconds: UInt64 { saturatingNanoseconds(lowSpeedTime) }

@@ -27,6 +27,15 @@ import Synchronization
 /// all fail, so nothing broken reaches the disk cache. Failures are ``HTTPError`` (status,
 /// transport, body), `ImagePipelineError.notFound(_:status:)` for 404 and 410, and the
 /// core's `truncated`, `tooLarge` and `timeout`.
+///
+/// The loader is bounded under load: its queue by count and bytes
+/// (``Configuration/maxQueuedRequests``, ``Configuration/maxQueuedBytes``) and by time (the
+/// ``Configuration/totalTimeout`` counts from when a request is queued), its downloads in
+/// flight by the memory they hold together (``Configuration/maxDownloadMemory``); a request
+/// over one fails with the core's `overloaded` ("try again later", the origin not asked or
+/// not blamed). Some connection slots are kept for hosts with nothing running
+/// (``Configuration/connectionsReservedForNewHosts``), so slow hosts holding every other slot
+/// cannot make a healthy host wait.
 public final class HTTPDataLoader: DataLoading {
     /// What the loader was created with.
     public let configuration: Configuration
@@ -45,9 +54,16 @@ public final class HTTPDataLoader: DataLoading {
     /// Requests waiting for a connection slot (not yet sent): for tests and diagnostics.
     public var queuedCount: Int { engine.queuedCount }
 
+    /// The body bytes the transfers in flight hold together now, against
+    /// ``Configuration/maxDownloadMemory``: for tests and diagnostics.
+    public var downloadBytesInUse: Int64 { engine.downloadMemory.inUse }
+
+    /// The most body bytes the transfers in flight held together since the loader was created.
+    public var peakDownloadBytes: Int64 { engine.downloadMemory.peakInUse }
+
     /// Loads `request.url`, conditionally when it carries a validator.
-    /// - Throws: ``HTTPError`` or `ImagePipelineError` (not found, truncated, too large, timeout),
-    ///   or `CancellationError` when the task is cancelled.
+    /// - Throws: ``HTTPError`` or `ImagePipelineError` (not found, truncated, too large, timeout,
+    ///   overloaded), or `CancellationError` when the task is cancelled.
     public func load(_ request: DataLoadRequest) async throws -> DataLoadResult {
         try checkAllowed(request.url)
         var url = request.url
@@ -119,12 +135,14 @@ public final class HTTPDataLoader: DataLoading {
         let id = lastID.add(1, ordering: .relaxed).newValue
         let hostKey = "\(url.scheme ?? "")://\(url.host ?? ""):\(url.port ?? -1)"
         let engine = engine
+        let sent = headers.sorted { $0.key < $1.key }.map { (name: $0.key, value: $0.value) }
+        let queuedBytes = TransferJob.estimatedQueuedBytes(url: url.absoluteString, requestURL: url == request.url ? nil : request.url.absoluteString,
+                                                           headers: sent)
         return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 engine.submit(TransferJob(id: id, url: url, requestURL: request.url, hostKey: hostKey, priority: request.priority,
-                                          headers: headers.sorted { $0.key < $1.key }.map { ($0.key, $0.value) },
-                                          progress: request.progress, didReceiveData: request.didReceiveData,
-                                          continuation: continuation))
+                                          headers: sent, progress: request.progress, didReceiveData: request.didReceiveData,
+                                          continuation: continuation, queuedBytes: queuedBytes))
                 // Cancelled before the job was queued: the handler already ran and found nothing.
                 if Task.isCancelled { engine.cancel(id) }
             }

@@ -1,28 +1,41 @@
 import PipelineCore
 
-/// Requests waiting for a connection slot, by host, visible ones first.
+/// Requests waiting for a connection slot, by host, visible ones first, and by deadline.
 ///
 /// Each host has a visible and a prefetch queue, both in arrival order, so picking the next
 /// job is O(1) however many wait. A job whose ``PriorityHandle`` changed while it waited (a
 /// prefetch raised to visible, or back down when its visible caller left) is moved to the
 /// queue of its new priority (in arrival order) when the next jobs are picked.
+///
+/// The queue also keeps every job's ``TransferJob/queueDeadline`` in arrival order. The engine
+/// gives every job of one loader the same time in the queue and stamps it under the lock that
+/// appends it: arrival order is deadline order, so the jobs past their deadline are always at
+/// the front of that line and ``expire(at:)`` finds them without a timer per job or a search.
 struct PendingQueue {
     private struct HostQueue {
         var visible = FIFO()
         var prefetch = FIFO()
+
+        var isEmpty: Bool { visible.isEmpty && prefetch.isEmpty }
     }
 
+    /// Jobs in arrival order.
+    typealias FIFO = Line<TransferJob>
+
     /// An array queue with a moving head: O(1) pops without shifting the elements each time.
-    struct FIFO {
-        var jobs: [TransferJob] = []
+    struct Line<Element> {
+        var jobs: [Element] = []
         var head = 0
 
         var isEmpty: Bool { head == jobs.count }
-        var waiting: ArraySlice<TransferJob> { jobs[head...] }
+        var waiting: ArraySlice<Element> { jobs[head...] }
+        var first: Element? { isEmpty ? nil : jobs[head] }
 
-        mutating func append(_ job: TransferJob) { jobs.append(job) }
+        mutating func append(_ job: Element) { jobs.append(job) }
 
-        mutating func popFirst() -> TransferJob? {
+        mutating func popLast() -> Element? { isEmpty ? nil : jobs.popLast() }
+
+        mutating func popFirst() -> Element? {
             guard head < jobs.count else { return nil }
             let job = jobs[head]
             head += 1
@@ -41,8 +54,8 @@ struct PendingQueue {
         /// One pass, asking `predicate` once per job: a priority can be raised by another thread
         /// at any moment, and asking twice could both keep and remove the same job — it would
         /// then start twice and its continuation be resumed twice.
-        mutating func removeAll(where predicate: (TransferJob) -> Bool) -> [TransferJob] {
-            var kept: [TransferJob] = [], removed: [TransferJob] = []
+        mutating func removeAll(where predicate: (Element) -> Bool) -> [Element] {
+            var kept: [Element] = [], removed: [Element] = []
             for job in waiting {
                 if predicate(job) { removed.append(job) } else { kept.append(job) }
             }
@@ -53,14 +66,28 @@ struct PendingQueue {
     }
 
     private var hosts: [String: HostQueue] = [:]
-    /// Host of every waiting job, for cancellation.
-    private var hostOfJob: [UInt64: String] = [:]
+    /// Host and ``TransferJob/queuedBytes`` of every waiting job, for cancellation and expiry.
+    private var waitingJobs: [UInt64: (host: String, bytes: Int)] = [:]
+    /// Every job queued, in arrival (and so deadline) order, with its deadline; a job that has
+    /// left the queue stays until its deadline or a compaction passes it.
+    private var deadlines = Line<(deadline: UInt64, id: UInt64)>()
 
     /// The number of waiting jobs.
-    var count: Int { hostOfJob.count }
+    var count: Int { waitingJobs.count }
+    /// What the waiting jobs hold, by their ``TransferJob/queuedBytes``.
+    private(set) var bytes = 0
+
+    /// The earliest deadline among the waiting jobs (perhaps one that already left, which only
+    /// makes the engine look a little early), or `nil` when none has one.
+    var earliestDeadline: UInt64? {
+        guard let first = deadlines.first, first.deadline != .max else { return nil }
+        return first.deadline
+    }
 
     mutating func append(_ job: TransferJob) {
-        hostOfJob[job.id] = job.hostKey
+        waitingJobs[job.id] = (job.hostKey, job.queuedBytes)
+        bytes += job.queuedBytes
+        deadlines.append((job.queueDeadline, job.id))
         if job.priority.current == .visible {
             hosts[job.hostKey, default: HostQueue()].visible.append(job)
         } else {
@@ -70,35 +97,78 @@ struct PendingQueue {
 
     /// Removes and returns the job `id` if it is waiting.
     mutating func remove(id: UInt64) -> TransferJob? {
-        guard let host = hostOfJob.removeValue(forKey: id), var queue = hosts.removeValue(forKey: host) else { return nil }
-        let removed = queue.visible.removeAll { $0.id == id } + queue.prefetch.removeAll { $0.id == id }
-        if !queue.visible.isEmpty || !queue.prefetch.isEmpty { hosts[host] = queue }
-        return removed.first
+        guard let (host, _) = waitingJobs[id], var queue = hosts.removeValue(forKey: host) else { return nil }
+        let removed: TransferJob?
+        // The oldest jobs (those past their deadline) are at the front and the newest prefetch
+        // (pushed out by a visible request) at the back: no search for them.
+        if queue.visible.first?.id == id {
+            removed = queue.visible.popFirst()
+        } else if queue.prefetch.first?.id == id {
+            removed = queue.prefetch.popFirst()
+        } else if queue.prefetch.waiting.last?.id == id {
+            removed = queue.prefetch.popLast()
+        } else {
+            removed = (queue.visible.removeAll { $0.id == id } + queue.prefetch.removeAll { $0.id == id }).first
+        }
+        if !queue.isEmpty { hosts[host] = queue }
+        if let removed { left(removed) }
+        return removed
+    }
+
+    /// Removes and returns the prefetch that arrived last (the one a visible request may push
+    /// out of a full queue), or `nil` when none waits. O(hosts).
+    mutating func removeNewestPrefetch() -> TransferJob? {
+        let newest = hosts.values.compactMap { $0.prefetch.waiting.last { $0.priority.current != .visible } }.max { $0.id < $1.id }
+        return newest.flatMap { remove(id: $0.id) }
+    }
+
+    /// Removes and returns the waiting jobs whose deadline is at or before `now` (uptime, ns).
+    mutating func expire(at now: UInt64) -> [TransferJob] {
+        var expired: [TransferJob] = []
+        while let first = deadlines.first, first.deadline <= now {
+            _ = deadlines.popFirst()
+            if let job = remove(id: first.id) { expired.append(job) }
+        }
+        return expired
     }
 
     /// Takes the jobs that fit: at most `maxPerHost` running per host (given `running`, the
-    /// count per host now) and `maxTotal` overall; visible jobs of every host before prefetches.
-    mutating func take(running: [String: Int], totalRunning: Int, maxPerHost: Int, maxTotal: Int) -> [TransferJob] {
+    /// count per host now) and `maxTotal` overall, of which the last `reserved` only for a host
+    /// with nothing running (its first job); visible jobs of every host before prefetches.
+    mutating func take(running: [String: Int], totalRunning: Int, maxPerHost: Int, maxTotal: Int, reserved: Int = 0) -> [TransferJob] {
         var taken: [TransferJob] = []
         var total = totalRunning
         guard total < maxTotal else { return [] }
+        let general = maxTotal - reserved
         requeueChangedPriorities()
         for visiblePass in [true, false] {
             for host in Array(hosts.keys) where total < maxTotal {
                 // Taken out of the dictionary while it changes, so popping never copies the array.
                 guard var queue = hosts.removeValue(forKey: host) else { continue }
                 var busy = running[host, default: 0] + taken.lazy.filter { $0.hostKey == host }.count
-                while busy < maxPerHost && total < maxTotal,
+                while busy < maxPerHost && (total < general || (busy == 0 && total < maxTotal)),
                       let job = visiblePass ? queue.visible.popFirst() : queue.prefetch.popFirst() {
                     taken.append(job)
-                    hostOfJob[job.id] = nil
+                    left(job)
                     busy += 1
                     total += 1
                 }
-                if !queue.visible.isEmpty || !queue.prefetch.isEmpty { hosts[host] = queue }
+                if !queue.isEmpty { hosts[host] = queue }
             }
         }
         return taken
+    }
+
+    /// Forgets `job`, which left the queue, and drops the deadline line's entries of jobs that
+    /// left once they are most of it (so it stays within twice the waiting jobs, amortised O(1)).
+    private mutating func left(_ job: TransferJob) {
+        guard let (_, bytes) = waitingJobs.removeValue(forKey: job.id) else { return }
+        self.bytes -= bytes
+        let entries = deadlines.jobs.count - deadlines.head
+        if entries > 64 && entries > 2 * waitingJobs.count {
+            let waiting = waitingJobs
+            deadlines = Line(jobs: deadlines.waiting.filter { waiting[$0.id] != nil }, head: 0)
+        }
     }
 
     /// Moves jobs whose priority changed while they waited into the queue of their current

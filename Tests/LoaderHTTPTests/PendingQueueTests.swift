@@ -73,3 +73,57 @@ struct PendingQueuePriorityTests {
         for waiter in waiters { await waiter.value }
     }
 }
+
+@Suite("Pending queue: deadlines, bytes and slots kept for new hosts")
+struct PendingQueueBoundsTests {
+    /// Runs `body` with `count` jobs whose continuations are real (answered `.cancelled` after).
+    func withJobs(_ count: Int, hosts: (Int) -> String, deadline: (Int) -> UInt64 = { _ in .max },
+                  body: ([TransferJob]) -> Void) async {
+        let box = PendingQueueTests.Continuations()
+        let waiters = (0..<count).map { _ in
+            Task { _ = await withCheckedContinuation { continuation in box.list.withLock { $0.append(continuation) } } }
+        }
+        while box.count < count { await Task.yield() }
+        let continuations = box.list.withLock { $0 }
+        let jobs = continuations.enumerated().map { id, continuation in
+            TransferJob(id: UInt64(id), url: URL(string: "http://\(hosts(id))/\(id)")!, requestURL: URL(string: "http://\(hosts(id))/\(id)")!,
+                        hostKey: hosts(id), priority: PriorityHandle(.visible), headers: [], progress: nil, didReceiveData: nil,
+                        continuation: continuation, queueDeadline: deadline(id), queuedBytes: 100 + id)
+        }
+        body(jobs)
+        for continuation in continuations { continuation.resume(returning: .cancelled) }
+        for waiter in waiters { await waiter.value }
+    }
+
+    /// Jobs past their queue deadline leave in deadline order, from any host, and only they;
+    /// the count and bytes drop with them.
+    @Test func expireTakesExactlyTheJobsPastTheirDeadline() async {
+        await withJobs(6, hosts: { "h\($0 % 2)" }, deadline: { UInt64(10 * ($0 + 1)) }, body: { jobs in
+            var queue = PendingQueue()
+            for job in jobs { queue.append(job) }
+            #expect(queue.count == 6 && queue.bytes == (100..<106).reduce(0, +))
+            #expect(queue.earliestDeadline == 10)
+            #expect(queue.expire(at: 9).isEmpty)
+            #expect(queue.expire(at: 30).map(\.id) == [0, 1, 2])
+            #expect(queue.count == 3 && queue.bytes == 103 + 104 + 105)
+            _ = queue.remove(id: 4)
+            #expect(queue.expire(at: 1000).map(\.id) == [3, 5])
+            #expect(queue.count == 0 && queue.bytes == 0)
+        })
+    }
+
+    /// With 4 slots, 1 kept for new hosts: a busy host gets the 3 general ones, never the kept
+    /// one, which a host with nothing running takes (one job of it).
+    @Test func theKeptSlotGoesOnlyToAHostWithNothingRunning() async {
+        await withJobs(7, hosts: { $0 < 5 ? "slow" : "new" }, body: { jobs in
+            var queue = PendingQueue()
+            for job in jobs.prefix(5) { queue.append(job) }
+            let first = queue.take(running: [:], totalRunning: 0, maxPerHost: 6, maxTotal: 4, reserved: 1)
+            #expect(first.map(\.id) == [0, 1, 2])
+            #expect(queue.take(running: ["slow": 3], totalRunning: 3, maxPerHost: 6, maxTotal: 4, reserved: 1).isEmpty)
+            for job in jobs.suffix(2) { queue.append(job) }
+            let second = queue.take(running: ["slow": 3], totalRunning: 3, maxPerHost: 6, maxTotal: 4, reserved: 1)
+            #expect(second.map(\.id) == [5])
+        })
+    }
+}

@@ -43,6 +43,12 @@ public enum ImagePipelineError: Error, Sendable, CustomStringConvertible, Locali
     case overLimit(SourceLimit, limit: Int, actual: Int?)
     /// A connect, idle or total timeout, with what timed out.
     case timeout(String)
+    /// The loader of `URL` refused the request because it is at one of its load limits
+    /// (``OverloadLimit``: its queue is full, the request's deadline passed while it waited for a
+    /// connection, its downloads hold their memory budget): "try again later", not a failure of
+    /// the origin, which may never have been asked. `detail` says what was counted. Never
+    /// permanent (not negatively cached); a loader does not retry it itself.
+    case overloaded(URL, limit: OverloadLimit, detail: String)
     /// A local file could not be read: a directory, not permitted, not a regular file.
     case fileUnreadable(path: String, reason: String)
     /// The request asked for cached data only and there was none.
@@ -79,7 +85,8 @@ public enum ImagePipelineError: Error, Sendable, CustomStringConvertible, Locali
     /// The URL a wrapped failure names, if any.
     public var url: URL? {
         switch self {
-        case .loadingFailed(let url, _), .decodingFailed(let url, _), .processingFailed(let url, _), .notFound(let url, _):
+        case .loadingFailed(let url, _), .decodingFailed(let url, _), .processingFailed(let url, _), .notFound(let url, _),
+             .overloaded(let url, _, _):
             return url
         default: return nil
         }
@@ -120,6 +127,9 @@ public enum ImagePipelineError: Error, Sendable, CustomStringConvertible, Locali
         case .overLimit(let kind, let limit, let actual?): return "\(kind.counting) is \(actual), over the limit of \(limit)"
         case .overLimit(let kind, let limit, nil): return "\(kind.counting) is over the limit of \(limit)"
         case .timeout(let what): return "timed out: \(MessageText.escaped(what))"
+        case .overloaded(let url, let limit, let detail):
+            return "\(Self.name(url)) was not loaded, the loader is overloaded (\(MessageText.escaped(limit.rawValue, limit: 64))): "
+                + "\(MessageText.escaped(detail)); try again later"
         case .fileUnreadable(let path, let reason):
             return "cannot read \(MessageText.escaped(path, limit: MessageText.urlLimit)): \(MessageText.escaped(reason))"
         case .notCached: return "the picture is not cached and the request does not allow loading"
@@ -173,6 +183,7 @@ public enum ImagePipelineError: Error, Sendable, CustomStringConvertible, Locali
         case (.tooManyPixels(let a1, let a2), .tooManyPixels(let b1, let b2)): return a1 == b1 && a2 == b2
         case (.overLimit(let a1, let a2, let a3), .overLimit(let b1, let b2, let b3)): return a1 == b1 && a2 == b2 && a3 == b3
         case (.timeout(let a), .timeout(let b)): return a == b
+        case (.overloaded(let a1, let a2, let a3), .overloaded(let b1, let b2, let b3)): return a1 == b1 && a2 == b2 && a3 == b3
         case (.fileUnreadable(let a1, let a2), .fileUnreadable(let b1, let b2)): return a1 == b1 && a2 == b2
         case (.notCached, .notCached), (.unexpectedNotModified, .unexpectedNotModified): return true
         case (.loadingFailed(let a1, let a2), .loadingFailed(let b1, let b2)),

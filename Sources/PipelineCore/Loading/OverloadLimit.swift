@@ -1,0 +1,29 @@
+/// Which of a loader's load limits refused a request, for
+/// ``ImagePipelineError/overloaded(_:limit:detail:)``: the loader was too busy to take the request
+/// (its queue full, its deadline passed while it waited, its downloads holding their memory
+/// budget), not the origin failing. Asking again later may succeed.
+///
+/// Open, like ``ImageFormat``: a loader with a limit of its own names it with
+/// `OverloadLimit("…")`, no change here needed.
+public struct OverloadLimit: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The limit's name, as messages show it.
+    public let rawValue: String
+
+    /// A limit named `rawValue`.
+    public init(rawValue: String) { self.rawValue = rawValue }
+
+    /// A limit named `name`.
+    public init(_ name: String) { self.rawValue = name }
+
+    /// The most requests that may wait for a connection at once.
+    public static let queuedRequests = OverloadLimit("queued requests")
+    /// The most bytes the requests waiting for a connection may hold together.
+    public static let queuedBytes = OverloadLimit("queued bytes")
+    /// How long a request may wait for a connection: its deadline passed before it was sent.
+    public static let queueTime = OverloadLimit("time in the queue")
+    /// The most bytes the downloads in flight may hold together.
+    public static let downloadMemory = OverloadLimit("download memory")
+
+    /// ``rawValue``.
+    public var description: String { rawValue }
+}
