@@ -101,7 +101,7 @@ public final class RedisCache: DataCaching, Sendable {
         public var maxFreshness: TimeInterval
 
         /// How the values in Redis are authenticated.
-        public enum Authentication: Sendable, Equatable, CustomStringConvertible {
+        public enum Authentication: Sendable, Equatable, CustomStringConvertible, CustomReflectable {
             /// HMAC-SHA-256 (RFC 2104) under a secret every member of the fleet shares, of at
             /// least ``RedisCache/Configuration/minimumSecretBytes`` random bytes (32 recommended).
             /// Keep it out of Redis and out of logs (``description`` shows its length only).
@@ -119,6 +119,9 @@ public final class RedisCache: DataCaching, Sendable {
                 case .unauthenticated: "unauthenticated"
                 }
             }
+
+            /// What `dump` and debuggers show: the ``description``, never the secret's bytes.
+            public var customMirror: Mirror { Mirror(self, children: [], displayStyle: .enum) }
         }
 
         /// The shortest secret ``Authentication/secret(_:)`` accepts: 16 bytes.
@@ -334,9 +337,17 @@ public final class RedisCache: DataCaching, Sendable {
         await releaseHeldLease(for: url)
     }
 
-    /// Rewrites the entry's info (Redis has no partial update of a value: read, re-encode, write).
+    /// Rewrites the entry's info (Redis has no partial update of a value: read, re-encode, write)
+    /// when it holds the version `info` describes (the same `ETag` and `Last-Modified`): a 304
+    /// confirms the version it was asked about. An entry of another version (an older picture
+    /// whose replacement was never written to Redis) is removed instead of being relabelled,
+    /// which would make every replica serve the old picture as the new one.
     public func updateInfo(_ info: CacheEntryInfo, for url: URL) async {
         guard let entry = await cachedData(for: url) else { return }
+        guard entry.info.etag == info.etag, entry.info.lastModified == info.lastModified else {
+            await removeData(for: url)
+            return
+        }
         await storeData(entry.data, info: info, for: url)
     }
 

@@ -152,16 +152,20 @@ final class RedisConnection: @unchecked Sendable {
     private enum PollResult { case ready, timedOut, failed(String) }
 
     /// `poll` for `events` on `fd` until `deadline`, retried after a signal with the time left.
+    /// Past the deadline it still polls once without waiting: a cluster reads its nodes' replies
+    /// one after another, and a reply that arrived in time while an earlier node was read is
+    /// an answer, not a timeout.
     private static func poll(_ fd: Int32, _ events: Int16, until deadline: ContinuousClock.Instant) -> PollResult {
         while true {
-            let left = ContinuousClock.now.duration(to: deadline)
-            guard left > .zero else { return .timedOut }
+            let left = max(.zero, ContinuousClock.now.duration(to: deadline))
             let (seconds, attoseconds) = left.components
             // Rounded up, so a wait never ends just before the deadline and spins.
-            let milliseconds = Int32(clamping: seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000)
+            let milliseconds = Int32(clamping: seconds.multipliedReportingOverflow(by: 1000).partialValue
+                + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000)
             var descriptor = pollfd(fd: fd, events: events, revents: 0)
             let result = Glibc.poll(&descriptor, 1, milliseconds)
             if result > 0 { return .ready }
+            if result == 0, left == .zero || ContinuousClock.now >= deadline { return .timedOut }
             if result < 0, errno != EINTR { return .failed(String(cString: strerror(errno))) }
         }
     }

@@ -292,9 +292,10 @@ final class RedisRouter: Sendable {
             topology.refreshing = true
             topology.lastRefresh = now
             topology.wantsRefresh = false
-            // Nodes of the current map first (they know the newest layout), then the seeds.
+            // Nodes of the current map first (they know the newest layout), then the seeds that
+            // are not among them (each node is asked once: a dead one costs a connect timeout).
             let known = topology.nodes.values.sorted { $0.address < $1.address }
-            return known + seeds
+            return known + seeds.filter { seed in !known.contains { $0.address == seed.address } }
         }
         guard let candidates else { return }
         var map: [(range: ClosedRange<Int>, host: String, port: Int)]?

@@ -4,6 +4,10 @@ import PipelineCore
 import PipelineTestSupport
 import Testing
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 @Suite("Shared cache tier on Redis Cluster", .serialized)
 struct ClusterTests {
     /// Distinct bytes per URL, so a mix-up between keys shows.
@@ -173,6 +177,43 @@ struct ClusterTests {
                 #expect(Set(stored.keys) == Set(expected))
                 let hits = try await origin.stats().hits
                 for index in 0..<8 { #expect(hits["/image/c\(index)"] == 1, "c\(index)") }
+            }
+        }
+    }
+
+    /// A node whose connects hang (its port holds a full accept queue: the kernel drops every
+    /// SYN) is a miss for its keys only. The live nodes' replies arrive while a batch waits out
+    /// the dead node's connect; they are read after their own deadline passed, and are answers:
+    /// they used to count as timeouts, and opened the live nodes' breakers too.
+    @Test func aNodeWhoseConnectsHangDoesNotTimeOutTheLiveNodes() async throws {
+        try await RedisCluster.with { cluster in
+            let tier = try RedisCache(configuration: .init(timeout: .milliseconds(500), breakerThreshold: 1000,
+                                                           clusterSeeds: cluster.endpoints, authentication: .secret(testSecret)))
+            for index in 0..<30 { await tier.storeData(Self.bytes(index), info: Self.info, for: Self.url(index)) }
+            var holders: [Int: Int] = [:]
+            for index in 0..<30 { holders[index] = try cluster.holder(of: tier.entryKey(Self.url(index))) }
+            let dead = 1, port = cluster.nodes[dead].port
+            #expect(holders.values.contains(dead))
+            await cluster.nodes[dead].stop()
+            let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            defer { close(listener) }
+            var reuse: Int32 = 1
+            setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &reuse, socklen_t(MemoryLayout<Int32>.size))
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = UInt16(port).bigEndian
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            let bound = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            try #require(bound == 0 && listen(listener, 0) == 0)
+            // One connection fills a backlog of 0; nothing ever accepts it.
+            let filler = try RedisConnection(host: "127.0.0.1", port: port, timeout: .seconds(5))
+            defer { withExtendedLifetime(filler) {} }
+            let live = Set((0..<30).filter { holders[$0] != dead }.map(Self.url))
+            for round in 0..<2 {
+                let batch = await tier.cachedData(for: (0..<30).map(Self.url))
+                #expect(Set(batch.keys) == live, "round \(round): \(tier.statistics)")
             }
         }
     }

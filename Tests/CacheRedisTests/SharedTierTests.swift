@@ -274,4 +274,23 @@ struct SharedTierTests {
             #expect(await tier.cachedData(for: url) == nil)
         }
     }
+
+    /// A 304 relabels only the version it confirmed. Redis holding an older version (the new
+    /// one's write was skipped) is not given the new validators and freshness, which would have
+    /// every replica serve the old picture as the new one: it is removed.
+    @Test func updateInfoRelabelsOnlyTheVersionItConfirms() async throws {
+        try await withServers { redis, _ in
+            let tier = try RedisCache(configuration: .init(port: redis.port, timeout: .seconds(5), authentication: .secret(testSecret)))
+            let url = URL(string: "http://127.0.0.1:1/versions.png")!
+            let old = CacheEntryInfo(etag: "\"E1\"", freshUntil: Date().addingTimeInterval(-60))
+            await tier.storeData(Data("version 1".utf8), info: old, for: url)
+            let later = Date().addingTimeInterval(600)
+            await tier.updateInfo(CacheEntryInfo(etag: "\"E1\"", freshUntil: later), for: url)
+            let same = await tier.cachedData(for: url)
+            #expect(same?.data == Data("version 1".utf8) && same?.info.etag == "\"E1\"")
+            #expect((same?.info.freshUntil ?? .distantPast) > Date(), "the confirmed version is fresh again")
+            await tier.updateInfo(CacheEntryInfo(etag: "\"E2\"", freshUntil: later), for: url)
+            #expect(await tier.cachedData(for: url) == nil, "version 1 was relabelled as version 2")
+        }
+    }
 }
