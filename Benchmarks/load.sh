@@ -79,13 +79,15 @@ for _ in $(seq 100); do
   sleep 0.1
 done
 
-binary="$(BENCH_QUIET_BUILD=1 bench_build LoadBenchmark)/LoadBenchmark"
+# LOAD_BENCHMARK=path runs a LoadBenchmark built elsewhere (the library before a change).
+binary="${LOAD_BENCHMARK:-$(BENCH_QUIET_BUILD=1 bench_build LoadBenchmark)/LoadBenchmark}"
 healthy="http://127.0.0.1:$port"
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg); healthy host: nginx, $count PNGs; HTTP total timeout ${timeout} s"
 
 for n in $loads; do
   echo
   echo "== $n requests to four slow hosts, then $count to a healthy one"
+  "$binary" baseline "$n"
   "$binary" origin "$healthy" "$(IFS=,; echo "${slow_bases[*]}")" "$n" "$count" "$timeout"
 done
 

@@ -37,13 +37,15 @@ enum WebPFrameHeaders {
     }
 
     /// The sum of the frames' durations when the walk is complete and finds `frameCount`
-    /// frames (the demuxer's count), else `nil`. O(n) in the chunk count, no allocation.
+    /// frames (the demuxer's count), else `nil`; 0 for a still picture (one frame and no
+    /// `ANMF` chunk), as libwebp's iterator gives. O(n) in the chunk count, no allocation.
     static func totalDuration(_ bytes: UnsafeBufferPointer<UInt8>, frameCount: Int) -> Int? {
         var total = 0, count = 0
         let complete = walk(bytes) {
             total += $0
             count += 1
         }
+        if complete && count == 0 && frameCount == 1 { return 0 }
         return complete && count == frameCount ? total : nil
     }
 }

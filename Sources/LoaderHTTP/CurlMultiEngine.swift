@@ -123,10 +123,17 @@ final class CurlMultiEngine: @unchecked Sendable {
         let (startThread, wake, refusal) = shared.withLock { state -> (Bool, Bool, ImagePipelineError?) in
             // A visible request pushes the newest prefetches out of a full queue (they fail as
             // overloaded instead), unless it could never fit: visible work first, under load too.
+            // Tried on a copy first: prefetches are pushed out only when that makes room.
             if job.priority.current == .visible && job.queuedBytes <= limits.maxQueuedBytes {
-                while let full = Self.refusal(of: job, by: state.pending, limits: limits), let prefetch = state.pending.removeNewestPrefetch() {
+                var trial = state.pending
+                var removed: [(job: TransferJob, error: ImagePipelineError)] = []
+                while let full = Self.refusal(of: job, by: trial, limits: limits), let prefetch = trial.removeNewestPrefetch() {
                     guard case .overloaded(_, let limit, let detail) = full else { break }
-                    pushedOut.append((prefetch, .overloaded(prefetch.requestURL, limit: limit, detail: "pushed out by a visible request: " + detail)))
+                    removed.append((prefetch, .overloaded(prefetch.requestURL, limit: limit, detail: "pushed out by a visible request: " + detail)))
+                }
+                if !removed.isEmpty && Self.refusal(of: job, by: trial, limits: limits) == nil {
+                    state.pending = trial
+                    pushedOut = removed
                 }
             }
             if let refusal = Self.refusal(of: job, by: state.pending, limits: limits) { return (false, false, refusal) }

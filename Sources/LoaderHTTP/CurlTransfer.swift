@@ -164,16 +164,19 @@ final class CurlTransfer {
         claimed = 0
     }
 
-    /// Claims room for a body of `size` bytes in the engine's ``DownloadMemoryBudget``: `size`
-    /// itself when `exact` (a declared length), else double the claim so far (at least 64 KiB
-    /// and `size`, at most ``HTTPDataLoader/Configuration/maxBodyBytes``), or just `size` when
-    /// that does not fit; the room is reserved in ``body``, so the body never grows past its
-    /// claim by itself. Sets the `overloaded` abort reason and returns `false` when even `size`
-    /// does not fit.
-    private func makeRoom(for size: Int64, exact: Bool) -> Bool {
+    /// Claims room for a body of `size` bytes in the engine's ``DownloadMemoryBudget``, as the
+    /// body arrives: double the claim so far (at least 64 KiB and `size`; at most the declared
+    /// length of a body without a content coding, else ``HTTPDataLoader/Configuration/maxBodyBytes``),
+    /// or just `size` when that does not fit; the room is reserved in ``body``, so the body never
+    /// grows past its claim by itself. A declared length is not claimed before its bytes come:
+    /// a slow host that declares 50 MB and trickles holds what it sent, not the budget. Sets the
+    /// `overloaded` abort reason and returns `false` when even `size` does not fit.
+    private func makeRoom(for size: Int64) -> Bool {
         guard size > claimed else { return true }
-        let doubled = min(max(size, claimed * 2, 64 << 10), max(size, limits.maxBodyBytes))
-        if !exact && downloadMemory.claim(doubled - claimed, holding: claimed) {
+        let identity = metadata.map { Self.contentCodings($0.contentEncoding).isEmpty } ?? false
+        let ceiling = max(size, (identity ? metadata?.contentLength : nil) ?? limits.maxBodyBytes)
+        let doubled = min(max(size, claimed * 2, 64 << 10), ceiling)
+        if downloadMemory.claim(doubled - claimed, holding: claimed) {
             claimed = doubled
         } else if downloadMemory.claim(size - claimed, holding: claimed) {
             claimed = size
@@ -353,9 +356,6 @@ final class CurlTransfer {
                 abortReason = ImagePipelineError.tooLarge(limit: limits.maxBodyBytes, actual: length)
                 return false
             }
-            // The declared length is claimed whole, before the body is read: a transfer that
-            // would not fit fails now rather than half-way.
-            return makeRoom(for: length, exact: true)
         }
         return true
     }
@@ -374,7 +374,7 @@ final class CurlTransfer {
             abortReason = ImagePipelineError.tooLarge(limit: limits.maxBodyBytes, actual: nil)
             return false
         }
-        guard makeRoom(for: Int64(body.count + bytes.count), exact: false) else { return false }
+        guard makeRoom(for: Int64(body.count + bytes.count)) else { return false }
         body.append(contentsOf: bytes)
         job.didReceiveData?(Data(bytes), Int64(body.count - bytes.count))
         job.progress?(Int64(body.count), metadata?.contentLength)

@@ -78,9 +78,11 @@ struct PendingQueue {
     private(set) var bytes = 0
 
     /// The earliest deadline among the waiting jobs (perhaps one that already left, which only
-    /// makes the engine look a little early), or `nil` when none has one.
+    /// makes the engine look a little early: ``expire(at:)`` then drops it), or `nil` when none
+    /// waits or none has one. An empty queue has none, so an old deadline never makes the engine
+    /// poll without waiting.
     var earliestDeadline: UInt64? {
-        guard let first = deadlines.first, first.deadline != .max else { return nil }
+        guard !waitingJobs.isEmpty, let first = deadlines.first, first.deadline != .max else { return nil }
         return first.deadline
     }
 
@@ -165,7 +167,9 @@ struct PendingQueue {
         guard let (_, bytes) = waitingJobs.removeValue(forKey: job.id) else { return }
         self.bytes -= bytes
         let entries = deadlines.jobs.count - deadlines.head
-        if entries > 64 && entries > 2 * waitingJobs.count {
+        if waitingJobs.isEmpty {
+            deadlines = Line()
+        } else if entries > 64 && entries > 2 * waitingJobs.count {
             let waiting = waitingJobs
             deadlines = Line(jobs: deadlines.waiting.filter { waiting[$0.id] != nil }, head: 0)
         }

@@ -37,6 +37,15 @@ struct WebPFrameHeadersTests {
         return delays
     }
 
+    /// A still WebP (lossy and lossless, no `ANMF` chunk) is one frame of duration 0, as
+    /// libwebp's iterator gives, not an unknown duration.
+    @Test(.enabled(if: Corpus.has("webp"), Corpus.missing("webp")), arguments: ["test.webp", "lossless1.webp"])
+    func aStillPictureLastsZero(name: String) throws {
+        let data = try Corpus.data("webp", name)
+        let info = try WebPDecoder().makeAnimationDecoder(for: data, options: DecodeOptions()).animationInfo
+        #expect(info.frameCount == 1 && info.totalDurationMilliseconds == 0)
+    }
+
     /// The corpus's animations: the walk finds every frame, with libwebp's duration, and the
     /// total is their sum.
     @Test(.enabled(if: Corpus.has("webp-animated"), Corpus.missing("webp-animated")),

@@ -50,6 +50,30 @@ struct DownloadMemoryTests {
         }
     }
 
+    /// A declared length is claimed as its bytes arrive, not whole before them: a slow host
+    /// that declares 150,000 bytes and has sent 30,000 holds 64 KiB of the budget (the first
+    /// claim), so another host's 30,000-byte picture still loads. When the whole declared
+    /// length was claimed at the headers, it failed as overloaded.
+    @Test func aDeclaredLengthIsClaimedAsItsBytesArrive() async throws {
+        try await withFixtureServer { server in
+            let loader = HTTPDataLoader(configuration: Self.limits)
+            let holder = Task { try await loader.load(DataLoadRequest(url: server.url("/steps/slow?chunks=5&chunk=30000"))) }
+            #expect(await eventually { loader.downloadBytesInUse == 64 << 10 })
+            guard case .data(let other, _) = try await loader.load(DataLoadRequest(url: server.url("/image/other?size=30000"))) else {
+                Issue.record("the other host's picture did not load")
+                return
+            }
+            #expect(other.count == 30_000)
+            for step in 1...4 { try await server.release("slow.\(step)") }
+            guard case .data(let body, _) = try await holder.value else {
+                Issue.record("the slow host's picture did not load")
+                return
+            }
+            #expect(body.count == 150_000)  // alone, it may hold more than the budget
+            #expect(await eventually { loader.downloadBytesInUse == 0 })
+        }
+    }
+
     /// A picture larger than the whole budget (within `maxBodyBytes`) loads when it is alone:
     /// the budget never refuses the only transfer holding bytes, so nothing can starve.
     @Test func aPictureOverTheBudgetLoadsWhenItIsAlone() async throws {

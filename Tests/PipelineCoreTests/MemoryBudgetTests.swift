@@ -79,12 +79,15 @@ struct MemoryCacheCostTests {
 
 @Suite("The negative cache is bounded by bytes and purged", .timeLimit(.minutes(2)))
 struct NegativeCacheBudgetTests {
-    private func pipeline(loader: HeldLoader, byteLimit: Int, clock: TestClock? = nil) -> ImagePipeline {
+    /// A pipeline whose negative cache lives 10 s on `clock`: a test clock that moves only when
+    /// told, so a starved machine that takes longer than that does not expire what a test
+    /// expects to be remembered.
+    private func pipeline(loader: HeldLoader, byteLimit: Int, clock: TestClock = TestClock()) -> ImagePipeline {
         var configuration = ImagePipeline.Configuration(decoders: DecoderRegistry([CountingDecoder()]),
                                                         loaders: LoaderRegistry([loader]),
                                                         memoryCache: MemoryCache(costLimit: 1 << 20), negativeCacheLifetime: 10)
         configuration.negativeCacheByteLimit = byteLimit
-        if let clock { configuration.now = { clock.now } }
+        configuration.now = { clock.now }
         return ImagePipeline(configuration: configuration)
     }
 

@@ -8,6 +8,9 @@
 //       N requests to the slow hosts at once (distinct URLs, spread over the hosts), then, while
 //       they hold the loader, COUNT requests to the healthy host (4 at a time); then waits for
 //       the slow requests until TIMEOUT + 15 s and counts those still unanswered.
+//   baseline N
+//       The harness's own memory: N suspended tasks, each holding an ImageRequest (what the
+//       `origin` mode's callers cost whatever the pipeline does).
 //   bombs BASE N
 //       N requests at once for gzip bombs (a PNG signature and zeros, 50+ MB inflated each).
 //   tier HEALTHY REDIS_PORT COUNT DIR
@@ -119,10 +122,11 @@ func reportBudgets(_ configuration: ImagePipeline.Configuration, http: HTTPDataL
     let memory = configuration.memoryCache.costLimit
     let negative = 2 * configuration.negativeCacheByteLimit  // one budget per kind (failures, not-found)
     let decode = configuration.decodeMemoryBudget ?? 0
-    let downloads = http.maxTotalConnections * Int(http.maxBodyBytes)  // each transfer bounded alone
+    let downloads = Int(http.maxDownloadMemory)
     report("budgets", "memory cache \(megabytes(memory)), negative cache \(megabytes(negative)), "
-        + "decode \(megabytes(decode)), downloads (24 × maxBodyBytes) \(megabytes(downloads))")
-    return memory + negative + decode + downloads
+        + "decode \(megabytes(decode)), downloads \(megabytes(downloads)), "
+        + "queue \(http.maxQueuedRequests) requests or \(megabytes(http.maxQueuedBytes))")
+    return memory + negative + decode + downloads + http.maxQueuedBytes
 }
 
 @discardableResult
@@ -213,6 +217,30 @@ case "origin":
     report("per slow request", "\(growth / count) bytes of the growth")
     load.cancel()
     exit(0)
+
+case "baseline":
+    // The harness alone: N tasks, each holding an ImageRequest, suspended until all started.
+    let count = integer(1)
+    let baseline = status("VmRSS")
+    resetPeak()
+    let parked = Mutex<[CheckedContinuation<Void, Never>]>([])
+    await withTaskGroup(of: Void.self) { group in
+        for index in 0..<count {
+            group.addTask {
+                let request = ImageRequest(url: URL(string: "http://127.0.0.1:1/slow/\(index).png")!)
+                await withCheckedContinuation { continuation in
+                    let all = parked.withLock { parked in
+                        parked.append(continuation)
+                        return parked.count == count ? parked : nil
+                    }
+                    all?.forEach { $0.resume() }
+                }
+                withExtendedLifetime(request) {}
+            }
+        }
+    }
+    let growth = status("VmHWM") - baseline
+    report("harness", "\(count) suspended tasks holding a request: \(megabytes(growth)), \(growth / max(1, count)) bytes each")
 
 case "bombs":
     let base = argument(1), count = integer(2)

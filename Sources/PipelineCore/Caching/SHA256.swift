@@ -4,7 +4,7 @@
 /// The pipeline names rendition keys with it, and `DiskCache` names its files by the hex digest
 /// of the fetch URL; a ``DataCaching`` implementation whose store limits key length or
 /// characters (a file system, a key-value store) can do the same, and a shared Redis tier
-/// authenticates whole pictures with it (``HMACSHA256``). Contiguous input (`Data`, arrays,
+/// authenticates whole pictures with it (HMAC-SHA-256). Contiguous input (`Data`, arrays,
 /// `String.UTF8View`) is hashed 64 bytes at a time straight from its storage, about 6 ms per MiB in
 /// release builds; other sequences a byte at a time. Where CryptoKit or swift-crypto is imported
 /// too, write `PipelineCore.SHA256`.

@@ -127,9 +127,7 @@ public enum ImagePipelineError: Error, Sendable, CustomStringConvertible, Locali
         case .overLimit(let kind, let limit, let actual?): return "\(kind.counting) is \(actual), over the limit of \(limit)"
         case .overLimit(let kind, let limit, nil): return "\(kind.counting) is over the limit of \(limit)"
         case .timeout(let what): return "timed out: \(MessageText.escaped(what))"
-        case .overloaded(let url, let limit, let detail):
-            return "\(Self.name(url)) was not loaded, the loader is overloaded (\(MessageText.escaped(limit.rawValue, limit: 64))): "
-                + "\(MessageText.escaped(detail)); try again later"
+        case .overloaded(let url, let limit, let detail): return Self.overloaded(url, limit: limit, detail: detail, fetchedAs: nil)
         case .fileUnreadable(let path, let reason):
             return "cannot read \(MessageText.escaped(path, limit: MessageText.urlLimit)): \(MessageText.escaped(reason))"
         case .notCached: return "the picture is not cached and the request does not allow loading"
@@ -154,6 +152,7 @@ public enum ImagePipelineError: Error, Sendable, CustomStringConvertible, Locali
         }
         if let inner = error as? ImagePipelineError, inner.url == (fetched ?? url) {
             if case .notFound(_, let status) = inner { return notFound(url, status: status, fetchedAs: fetched) }
+            if case .overloaded(_, let limit, let detail) = inner { return overloaded(url, limit: limit, detail: detail, fetchedAs: fetched) }
             if fetched == nil { return inner.description }
         }
         let via = fetched.map { " (fetched as \(name($0)))" } ?? ""
@@ -164,6 +163,13 @@ public enum ImagePipelineError: Error, Sendable, CustomStringConvertible, Locali
     private static func notFound(_ url: URL, status: Int?, fetchedAs fetched: URL?) -> String {
         let notes = [status.map { "HTTP \($0)" }, fetched.map { "fetched as \(name($0))" }].compactMap { $0 }
         return "\(name(url)) was not found" + (notes.isEmpty ? "" : " (\(notes.joined(separator: "; ")))")
+    }
+
+    /// "URL was not loaded (fetched as …), the loader is overloaded (limit): detail; try again later".
+    private static func overloaded(_ url: URL, limit: OverloadLimit, detail: String, fetchedAs fetched: URL?) -> String {
+        let via = fetched.map { " (fetched as \(name($0)))" } ?? ""
+        return "\(name(url)) was not loaded\(via), the loader is overloaded (\(MessageText.escaped(limit.rawValue, limit: 64))): "
+            + "\(MessageText.escaped(detail)); try again later"
     }
 
     /// ``description``, for `localizedDescription`.
