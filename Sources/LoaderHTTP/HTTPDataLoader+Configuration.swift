@@ -28,7 +28,8 @@ extension HTTPDataLoader {
         /// 26 MB of queue at ``queuedRequestBaseBytes`` plus a typical URL and headers each.
         /// Every request passes through the queue, if only until the engine's next turn: at
         /// least 1. A visible request finding the queue full (by count or bytes) pushes out the
-        /// prefetch that arrived last instead, which fails with that error.
+        /// newest waiting prefetches instead, as many as make room (they fail with that error),
+        /// and is refused without pushing any out when even that would not make room.
         public var maxQueuedRequests: Int
         /// The most bytes the requests waiting for a connection slot may hold together, each
         /// counted as ``queuedRequestBaseBytes`` plus its URLs' and headers' UTF-8 bytes; over it
@@ -36,8 +37,9 @@ extension HTTPDataLoader {
         /// (`OverloadLimit.queuedBytes`). Default 32 MiB: ``maxQueuedRequests``
         /// requests with URLs and headers of 2 KB each, or 500 with 60 KB URLs.
         public var maxQueuedBytes: Int
-        /// The most body bytes all transfers in flight may hold together (each holds its
-        /// declared `Content-Length`, or the room it grew to, doubling, as its body arrives).
+        /// The most body bytes all transfers in flight may hold together (each holds the room
+        /// its body grew to, doubling as the bytes arrive, up to its declared `Content-Length`:
+        /// a declared length is not claimed before its bytes come).
         /// A transfer whose body does not fit fails at once with
         /// `ImagePipelineError.overloaded(_:limit:detail:)` (`OverloadLimit.downloadMemory`)
         /// and gives its bytes back; nothing waits, so transfers cannot wait on each other. A
@@ -65,7 +67,9 @@ extension HTTPDataLoader {
         public var lowSpeedTime: TimeInterval
         /// The longest one attempt may take, in seconds, from when it enters the loader's queue
         /// to its last byte: the time it waited for a connection slot counts (an attempt that
-        /// waited 9 s of 10 has 1 s left for its transfer; a retry starts a new one). An attempt
+        /// waited 9 s of 10 has 1 s left for its transfer; a retry or a redirect hop starts a new
+        /// one, queued again, so a whole request may take up to (1 + ``maxRetries``) ×
+        /// (1 + ``maxRedirects``) times this, plus the retries' delays). An attempt
         /// still waiting at its deadline fails with `ImagePipelineError.overloaded(_:limit:detail:)`
         /// (`OverloadLimit.queueTime`); one sent is over it with
         /// `ImagePipelineError.timeout(_:)`. `nil` for none (a request may then wait

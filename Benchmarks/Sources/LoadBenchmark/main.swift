@@ -223,13 +223,16 @@ case "baseline":
     let count = integer(1)
     let baseline = status("VmRSS")
     resetPeak()
-    let parked = Mutex<[CheckedContinuation<Void, Never>]>([])
+    final class Parked: Sendable {
+        let continuations = Mutex<[CheckedContinuation<Void, Never>]>([])
+    }
+    let parked = Parked()
     await withTaskGroup(of: Void.self) { group in
         for index in 0..<count {
             group.addTask {
                 let request = ImageRequest(url: URL(string: "http://127.0.0.1:1/slow/\(index).png")!)
                 await withCheckedContinuation { continuation in
-                    let all = parked.withLock { parked in
+                    let all = parked.continuations.withLock { parked in
                         parked.append(continuation)
                         return parked.count == count ? parked : nil
                     }
