@@ -121,15 +121,23 @@ final class CurlMultiEngine: @unchecked Sendable {
         var job = job
         var pushedOut: [(job: TransferJob, error: ImagePipelineError)] = []
         let (startThread, wake, refusal) = shared.withLock { state -> (Bool, Bool, ImagePipelineError?) in
-            // A visible request pushes the newest prefetches out of a full queue (they fail as
-            // overloaded instead), unless it could never fit: visible work first, under load too.
-            // Tried on a copy first: prefetches are pushed out only when that makes room.
+            // A visible request pushes the newest prefetches out of a full queue, then the
+            // newest requests of the host with the most waiting when that is not its own (they
+            // fail as overloaded instead), unless it could never fit: visible work first, and no
+            // host's flood keeps another host out, under load too. Tried on a copy first: jobs
+            // are pushed out only when that makes room.
             if job.priority.current == .visible && job.queuedBytes <= limits.maxQueuedBytes {
                 var trial = state.pending
                 var removed: [(job: TransferJob, error: ImagePipelineError)] = []
-                while let full = Self.refusal(of: job, by: trial, limits: limits), let prefetch = trial.removeNewestPrefetch() {
-                    guard case .overloaded(_, let limit, let detail) = full else { break }
-                    removed.append((prefetch, .overloaded(prefetch.requestURL, limit: limit, detail: "pushed out by a visible request: " + detail)))
+                while let full = Self.refusal(of: job, by: trial, limits: limits), case .overloaded(_, let limit, let detail) = full {
+                    if let prefetch = trial.removeNewestPrefetch() {
+                        removed.append((prefetch, .overloaded(prefetch.requestURL, limit: limit, detail: "pushed out by a visible request: " + detail)))
+                    } else if let flooding = trial.removeNewestOfLongestHost(over: job.hostKey) {
+                        removed.append((flooding, .overloaded(flooding.requestURL, limit: limit,
+                                                              detail: "pushed out for a host with fewer requests waiting: " + detail)))
+                    } else {
+                        break
+                    }
                 }
                 if !removed.isEmpty && Self.refusal(of: job, by: trial, limits: limits) == nil {
                     state.pending = trial

@@ -109,12 +109,26 @@ struct PendingQueue {
             removed = queue.prefetch.popFirst()
         } else if queue.prefetch.waiting.last?.id == id {
             removed = queue.prefetch.popLast()
+        } else if queue.visible.waiting.last?.id == id {
+            removed = queue.visible.popLast()
         } else {
             removed = (queue.visible.removeAll { $0.id == id } + queue.prefetch.removeAll { $0.id == id }).first
         }
         if !queue.isEmpty { hosts[host] = queue }
         if let removed { left(removed) }
         return removed
+    }
+
+    /// Removes and returns the newest job of the host with the most jobs waiting, when it has
+    /// more than `host` (the arriving request's): a full queue makes room by dropping from its
+    /// longest line, so a flood of requests to slow hosts cannot keep a healthy host's out.
+    /// Its newest prefetch goes first, else its newest visible job. O(hosts).
+    mutating func removeNewestOfLongestHost(over host: String) -> TransferJob? {
+        let waiting = { (queue: HostQueue) in queue.visible.waiting.count + queue.prefetch.waiting.count }
+        guard let (longest, queue) = hosts.max(by: { waiting($0.value) < waiting($1.value) }),
+              longest != host, waiting(queue) > hosts[host].map(waiting) ?? 0,
+              let newest = queue.prefetch.waiting.last ?? queue.visible.waiting.last else { return nil }
+        return remove(id: newest.id)
     }
 
     /// Removes and returns the prefetch that arrived last (the one a visible request may push

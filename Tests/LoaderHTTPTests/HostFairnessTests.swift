@@ -47,4 +47,41 @@ struct HostFairnessTests {
             }
         }
     }
+
+    /// A queue full of one slow host's requests makes room for another host's by dropping the
+    /// slow host's newest (which fails as overloaded): a flood of requests to slow hosts cannot
+    /// keep a healthy host's request out of the queue. Before, the healthy request was refused
+    /// as overloaded (the load benchmark's healthy host got no answer at all).
+    @Test func aFullQueueDropsFromTheLongestHostForAnother() async throws {
+        try await withFixtureServer { slow in
+            try await withFixtureServer { healthy in
+                let loader = HTTPDataLoader(configuration: .init(maxConnectionsPerHost: 1, maxTotalConnections: 2, idleTimeout: 150,
+                                                                 lowSpeedLimit: 0, totalTimeout: 150, maxRetries: 0,
+                                                                 connectionsReservedForNewHosts: 0, maxQueuedRequests: 3, maxQueueTime: 150))
+                let held = Task { try await loader.load(DataLoadRequest(url: slow.url("/hold/slow?i=held"))) }
+                #expect(try await eventually { try await slow.hits("/hold/slow") == 1 })
+                var waiting: [Task<DataLoadResult, any Error>] = []
+                for index in 0..<3 {
+                    waiting.append(Task { try await loader.load(DataLoadRequest(url: slow.url("/image/slow\(index)"))) })
+                    #expect(await eventually { loader.queuedCount == index + 1 })
+                }
+                // A healthy host's request: the queue is full of the slow host's.
+                let result = try await loader.load(DataLoadRequest(url: healthy.url("/image/healthy")))
+                guard case .data(let data, _) = result else {
+                    Issue.record("no data: \(result)")
+                    return
+                }
+                #expect(!data.isEmpty)
+                let error = await #expect(throws: ImagePipelineError.self) { _ = try await waiting[2].value }
+                guard case .overloaded(let url, .queuedRequests, let detail)? = error else {
+                    Issue.record("not overloaded: \(String(describing: error))")
+                    return
+                }
+                #expect(url.path == "/image/slow2" && detail.contains("fewer requests waiting"))
+                try await slow.release("slow")
+                _ = try await held.value
+                for task in waiting.prefix(2) { _ = try await task.value }
+            }
+        }
+    }
 }
