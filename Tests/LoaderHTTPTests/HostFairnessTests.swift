@@ -57,7 +57,8 @@ struct HostFairnessTests {
             try await withFixtureServer { healthy in
                 let loader = HTTPDataLoader(configuration: .init(maxConnectionsPerHost: 1, maxTotalConnections: 2, idleTimeout: 150,
                                                                  lowSpeedLimit: 0, totalTimeout: 150, maxRetries: 0,
-                                                                 connectionsReservedForNewHosts: 0, maxQueuedRequests: 3, maxQueueTime: 150))
+                                                                 connectionsReservedForNewHosts: 0, maxQueuedRequests: 3,
+                                                                 maxQueueTime: 150))
                 let held = Task { try await loader.load(DataLoadRequest(url: slow.url("/hold/slow?i=held"))) }
                 #expect(try await eventually { try await slow.hits("/hold/slow") == 1 })
                 var waiting: [Task<DataLoadResult, any Error>] = []
