@@ -26,12 +26,24 @@ struct RenditionStage {
         var answer: ImageResponse?
     }
 
-    /// The start of a work that may make a rendition (its ``DiskIntent``).
+    /// The start of a work that may make a rendition (its ``DiskIntent``). Never inlined into
+    /// the works' tasks, whose frames stay small while they wait (``DecodeStage``).
+    @inline(never)
     func lookUp(_ resolved: ResolvedRequest, work: InFlightWork<ImageResponse>,
                 in pipeline: isolated ImagePipeline) async throws -> Lookup {
         guard work.disk.makesRendition == true, let store = RenditionStore(for: resolved, configuration: pipeline.configuration)
         else { return Lookup() }
         guard resolved.readsCaches else { return Lookup(store: store) }
+        return try await lookUpStored(resolved, in: store, work: work, in: pipeline)
+    }
+
+    /// ``lookUp(_:work:in:)``'s disk part, for a work that makes a rendition and reads caches.
+    /// Never inlined: the frame of an async function holds its whole body's locals, and a task
+    /// keeps the largest frames it ever held, so a work that makes no rendition (most) does not
+    /// pay this part's frame for as long as it runs.
+    @inline(never)
+    private func lookUpStored(_ resolved: ResolvedRequest, in store: RenditionStore, work: InFlightWork<ImageResponse>,
+                              in pipeline: isolated ImagePipeline) async throws -> Lookup {
         do {
             try pipeline.configuration.loaders.checkAllowed(resolved.fetchURL)  // as for the original's bytes
         } catch {

@@ -54,7 +54,21 @@ struct DecodeStage {
             loaded = try await pipeline.fetch.bytes(for: resolved, priority: work.priority.current, upstreamOf: work, in: pipeline)
         }
         try Task.checkCancellation()
+        return try await decode(loaded, lookup: lookup, for: resolved, work: work, in: pipeline)
+    }
 
+    /// A decode work's bytes, decoded: stored on disk once they decode, a permanent failure
+    /// remembered, a stale copy or rendition answering for new bytes that do not decode.
+    ///
+    /// Never inlined into ``perform(_:work:in:)``: an async function's frame holds every local
+    /// of its body, inlined callees' included, for as long as it runs, and the task keeps the
+    /// largest frames it ever held. Kept apart, a decode waiting for its bytes (each of many
+    /// thousand requests to slow hosts, or queued in the loader) holds the few values above it,
+    /// not the tens of kilobytes this part's frame takes.
+    @inline(never)
+    private func decode(_ loaded: LoadedData, lookup: RenditionStage.Lookup, for resolved: ResolvedRequest,
+                        work: InFlightWork<ImageResponse>, in pipeline: isolated ImagePipeline) async throws -> ImageResponse {
+        let key = resolved.key
         var generation = loaded.generation
         var response: ImageResponse, seconds: TimeInterval
         let origin = pipeline.renditions.originInfo(of: loaded, configuration: pipeline.configuration)

@@ -58,7 +58,7 @@ struct FetchStage {
     private func perform(_ resolved: ResolvedRequest, work: InFlightWork<LoadedData>,
                          in pipeline: isolated ImagePipeline) async throws -> LoadedData {
         try Task.checkCancellation()
-        let request = resolved.request, configuration = pipeline.configuration
+        let configuration = pipeline.configuration
         let relay = work.progress, streamed = work.body
         let progress: @Sendable (Int64, Int64?) -> Void = { relay.send(ImageTask.Progress(completed: $0, total: $1)) }
         // The body's pieces, kept for previews only while a decode that shows them follows.
@@ -68,27 +68,9 @@ struct FetchStage {
         let disk = Self.disk(for: resolved, configuration: configuration)
         // A URL the loader refuses is refused from the caches too (a shared tier may hold it).
         try configuration.loaders.checkAllowed(resolved.fetchURL)
-        let read = pipeline.ledger.current  // before the read: a replacement during it counts
-        if resolved.readsCaches, let disk, let cached = await disk.cachedData(for: resolved.cacheURL) {
-            let fresh = cached.info.isFresh(at: configuration.now())
-            pipeline.emit(.diskHit(resolved.fetchURL, fresh: fresh))
-            var stored = LoadedData(data: cached.data, source: .disk, generation: read)
-            stored.info = cached.info
-            stored.pendingStore = PendingStore.promotion(of: cached, from: disk, url: resolved.cacheURL)
-            if fresh || resolved.cacheOnly { return stored }
-            if request.revalidation == .staleWhileRevalidate {
-                pipeline.revalidator.revalidateInBackground(resolved, disk: disk, in: pipeline)
-                stored.isStale = true
-                return stored
-            }
-            do {
-                return try await pipeline.revalidator.revalidateOriginal(cached, for: resolved, disk: disk, priority: work.priority,
-                                                                         progress: progress, in: pipeline)
-            } catch is CancellationError {
-                throw CancellationError()
-            } catch {
-                return stored  // offline: the stale copy still serves
-            }
+        if resolved.readsCaches, let disk,
+           let stored = try await cached(resolved, disk: disk, priority: work.priority, progress: progress, in: pipeline) {
+            return stored
         }
         if resolved.cacheOnly { throw ImagePipelineError.notCached }
         try Task.checkCancellation()
@@ -110,6 +92,42 @@ struct FetchStage {
             return loaded
         case .notModified:
             throw ImagePipelineError.unexpectedNotModified
+        }
+    }
+
+    /// A download work's answer from the disk cache under the cache identity, if it holds
+    /// one: fresh, stale (revalidated now or in the background, as the request says), or for
+    /// a cache-only request. `nil` when the disk holds none.
+    ///
+    /// Never inlined into ``perform(_:work:in:)``: the frame of an async function holds its
+    /// whole body's locals for as long as it runs, and a task keeps the largest frames it ever
+    /// held, so a download waiting for its loader (each of many thousand requests to slow
+    /// hosts, or queued in the loader) does not hold this part's frame.
+    @inline(never)
+    private func cached(_ resolved: ResolvedRequest, disk: any DataCaching, priority: PriorityHandle,
+                        progress: @escaping @Sendable (Int64, Int64?) -> Void,
+                        in pipeline: isolated ImagePipeline) async throws -> LoadedData? {
+        let configuration = pipeline.configuration, request = resolved.request
+        let read = pipeline.ledger.current  // before the read: a replacement during it counts
+        guard let cached = await disk.cachedData(for: resolved.cacheURL) else { return nil }
+        let fresh = cached.info.isFresh(at: configuration.now())
+        pipeline.emit(.diskHit(resolved.fetchURL, fresh: fresh))
+        var stored = LoadedData(data: cached.data, source: .disk, generation: read)
+        stored.info = cached.info
+        stored.pendingStore = PendingStore.promotion(of: cached, from: disk, url: resolved.cacheURL)
+        if fresh || resolved.cacheOnly { return stored }
+        if request.revalidation == .staleWhileRevalidate {
+            pipeline.revalidator.revalidateInBackground(resolved, disk: disk, in: pipeline)
+            stored.isStale = true
+            return stored
+        }
+        do {
+            return try await pipeline.revalidator.revalidateOriginal(cached, for: resolved, disk: disk, priority: priority,
+                                                                     progress: progress, in: pipeline)
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            return stored  // offline: the stale copy still serves
         }
     }
 }

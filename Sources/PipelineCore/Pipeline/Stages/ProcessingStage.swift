@@ -25,39 +25,22 @@ struct ProcessingStage {
         }
     }
 
-    /// A processing work's task.
+    /// A processing work's task: its input, then ``process(_:followed:lookup:generation:for:work:in:)``.
     private func perform(_ resolved: ResolvedRequest, work: InFlightWork<ImageResponse>,
                          in pipeline: isolated ImagePipeline) async throws -> ImageResponse {
         try Task.checkCancellation()
         let key = resolved.key
-        var generation = pipeline.ledger.current
+        let generation = pipeline.ledger.current
         let lookup = try await pipeline.renditions.lookUp(resolved, work: work, in: pipeline)
         if let answer = lookup.answer { return answer }
+        if let (loaded, _) = lookup.renewed {
+            return try await processRenewed(loaded, lookup: lookup, for: resolved, work: work, in: pipeline)
+        }
         let base = resolved.unprocessed
         var input: ImageResponse
         /// The processors' outcome when the decode ran them in its job.
         var followed: Result<ProcessedPixels, any Error>?
-        if let (loaded, _) = lookup.renewed {
-            // A standalone rendition's revalidation brought new bytes: decode them here.
-            let origin = pipeline.renditions.originInfo(of: loaded, configuration: pipeline.configuration)
-            do {
-                (input, _) = try await pipeline.decoder.decode(loaded.data, source: loaded.source, key: base.key,
-                                                               priority: work.priority, origin: origin)
-            } catch let error where !(error is CancellationError) {
-                let wrapped = ImagePipelineError.wrap(error, decoding: resolved.fetchURL)
-                if let store = loaded.pendingStore { await store.abandon() }
-                guard let answer = await pipeline.renditions.fallBack(from: lookup, after: wrapped, key: key,
-                                                                      priority: work.priority, in: pipeline)
-                else { throw wrapped }
-                return answer
-            }
-            if let store = loaded.pendingStore, work.disk.storesOriginal { await store.storeOnce(placeholder: input.placeholder) }
-            pipeline.dropDecodedCopies(of: resolved.cacheURL)
-            // Read after this work's own replacement: a purge from now on still keeps the
-            // processed result out of memory and off the disk.
-            generation = pipeline.ledger.current
-            input.downloadedBytes = loaded.downloadedBytes
-        } else if resolved.readsCaches, let cached = pipeline.memoryCache.value(for: base.key) {
+        if resolved.readsCaches, let cached = pipeline.memoryCache.value(for: base.key) {
             input = cached
             input.source = .processedFromMemory
         } else {
@@ -84,6 +67,53 @@ struct ProcessingStage {
             followed = decode.followUps.outcome(for: key)
         }
         try Task.checkCancellation()
+        return try await process(input, followed: followed, lookup: lookup, generation: generation, for: resolved, work: work,
+                                 in: pipeline)
+    }
+
+    /// A standalone rendition's revalidation brought new bytes: they are decoded here (a
+    /// stale rendition answering if they do not decode), then processed.
+    ///
+    /// Never inlined, as ``process(_:followed:lookup:generation:for:work:in:)``: the frame of
+    /// an async function holds its whole body's locals for as long as it runs, and a task
+    /// keeps the largest frames it ever held, so a work waiting for its decode does not hold
+    /// these parts' frames.
+    @inline(never)
+    private func processRenewed(_ loaded: LoadedData, lookup: RenditionStage.Lookup, for resolved: ResolvedRequest,
+                                work: InFlightWork<ImageResponse>, in pipeline: isolated ImagePipeline) async throws -> ImageResponse {
+        let key = resolved.key
+        var input: ImageResponse
+        let origin = pipeline.renditions.originInfo(of: loaded, configuration: pipeline.configuration)
+        do {
+            (input, _) = try await pipeline.decoder.decode(loaded.data, source: loaded.source, key: resolved.unprocessed.key,
+                                                           priority: work.priority, origin: origin)
+        } catch let error where !(error is CancellationError) {
+            let wrapped = ImagePipelineError.wrap(error, decoding: resolved.fetchURL)
+            if let store = loaded.pendingStore { await store.abandon() }
+            guard let answer = await pipeline.renditions.fallBack(from: lookup, after: wrapped, key: key,
+                                                                  priority: work.priority, in: pipeline)
+            else { throw wrapped }
+            return answer
+        }
+        if let store = loaded.pendingStore, work.disk.storesOriginal { await store.storeOnce(placeholder: input.placeholder) }
+        pipeline.dropDecodedCopies(of: resolved.cacheURL)
+        // Read after this work's own replacement: a purge from now on still keeps the
+        // processed result out of memory and off the disk.
+        let generation = pipeline.ledger.current
+        input.downloadedBytes = loaded.downloadedBytes
+        try Task.checkCancellation()
+        return try await process(input, followed: nil, lookup: lookup, generation: generation, for: resolved, work: work,
+                                 in: pipeline)
+    }
+
+    /// The processors run on `input` (or their outcome taken from the decode that ran them,
+    /// `followed`), a failure remembered, the result kept in memory and as a rendition.
+    /// Never inlined into ``perform(_:work:in:)`` (see ``processRenewed(_:lookup:for:work:in:)``).
+    @inline(never)
+    private func process(_ input: ImageResponse, followed: Result<ProcessedPixels, any Error>?, lookup: RenditionStage.Lookup,
+                         generation: UInt64, for resolved: ResolvedRequest, work: InFlightWork<ImageResponse>,
+                         in pipeline: isolated ImagePipeline) async throws -> ImageResponse {
+        let key = resolved.key
         var (response, seconds) = (input, 0.0)
         do {
             if let followed {
