@@ -72,6 +72,9 @@ struct PendingQueue {
     /// left the queue stays until its deadline or a compaction passes it.
     private var deadlines = Line<(deadline: UInt64, id: UInt64)>()
 
+    /// `PriorityHandle.changeCount` when the jobs' priorities were last looked at.
+    private var priorityChangesSeen = UInt64.max
+
     /// The number of waiting jobs.
     var count: Int { waitingJobs.count }
     /// What the waiting jobs hold, by their ``TransferJob/queuedBytes``.
@@ -193,6 +196,12 @@ struct PendingQueue {
     /// priority, keeping arrival order (job id): a prefetch a visible caller joined moves up, and
     /// a job whose visible caller left (only prefetches still wait for it) moves back down.
     private mutating func requeueChangedPriorities() {
+        // Jobs join the queue of their priority then; only a change since the last look (any
+        // handle's, `PriorityHandle.changeCount`) can have put one in the wrong queue. Read
+        // before looking: a change during the look moves the count, and the next take looks again.
+        let changes = PriorityHandle.changeCount
+        guard changes != priorityChangesSeen else { return }
+        priorityChangesSeen = changes
         for host in Array(hosts.keys) {
             guard let queue = hosts[host],
                   queue.visible.waiting.contains(where: { $0.priority.current != .visible })
