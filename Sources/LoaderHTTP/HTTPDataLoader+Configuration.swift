@@ -144,24 +144,24 @@ extension HTTPDataLoader {
                     maxHeaderBytes: Int = 128 << 10, headersKeptAcrossOrigins: Set<String> = ["Accept"],
                     connectionsReservedForNewHosts: Int? = nil, maxQueuedRequests: Int = 4_096,
                     maxQueuedBytes: Int = 32 << 20, maxQueueTime: TimeInterval? = 30, maxDownloadMemory: Int64? = nil) {
-            self.maxConnectionsPerHost = max(1, maxConnectionsPerHost)
-            self.maxTotalConnections = max(1, maxTotalConnections)
-            let reserved = connectionsReservedForNewHosts ?? min(4, max(0, self.maxTotalConnections - self.maxConnectionsPerHost))
-            self.connectionsReservedForNewHosts = min(max(0, reserved), self.maxTotalConnections - 1)
-            self.maxQueuedRequests = max(1, maxQueuedRequests)
-            self.maxQueuedBytes = max(0, maxQueuedBytes)
+            self.maxConnectionsPerHost = maxConnectionsPerHost
+            self.maxTotalConnections = maxTotalConnections
+            self.connectionsReservedForNewHosts = connectionsReservedForNewHosts
+                ?? min(4, max(0, max(1, maxTotalConnections) - max(1, maxConnectionsPerHost)))
+            self.maxQueuedRequests = maxQueuedRequests
+            self.maxQueuedBytes = maxQueuedBytes
             self.maxQueueTime = maxQueueTime
-            self.maxDownloadMemory = max(1, maxDownloadMemory ?? Self.defaultMaxDownloadMemory(maxBodyBytes: maxBodyBytes))
+            self.maxDownloadMemory = maxDownloadMemory ?? Self.defaultMaxDownloadMemory(maxBodyBytes: maxBodyBytes)
             self.maxBodyBytes = maxBodyBytes
             self.connectTimeout = connectTimeout
             self.idleTimeout = idleTimeout
-            self.lowSpeedLimit = max(0, lowSpeedLimit)
+            self.lowSpeedLimit = lowSpeedLimit
             self.lowSpeedTime = lowSpeedTime
             self.totalTimeout = totalTimeout
-            self.maxRedirects = max(0, maxRedirects)
+            self.maxRedirects = maxRedirects
             self.allowsInsecureRedirects = allowsInsecureRedirects
             self.requiresHTTPS = requiresHTTPS
-            self.maxRetries = max(0, maxRetries)
+            self.maxRetries = maxRetries
             self.retryBaseDelay = retryBaseDelay
             self.maxRetryDelay = maxRetryDelay
             self.headers = headers
@@ -169,8 +169,28 @@ extension HTTPDataLoader {
             self.caBundlePath = caBundlePath
             self.userAgent = userAgent
             self.connectionPolicy = connectionPolicy
-            self.maxHeaderBytes = max(1, maxHeaderBytes)
+            self.maxHeaderBytes = maxHeaderBytes
             self.headersKeptAcrossOrigins = headersKeptAcrossOrigins
+            self = clamped
+        }
+
+        /// This configuration with every limit in its range: at least one connection per host
+        /// and in all, reserved slots below the total, at least one queued request, no negative
+        /// byte, retry or redirect count. `init` and the loader apply it, so a property set out
+        /// of range after `init` is clamped when the loader is made.
+        var clamped: Configuration {
+            var limits = self
+            limits.maxConnectionsPerHost = max(1, maxConnectionsPerHost)
+            limits.maxTotalConnections = max(1, maxTotalConnections)
+            limits.connectionsReservedForNewHosts = min(max(0, connectionsReservedForNewHosts), limits.maxTotalConnections - 1)
+            limits.maxQueuedRequests = max(1, maxQueuedRequests)
+            limits.maxQueuedBytes = max(0, maxQueuedBytes)
+            limits.maxDownloadMemory = max(1, maxDownloadMemory)
+            limits.lowSpeedLimit = max(0, lowSpeedLimit)
+            limits.maxRedirects = max(0, maxRedirects)
+            limits.maxRetries = max(0, maxRetries)
+            limits.maxHeaderBytes = max(1, maxHeaderBytes)
+            return limits
         }
 
         /// An eighth of the memory this process may use (`ContainerMemory.available`: the smaller

@@ -47,8 +47,8 @@ public final class HTTPDataLoader: DataLoading {
 
     /// Creates a loader with its own connection pool.
     public init(configuration: Configuration = Configuration()) {
-        self.configuration = configuration
-        self.engine = CurlMultiEngine(configuration: configuration)
+        self.configuration = configuration.clamped
+        self.engine = CurlMultiEngine(configuration: self.configuration)
     }
 
     /// Requests waiting for a connection slot (not yet sent): for tests and diagnostics.

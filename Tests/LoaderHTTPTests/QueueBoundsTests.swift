@@ -162,4 +162,19 @@ struct QueueBoundsTests {
             _ = try await held.value
         }
     }
+
+    /// A limit set out of range after `init` is clamped when the loader is made, as `init`
+    /// clamps it: reserved slots below a total lowered later (else every host got one
+    /// connection, even alone), at least one queued request.
+    @Test func limitsSetAfterInitAreClampedWhenTheLoaderIsMade() {
+        var configuration = HTTPDataLoader.Configuration()
+        #expect(configuration.connectionsReservedForNewHosts == 4)
+        configuration.maxTotalConnections = 4
+        configuration.maxQueuedRequests = 0
+        configuration.maxDownloadMemory = -5
+        let loader = HTTPDataLoader(configuration: configuration)
+        #expect(loader.configuration.connectionsReservedForNewHosts == 3)
+        #expect(loader.configuration.maxQueuedRequests == 1 && loader.configuration.maxDownloadMemory == 1)
+        #expect(HTTPDataLoader.Configuration(maxTotalConnections: 0).maxTotalConnections == 1)
+    }
 }
