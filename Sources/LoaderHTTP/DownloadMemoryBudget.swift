@@ -3,8 +3,8 @@ import Synchronization
 /// The body bytes all transfers of one engine hold together, against
 /// ``HTTPDataLoader/Configuration/maxDownloadMemory``.
 ///
-/// A transfer claims room before its body grows into it (``CurlTransfer``: its declared
-/// length, else doubling) and gives it all back when it ends. A claim that does not fit is
+/// A transfer claims room before its body grows into it (``CurlTransfer``: doubling as its
+/// bytes arrive, up to its declared length) and gives it all back when it ends. A claim that does not fit is
 /// refused at once, never waited for: a refused transfer fails
 /// (`ImagePipelineError.overloaded`, `OverloadLimit.downloadMemory`) and frees
 /// what it held, so no set of transfers can wait on one another. A claim by the transfer that
