@@ -79,26 +79,39 @@ struct MemoryCacheCostTests {
 
 @Suite("A request waiting for its bytes holds little memory", .timeLimit(.minutes(2)))
 struct WaitingRequestMemoryTests {
-    /// 4,000 requests at once to a loader that holds them all: the resident memory each holds
+    /// 4,000 requests at once to a loader that holds them all: the heap memory each holds
     /// while it waits, its caller's, decode's and download's tasks with their async frames
     /// (a task keeps every slab of frames it allocated until it ends). Before: 79 KB a
     /// request (debug and release builds alike; the load benchmark's 81 KB, for requests the
     /// HTTP loader queues or refuses), 31 KB of it `DecodeStage.perform`'s frame and 20 KB
-    /// `RenditionStage.lookUp`'s. Now about 51 KB. `MEASURE_MEMORY_COST=1 swift test
-    /// --skip-build --filter aWaitingRequest` (run alone: other tests allocate meanwhile).
+    /// `RenditionStage.lookUp`'s. Now about 52 KB of heap. Then 4,000 callers of one picture:
+    /// about 19 KB each (both with the caller's own task). Each is at most what the pipeline counts it at against
+    /// `requestMemoryBudget` (`RequestAdmission`), so that budget bounds the memory.
+    /// `MEASURE_MEMORY_COST=1 swift test --skip-build --filter aWaitingRequest` (run alone:
+    /// other tests allocate meanwhile).
     @Test(.enabled(if: ProcessInfo.processInfo.environment["MEASURE_MEMORY_COST"] != nil))
     func aWaitingRequestHoldsUnder64KB() async throws {
         let count = 4_000
-        let loader = HeldLoader()
-        let pipeline = makePipeline(loader: loader)
-        let before = residentBytes()
-        let tasks = (0..<count).map { n in Task { try? await pipeline.image(for: ImageRequest(url: testURL(1, 1, n))) } }
-        #expect(await loader.waitUntil { $0.totalLoads == count })
-        let perRequest = (residentBytes() - before) / count
-        for task in tasks { task.cancel() }
-        for task in tasks { _ = await task.value }
-        print("a request waiting for its bytes: \(perRequest) bytes resident")
-        #expect(perRequest < 64_000, "\(perRequest) bytes a waiting request")
+        for joining in [true, false] {  // the one that leaves a work per request last
+            let loader = HeldLoader()
+            var configuration = ImagePipeline.Configuration(decoders: DecoderRegistry([CountingDecoder()]),
+                                                            loaders: LoaderRegistry([loader]))
+            configuration.requestMemoryBudget = nil
+            let pipeline = ImagePipeline(configuration: configuration)
+            let before = heapBytesInUse()
+            let tasks = (0..<count).map { n in
+                Task { try? await pipeline.image(for: ImageRequest(url: testURL(1, 1, joining ? 0 : n))) }
+            }
+            #expect(await eventually { await pipeline.requestsInFlight.count == count })
+            #expect(await loader.waitUntil { $0.totalLoads == (joining ? 1 : count) })
+            let perRequest = (heapBytesInUse() - before) / count
+            let counted = await pipeline.requestsInFlight.bytes / count
+            for task in tasks { task.cancel() }
+            for task in tasks { _ = await task.value }
+            print("\(joining ? "a caller joining work" : "a request waiting for its bytes"): \(perRequest) bytes of heap, counted at \(counted)")
+            #expect(perRequest < 64_000, "\(perRequest) bytes a waiting request")
+            #expect(perRequest <= counted, "\(perRequest) bytes of heap, counted at \(counted)")
+        }
     }
 }
 

@@ -1,7 +1,8 @@
-/// Which of a loader's load limits refused a request, for
-/// ``ImagePipelineError/overloaded(_:limit:detail:)``: the loader was too busy to take the request
-/// (its queue full, its deadline passed while it waited, its downloads holding their memory
-/// budget), not the origin failing. Asking again later may succeed.
+/// Which load limit refused a request, for ``ImagePipelineError/overloaded(_:limit:detail:)``:
+/// the pipeline or its loader was too busy to take the request (the requests in flight holding
+/// their memory budget; the loader's queue full, its deadline passed while it waited, its
+/// downloads holding their memory budget), not the origin failing. Asking again later may
+/// succeed.
 ///
 /// Open, like ``ImageFormat``: a loader with a limit of its own names it with
 /// `OverloadLimit("…")`, no change here needed.
@@ -15,6 +16,9 @@ public struct OverloadLimit: RawRepresentable, Hashable, Sendable, CustomStringC
     /// A limit named `name`.
     public init(_ name: String) { self.rawValue = name }
 
+    /// The most memory the pipeline's requests in flight may hold together
+    /// (``ImagePipeline/Configuration/requestMemoryBudget``).
+    public static let requestsInFlight = OverloadLimit("requests in flight")
     /// The most requests that may wait for a connection at once.
     public static let queuedRequests = OverloadLimit("queued requests")
     /// The most bytes the requests waiting for a connection may hold together.

@@ -39,6 +39,16 @@ extension ImagePipeline {
         /// first. A decode larger than the budget runs alone. `nil` admits by
         /// ``maxConcurrentDecodes`` only. Default ``defaultDecodeMemoryBudget(cgroupRoot:physicalMemory:)``.
         public var decodeMemoryBudget: Int? = Configuration.defaultDecodeMemoryBudget()
+        /// The most memory, in bytes, that requests in flight (past the memory cache, waiting for
+        /// their work) may hold together, each counted at what its tasks hold, measured: about
+        /// 64 KiB for a request that starts work, 20 KiB for one that joins it, plus its URL.
+        /// Over it a request fails at once with ``ImagePipelineError/overloaded(_:limit:detail:)``
+        /// (``OverloadLimit/requestsInFlight``), unless it is visible and pushing out the newest
+        /// prefetch, or the newest request of the host holding the most, makes room: a flood of
+        /// requests to slow hosts cannot keep a healthy host out. `nil` bounds nothing (each
+        /// request still holds its memory). Default
+        /// ``defaultRequestMemoryBudget(cgroupRoot:physicalMemory:)``.
+        public var requestMemoryBudget: Int? = Configuration.defaultRequestMemoryBudget()
         /// The largest stored picture accepted, in pixels (checked from the header before
         /// decoding). Default 100,000,000.
         public var maxPixelCount: Int
@@ -106,6 +116,16 @@ extension ImagePipeline {
             let total = ContainerMemory.available(cgroupRoot: cgroupRoot, physicalMemory: physicalMemory)
             let quarter = Int(clamping: total / 4)
             return min(max(quarter, 64 << 20), 1 << 30)
+        }
+
+        /// A sixteenth of the memory this process may use (as for
+        /// ``defaultDecodeMemoryBudget(cgroupRoot:physicalMemory:)``), between 16 MiB and 256 MiB:
+        /// about 4,000 distinct requests in flight on a large machine, 500 in a 512 MiB container,
+        /// more than an app shows at once and as many as `LoaderHTTP`'s queue holds by default.
+        public static func defaultRequestMemoryBudget(cgroupRoot: String = "/sys/fs/cgroup",
+                                                      physicalMemory: UInt64 = ProcessInfo.processInfo.physicalMemory) -> Int {
+            let total = ContainerMemory.available(cgroupRoot: cgroupRoot, physicalMemory: physicalMemory)
+            return min(max(Int(clamping: total / 16), 16 << 20), 256 << 20)
         }
 
         /// Creates a configuration from the app's registries.

@@ -35,6 +35,8 @@ public actor ImagePipeline {
     let renditions = RenditionStage()
     let fetch: FetchStage
     let revalidator = Revalidator()
+    /// The requests in flight, bounded by ``Configuration/requestMemoryBudget``.
+    let requests: RequestAdmission
     /// Every stage's table, by ``InFlightTable/id``: what a waiter's token leads back to.
     private let tables: [any WaiterTable]
     /// The prefetches of ``prefetch(_:)`` and of every ``ImagePrefetcher`` made from this pipeline.
@@ -46,6 +48,7 @@ public actor ImagePipeline {
         self.configuration = configuration
         self.memoryCache = configuration.memoryCache
         self.decoder = PoolDecoder(configuration: configuration)
+        self.requests = RequestAdmission(budget: configuration.requestMemoryBudget)
         // Each stage's table id is its place in `tables`.
         let processing = ProcessingStage(tableID: 0, configuration: configuration)
         let decoding = DecodeStage(tableID: 1, configuration: configuration)
@@ -159,13 +162,19 @@ public actor ImagePipeline {
                 throw error
             }
         }
+        // In flight from here: admitted by the memory it will hold (which may push out others),
+        // before any work starts for it, and counted until it is answered.
         let priority = resolved.request.priority
-        if resolved.key.processors.isEmpty {
-            let work = decoding.work(for: resolved, in: self)
-            return try await decoding.decodes.wait(on: work, priority: priority, task: task, in: self)
-        }
-        let work = processing.work(for: resolved, in: self)
-        return try await processing.works.wait(on: work, priority: priority, task: task, in: self)
+        let processed = !resolved.key.processors.isEmpty
+        let table = processed ? processing.works : decoding.decodes
+        let existing = table.joinable(for: resolved.key, cachePolicy: resolved.request.cachePolicy)
+        let id = nextID()
+        let pushedOut = try requests.admit(id, url: resolved.fetchURL, priority: task?.priority ?? priority, joining: existing?.id)
+        for (token, error) in pushedOut { tables[token.table].leave(token, failing: error, in: self) }
+        defer { requests.release(id) }
+        let work = processed ? processing.work(for: resolved, in: self) : decoding.work(for: resolved, in: self)
+        requests.attach(id, to: WaiterToken(table: table.id, workID: work.id, waiterID: id), startedWork: work !== existing)
+        return try await table.wait(on: work, priority: priority, task: task, as: id, in: self)
     }
 
     /// The animation for `request`: the bytes from the disk cache or a loader (joining a
@@ -407,6 +416,11 @@ public actor ImagePipeline {
     /// bounded by ``Configuration/negativeCacheByteLimit`` per kind.
     public var rememberedFailureBytes: Int { fetch.failures.bytes + decoding.failures.bytes + processing.failures.bytes }
 
+    /// The number of requests in flight (past the memory cache, waiting for their work) and
+    /// the bytes they are counted at against ``Configuration/requestMemoryBudget``: for a
+    /// server's metrics.
+    public var requestsInFlight: (count: Int, bytes: Int) { (requests.count, requests.bytesInUse) }
+
     /// The current priority of the work `request` would join, if one is in flight.
     public func inFlightPriority(for request: ImageRequest) -> ImagePriority? {
         let key = key(for: request)
@@ -442,7 +456,7 @@ public actor ImagePipeline {
 
     /// A waiter leaves its work (its task was cancelled).
     func leave(_ token: WaiterToken) {
-        tables[token.table].leave(token, in: self)
+        tables[token.table].leave(token, failing: CancellationError(), in: self)
     }
 
     /// Moves one waiter to `priority` (an ``ImageTask``'s new priority), and its work with it.

@@ -43,10 +43,11 @@ public enum ImagePipelineError: Error, Sendable, CustomStringConvertible, Locali
     case overLimit(SourceLimit, limit: Int, actual: Int?)
     /// A connect, idle or total timeout, with what timed out.
     case timeout(String)
-    /// The loader of `URL` refused the request because it is at one of its load limits
-    /// (``OverloadLimit``: its queue is full, the request's deadline passed while it waited for a
-    /// connection, its downloads hold their memory budget): "try again later", not a failure of
-    /// the origin, which may never have been asked. `detail` says what was counted. Never
+    /// The pipeline or the loader of `URL` refused the request because it is at one of its load
+    /// limits (``OverloadLimit``: the pipeline's requests in flight hold their memory budget; the
+    /// loader's queue is full, the request's deadline passed while it waited for a connection,
+    /// its downloads hold their memory budget): "try again later", not a failure of the origin,
+    /// which may never have been asked. `detail` says what was counted. Never
     /// permanent (not negatively cached); a loader does not retry it itself.
     case overloaded(URL, limit: OverloadLimit, detail: String)
     /// A local file could not be read: a directory, not permitted, not a regular file.
@@ -165,10 +166,10 @@ public enum ImagePipelineError: Error, Sendable, CustomStringConvertible, Locali
         return "\(name(url)) was not found" + (notes.isEmpty ? "" : " (\(notes.joined(separator: "; ")))")
     }
 
-    /// "URL was not loaded (fetched as …), the loader is overloaded (limit): detail; try again later".
+    /// "URL was not loaded (fetched as …), overloaded (limit): detail; try again later".
     private static func overloaded(_ url: URL, limit: OverloadLimit, detail: String, fetchedAs fetched: URL?) -> String {
         let via = fetched.map { " (fetched as \(name($0)))" } ?? ""
-        return "\(name(url)) was not loaded\(via), the loader is overloaded (\(MessageText.escaped(limit.rawValue, limit: 64))): "
+        return "\(name(url)) was not loaded\(via), overloaded (\(MessageText.escaped(limit.rawValue, limit: 64))): "
             + "\(MessageText.escaped(detail)); try again later"
     }
 

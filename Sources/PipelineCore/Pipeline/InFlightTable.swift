@@ -33,7 +33,7 @@ final class InFlightTable<Key: Hashable & Sendable, Value: Sendable>: WaiterTabl
               perform: @escaping @Sendable (isolated ImagePipeline, InFlightWork<Value>) async throws -> Value,
               completion: @escaping @Sendable (isolated ImagePipeline, inout Result<Value, any Error>) -> Void = { _, _ in })
         -> InFlightWork<Value> {
-        if let existing = joinable[key], existing.canServe(cachePolicy) { return existing }
+        if let existing = joinable(for: key, cachePolicy: cachePolicy) { return existing }
         let work = InFlightWork<Value>(id: pipeline.nextID(), priority: priority, cachePolicy: cachePolicy)
         joinable[key] = work
         live[work.id] = (work, key)
@@ -47,16 +47,23 @@ final class InFlightTable<Key: Hashable & Sendable, Value: Sendable>: WaiterTabl
         return work
     }
 
+    /// The work in flight for `key` that a request with `cachePolicy` would join, if any.
+    func joinable(for key: Key, cachePolicy: CachePolicy) -> InFlightWork<Value>? {
+        guard let existing = joinable[key], existing.canServe(cachePolicy) else { return nil }
+        return existing
+    }
+
     /// Waits for `work` as one more waiter at `priority`, which counts toward the work's
     /// priority while this waiter stays. The waiter is registered before this suspends; if the
     /// calling task is cancelled it leaves at once with `CancellationError`. `dependent`, when
     /// given, is the work on whose behalf this waits (a decode waiting for its download): its
     /// priority changes move this waiter's, and this work's progress is forwarded to its own.
     /// `task`, for an ``ImageTask``'s caller: the waiter takes the task's current priority
-    /// (which the task may change later) and the task gets the work's progress.
+    /// (which the task may change later) and the task gets the work's progress. `waiterID`, when
+    /// given, names the waiter (a caller admitted under that id, ``RequestAdmission``).
     func wait(on work: InFlightWork<Value>, priority: ImagePriority, upstreamOf dependent: (any UpstreamLinked)? = nil,
-              task: ImageTask? = nil, in pipeline: isolated ImagePipeline) async throws -> Value {
-        let token = WaiterToken(table: id, workID: work.id, waiterID: pipeline.nextID())
+              task: ImageTask? = nil, as waiterID: UInt64? = nil, in pipeline: isolated ImagePipeline) async throws -> Value {
+        let token = WaiterToken(table: id, workID: work.id, waiterID: waiterID ?? pipeline.nextID())
         dependent?.link(upstream: token)
         let sink = dependent?.progress ?? task?.relay
         // Previews go to a task's stream, or feed the dependent work's own previews.
@@ -69,21 +76,22 @@ final class InFlightTable<Key: Hashable & Sendable, Value: Sendable>: WaiterTabl
                 if let sink { work.waiters[token.waiterID]?.progress = work.progress.subscribe(send: sink.send) }
                 if let previewSink { work.waiters[token.waiterID]?.previews = work.previews.subscribe(send: previewSink.send) }
                 if work.updatePriority() { pipeline.propagatePriority(of: work) }
-                if Task.isCancelled { leave(token, in: pipeline) }
+                if Task.isCancelled { leave(token, failing: CancellationError(), in: pipeline) }
             }
         } onCancel: { [pipeline] in
             Task { await pipeline.leave(token) }
         }
     }
 
-    /// A waiter leaves: it gets `CancellationError` now; the work is cancelled (and taken out
-    /// of the table) if nobody else waits, else its priority falls to the highest left.
-    func leave(_ token: WaiterToken, in pipeline: isolated ImagePipeline) {
+    /// A waiter leaves: it gets `error` now (`CancellationError` when its task was cancelled,
+    /// `overloaded` when it was pushed out); the work is cancelled (and taken out of the table)
+    /// if nobody else waits, else its priority falls to the highest left.
+    func leave(_ token: WaiterToken, failing error: any Error, in pipeline: isolated ImagePipeline) {
         guard let (work, key) = live[token.workID] else { return }
         if let waiter = work.waiters.removeValue(forKey: token.waiterID) {
             if let subscription = waiter.progress { work.progress.unsubscribe(subscription) }
             if let subscription = waiter.previews { work.previews.unsubscribe(subscription) }
-            waiter.continuation.resume(throwing: CancellationError())
+            waiter.continuation.resume(throwing: error)
         }
         guard work.waiters.isEmpty else {
             if work.updatePriority() { pipeline.propagatePriority(of: work) }
@@ -131,7 +139,7 @@ final class InFlightTable<Key: Hashable & Sendable, Value: Sendable>: WaiterTabl
 protocol WaiterTable: AnyObject {
     /// The table's place in ``ImagePipeline/tables``.
     var id: Int { get }
-    func leave(_ token: WaiterToken, in pipeline: isolated ImagePipeline)
+    func leave(_ token: WaiterToken, failing error: any Error, in pipeline: isolated ImagePipeline)
     func setWaiterPriority(_ token: WaiterToken, to priority: ImagePriority, in pipeline: isolated ImagePipeline)
 }
 
