@@ -102,10 +102,10 @@ struct WaitingRequestMemoryTests {
             let tasks = (0..<count).map { n in
                 Task { try? await pipeline.image(for: ImageRequest(url: testURL(1, 1, joining ? 0 : n))) }
             }
-            #expect(await eventually { await pipeline.requestsInFlight.count == count })
+            #expect(await eventually { pipeline.requestsInFlight.count == count })
             #expect(await loader.waitUntil { $0.totalLoads == (joining ? 1 : count) })
             let perRequest = (heapBytesInUse() - before) / count
-            let counted = await pipeline.requestsInFlight.bytes / count
+            let counted = pipeline.requestsInFlight.bytes / count
             for task in tasks { task.cancel() }
             for task in tasks { _ = await task.value }
             print("\(joining ? "a caller joining work" : "a request waiting for its bytes"): \(perRequest) bytes of heap, counted at \(counted)")

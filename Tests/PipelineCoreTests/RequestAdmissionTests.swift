@@ -22,10 +22,10 @@ private func costs() async throws -> (distinct: Int, joiner: Int) {
     let request = ImageRequest(url: url("probe", 0))
     let first = Task { try await pipeline.image(for: request) }
     try #require(await loader.waitUntil { $0.totalLoads == 1 })
-    let distinct = await pipeline.requestsInFlight.bytes
+    let distinct = pipeline.requestsInFlight.bytes
     let second = Task { try await pipeline.image(for: request) }
     try #require(await eventually { await pipeline.waiterCount(for: request) == 2 })
-    let joiner = await pipeline.requestsInFlight.bytes - distinct
+    let joiner = pipeline.requestsInFlight.bytes - distinct
     loader.releaseWithFakeData(request.url)
     _ = try await (first.value, second.value)
     return (distinct, joiner)
@@ -42,8 +42,8 @@ private func started(_ url: URL, on pipeline: ImagePipeline, _ loader: HeldLoade
 }
 
 /// Nothing is counted in flight any more.
-private func isIdle(_ pipeline: ImagePipeline) async -> Bool {
-    let inFlight = await pipeline.requestsInFlight
+private func isIdle(_ pipeline: ImagePipeline) -> Bool {
+    let inFlight = pipeline.requestsInFlight
     return inFlight.count == 0 && inFlight.bytes == 0
 }
 
@@ -65,14 +65,15 @@ struct RequestAdmissionTests {
         let loader = HeldLoader()
         let pipeline = pipeline(loader, budget: nil)
         let tasks = (0..<6).map { n in Task { try await pipeline.image(for: ImageRequest(url: url("hosta", n / 3))) } }
-        try #require(await eventually { await pipeline.requestsInFlight.count == 6 })
-        #expect(await pipeline.requestsInFlight.bytes == 2 * distinct + 4 * joiner)
+        try #require(await eventually { await (0..<2).asyncAllSatisfy { await pipeline.waiterCount(for: ImageRequest(url: url("hosta", $0))) == 3 } })
+        #expect(pipeline.requestsInFlight.bytes == 2 * distinct + 4 * joiner)
         tasks[0].cancel()  // a starter leaves; its work goes on for the two joiners, and stays counted
-        try #require(await eventually { await pipeline.requestsInFlight.count == 5 })
-        #expect(await pipeline.requestsInFlight.bytes == 2 * distinct + 3 * joiner)
+        try #require(await eventually { pipeline.requestsInFlight.count == 5 })
+        #expect(pipeline.requestsInFlight.bytes == 2 * distinct + 3 * joiner)
+        #expect(await pipeline.waiterCount(for: ImageRequest(url: url("hosta", 0))) == 2)
         for n in 0..<2 { loader.releaseWithFakeData(url("hosta", n)) }
         for task in tasks.dropFirst() { _ = try await task.value }
-        #expect(await isIdle(pipeline))
+        #expect(isIdle(pipeline))
     }
 
     /// Three requests fill the budget: a fourth of the same host fails at once as overloaded,
@@ -95,7 +96,7 @@ struct RequestAdmissionTests {
         let message = String(describing: try #require(await refused.result.failure))
         #expect(message.contains("test://hosta/8x8/3") && message.contains("overloaded (requests in flight)"), "\(message)")
         #expect(loader.loadCount(url("hosta", 3)) == 0)
-        #expect(await pipeline.requestsInFlight.count == 3)
+        #expect(pipeline.requestsInFlight.count == 3)
         // Transient: not remembered as a failure. A memory hit is not in flight.
         #expect(await pipeline.rememberedFailureCount == 0)
         #expect(try await pipeline.image(for: ImageRequest(url: url("hosta", 9))).source == .memory)
@@ -105,7 +106,7 @@ struct RequestAdmissionTests {
         let retried = try await started(url("hosta", 3), on: pipeline, loader)
         for n in 1..<4 { loader.releaseWithFakeData(url("hosta", n)) }
         for task in held + [retried] { _ = try await task.value }
-        #expect(await isIdle(pipeline))
+        #expect(isIdle(pipeline))
     }
 
     /// A visible request finding the budget full pushes out the newest prefetch, which fails
@@ -121,7 +122,7 @@ struct RequestAdmissionTests {
 
         let lateFetch = Task { try await pipeline.image(for: ImageRequest(url: url("hosta", 4), priority: .prefetch)) }
         #expect(await overload(of: lateFetch)?.limit == .requestsInFlight)
-        #expect(await pipeline.requestsInFlight.count == 3)
+        #expect(pipeline.requestsInFlight.count == 3)
 
         let second = Task { try await pipeline.image(for: ImageRequest(url: url("hosta", 3))) }
         let pushed = try #require(await overload(of: prefetches[1]))
@@ -130,6 +131,51 @@ struct RequestAdmissionTests {
         #expect(await loader.waitUntil { $0.cancelCount(url("hosta", 2)) == 1 && $0.loadCount(url("hosta", 3)) == 1 })
         for n in [0, 1, 3] { loader.releaseWithFakeData(url("hosta", n)) }
         _ = try await (visible.value, prefetches[0].value, second.value)
+    }
+
+    /// The newest prefetch is the only waiter of the work a visible newcomer joins: pushing it
+    /// out would cancel that work, so the prefetch before it goes instead, and the newcomer
+    /// shares the download in flight.
+    @Test func aPushOutNeverTakesTheWorkTheNewcomerJoins() async throws {
+        let (distinct, joiner) = try await costs()
+        let loader = HeldLoader()
+        let pipeline = pipeline(loader, budget: 3 * distinct + joiner / 2)
+        let visible = try await started(url("hosta", 0), on: pipeline, loader)
+        let older = try await started(url("hosta", 1), on: pipeline, loader, priority: .prefetch)
+        let newest = try await started(url("hosta", 2), on: pipeline, loader, priority: .prefetch)
+
+        let joining = Task { try await pipeline.image(for: ImageRequest(url: url("hosta", 2))) }
+        #expect(await overload(of: older)?.detail.hasPrefix("pushed out by a visible request") == true)
+        try #require(await eventually { await pipeline.waiterCount(for: ImageRequest(url: url("hosta", 2))) == 2 })
+        #expect(loader.loadCount(url("hosta", 2)) == 1 && loader.cancelCount(url("hosta", 2)) == 0)
+        for n in [0, 2] { loader.releaseWithFakeData(url("hosta", n)) }
+        _ = try await (visible.value, newest.value, joining.value)
+        #expect(isIdle(pipeline))
+    }
+
+    /// An ``ImageTask`` started as a prefetch and raised to visible (scrolled into view) is no
+    /// longer pushed out as a prefetch; one lowered to prefetch is.
+    @Test func aTasksPriorityNowDecidesWhetherItIsPushedOutAsAPrefetch() async throws {
+        let (distinct, _) = try await costs()
+        let loader = HeldLoader()
+        let pipeline = pipeline(loader, budget: 2 * distinct)
+        let raised = pipeline.imageTask(for: ImageRequest(url: url("hosta", 0), priority: .prefetch))
+        try #require(await loader.waitUntil { $0.loadCount(url("hosta", 0)) == 1 })
+        await raised.setPriority(.visible)
+        let lowered = pipeline.imageTask(for: ImageRequest(url: url("hosta", 1)))
+        try #require(await loader.waitUntil { $0.loadCount(url("hosta", 1)) == 1 })
+        await lowered.setPriority(.prefetch)
+
+        let newcomer = Task { try await pipeline.image(for: ImageRequest(url: url("hosta", 2))) }
+        try #require(await loader.waitUntil { $0.loadCount(url("hosta", 2)) == 1 })
+        await #expect(throws: ImagePipelineError.self) { try await lowered.response }
+        // The raised one is now the only visible caller of its host before the newcomer: a
+        // second newcomer of the same host finds no prefetch to push out and is refused.
+        let refused = Task { try await pipeline.image(for: ImageRequest(url: url("hosta", 3))) }
+        #expect(await overload(of: refused)?.limit == .requestsInFlight)
+        for n in [0, 2] { loader.releaseWithFakeData(url("hosta", n)) }
+        _ = try await (raised.response, newcomer.value)
+        #expect(isIdle(pipeline))
     }
 
     /// Four requests each to two slow hosts fill the budget. A healthy host's first request
@@ -159,7 +205,7 @@ struct RequestAdmissionTests {
         _ = try await (first.value, second.value)
         for host in ["slowa", "slowb"] { for n in 0..<3 { loader.releaseWithFakeData(url(host, n)) } }
         for index in [0, 1, 2, 4, 5, 6] { _ = try await slow[index].value }
-        #expect(await isIdle(pipeline))
+        #expect(isIdle(pipeline))
     }
 
     /// The newest request of the longest host is a caller joining work another caller waits
@@ -172,7 +218,7 @@ struct RequestAdmissionTests {
         var slow: [Task<ImageResponse, any Error>] = []
         for n in 0..<3 { slow.append(try await started(url("slowa", n), on: pipeline, loader)) }
         slow.append(Task { try await pipeline.image(for: ImageRequest(url: url("slowa", 0))) })
-        try #require(await eventually { await pipeline.requestsInFlight.count == 4 })
+        try #require(await eventually { await pipeline.waiterCount(for: ImageRequest(url: url("slowa", 0))) == 2 })
 
         let healthy = try await started(url("quick", 0), on: pipeline, loader)
         #expect(await overload(of: slow[3])?.url == url("slowa", 0))
@@ -181,7 +227,7 @@ struct RequestAdmissionTests {
         for n in 0..<2 { loader.releaseWithFakeData(url("slowa", n)) }
         loader.releaseWithFakeData(url("quick", 0))
         _ = try await (slow[0].value, slow[1].value, healthy.value)
-        #expect(await isIdle(pipeline))
+        #expect(isIdle(pipeline))
     }
 }
 
@@ -189,5 +235,12 @@ extension Result {
     fileprivate var failure: Failure? {
         if case .failure(let error) = self { return error }
         return nil
+    }
+}
+
+extension Sequence {
+    fileprivate func asyncAllSatisfy(_ predicate: (Element) async -> Bool) async -> Bool {
+        for element in self where await !predicate(element) { return false }
+        return true
     }
 }

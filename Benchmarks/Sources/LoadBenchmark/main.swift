@@ -122,11 +122,12 @@ func reportBudgets(_ configuration: ImagePipeline.Configuration, http: HTTPDataL
     let memory = configuration.memoryCache.costLimit
     let negative = 2 * configuration.negativeCacheByteLimit  // one budget per kind (failures, not-found)
     let decode = configuration.decodeMemoryBudget ?? 0
+    let requests = configuration.requestMemoryBudget ?? 0
     let downloads = Int(http.maxDownloadMemory)
     report("budgets", "memory cache \(megabytes(memory)), negative cache \(megabytes(negative)), "
-        + "decode \(megabytes(decode)), downloads \(megabytes(downloads)), "
+        + "decode \(megabytes(decode)), requests in flight \(megabytes(requests)), downloads \(megabytes(downloads)), "
         + "queue \(http.maxQueuedRequests) requests or \(megabytes(http.maxQueuedBytes))")
-    return memory + negative + decode + downloads + http.maxQueuedBytes
+    return memory + negative + decode + requests + downloads + http.maxQueuedBytes
 }
 
 @discardableResult

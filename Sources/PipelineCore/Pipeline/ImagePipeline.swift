@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// The image pipeline: request in, decoded bitmap of the requested size out.
 ///
@@ -9,8 +10,10 @@ import Foundation
 /// A request goes down the stages in one direction, each a type in a file named for it:
 ///
 /// 1. here: the request is resolved once (`ResolvedRequest`: the fetch URL and the cache
-///    identity, named apart), then the memory cache and the remembered failures answer, or
-///    the caller joins the work for its key;
+///    identity, named apart), then the memory cache and the remembered failures
+///    (`RememberedFailures`) answer, at the door and off the actor; else `RequestAdmission`
+///    admits it by the memory it will hold (or refuses it, before anything started) and the
+///    caller joins the work for its key on the actor;
 /// 2. `ProcessingStage`, for a key with processors: the unprocessed picture, then the
 ///    processors;
 /// 3. `DecodeStage`: the bytes, decoded to the key's size (`PoolDecoder`); each of these
@@ -35,13 +38,15 @@ public actor ImagePipeline {
     let renditions = RenditionStage()
     let fetch: FetchStage
     let revalidator = Revalidator()
+    /// The permanent failures remembered, of every stage.
+    nonisolated let failures: RememberedFailures
     /// The requests in flight, bounded by ``Configuration/requestMemoryBudget``.
     let requests: RequestAdmission
     /// Every stage's table, by ``InFlightTable/id``: what a waiter's token leads back to.
     private let tables: [any WaiterTable]
     /// The prefetches of ``prefetch(_:)`` and of every ``ImagePrefetcher`` made from this pipeline.
     nonisolated let prefetchSets = PrefetchSets()
-    private var lastID: UInt64 = 0
+    private let lastID = Atomic<UInt64>(0)
 
     /// Creates a pipeline.
     public init(configuration: Configuration) {
@@ -50,9 +55,11 @@ public actor ImagePipeline {
         self.decoder = PoolDecoder(configuration: configuration)
         self.requests = RequestAdmission(budget: configuration.requestMemoryBudget)
         // Each stage's table id is its place in `tables`.
-        let processing = ProcessingStage(tableID: 0, configuration: configuration)
-        let decoding = DecodeStage(tableID: 1, configuration: configuration)
-        let fetch = FetchStage(tableID: 2, configuration: configuration)
+        let failures = RememberedFailures(configuration)
+        self.failures = failures
+        let processing = ProcessingStage(tableID: 0, failures: failures.processing)
+        let decoding = DecodeStage(tableID: 1, failures: failures.decodes)
+        let fetch = FetchStage(tableID: 2, failures: failures.downloads)
         self.processing = processing
         self.decoding = decoding
         self.fetch = fetch
@@ -119,13 +126,13 @@ public actor ImagePipeline {
     /// or from a loader, decoded to the requested size.
     /// - Throws: ``ImagePipelineError`` for failures, `CancellationError` when the calling task
     ///   is cancelled (at once, even if others still wait for the same work).
-    public func image(for request: ImageRequest) async throws -> ImageResponse {
+    public nonisolated func image(for request: ImageRequest) async throws -> ImageResponse {
         try await image(for: request, task: nil)
     }
 
     /// ``image(for:)`` for an ``ImageTask`` (whose priority and progress it follows), or for a
     /// plain caller with `task` `nil`.
-    func image(for request: ImageRequest, task: ImageTask?) async throws -> ImageResponse {
+    nonisolated func image(for request: ImageRequest, task: ImageTask?) async throws -> ImageResponse {
         let started = configuration.now()
         emit(.started(request))
         let resolved = resolve(request)
@@ -145,36 +152,45 @@ public actor ImagePipeline {
         }
     }
 
-    /// The memory stage: the memory cache, then the remembered failures, then the work for the
-    /// key (processing or decoding), joined or started.
-    private func response(for resolved: ResolvedRequest, task: ImageTask?) async throws -> ImageResponse {
+    /// The memory stage, at the door and off the actor: the memory cache, then the remembered
+    /// failures; then the request is in flight, admitted by the memory it will hold
+    /// (``RequestAdmission``, which may push others out, or refuse it before anything started),
+    /// and counted until it is answered.
+    private nonisolated func response(for resolved: ResolvedRequest, task: ImageTask?) async throws -> ImageResponse {
         try Task.checkCancellation()
-        if resolved.readsCaches {
-            if let hit = cachedImage(for: resolved) {
-                emit(.memoryHit(resolved.request))
-                return hit
-            }
-            // Download failures by the URL fetched (a new signature deserves a try), decode and
-            // processor failures by key (the same bytes, whatever the token).
-            let now = configuration.now()
-            if let error = fetch.failures.error(for: resolved.fetchURL, now: now)
-                ?? decoding.failures.error(for: resolved.key, now: now) ?? processing.failures.error(for: resolved.key, now: now) {
-                throw error
-            }
+        if let answer = try memoryAnswer(for: resolved) { return answer }
+        let id = nextID()
+        let pushedOut = try requests.admit(id, url: resolved.fetchURL, key: resolved.key,
+                                           priority: task?.priority ?? resolved.request.priority)
+        defer { requests.release(id) }
+        return try await inFlight(resolved, task: task, as: id, pushingOut: pushedOut)
+    }
+
+    /// A memory hit, or the permanent failure remembered for `resolved` (thrown), or `nil`.
+    private nonisolated func memoryAnswer(for resolved: ResolvedRequest) throws -> ImageResponse? {
+        guard resolved.readsCaches else { return nil }
+        if let hit = cachedImage(for: resolved) {
+            emit(.memoryHit(resolved.request))
+            return hit
         }
-        // In flight from here: admitted by the memory it will hold (which may push out others),
-        // before any work starts for it, and counted until it is answered.
-        let priority = resolved.request.priority
+        if let error = failures.error(for: resolved, now: configuration.now()) { throw error }
+        return nil
+    }
+
+    /// An admitted request, on the actor: the callers it pushed out leave their works, then it
+    /// joins or starts the work for its key (processing or decoding) and waits. The memory
+    /// cache is asked again first: work that finished while this one came to the actor is
+    /// answered from memory, not done twice.
+    private func inFlight(_ resolved: ResolvedRequest, task: ImageTask?, as id: UInt64,
+                          pushingOut pushedOut: [(WaiterToken, ImagePipelineError)]) async throws -> ImageResponse {
+        for (token, error) in pushedOut { tables[token.table].leave(token, failing: error, in: self) }
+        if let answer = try memoryAnswer(for: resolved) { return answer }
         let processed = !resolved.key.processors.isEmpty
         let table = processed ? processing.works : decoding.decodes
         let existing = table.joinable(for: resolved.key, cachePolicy: resolved.request.cachePolicy)
-        let id = nextID()
-        let pushedOut = try requests.admit(id, url: resolved.fetchURL, priority: task?.priority ?? priority, joining: existing?.id)
-        for (token, error) in pushedOut { tables[token.table].leave(token, failing: error, in: self) }
-        defer { requests.release(id) }
         let work = processed ? processing.work(for: resolved, in: self) : decoding.work(for: resolved, in: self)
-        requests.attach(id, to: WaiterToken(table: table.id, workID: work.id, waiterID: id), startedWork: work !== existing)
-        return try await table.wait(on: work, priority: priority, task: task, as: id, in: self)
+        requests.attach(id, to: WaiterToken(table: table.id, workID: work.id, waiterID: id), joined: work === existing ? work.id : nil)
+        return try await table.wait(on: work, priority: resolved.request.priority, task: task, as: id, in: self)
     }
 
     /// The animation for `request`: the bytes from the disk cache or a loader (joining a
@@ -355,10 +371,10 @@ public actor ImagePipeline {
             memoryCache.removeValue(for: own.key)
         }
         for key in removedKeys + [own.key] {
-            decoding.failures.removeValue(for: key)
-            processing.failures.removeValue(for: key)
+            failures.decodes.removeValue(for: key)
+            failures.processing.removeValue(for: key)
         }
-        for fetchURL in identities.values { fetch.failures.removeValue(for: fetchURL) }
+        for fetchURL in identities.values { failures.downloads.removeValue(for: fetchURL) }
         guard let disk = configuration.diskCache else { return }
         // Under the key the configured encoder writes them (a key without a rendition has none to remove).
         let encoding = configuration.renditionEncoder?.renditionIdentifier ?? ""
@@ -388,9 +404,7 @@ public actor ImagePipeline {
 
     /// Forgets remembered permanent failures, so the next request tries again.
     public func removeAllFailures() {
-        fetch.failures.removeAll()
-        decoding.failures.removeAll()
-        processing.failures.removeAll()
+        failures.removeAll()
     }
 
     // MARK: Diagnostics
@@ -410,16 +424,16 @@ public actor ImagePipeline {
 
     /// How many permanent failures the negative cache remembers (fetch URLs and keys); bounded
     /// by ``Configuration/negativeCacheLimit`` per kind.
-    public var rememberedFailureCount: Int { fetch.failures.count + decoding.failures.count + processing.failures.count }
+    public var rememberedFailureCount: Int { failures.count }
 
     /// The bytes the remembered permanent failures are counted at (keys, errors, overhead);
     /// bounded by ``Configuration/negativeCacheByteLimit`` per kind.
-    public var rememberedFailureBytes: Int { fetch.failures.bytes + decoding.failures.bytes + processing.failures.bytes }
+    public var rememberedFailureBytes: Int { failures.bytes }
 
     /// The number of requests in flight (past the memory cache, waiting for their work) and
     /// the bytes they are counted at against ``Configuration/requestMemoryBudget``: for a
     /// server's metrics.
-    public var requestsInFlight: (count: Int, bytes: Int) { (requests.count, requests.bytesInUse) }
+    public nonisolated var requestsInFlight: (count: Int, bytes: Int) { requests.usage }
 
     /// The current priority of the work `request` would join, if one is in flight.
     public func inFlightPriority(for request: ImageRequest) -> ImagePriority? {
@@ -462,6 +476,7 @@ public actor ImagePipeline {
     /// Moves one waiter to `priority` (an ``ImageTask``'s new priority), and its work with it.
     func setWaiterPriority(_ token: WaiterToken, to priority: ImagePriority) {
         tables[token.table].setWaiterPriority(token, to: priority, in: self)
+        requests.setPriority(token.waiterID, to: priority)
     }
 
     /// Moves the waiter `work` holds in the work it waits on (a decode's in its download) to
@@ -471,12 +486,11 @@ public actor ImagePipeline {
         setWaiterPriority(token, to: work.priority.current)
     }
 
-    func nextID() -> UInt64 {
-        lastID &+= 1
-        return lastID
+    nonisolated func nextID() -> UInt64 {
+        lastID.add(1, ordering: .relaxed).newValue
     }
 
-    func emit(_ event: ImagePipelineEvent) {
+    nonisolated func emit(_ event: ImagePipelineEvent) {
         configuration.eventHandler?(event)
     }
 }

@@ -14,13 +14,12 @@ import Foundation
 struct DecodeStage {
     /// Decodes in flight, by key (keys without processors).
     let decodes: InFlightTable<ImageKey, ImageResponse>
-    /// Remembered permanent decode failures, by key: whether bytes decode can depend on the
-    /// key's options (strict decoding).
+    /// Remembered permanent decode failures, by key (``RememberedFailures/decodes``).
     let failures: NegativeCache<ImageKey>
 
-    init(tableID: Int, configuration: ImagePipeline.Configuration) {
+    init(tableID: Int, failures: NegativeCache<ImageKey>) {
         decodes = InFlightTable(id: tableID)
-        failures = NegativeCache(configuration)
+        self.failures = failures
     }
 
     /// The decode work for `resolved`'s key: joined when one is in flight, else created and

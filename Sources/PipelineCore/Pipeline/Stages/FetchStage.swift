@@ -11,13 +11,12 @@ import Foundation
 struct FetchStage {
     /// Downloads in flight, by cache identity.
     let downloads: InFlightTable<URL, LoadedData>
-    /// Remembered permanent failures of downloads (a 404), by the URL fetched: for every
-    /// request of that URL, and a request with a fresh signature deserves a try.
+    /// Remembered permanent failures of downloads (``RememberedFailures/downloads``).
     let failures: NegativeCache<URL>
 
-    init(tableID: Int, configuration: ImagePipeline.Configuration) {
+    init(tableID: Int, failures: NegativeCache<URL>) {
         downloads = InFlightTable(id: tableID)
-        failures = NegativeCache(configuration)
+        self.failures = failures
     }
 
     /// The bytes for `resolved`: joins the download of its cache identity, or starts one, and

@@ -9,13 +9,14 @@ import Foundation
 struct ProcessingStage {
     /// Processing works in flight, by (processed) key.
     let works: InFlightTable<ImageKey, ImageResponse>
-    /// Remembered processor failures, by key: processors are deterministic (equal identifiers,
-    /// equal pixels), so a failure repeats for the key unless the error says it is temporary.
+    /// Remembered processor failures, by key (``RememberedFailures/processing``): processors
+    /// are deterministic (equal identifiers, equal pixels), so a failure repeats for the key
+    /// unless the error says it is temporary.
     let failures: NegativeCache<ImageKey>
 
-    init(tableID: Int, configuration: ImagePipeline.Configuration) {
+    init(tableID: Int, failures: NegativeCache<ImageKey>) {
         works = InFlightTable(id: tableID)
-        failures = NegativeCache(configuration)
+        self.failures = failures
     }
 
     /// The processing work for `resolved`'s key: joined when one is in flight, else started.
