@@ -43,8 +43,9 @@ struct PipelineHTTPTests {
             let stopped = try #require(try await server.stats().disconnects["/slow/shared"]) - cancelledAt
             print("pipeline: last waiter cancelled → server saw the socket close: \(Int(stopped * 1000)) ms")
             // Run to its end, the body would take about two minutes more; promptly is well under
-            // that (0–10 ms alone, but a starved 2-core machine must not fail the test).
-            #expect(stopped < 2)
+            // that (0–10 ms alone; 2.5 s once beside the other suites on a starved 2-core
+            // machine, which must not fail the test).
+            #expect(stopped < 30)
             #expect(try await server.hits("/slow/shared") == 1)
         }
     }
