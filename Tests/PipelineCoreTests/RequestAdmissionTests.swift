@@ -76,6 +76,26 @@ struct RequestAdmissionTests {
         #expect(isIdle(pipeline))
     }
 
+    /// A plain request joining the base decode of a processed one joins work no counted caller
+    /// started; once the processed caller leaves, that work runs for the plain one alone, so
+    /// the plain one carries the work's cost from the start.
+    @Test func joiningWorkNoCountedCallerHoldsCarriesTheWorksCost() async throws {
+        let (distinct, _) = try await costs()
+        let loader = HeldLoader()
+        let pipeline = pipeline(loader, budget: nil)
+        let processed = Task { try await pipeline.image(for: ImageRequest(url: url("hosta", 0), processors: [.grayscale])) }
+        try #require(await loader.waitUntil { $0.loadCount(url("hosta", 0)) == 1 })
+        let plain = Task { try await pipeline.image(for: ImageRequest(url: url("hosta", 0))) }
+        try #require(await eventually { await pipeline.waiterCount(for: ImageRequest(url: url("hosta", 0))) == 2 })
+        #expect(pipeline.requestsInFlight.bytes == 2 * distinct)
+        processed.cancel()
+        try #require(await eventually { pipeline.requestsInFlight.count == 1 })
+        #expect(pipeline.requestsInFlight.bytes == distinct)
+        loader.releaseWithFakeData(url("hosta", 0))
+        _ = try await plain.value
+        #expect(isIdle(pipeline))
+    }
+
     /// Three requests fill the budget: a fourth of the same host fails at once as overloaded,
     /// naming its URL, and its loader is never asked; a memory hit still answers; once one of
     /// the three is answered, the fourth gets in.

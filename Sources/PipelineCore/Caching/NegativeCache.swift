@@ -52,16 +52,16 @@ final class NegativeCache<Key: NegativeCacheKey>: Sendable {
                   lifetime: configuration.negativeCacheLifetime, now: configuration.now)
     }
 
-    /// The failure remembered for `key` while it still holds at `now`; an expired one is removed.
+    /// The failure remembered for `key` while it still holds at `now`. An expired one answers
+    /// nothing and is left for the inserts to sweep: a lookup runs at the pipeline's door, off
+    /// the actor, and removing here could remove a fresh failure a stage stored meanwhile.
     func error(for key: Key, now: Date) -> ImagePipelineError? {
         guard entries.count > 0 else { return nil }
         let urlBytes = MemoryCost.of(key.url)
         guard mayBeStored(urlBytes) else { return nil }
         let stored = storedKey(key, urlBytes: urlBytes)
         guard let entry = entries.value(for: stored) else { return nil }
-        if entry.until > now { return entry.error }
-        entries.removeValue(for: stored)
-        return nil
+        return entry.until > now ? entry.error : nil
     }
 
     /// Remembers `error` for `key` until `until`, unless it alone would cost more than the byte

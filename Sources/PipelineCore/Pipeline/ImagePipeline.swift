@@ -189,6 +189,9 @@ public actor ImagePipeline {
         let table = processed ? processing.works : decoding.decodes
         let existing = table.joinable(for: resolved.key, cachePolicy: resolved.request.cachePolicy)
         let work = processed ? processing.work(for: resolved, in: self) : decoding.work(for: resolved, in: self)
+        // The priority now, in the turn the waiter registers: a task's change before this never
+        // reached the books (it had no token), one after it does (`setWaiterPriority`).
+        requests.setPriority(id, to: task?.priority ?? resolved.request.priority)
         requests.attach(id, to: WaiterToken(table: table.id, workID: work.id, waiterID: id), joined: work === existing ? work.id : nil)
         return try await table.wait(on: work, priority: resolved.request.priority, task: task, as: id, in: self)
     }

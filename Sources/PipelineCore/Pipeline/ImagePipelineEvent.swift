@@ -1,7 +1,9 @@
 import Foundation
 
 /// What the pipeline tells its host, for hit rates, byte counts and time to first pixel.
-/// Delivered synchronously on whatever thread the pipeline is on: keep the handler cheap.
+/// Delivered synchronously on whatever thread the pipeline is on (`started`, `memoryHit` and a
+/// request's end on its caller's, the rest on the actor's), so from several threads at once;
+/// each request's own events come in order. Keep the handler cheap.
 public enum ImagePipelineEvent: Sendable {
     /// `image(for:)` was called.
     case started(ImageRequest)

@@ -119,18 +119,18 @@ final class RequestAdmission: Sendable {
         }
 
         /// Caller `id` waits at `token`: the work's cost it was admitted with goes to the work
-        /// it started, or back when it joined the work `joined`.
+        /// it started, or back when it joined the work `joined` that a counted caller holds.
         mutating func attach(_ id: UInt64, to token: WaiterToken, joined: UInt64?) {
             guard var caller = callers[id] else { return }
             caller.token = token
-            if let joined {
+            if let joined, works[joined] != nil {
                 uncount(caller.provisional, of: caller.host)
-                if works[joined] != nil {
-                    works[joined]?.callers += 1
-                    caller.work = joined
-                }
+                works[joined]?.callers += 1
+                caller.work = joined
             } else {
-                // Taken to join at the door, it started work after all (the work had just ended).
+                // It started the work, or joined one that no counted caller holds any more (its
+                // last was pushed out, or only another work waits for it): the work's cost is its
+                // own. Taken to join at the door, it is counted now.
                 if caller.provisional == 0 { count(caller.workCost, of: caller.host) }
                 works[token.workID] = Work(host: caller.host, cost: caller.workCost, callers: 1)
                 caller.work = token.workID
@@ -202,7 +202,7 @@ final class RequestAdmission: Sendable {
                 }
                 var victim = prefetches.newest { isCandidate($0) && callers[$0]?.isPrefetch == true }
                 if victim == nil {
-                    guard let longest = hostBytes.keys.max(by: { held($0) < held($1) }), longest != host,
+                    guard let longest = hostCallers.keys.max(by: { held($0) < held($1) }), longest != host,
                           let newest = hostCallers[longest]?.newest(where: isCandidate) else { return nil }
                     let (own, work) = freed(newest)
                     guard held(longest) - own - (work?.1.cost ?? 0) >= held(host) + cost else { return nil }
