@@ -60,12 +60,19 @@ struct Command: Sendable {
     /// Every command imgpipe knows.
     static let all: [Command] = [.info, .thumb, .decode, .convert, .frames, .sheet, .fetch, .demo]
 
+    /// `imgpipe --version`.
+    static let version = "imgpipe 0.1.0"
+
+    /// The one-letter options, as vipsthumbnail and ImageMagick users type them (`-s 128`,
+    /// `-s128`, `-o out.jpg`): each stands for the long option a command has by that name.
+    static let shortOptions: [Character: String] = ["s": "size", "o": "out", "h": "help"]
+
     /// `imgpipe --help`.
     static var overview: String {
         var lines = ["usage: imgpipe COMMAND [ARGUMENTS] [OPTIONS]", "", "commands:"]
         for command in all { lines.append("  " + command.name.padding(toLength: 8, withPad: " ", startingAt: 0) + command.summary) }
         lines += ["", "A SOURCE is a path, a file:// URL or an http(s):// URL; '-' reads sources from stdin, one a line.",
-                  "Run 'imgpipe COMMAND --help' for a command's options."]
+                  "Run 'imgpipe COMMAND --help' for a command's options; -s is --size, -o is --out; --version."]
         return lines.joined(separator: "\n")
     }
 
@@ -93,7 +100,8 @@ struct Invocation: Sendable {
     static func parse(_ arguments: [String], commands: [Command]) throws -> Invocation {
         guard let name = arguments.first else { throw UsageError(message: "no command given (try 'imgpipe --help')") }
         guard let command = commands.first(where: { $0.name == name }) else {
-            throw UsageError(message: "unknown command '\(name)' (commands: \(commands.map(\.name).joined(separator: ", ")))")
+            let guess = nearest(to: name, among: commands.map(\.name)).map { "did you mean '\($0)'? " } ?? ""
+            throw UsageError(message: "unknown command '\(name)' (\(guess)commands: \(commands.map(\.name).joined(separator: ", ")))")
         }
         var positionals: [String] = []
         var options: [String: String] = [:]
@@ -106,18 +114,28 @@ struct Invocation: Sendable {
                 continue
             }
             if argument == "--" { onlyPositionals = true; continue }
-            if argument == "-h" { options["help"] = ""; continue }
-            guard argument.hasPrefix("--") else {
-                throw UsageError(message: "unknown option '\(argument)' for '\(name)' (see 'imgpipe \(name) --help')")
-            }
-            var optionName = String(argument.dropFirst(2))
+            var optionName: String
             var inlineValue: String?
-            if let equals = optionName.firstIndex(of: "=") {
-                inlineValue = String(optionName[optionName.index(after: equals)...])
-                optionName = String(optionName[..<equals])
+            if argument.hasPrefix("--") {
+                optionName = String(argument.dropFirst(2))
+                if let equals = optionName.firstIndex(of: "=") {
+                    inlineValue = String(optionName[optionName.index(after: equals)...])
+                    optionName = String(optionName[..<equals])
+                }
+            } else if let letter = argument.dropFirst().first, let long = Command.shortOptions[letter],
+                      command.allOptions.contains(where: { $0.name == long }) {
+                // `-s 128` or `-s128`.
+                optionName = long
+                let attached = argument.dropFirst(2)
+                inlineValue = attached.isEmpty ? nil : String(attached)
+            } else {
+                let short = Command.shortOptions.filter { long in command.allOptions.contains { $0.name == long.value } }
+                let known = short.keys.sorted().map { "-\($0)" }.joined(separator: ", ")
+                throw UsageError(message: "unknown option '\(argument)' for '\(name)' (one-letter options: \(known); see 'imgpipe \(name) --help')")
             }
             guard let spec = command.allOptions.first(where: { $0.name == optionName }) else {
-                throw UsageError(message: "unknown option '--\(optionName)' for '\(name)' (see 'imgpipe \(name) --help')")
+                let guess = nearest(to: optionName, among: command.allOptions.map(\.name)).map { "did you mean '--\($0)'? " } ?? ""
+                throw UsageError(message: "unknown option '--\(optionName)' for '\(name)' (\(guess)see 'imgpipe \(name) --help')")
             }
             if let valueName = spec.valueName {
                 guard let value = inlineValue ?? rest.popFirst() else {
@@ -139,6 +157,14 @@ struct Invocation: Sendable {
             throw UsageError(message: "'\(name)' needs at least one SOURCE")
         }
         return invocation
+    }
+
+    /// `options` with `name` set to `value`: for a command whose positional stands for an
+    /// option (`convert IN OUT` is `convert IN --out OUT`).
+    func setting(_ name: String, to value: String, positionals: [String]) -> Invocation {
+        var options = options
+        options[name] = value
+        return Invocation(command: command, positionals: positionals, options: options, repeated: repeated)
     }
 
     /// Whether flag `name` was given.
@@ -168,6 +194,30 @@ struct Invocation: Sendable {
         return value
     }
 
+    /// A bounding box option as vipsthumbnail takes it: `N` (N×N), `WxH`, `Wx` (width W, any
+    /// height) or `xH`; the free side is `unbounded`. `nil` when absent.
+    func box(_ name: String, unbounded: Int) throws -> (width: Int, height: Int)? {
+        guard let text = options[name] else { return nil }
+        let wrong = UsageError(message: "--\(name) needs N, WxH, Wx or xH in pixels, got '\(text)'")
+        let parts = text.lowercased().split(separator: "x", omittingEmptySubsequences: false)
+        func side(_ part: Substring) throws -> Int? {
+            if part.isEmpty { return nil }
+            guard let value = Int(part), value > 0 else { throw wrong }
+            return value
+        }
+        switch parts.count {
+        case 1:
+            guard let n = try side(parts[0]) else { throw wrong }
+            return (n, n)
+        case 2:
+            let (w, h) = (try side(parts[0]), try side(parts[1]))
+            guard w != nil || h != nil else { throw wrong }
+            return (w ?? unbounded, h ?? unbounded)
+        default:
+            throw wrong
+        }
+    }
+
     /// A `WxH` size option, e.g. `--fill 200x100`.
     func size(_ name: String) throws -> (width: Int, height: Int)? {
         guard let text = options[name] else { return nil }
@@ -187,4 +237,27 @@ struct Invocation: Sendable {
         }
         return path
     }
+}
+
+/// The name in `names` closest to a mistyped `name` (at most two edits away, a swap of two
+/// neighbouring letters counting one, and fewer edits than half its letters), for "did you
+/// mean": `szie` → `size`.
+func nearest(to name: String, among names: [String]) -> String? {
+    /// Edits between `a` and `b`: insertions, deletions, substitutions and swaps of neighbours.
+    func distance(_ a: [Character], _ b: [Character]) -> Int {
+        var rows = [Array(0...b.count)]
+        for i in 1...Swift.max(a.count, 1) where !a.isEmpty {
+            var row = [i] + Array(repeating: 0, count: b.count)
+            for j in 1...Swift.max(b.count, 1) where !b.isEmpty {
+                let cost = a[i - 1] == b[j - 1] ? 0 : 1
+                row[j] = Swift.min(rows[i - 1][j] + 1, row[j - 1] + 1, rows[i - 1][j - 1] + cost)
+                if i > 1, j > 1, a[i - 1] == b[j - 2], a[i - 2] == b[j - 1] { row[j] = Swift.min(row[j], rows[i - 2][j - 2] + 1) }
+            }
+            rows.append(row)
+        }
+        return rows[a.count][b.count]
+    }
+    let typed = Array(name.lowercased())
+    let scored = names.map { ($0, distance(typed, Array($0))) }.filter { $0.1 <= 2 && $0.1 * 2 < Swift.max(typed.count, 2) }
+    return scored.min { $0.1 < $1.1 }?.0
 }

@@ -98,9 +98,9 @@ extension Command {
     /// `imgpipe thumb SOURCE... (--size N | --fill WxH) (--out FILE | --out-dir DIR [--format EXT])`
     static let thumb = Command(
         name: "thumb", synopsis: "SOURCE... (--size N | --fill WxH) (--out FILE | --out-dir DIR [--format EXT])",
-        summary: "write a thumbnail whose longer side is N, or a centre-cropped WxH picture; many at once with --out-dir",
+        summary: "write a thumbnail that fits inside N×N (or W×H), or a centre-cropped WxH picture; many at once with --out-dir",
         positionals: nil,
-        options: [.value("size", "N", "fit inside N×N pixels"),
+        options: [.value("size", "N", "(-s) fit inside N×N pixels; WxH fits inside W×H, Wx only bounds the width, xH the height"),
                   .value("fill", "WxH", "fill exactly W×H pixels, centre-cropped"),
                   .value("out", "FILE", "where to write one thumbnail; the extension picks the format: \(OutputFormat.knownExtensionList)"),
                   .value("out-dir", "DIR", "write each SOURCE's thumbnail as DIR/<file stem>.<format> (created if missing)"),
@@ -116,9 +116,11 @@ extension Command {
             if let fill = try invocation.size("fill") {
                 (target, contentMode) = (.pixels(PixelSize(width: fill.width, height: fill.height)), .fill)
             } else {
-                guard invocation.options["size"] != nil else { throw UsageError(message: "'imgpipe thumb' needs --size N or --fill WxH") }
-                let size = try invocation.positiveInteger("size")
-                (target, contentMode) = (.pixels(PixelSize(width: size, height: size)), .fit)
+                // The free side of `Wx` or `xH` bounds nothing: any picture fits in it (no upscaling).
+                guard let box = try invocation.box("size", unbounded: 1 << 24) else {
+                    throw UsageError(message: "'imgpipe thumb' needs --size N or --fill WxH")
+                }
+                (target, contentMode) = (.pixels(PixelSize(width: box.width, height: box.height)), .fit)
             }
             let processors = try processors(invocation)
             let filter = try resamplingFilter(invocation)
@@ -159,11 +161,17 @@ extension Command {
 
     /// `imgpipe convert SOURCE --out FILE`
     static let convert = Command(
-        name: "convert", synopsis: "SOURCE --out FILE",
-        summary: "write SOURCE in the format of --out's extension, at full size (no resampling), upright",
-        positionals: 1...1,
-        options: [.value("out", "FILE", "where to write it: \(OutputFormat.knownExtensionList)")] + OutputSettings.commandOptions,
+        name: "convert", synopsis: "SOURCE (OUT | --out FILE)",
+        summary: "write SOURCE in the format of the output's extension, at full size (no resampling), upright",
+        positionals: 1...2,
+        options: [.value("out", "FILE", "(-o) where to write it, or OUT after SOURCE: \(OutputFormat.knownExtensionList)")]
+            + OutputSettings.commandOptions,
         run: { invocation in
+            var invocation = invocation
+            if invocation.positionals.count == 2 {
+                guard invocation.options["out"] == nil else { throw UsageError(message: "give OUT or --out FILE, not both") }
+                invocation = invocation.setting("out", to: invocation.positionals[1], positionals: [invocation.positionals[0]])
+            }
             let output = try invocation.outputSettings()
             return try await render(WriteRequest.make(try Sources.url(invocation.positionals[0])), to: output, invocation)
         })

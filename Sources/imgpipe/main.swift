@@ -1,15 +1,16 @@
 // imgpipe: the command-line front end to the image pipeline.
 //
 //   imgpipe info SOURCE... [--json]
-//   imgpipe thumb SOURCE (--size N | --fill WxH) --out FILE
+//   imgpipe thumb SOURCE (-s|--size N|WxH|Wx|xH | --fill WxH) (-o|--out) FILE
 //   imgpipe thumb SOURCE... (--size N | --fill WxH) --out-dir DIR [--format jpg|png|webp|avif|heic|pam]
 //   imgpipe decode SOURCE --out FILE
-//   imgpipe convert SOURCE --out FILE [--quality Q] [--lossless] [--progressive]
+//   imgpipe convert SOURCE (OUT | --out FILE) [--quality Q] [--lossless] [--progressive]
 //     (FILE's extension picks the format: .jpg/.jpeg, .png, .webp, .avif, .heic, .pam)
 //   imgpipe frames SOURCE --out-dir DIR [--size N] [--format pam|png]
 //   imgpipe sheet [SOURCE...] [--size N] [--columns C] --out FILE.png
 //   imgpipe fetch SOURCE...
 //   imgpipe demo STEP... --origin URL --state DIR [--out FILE.png]   (driven by ./scripts/demo)
+//   imgpipe --version
 //
 // Exit status: 0 on success, 1 on an error (one line `imgpipe: <message>` on stderr per
 // failure), 2 on a usage error.
@@ -21,6 +22,10 @@ let arguments = Array(CommandLine.arguments.dropFirst())
 if arguments.isEmpty || arguments == ["--help"] || arguments == ["-h"] || arguments == ["help"] {
     print(Command.overview)
     exit(arguments.isEmpty ? 2 : 0)
+}
+if arguments == ["--version"] || arguments == ["version"] {
+    print(Command.version)
+    exit(0)
 }
 do {
     let invocation = try Invocation.parse(arguments, commands: Command.all)

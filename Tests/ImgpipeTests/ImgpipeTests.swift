@@ -16,7 +16,7 @@ struct ImgpipeTests {
         (["bogus"], "unknown command 'bogus'"),
         (["thumb", "a.jpg", "--size"], "'--size' needs a value N"),
         (["thumb", "a.jpg", "--sise", "5", "--out", "x.png"], "unknown option '--sise' for 'thumb'"),
-        (["thumb", "a.jpg", "--size", "0", "--out", "x.png"], "--size needs a positive whole number, got '0'"),
+        (["thumb", "a.jpg", "--size", "0", "--out", "x.png"], "--size needs N, WxH, Wx or xH in pixels, got '0'"),
         (["thumb", "a.jpg", "--size", "5", "--out", "x.gif"],
          "cannot tell the output format of 'x.gif': unknown extension '.gif' (known: .jpg, .jpeg, .png, .webp, .avif, .heic, .pam)"),
         (["convert", "a.png", "--out", "x.tiff"], "unknown extension '.tiff' (known: .jpg, .jpeg, .png, .webp, .avif, .heic, .pam)"),
@@ -39,6 +39,14 @@ struct ImgpipeTests {
         (["decode", "a.jpg"], "needs --out FILE"),
         (["info"], "'info' needs at least one SOURCE"),
         (["info", "a", "--json=yes"], "'--json' takes no value"),
+        (["thumb", "a.jpg", "--szie", "5", "--out", "x.png"], "did you mean '--size'?"),
+        (["tumb", "a.jpg"], "unknown command 'tumb' (did you mean 'thumb'?"),
+        (["thumb", "a.jpg", "-q", "5"], "unknown option '-q' for 'thumb' (one-letter options: -h, -o, -s;"),
+        (["info", "a.jpg", "-s", "5"], "unknown option '-s' for 'info' (one-letter options: -h;"),
+        (["thumb", "a.jpg", "-s", "x", "-o", "x.png"], "--size needs N, WxH, Wx or xH in pixels, got 'x'"),
+        (["thumb", "a.jpg", "--size", "10x0", "-o", "x.png"], "--size needs N, WxH, Wx or xH in pixels, got '10x0'"),
+        (["convert", "a.png", "b.png", "--out", "c.png"], "give OUT or --out FILE, not both"),
+        (["convert", "a.png", "b.png", "c.png"], "'convert' takes 1 to 2 argument(s)"),
     ] as [([String], String)])
     func usageErrorsExitTwoWithOneLine(arguments: [String], message: String) async throws {
         let result = try await Imgpipe.run(arguments)
@@ -116,6 +124,29 @@ struct ImgpipeTests {
             let png = directory.appendingPathComponent("thumb.png")
             #expect(try await Imgpipe.run(["thumb", balloon, "--size", "32", "--out", png.path]).status == 0)
             #expect(try Data(contentsOf: png).starts(with: [0x89, 0x50, 0x4E, 0x47]))
+        }
+    }
+
+    /// vipsthumbnail's and ImageMagick's forms: `-s N`, `-sN`, `-s WxH` (fit inside the box),
+    /// `-s Wx` and `-s xH` (one side bounded), `-o FILE`, `convert IN OUT`, `--version`.
+    @Test func theFormsVipsthumbnailAndImageMagickUsersType() async throws {
+        try await withTemporaryDirectory(prefix: "imgpipe-tests") { (directory: URL) async throws in
+            let mandelbrot = Imgpipe.samples.appendingPathComponent("mandelbrot.jpg").path  // 480×320
+            for (size, expected) in [("64", [64, 43]), ("100x20", [30, 20]), ("x30", [45, 30]), ("50x", [50, 33])] {
+                let out = directory.appendingPathComponent("s\(size).pam")
+                let result = try await Imgpipe.run(["thumb", mandelbrot, "-s", size, "-o", out.path, "--no-disk-cache"])
+                #expect(result.status == 0, "\(result.stderr)")
+                #expect(try pamSize(out) == expected, "-s \(size)")
+            }
+            let attached = directory.appendingPathComponent("attached.pam")
+            #expect(try await Imgpipe.run(["thumb", mandelbrot, "-s48", "-o", attached.path, "--no-disk-cache"]).status == 0)
+            #expect(try pamSize(attached) == [48, 32])
+            let converted = directory.appendingPathComponent("glass.png")
+            let glass = Imgpipe.samples.appendingPathComponent("glass-alpha.png").path
+            #expect(try await Imgpipe.run(["convert", glass, converted.path, "--no-disk-cache"]).status == 0)
+            #expect(try Data(contentsOf: converted).starts(with: [0x89, 0x50, 0x4E, 0x47]))
+            let version = try await Imgpipe.run(["--version"])
+            #expect(version.status == 0 && version.stdout.hasPrefix("imgpipe "), "\(version.stdout)")
         }
     }
 
