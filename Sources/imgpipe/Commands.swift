@@ -102,7 +102,8 @@ extension Command {
         positionals: nil,
         options: [.value("size", "N", "(-s) fit inside N×N pixels; WxH fits inside W×H, Wx only bounds the width, xH the height"),
                   .value("fill", "WxH", "fill exactly W×H pixels, centre-cropped"),
-                  .value("out", "FILE", "where to write one thumbnail; the extension picks the format: \(OutputFormat.knownExtensionList)"),
+                  .value("out", "FILE", "(-o) where to write one thumbnail, or a pattern for many: tn_%s.jpg (%s: the source's name; "
+                         + "beside each source unless it names a folder); the extension picks the format: \(OutputFormat.knownExtensionList)"),
                   .value("out-dir", "DIR", "write each SOURCE's thumbnail as DIR/<file stem>.<format> (created if missing)"),
                   .value("format", "EXT", "with --out-dir: jpg, png, webp, avif, heic or pam (default png)"),
                   .value("blur", "R", "Gaussian blur, standard deviation R output pixels"),
@@ -124,8 +125,14 @@ extension Command {
             }
             let processors = try processors(invocation)
             let filter = try resamplingFilter(invocation)
-            if invocation.options["out-dir"] != nil {
-                guard invocation.options["out"] == nil else { throw UsageError(message: "give --out FILE or --out-dir DIR, not both") }
+            let pattern = invocation.options["out"]?.contains("%s") == true
+            if invocation.options["out-dir"] != nil || pattern {
+                guard invocation.options["out"] == nil || invocation.options["out-dir"] == nil else {
+                    throw UsageError(message: "give --out FILE or --out-dir DIR, not both")
+                }
+                guard !pattern || invocation.options["format"] == nil else {
+                    throw UsageError(message: "--format goes with --out-dir; a --out pattern's extension picks the format")
+                }
                 guard invocation.options["previews-dir"] == nil else { throw UsageError(message: "--previews-dir goes with --out FILE") }
                 return try await ThumbnailBatch.run(invocation) { url in
                     WriteRequest.make(url, target: target, contentMode: contentMode, processors: processors, filter: filter)

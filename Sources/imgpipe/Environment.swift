@@ -51,8 +51,7 @@ struct Environment {
         let memoryBytes = memoryMB > (1 << 42) ? 1 << 62 : memoryMB << 20
         let stats = Stats()
         self.stats = stats
-        let decoders = DecoderRegistry().registering(JPEGDecoder()).registering(PNGDecoder()).registering(WebPDecoder())
-            .registering(HEIFDecoder(standardError: .discardedWhileDecoding)).registering(GIFDecoder())
+        let decoders = Self.decoders
         var configuration = ImagePipeline.Configuration(
             decoders: decoders,
             loaders: Self.loaders(remote: remote, concurrency: concurrency, timeout: timeout, accept: decoders.acceptHeader(), policy: policy),
@@ -65,6 +64,10 @@ struct Environment {
         configuration.previewPolicy = previews
         pipeline = ImagePipeline(configuration: configuration)
     }
+
+    /// The formats imgpipe reads: what a folder given as SOURCE is sifted by, too.
+    static let decoders = DecoderRegistry().registering(JPEGDecoder()).registering(PNGDecoder()).registering(WebPDecoder())
+        .registering(HEIFDecoder(standardError: .discardedWhileDecoding)).registering(GIFDecoder())
 
     /// The file loader (mapping inputs of 1 MiB or more: they are the user's own files), and
     /// libcurl only when a source needs it, so a local run does not pay for its start-up.
@@ -97,11 +100,47 @@ enum Sources {
                     let trimmed = line.trimmingCharacters(in: .whitespaces)
                     if !trimmed.isEmpty && !trimmed.hasPrefix("#") { result.append(try url(trimmed)) }
                 }
+            } else if isFolder(argument) {
+                result += try pictures(inFolder: argument)
             } else {
                 result.append(try url(argument))
             }
         }
         return result
+    }
+
+    /// Whether `source` is a local folder (not a URL).
+    private static func isFolder(_ source: String) -> Bool {
+        var isDirectory: ObjCBool = false
+        return !source.contains("://") && FileManager.default.fileExists(atPath: source, isDirectory: &isDirectory) && isDirectory.boolValue
+    }
+
+    /// The picture files of `folder`, by name (not its subfolders, not hidden files): those whose
+    /// first bytes a decoder of imgpipe's knows. The others are skipped with one note on stderr
+    /// naming the folder and the first of them.
+    static func pictures(inFolder folder: String) throws -> [URL] {
+        let names: [String]
+        do {
+            names = try FileManager.default.contentsOfDirectory(atPath: folder).filter { !$0.hasPrefix(".") }.sorted()
+        } catch {
+            throw ImagePipelineError.fileUnreadable(path: folder, reason: "cannot list the folder: \(Console.oneLine(error.localizedDescription))")
+        }
+        var pictures: [URL] = [], skipped: [String] = []
+        for name in names {
+            let url = URL(fileURLWithPath: folder).appendingPathComponent(name)
+            guard (try? url.resourceValues(forKeys: [.isRegularFileKey]))?.isRegularFile == true else { continue }
+            let head = (try? FileHandle(forReadingFrom: url)).flatMap { handle in
+                defer { try? handle.close() }
+                return try? handle.read(upToCount: ImageFormat.sniffLength)
+            }
+            if let head, Environment.decoders.format(of: head) != nil { pictures.append(url) } else { skipped.append(name) }
+        }
+        if !skipped.isEmpty {
+            let shown = skipped.prefix(3).map { MessageText.escaped($0, limit: 80) }.joined(separator: ", ")
+            printError("imgpipe: note: \(MessageText.escaped(folder, limit: 200)): skipped \(skipped.count) file(s) that are not pictures "
+                       + "(\(shown)\(skipped.count > 3 ? ", …" : ""))")
+        }
+        return pictures
     }
 
     static func url(_ source: String) throws -> URL {

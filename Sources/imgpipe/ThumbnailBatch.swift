@@ -1,7 +1,8 @@
 import Foundation
 import PipelineCore
 
-/// `imgpipe thumb SOURCE... --out-dir DIR [--format EXT]`: many thumbnails in one process.
+/// `imgpipe thumb SOURCE... --out-dir DIR [--format EXT]`, or `--out PATTERN` with `%s` (as
+/// vipsthumbnail's `-o tn_%s.jpg`): many thumbnails in one process.
 ///
 /// One pipeline decodes and resamples on its pool (a thread per core); each result is encoded
 /// and written on imgpipe's own pool (a thread per core, never the cooperative pool or an
@@ -11,34 +12,50 @@ import PipelineCore
 /// that fails is reported (one line naming it) and the others are still written; the exit
 /// status is 1 when any failed.
 ///
-/// Output names are `DIR/<file stem>.<ext>`, in the order of the sources. A stem already taken
-/// by an earlier source (compared ignoring case, as macOS's file systems do) gets the first free
-/// `-2`, `-3`, … suffix, with a warning naming both sources: two sources never write one file.
+/// Output names are `DIR/<file stem>.<ext>`, in the order of the sources; with a pattern, `%s`
+/// is the stem and the pattern's extension the format, and a pattern that names no folder puts
+/// each thumbnail beside its local source (as vipsthumbnail does; a URL's in the current
+/// folder). A name already taken in its folder by an earlier source (compared ignoring case, as
+/// macOS's file systems do) gets the first free `-2`, `-3`, … suffix on the stem, with a
+/// warning naming both sources: two sources never write one file.
 enum ThumbnailBatch {
     /// The memory cache budget in MiB when `--memory-cache-mb` is not given: each thumbnail is
     /// written once, so a large cache would only hold finished work (a repeated source still hits).
     static let memoryCacheMB = 32
 
     static func run(_ invocation: Invocation, request: @escaping @Sendable (URL) -> ImageRequest) async throws -> Int32 {
-        guard let directory = invocation.options["out-dir"], !directory.isEmpty else {
-            throw UsageError(message: "'imgpipe thumb' needs --out-dir DIR")
-        }
-        let formatName = invocation.options["format"] ?? "png"
-        guard let format = OutputFormat(extension: formatName) else {
-            throw UsageError(message: "--format must be one of \(OutputFormat.extensions.map(\.name).joined(separator: ", ")), got '\(formatName)'")
-        }
-        let settings = try OutputSettings(format: format, invocation: invocation,
+        let settings: OutputSettings, folder: (URL) -> String, name: (String) -> String, destination: String
+        if let pattern = invocation.options["out"], pattern.contains("%s") {
+            settings = try OutputSettings(format: try OutputFormat(path: pattern), invocation: invocation, path: pattern)
+            let besideSource = !pattern.contains("/")
+            folder = { url in besideSource && url.isFileURL ? url.deletingLastPathComponent().path : "" }
+            name = { stem in pattern.replacingOccurrences(of: "%s", with: stem) }
+            destination = "as " + pattern
+        } else {
+            guard let directory = invocation.options["out-dir"], !directory.isEmpty else {
+                throw UsageError(message: "'imgpipe thumb' needs --out-dir DIR")
+            }
+            let formatName = invocation.options["format"] ?? "png"
+            guard let format = OutputFormat(extension: formatName) else {
+                throw UsageError(message: "--format must be one of \(OutputFormat.extensions.map(\.name).joined(separator: ", ")), got '\(formatName)'")
+            }
+            settings = try OutputSettings(format: format, invocation: invocation,
                                           path: (directory as NSString).appendingPathComponent("*.\(format.fileExtension)"))
+            folder = { _ in directory }
+            name = { stem in "\(stem).\(format.fileExtension)" }
+            destination = "to " + directory
+        }
         let urls = try Sources.urls(invocation.positionals)
         guard !urls.isEmpty else { throw UsageError(message: "no sources given") }
-        do {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        } catch {
-            throw OutputError.cannotWrite(path: directory, reason: "cannot create the folder: \(Console.oneLine(error.localizedDescription))")
-        }
-        let (names, notes) = outputNames(for: urls, extension: format.fileExtension)
+        let (paths, notes) = outputPaths(for: urls, folder: folder, name: name)
         for note in notes { printError("imgpipe: warning: \(note)") }
-        let paths = names.map { (directory as NSString).appendingPathComponent($0) }
+        for directory in Set(paths.map { ($0 as NSString).deletingLastPathComponent }) where !directory.isEmpty {
+            do {
+                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            } catch {
+                throw OutputError.cannotWrite(path: directory, reason: "cannot create the folder: \(Console.oneLine(error.localizedDescription))")
+            }
+        }
 
         let environment = try Environment(invocation, sources: urls, memoryCacheMB: memoryCacheMB)
         let cores = ProcessInfo.processInfo.activeProcessorCount
@@ -90,32 +107,34 @@ enum ThumbnailBatch {
         progress.end()
         await environment.finish()
         let seconds = Date().timeIntervalSince(start)
-        printError(String(format: "%d of %d thumbnails written to %@ in %.2f s (%.1f pictures/s)%@",
-                          urls.count - failed, urls.count, directory as NSString, seconds,
+        printError(String(format: "%d of %d thumbnails written %@ in %.2f s (%.1f pictures/s)%@",
+                          urls.count - failed, urls.count, destination as NSString, seconds,
                           Double(urls.count - failed) / max(seconds, 0.001),
                           (failed == 0 ? "" : ", \(failed) failed") as NSString))
         return failed == 0 ? 0 : 1
     }
 
-    /// `<stem>.<ext>` for each source in order; a stem an earlier source took (ignoring case)
-    /// gets the first free `-2`, `-3`, … suffix, and a note naming both sources.
-    static func outputNames(for urls: [URL], extension ext: String) -> (names: [String], notes: [String]) {
-        var taken: [String: URL] = [:]  // lower-cased name → the source that has it
-        var names: [String] = [], notes: [String] = []
+    /// For each source in order, the path in its `folder` of the name `name` makes of its
+    /// stem; a name an earlier source took in that folder (ignoring case) is made of the stem
+    /// with the first free `-2`, `-3`, … suffix, and a note names both sources.
+    static func outputPaths(for urls: [URL], folder: (URL) -> String, name: (String) -> String) -> (paths: [String], notes: [String]) {
+        var taken: [String: URL] = [:]  // lower-cased path → the source that has it
+        var paths: [String] = [], notes: [String] = []
         for url in urls {
-            let stem = self.stem(of: url)
-            var name = "\(stem).\(ext)", suffix = 1
-            while taken[name.lowercased()] != nil {
+            let stem = self.stem(of: url), directory = folder(url) as NSString
+            let path = { (name: String) in directory.appendingPathComponent(name) }
+            var chosen = name(stem), suffix = 1
+            while taken[path(chosen).lowercased()] != nil {
                 suffix += 1
-                name = "\(stem)-\(suffix).\(ext)"
+                chosen = name("\(stem)-\(suffix)")
             }
-            if suffix > 1, let first = taken["\(stem).\(ext)".lowercased()] {
-                notes.append("\(Sources.label(url)): \(stem).\(ext) is taken by \(Sources.label(first)); writing \(name)")
+            if suffix > 1, let first = taken[path(name(stem)).lowercased()] {
+                notes.append("\(Sources.label(url)): \(name(stem)) is taken by \(Sources.label(first)); writing \(chosen)")
             }
-            taken[name.lowercased()] = url
-            names.append(name)
+            taken[path(chosen).lowercased()] = url
+            paths.append(path(chosen))
         }
-        return (names, notes)
+        return (paths, notes)
     }
 
     /// The source's file name without its extension; `picture` when the URL has no usable name

@@ -150,6 +150,37 @@ struct ImgpipeTests {
         }
     }
 
+    /// A folder as SOURCE is its picture files (by their first bytes), the others skipped with
+    /// one note naming the folder and them; `-o tn_%s.jpg` writes each thumbnail beside its
+    /// source, `-o out/%s.png` into that folder, as vipsthumbnail does.
+    @Test func aFolderOfSourcesAndAnOutputPattern() async throws {
+        try await withTemporaryDirectory(prefix: "imgpipe-tests") { (directory: URL) async throws in
+            let input = directory.appendingPathComponent("in")
+            try FileManager.default.createDirectory(at: input, withIntermediateDirectories: true)
+            for name in ["mandelbrot.jpg", "glass-alpha.png"] {
+                try FileManager.default.copyItem(at: Imgpipe.samples.appendingPathComponent(name), to: input.appendingPathComponent(name))
+            }
+            try Data("not a picture".utf8).write(to: input.appendingPathComponent("notes.txt"))
+            try Data([0xFF, 0xD8, 0xFF]).write(to: input.appendingPathComponent(".hidden.jpg"))
+
+            let beside = try await Imgpipe.run(["thumb", input.path, "-s", "32", "-o", "tn_%s.jpg", "--no-disk-cache"], in: directory)
+            #expect(beside.status == 0, "\(beside.stderr)")
+            #expect(beside.stderr.contains("imgpipe: note: \(input.path): skipped 1 file(s) that are not pictures (notes.txt)"), "\(beside.stderr)")
+            for stem in ["mandelbrot", "glass-alpha"] {
+                let thumb = input.appendingPathComponent("tn_\(stem).jpg")
+                #expect(try Data(contentsOf: thumb).starts(with: [0xFF, 0xD8, 0xFF]), "\(thumb.path)")
+            }
+
+            let into = try await Imgpipe.run(["thumb", input.path, "-s", "24", "-o", "out/%s.pam", "--no-disk-cache"], in: directory)
+            #expect(into.status == 0, "\(into.stderr)")
+            #expect(try pamSize(directory.appendingPathComponent("out/mandelbrot.pam")) == [24, 16])
+            // The first run's thumbnails are pictures too, now in the folder.
+            #expect(try pamSize(directory.appendingPathComponent("out/tn_mandelbrot.pam")) == [24, 16])
+            let refused = try await Imgpipe.run(["thumb", input.path, "-s", "24", "-o", "x/%s.png", "--format", "jpg"], in: directory)
+            #expect(refused.status == 2 && refused.stderr.contains("a --out pattern's extension picks the format"), "\(refused.stderr)")
+        }
+    }
+
     @Test func thumbRoundsBlursAndRoundsCorners() async throws {
         try await withTemporaryDirectory(prefix: "imgpipe-tests") { (directory: URL) async throws in
             let mandelbrot = Imgpipe.samples.appendingPathComponent("mandelbrot.jpg").path
