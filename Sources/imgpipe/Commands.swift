@@ -229,7 +229,9 @@ extension Command {
             await environment.finish()
             return 1
         }
-        for warning in response.warnings { printError("imgpipe: warning: \(MessageText.escaped(Console.oneLine(warning)))") }
+        for warning in response.warnings {
+            printError("imgpipe: warning: \(Sources.label(request.url)): \(MessageText.escaped(Console.oneLine(warning)))")
+        }
         try output.settings.write(response.bitmap, to: output.path)
         if environment.verbose {
             print("\(Sources.label(request.url)): \(response.format) \(response.originalSize) → \(response.bitmap.size) from \(response.source); wrote \(output.path)")

@@ -216,6 +216,11 @@ struct ImgpipeTests {
                 #expect(result.status == 1 || (name.hasPrefix("cut") && result.status == 0), "\(name): \(result.stderr)")
                 if result.status == 1 {
                     #expect(result.stderr.hasPrefix("imgpipe: ") && result.stderr.contains(message), "\(name): \(result.stderr)")
+                } else {
+                    // Every warning names its file.
+                    for line in result.stderr.split(separator: "\n") where line.hasPrefix("imgpipe: warning: ") {
+                        #expect(line.hasPrefix("imgpipe: warning: \(path.path): "), "\(line)")
+                    }
                 }
             }
             let missing = try await Imgpipe.run(["info", "/no/such/file.png"])
