@@ -150,6 +150,12 @@ struct OutputSettings: Sendable {
         }
     }
 
+    private init(format: OutputFormat, options: EncodeOptions, encoder: any ImageEncoding) {
+        self.format = format
+        self.options = options
+        self.encoder = encoder
+    }
+
     /// Settings for `format` from the invocation's `--quality`, `--lossless`, `--compression-level`
     /// and `--progressive`.
     /// - Throws: ``UsageError`` for a value out of range or an option `format` cannot honour;
@@ -185,7 +191,35 @@ struct OutputSettings: Sendable {
             }
             options.progressive = true
         }
+        if let text = invocation.options["background"] {
+            let background = try Self.colour(text)
+            guard format == .jpeg else {
+                throw UsageError(message: "--background applies to .jpg and .jpeg only (no alpha to flatten), not \(name), which keeps the alpha")
+            }
+            self.init(format: format, options: options, encoder: JPEGEncoder(background: background))
+            return
+        }
         try self.init(format: format, options: options, path: path)
+    }
+
+    /// `--background`'s colour: `white`, `black`, `#RGB`, `#RRGGBB` (the `#` optional) or
+    /// `R,G,B` (0–255 each), as ImageMagick and vips take colours.
+    static func colour(_ text: String) throws -> JPEGEncoder.Background {
+        let wrong = UsageError(message: "--background needs white, black, #RRGGBB, #RGB or R,G,B (0-255), got '\(text)'")
+        switch text.lowercased() {
+        case "white": return .white
+        case "black": return .black
+        default: break
+        }
+        if text.contains(",") {
+            let parts = text.split(separator: ",", omittingEmptySubsequences: false).map { UInt8($0.trimmingCharacters(in: .whitespaces)) }
+            guard parts.count == 3, let r = parts[0], let g = parts[1], let b = parts[2] else { throw wrong }
+            return JPEGEncoder.Background(red: r, green: g, blue: b)
+        }
+        var hex = text.hasPrefix("#") ? String(text.dropFirst()) : text
+        if hex.count == 3 { hex = hex.map { "\($0)\($0)" }.joined() }
+        guard hex.count == 6, hex.allSatisfy(\.isHexDigit), let value = UInt32(hex, radix: 16) else { throw wrong }
+        return JPEGEncoder.Background(red: UInt8(value >> 16 & 0xFF), green: UInt8(value >> 8 & 0xFF), blue: UInt8(value & 0xFF))
     }
 
     /// The options `thumb`, `decode` and `convert` take.
@@ -194,6 +228,7 @@ struct OutputSettings: Sendable {
         .flag("lossless", "store the pixels exactly (.webp; .avif/.heic where libheif can)"),
         .flag("progressive", "write a progressive JPEG"),
         .value("compression-level", "N", "PNG zlib level 0-9 (default: the encoder's, 6)"),
+        .value("background", "COLOUR", "what .jpg flattens transparent pixels onto: white, black, #RRGGBB or R,G,B (default black)"),
     ]
 
     /// Encodes `bitmap` and writes it to `path` atomically (a temporary file beside it, then

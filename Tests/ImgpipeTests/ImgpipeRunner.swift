@@ -83,6 +83,13 @@ func pamSize(_ url: URL) throws -> [Int] {
     return [field("WIDTH"), field("HEIGHT")]
 }
 
+/// The pixels after a PAM header.
+func pamPixels(_ url: URL) throws -> [UInt8] {
+    let data = try Data(contentsOf: url)
+    let end = try #require(data.range(of: Data("ENDHDR\n".utf8)), "\(url.lastPathComponent) is not a PAM")
+    return [UInt8](data[end.upperBound...])
+}
+
 /// A Python `http.server` serving `directory` on 127.0.0.1 with an ephemeral port; with
 /// `requestLog`, one line per request (`"GET /x HTTP/1.1" 304 -`) appended to that file.
 final class StaticServer {

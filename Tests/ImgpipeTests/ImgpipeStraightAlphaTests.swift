@@ -35,13 +35,6 @@ struct ImgpipeStraightAlphaTests {
         }
     }
 
-    /// The pixels after a PAM header.
-    static func pamPixels(_ url: URL) throws -> [UInt8] {
-        let data = try Data(contentsOf: url)
-        let end = try #require(data.range(of: Data("ENDHDR\n".utf8)), "\(url.lastPathComponent) is not a PAM")
-        return [UInt8](data[end.upperBound...])
-    }
-
     /// PngSuite's 8-bit reference (the 16-bit sources' `_to8.json`, or their 16-bit values
     /// scaled) and the tolerance: 0, or ±1 for 16-bit sources (libpng rounds, the references truncate).
     static func pngReference(_ stem: String) throws -> (values: [Int], tolerance: Int) {
@@ -66,7 +59,7 @@ struct ImgpipeStraightAlphaTests {
                 let out = directory.appendingPathComponent(name + ".pam")
                 let result = try await Imgpipe.run(["decode", folder.appendingPathComponent(name).path, "--out", out.path])
                 try #require(result.status == 0, "\(name): \(result.stderr)")
-                let ours = try Self.pamPixels(out)
+                let ours = try pamPixels(out)
                 let (reference, tolerance) = try Self.pngReference(String(name.dropLast(4)))
                 try #require(ours.count == reference.count, "\(name): \(ours.count / 4) pixels written, reference has \(reference.count / 4)")
                 let differing = zip(ours, reference).filter { abs(Int($0) - $1) > tolerance }.count
@@ -97,7 +90,7 @@ struct ImgpipeStraightAlphaTests {
             try process.run()
             process.waitUntilExit()
             try #require(process.terminationStatus == 0, "pngtopam failed on our PNG of \(file)")
-            #expect(try Self.pamPixels(readBack) == (try Self.pamPixels(pam)), "\(file): the PNG's pixels differ from the PAM's")
+            #expect(try pamPixels(readBack) == (try pamPixels(pam)), "\(file): the PNG's pixels differ from the PAM's")
         }
     }
 

@@ -47,6 +47,9 @@ struct ImgpipeTests {
         (["thumb", "a.jpg", "--size", "10x0", "-o", "x.png"], "--size needs N, WxH, Wx or xH in pixels, got '10x0'"),
         (["convert", "a.png", "b.png", "--out", "c.png"], "give OUT or --out FILE, not both"),
         (["convert", "a.png", "b.png", "c.png"], "'convert' takes 1 to 2 argument(s)"),
+        (["convert", "a.png", "b.png", "--background", "white"], "--background applies to .jpg and .jpeg only (no alpha to flatten), not .png"),
+        (["convert", "a.png", "b.jpg", "--background", "#12345"], "--background needs white, black, #RRGGBB, #RGB or R,G,B (0-255), got '#12345'"),
+        (["convert", "a.png", "b.jpg", "--background", "1,2,300"], "--background needs white, black"),
     ] as [([String], String)])
     func usageErrorsExitTwoWithOneLine(arguments: [String], message: String) async throws {
         let result = try await Imgpipe.run(arguments)
@@ -145,6 +148,17 @@ struct ImgpipeTests {
             let glass = Imgpipe.samples.appendingPathComponent("glass-alpha.png").path
             #expect(try await Imgpipe.run(["convert", glass, converted.path, "--no-disk-cache"]).status == 0)
             #expect(try Data(contentsOf: converted).starts(with: [0x89, 0x50, 0x4E, 0x47]))
+            // Transparent pixels (the corner's alpha is 0) flattened onto the chosen colour: black
+            // by default, as vips's jpegsave; within 2 levels of it (JPEG's loss on a flat area).
+            for (background, expected) in [(nil, 0), ("white", 255), ("#fff", 255), ("255,255,255", 255)] as [(String?, Int)] {
+                let jpeg = directory.appendingPathComponent("flat-\(background ?? "default").jpg")
+                let result = try await Imgpipe.run(["convert", glass, jpeg.path, "--no-disk-cache"] + (background.map { ["--background", $0] } ?? []))
+                #expect(result.status == 0, "\(result.stderr)")
+                let pam = directory.appendingPathComponent("flat.pam")
+                #expect(try await Imgpipe.run(["decode", jpeg.path, "-o", pam.path, "--no-disk-cache"]).status == 0)
+                let corner = try pamPixels(pam).prefix(3).map(Int.init)
+                #expect(corner.allSatisfy { abs($0 - expected) <= 2 }, "--background \(background ?? "(none)"): corner \(corner)")
+            }
             let version = try await Imgpipe.run(["--version"])
             #expect(version.status == 0 && version.stdout.hasPrefix("imgpipe "), "\(version.stdout)")
         }
