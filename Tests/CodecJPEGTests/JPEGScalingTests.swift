@@ -89,7 +89,9 @@ struct JPEGScalingTests {
             }, "cannot measure the peak RSS on this system")
             #expect(decoded?.bitmap.size == PixelSize(width: 375, height: 250))
             #expect(growth < 6_000_000, "peak grew by \(growth) bytes; the full bitmap is 24 MB")
-            let fullGrowth = try #require(try ResidentMemory.peakGrowth(largest: true) {
+            // The largest of 30 (about 2 s): the fuzz suites run beside this one, and memory they
+            // free during a window hides growth; once all 7 of 7 windows saw none.
+            let fullGrowth = try #require(try ResidentMemory.peakGrowth(attempts: 30, largest: true) {
                 _ = try JPEGDecoder().decode(data, options: DecodeOptions())
             })
             #expect(fullGrowth > 20_000_000, "the full decode holds the 24 MB bitmap (grew \(fullGrowth))")
