@@ -109,8 +109,6 @@ final class RequestAdmission: Sendable {
         var keys: [ImageKey: Int] = [:]
 
         mutating func add(_ id: UInt64, _ caller: Caller) {
-            var caller = caller
-            caller.inPrefetchLine = caller.isPrefetch
             callers[id] = caller
             count(caller.cost, of: caller.host)
             hostCallers[caller.host, default: Arrivals()].append(id)
@@ -200,16 +198,18 @@ final class RequestAdmission: Sendable {
                           work.callers - (leftWorks[workKey] ?? 0) == 1 else { return (caller.cost, nil) }
                     return (caller.cost, (workKey, work))
                 }
-                var victim = prefetches.newest { isCandidate($0) && callers[$0]?.isPrefetch == true }
-                if victim == nil {
+                let victim: UInt64, own: Int, work: (key: UInt64, Work)?
+                if let prefetch = prefetches.newest(where: { isCandidate($0) && callers[$0]?.isPrefetch == true }) {
+                    victim = prefetch
+                    (own, work) = freed(prefetch)
+                } else {
                     guard let longest = hostCallers.keys.max(by: { held($0) < held($1) }), longest != host,
                           let newest = hostCallers[longest]?.newest(where: isCandidate) else { return nil }
-                    let (own, work) = freed(newest)
+                    (own, work) = freed(newest)
                     guard held(longest) - own - (work?.1.cost ?? 0) >= held(host) + cost else { return nil }
                     victim = newest
                 }
-                guard let victim, let caller = callers[victim] else { return nil }
-                let (own, work) = freed(victim)
+                guard let caller = callers[victim] else { return nil }
                 chosen.append(victim)
                 removed.insert(victim)
                 freedBytes += own
@@ -241,14 +241,15 @@ final class RequestAdmission: Sendable {
     ///   fail on the actor (they are uncounted already).
     /// - Throws: ``ImagePipelineError/overloaded(_:limit:detail:)`` when it does not fit.
     func admit(_ id: UInt64, url: URL, key: ImageKey, priority: ImagePriority) throws -> [(WaiterToken, ImagePipelineError)] {
-        let urlBytes = url.absoluteString.utf8.count
+        // Computed before the lock, which every request at the door takes.
+        let urlBytes = url.absoluteString.utf8.count, host = url.originKey
+        let workCost = Self.workCost + 2 * urlBytes, isPrefetch = priority < .visible
         let budget = budget
         return try books.withLock { books in
-            let workCost = Self.workCost + 2 * urlBytes
             let provisional = books.keys[key] == nil ? workCost : 0
-            let caller = Caller(url: url, key: key, host: url.originKey, cost: Self.callerCost + urlBytes + provisional,
-                                workCost: workCost, provisional: provisional, isPrefetch: priority < .visible,
-                                inPrefetchLine: false, work: nil, token: nil)
+            let caller = Caller(url: url, key: key, host: host, cost: Self.callerCost + urlBytes + provisional,
+                                workCost: workCost, provisional: provisional, isPrefetch: isPrefetch,
+                                inPrefetchLine: isPrefetch, work: nil, token: nil)
             var pushedOut: [(WaiterToken, ImagePipelineError)] = []
             if let budget, books.bytes + caller.cost > budget {
                 let detail = "the \(books.callers.count) requests in flight are counted at \(books.bytes) bytes; with this one's "
