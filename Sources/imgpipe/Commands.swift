@@ -98,11 +98,10 @@ extension Command {
     /// `imgpipe thumb SOURCE... (--size N | --fill WxH) (--out FILE | --out-dir DIR [--format EXT])`
     static let thumb = Command(
         name: "thumb", synopsis: "SOURCE... (--size N | --fill WxH) (--out FILE | --out-dir DIR [--format EXT])",
-        summary: "write a thumbnail that fits inside N×N (or W×H), or a centre-cropped WxH picture; many at once with --out-dir",
+        summary: "write a thumbnail that fits inside N×N (or W×H), or a WxH picture cropped at the centre, a side, a focal point or by smart crop; many at once with --out-dir",
         positionals: nil,
-        options: [.value("size", "N", "(-s) fit inside N×N pixels; WxH fits inside W×H, Wx only bounds the width, xH the height"),
-                  .value("fill", "WxH", "fill exactly W×H pixels, centre-cropped"),
-                  .value("out", "FILE", "(-o) where to write one thumbnail, or a pattern for many: tn_%s.jpg (%s: the source's name; "
+        options: ThumbnailGeometry.options
+                + [.value("out", "FILE", "(-o) where to write one thumbnail, or a pattern for many: tn_%s.jpg (%s: the source's name; "
                          + "beside each source unless it names a folder); the extension picks the format: \(OutputFormat.knownExtensionList)"),
                   .value("out-dir", "DIR", "write each SOURCE's thumbnail as DIR/<file stem>.<format> (created if missing)"),
                   .value("format", "EXT", "with --out-dir: jpg, png, webp, avif, heic or pam (default png)"),
@@ -113,16 +112,7 @@ extension Command {
                   .value("previews-dir", "DIR", "with --out: write each preview of a progressive download as DIR/preview-01.png, … before the final")]
                 + OutputSettings.commandOptions,
         run: { invocation in
-            let target: TargetSize, contentMode: ContentMode
-            if let fill = try invocation.size("fill") {
-                (target, contentMode) = (.pixels(PixelSize(width: fill.width, height: fill.height)), .fill)
-            } else {
-                // The free side of `Wx` or `xH` bounds nothing: any picture fits in it (no upscaling).
-                guard let box = try invocation.box("size", unbounded: 1 << 24) else {
-                    throw UsageError(message: "'imgpipe thumb' needs --size N or --fill WxH")
-                }
-                (target, contentMode) = (.pixels(PixelSize(width: box.width, height: box.height)), .fit)
-            }
+            let geometry = try ThumbnailGeometry(invocation)
             let processors = try processors(invocation)
             let filter = try resamplingFilter(invocation)
             let pattern = invocation.options["out"]?.contains("%s") == true
@@ -135,7 +125,7 @@ extension Command {
                 }
                 guard invocation.options["previews-dir"] == nil else { throw UsageError(message: "--previews-dir goes with --out FILE") }
                 return try await ThumbnailBatch.run(invocation) { url in
-                    WriteRequest.make(url, target: target, contentMode: contentMode, processors: processors, filter: filter)
+                    WriteRequest.make(url, geometry: geometry, processors: processors, filter: filter)
                 }
             }
             guard invocation.options["format"] == nil else {
@@ -150,7 +140,7 @@ extension Command {
             guard urls.count == 1, let url = urls.first else {
                 throw UsageError(message: "--out FILE takes one SOURCE, got \(urls.count); for several use --out-dir DIR")
             }
-            return try await render(WriteRequest.make(url, target: target, contentMode: contentMode, processors: processors, filter: filter),
+            return try await render(WriteRequest.make(url, geometry: geometry, processors: processors, filter: filter),
                                     to: output, previewsTo: invocation.options["previews-dir"], invocation)
         })
 

@@ -33,6 +33,14 @@ enum WriteRequest {
         request.processing.resamplingFilter = filter
         return request
     }
+
+    /// `url` at `geometry`'s size, fit or crop (``make(_:target:contentMode:processors:filter:)``).
+    static func make(_ url: URL, geometry: ThumbnailGeometry, processors: [ImageProcessor] = [],
+                     filter: ResamplingFilter = .default) -> ImageRequest {
+        var request = make(url, target: geometry.target, contentMode: geometry.contentMode, processors: processors, filter: filter)
+        request.cropAnchor = geometry.anchor
+        return request
+    }
 }
 
 /// Why imgpipe could not write an output (exit 1): typed, and each message names the file.

@@ -71,6 +71,7 @@ extension ImageRequest: CustomStringConvertible, CustomDebugStringConvertible {
     public var description: String {
         var text = "ImageRequest(\(shortText(url)), \(targetSize)"
         if targetSize != .original { text += " \(contentMode.rawValue)" }
+        if contentMode == .fill && cropAnchor != .center { text += " \(cropAnchor)" }
         text += ", \(priority)"
         if !processors.isEmpty { text += ", processors: [\(processors.map(\.identifier).joined(separator: ", "))]" }
         if let cacheKey { text += ", cacheKey: \(MessageText.escaped(cacheKey, limit: 96))" }
@@ -93,6 +94,7 @@ extension ImageKey: CustomStringConvertible, CustomDebugStringConvertible {
     public var description: String {
         var text = "ImageKey(\(shortText(cacheURL)), \(targetSize)"
         if targetSize != .original { text += " \(contentMode.rawValue)" }
+        if contentMode == .fill && cropAnchor != .center { text += " \(cropAnchor)" }
         if !processors.isEmpty { text += ", processors: [\(processors.map(\.identifier).joined(separator: ", "))]" }
         return text + ")"
     }

@@ -235,8 +235,9 @@ public actor ImagePipeline {
             let (format, animated, info) = try await decoder.pool.run(priority: PriorityHandle(request.priority)) {
                 try Self.readAnimationHeader(data, decoders: decoders, options: options)
             }
+            // One window for every frame: a smart anchor is centred (``CropAnchor`` says so).
             let plan = ResizePlan(source: info.canvasSize, target: key.targetSize, contentMode: key.contentMode,
-                                  allowsUpscaling: key.processing.allowsUpscaling)
+                                  anchor: key.cropAnchor, allowsUpscaling: key.processing.allowsUpscaling)
             animation = ImageAnimation(format: format, info: info, plan: plan, url: url, data: data, decoder: animated,
                                        options: options, admission: self.decoder.admission, priority: request.priority)
         } catch is CancellationError {
@@ -392,6 +393,7 @@ public actor ImagePipeline {
         var probe = request
         probe.targetSize = key.targetSize
         probe.contentMode = key.contentMode
+        probe.cropAnchor = key.cropAnchor
         probe.processing = key.processing
         return cacheURL(for: probe) == key.cacheURL
     }

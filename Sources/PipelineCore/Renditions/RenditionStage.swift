@@ -188,7 +188,7 @@ struct RenditionStore: Sendable {
 
     /// The disk-cache key of `key`'s rendition written by an encoder whose
     /// ``RenditionEncoding/renditionIdentifier`` is `encoding`: a URL no loader serves, naming a
-    /// SHA-256 of the cache identity, size, mode, options, processor identifiers and encoding.
+    /// SHA-256 of the cache identity, size, mode and crop anchor, options, processor identifiers and encoding.
     static func url(for key: ImageKey, encoding: String) -> URL? {
         let size: String
         switch key.targetSize {
@@ -198,7 +198,9 @@ struct RenditionStore: Sendable {
         let processing = key.processing
         let options = [processing.appliesOrientation, processing.strictDecoding, processing.allowsUpscaling,
                        processing.convertsToSRGB].map { $0 ? "1" : "0" }.joined()
-        var parts = [key.cacheURL.absoluteString, size, key.contentMode.rawValue, options] + key.processors.map(\.identifier)
+        // A fill's anchor only when it is not the centre, so centred renditions keep their keys.
+        let mode = key.contentMode.rawValue + (key.cropAnchor == .center ? "" : "@\(key.cropAnchor)")
+        var parts = [key.cacheURL.absoluteString, size, mode, options] + key.processors.map(\.identifier)
         if !encoding.isEmpty { parts.append("encoding=" + encoding) }
         // Length-prefixed parts, so no identifier can imitate a boundary.
         let text = parts.map { "\($0.utf8.count):\($0)" }.joined()

@@ -1,7 +1,7 @@
 import Foundation
 
-/// The memory-cache key: one decoded result per fetch URL, size, mode, processing options and
-/// processors.
+/// The memory-cache key: one decoded result per fetch URL, size, mode and crop anchor,
+/// processing options and processors.
 ///
 /// Two requests with equal keys share one decode and one cache entry. The download and
 /// the disk cache are keyed more coarsely, by ``cacheURL`` alone.
@@ -16,6 +16,8 @@ public struct ImageKey: Hashable, Sendable {
     public var targetSize: TargetSize
     /// Fit or fill (ignored, and normalised to `.fit`, for ``TargetSize/original``).
     public var contentMode: ContentMode
+    /// The fill's crop anchor (``CropAnchor/center`` for a fit, which crops nothing).
+    public var cropAnchor: CropAnchor
     /// Options that change the pixels.
     public var processing: ProcessingOptions
     /// The request's processors, in order; compared by identifier. Keys that differ only
@@ -29,6 +31,7 @@ public struct ImageKey: Hashable, Sendable {
         self.cacheURL = cacheURL
         self.targetSize = request.targetSize
         self.contentMode = request.targetSize == .original ? .fit : request.contentMode
+        self.cropAnchor = contentMode == .fill ? request.cropAnchor : .center
         self.processing = request.processing
         self.processors = request.processorList
     }

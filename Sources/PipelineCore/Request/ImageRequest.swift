@@ -4,7 +4,8 @@ import Foundation
 public enum ContentMode: String, Hashable, Sendable {
     /// The whole picture, scaled to fit inside the target; one side may be shorter.
     case fit
-    /// The target filled exactly; the picture is scaled to cover it and center-cropped.
+    /// The target filled exactly; the picture is scaled to cover it and cropped, keeping the
+    /// part ``ImageRequest/cropAnchor`` says (the centre by default).
     case fill
 }
 
@@ -102,6 +103,10 @@ public struct ImageRequest: Hashable, Sendable {
     public var targetSize: TargetSize
     /// Fit or fill. Default ``ContentMode/fit``.
     public var contentMode: ContentMode
+    /// Which part a ``ContentMode/fill`` keeps: the centre, an edge, a focal point, or a smart
+    /// strategy's choice. Part of the key for fills; ignored for fits. Default
+    /// ``CropAnchor/center``.
+    public var cropAnchor: CropAnchor
     /// Visible or prefetch. Default ``ImagePriority/visible``.
     public var priority: ImagePriority
     /// Which caches to use. Default ``CachePolicy/useCaches``.
@@ -148,6 +153,7 @@ public struct ImageRequest: Hashable, Sendable {
         url: URL,
         targetSize: TargetSize = .original,
         contentMode: ContentMode = .fit,
+        cropAnchor: CropAnchor = .center,
         priority: ImagePriority = .visible,
         cachePolicy: CachePolicy = .useCaches,
         revalidation: RevalidationPolicy = .staleWhileRevalidate,
@@ -160,6 +166,7 @@ public struct ImageRequest: Hashable, Sendable {
         self.url = url
         self.targetSize = targetSize
         self.contentMode = contentMode
+        self.cropAnchor = cropAnchor
         self.priority = priority
         self.cachePolicy = cachePolicy
         self.revalidation = revalidation

@@ -44,10 +44,13 @@ public struct ResizePlan: Hashable, Sendable {
 
     /// Plans `source` → `target`.
     ///
-    /// `.fit` scales by `min(tw/sw, th/sh)`, `.fill` by `max(tw/sw, th/sh)` and center-crops to
-    /// the target. Without `allowsUpscaling` the scale is capped at 1: a small picture comes
-    /// back at its own size (in `.fill`, cropped to the target's aspect ratio).
-    public init(source: PixelSize, target: TargetSize, contentMode: ContentMode, allowsUpscaling: Bool = false) {
+    /// `.fit` scales by `min(tw/sw, th/sh)`, `.fill` by `max(tw/sw, th/sh)` and crops to the
+    /// target, with the window centred on `anchor`'s point as closely as the edges allow (the
+    /// centre by default; a smart anchor's window is centred here and moved when the pixels are
+    /// known). Without `allowsUpscaling` the scale is capped at 1: a small picture comes back
+    /// at its own size (in `.fill`, cropped to the target's aspect ratio).
+    public init(source: PixelSize, target: TargetSize, contentMode: ContentMode, anchor: CropAnchor = .center,
+                allowsUpscaling: Bool = false) {
         sourceSize = source
         guard case .pixels(let wanted) = target, wanted.isValid, source.isValid else {
             scaledSize = source
@@ -82,7 +85,13 @@ public struct ResizePlan: Hashable, Sendable {
             // enlarges only the crop (a 1×3000 strip filled into 3000×1 is not 3000×9,000,000).
             scaledSize = scale > 1 ? source : PixelSize(width: Int(coverW), height: Int(coverH))
             let cw = Double(outputSize.width) / scale, ch = Double(outputSize.height) / scale
-            crop = PixelRect(x: (sw - cw) / 2, y: (sh - ch) / 2, width: cw, height: ch)
+            // Centred on the anchor's point, inside the picture (centred when rounding made the
+            // window a hair wider than the picture).
+            func place(_ f: Double, along s: Double, window c: Double) -> Double {
+                c >= s ? (s - c) / 2 : min(s - c, max(0, f * s - c / 2))
+            }
+            let (fx, fy) = anchor.point ?? (0.5, 0.5)
+            crop = PixelRect(x: place(fx, along: sw, window: cw), y: place(fy, along: sh, window: ch), width: cw, height: ch)
         }
     }
 

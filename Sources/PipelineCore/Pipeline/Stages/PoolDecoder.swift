@@ -163,8 +163,8 @@ struct PoolDecoder: Sendable {
                                         resamplingFilter: key.processing.resamplingFilter)
             try options.checkPixelLimit(info)
             let upright = options.appliesOrientation ? info.uprightSize : info.size
-            let plan = ResizePlan(source: upright, target: key.targetSize, contentMode: key.contentMode,
-                                  allowsUpscaling: key.processing.allowsUpscaling)
+            var plan = ResizePlan(source: upright, target: key.targetSize, contentMode: key.contentMode,
+                                  anchor: key.cropAnchor, allowsUpscaling: key.processing.allowsUpscaling)
             // Straight pixels from the decoder only when nothing resamples them: resampling
             // works on premultiplied ones, and the result is made straight once, at the end.
             let wanted = key.processing.pixelFormat
@@ -180,6 +180,7 @@ struct PoolDecoder: Sendable {
             }
             defer { if admitted > 0 { admission?.release(admitted) } }
             let decoded = try session.decodeChecked(options)
+            plan = plan.anchored(key.cropAnchor, in: decoded.bitmap)
             let bitmap = decoded.bitmap.size == plan.outputSize && plan.crop == PixelRect(upright)
                 ? decoded.bitmap
                 : Resampler.resample(decoded.bitmap.premultiplied(), plan: plan, filter: key.processing.resamplingFilter)

@@ -1,0 +1,82 @@
+import Foundation
+import ImagePipelineKit
+import PipelineTestSupport
+import Testing
+
+/// `imgpipe thumb`'s crop options end to end: a 400 × 200 PNG whose only subject (a red and
+/// yellow checker, detailed and saturated) sits near its right edge on flat grey, filled into
+/// 100 × 100. The cover picture is 200 × 100, so the window can move 100 pixels; the subject
+/// is at 150–180 of the cover: outside the centre window (50–150), inside the right one.
+@Suite("imgpipe thumb crop anchors", .timeLimit(.minutes(2)))
+struct ImgpipeCropTests {
+    static func subjectOnTheRight() throws -> Data {
+        var bitmap = Bitmap(zeroed: PixelSize(width: 400, height: 200))
+        bitmap.withUnsafeMutableBytes { bytes in
+            for y in 0..<200 {
+                for x in 0..<400 {
+                    let o = (y * 400 + x) * 4
+                    let inSubject = (300..<360).contains(x) && (70..<130).contains(y)
+                    let yellow = inSubject && ((x / 4 + y / 4) % 2 == 0)
+                    let (r, g, b): (UInt8, UInt8, UInt8) = inSubject ? (yellow ? (250, 220, 30) : (220, 20, 30)) : (128, 128, 128)
+                    (bytes[o], bytes[o + 1], bytes[o + 2], bytes[o + 3]) = (r, g, b, 255)
+                }
+            }
+        }
+        return try PNGEncoder().encode(bitmap)
+    }
+
+    /// Whether the 100 × 100 output shows the subject: some strongly red pixel.
+    static func showsTheSubject(_ pixels: [UInt8]) -> Bool {
+        stride(from: 0, to: pixels.count, by: 4).contains { pixels[$0] > 180 && pixels[$0 + 1] < 90 }
+    }
+
+    @Test(arguments: [
+        (["--fill", "100x100"], false),
+        (["-s", "100x100", "--crop"], false),
+        (["-s", "100x100", "--smartcrop", "centre"], false),
+        (["-s", "100x100", "--smartcrop", "attention"], true),
+        (["-s", "100", "--smartcrop", "entropy"], true),
+        (["--fill", "100x100", "--gravity", "east"], true),
+        (["--fill", "100x100", "--gravity", "west"], false),
+        (["-s", "100x100", "--gravity", "top-right"], true),
+        (["-s", "100x100", "--focal", "0.82,0.5"], true),
+        (["-s", "100x100", "--focal", "0.1,0.5"], false),
+    ])
+    func theWindowFollowsTheOption(_ options: [String], showsSubject: Bool) async throws {
+        try await withTemporaryDirectory(prefix: "imgpipe-crop") { (directory: URL) async throws in
+            let source = directory.appendingPathComponent("subject.png")
+            try Self.subjectOnTheRight().write(to: source)
+            let out = directory.appendingPathComponent("out.pam")
+            let result = try await Imgpipe.run(["thumb", source.path] + options + ["-o", out.path])
+            try #require(result.status == 0, "\(options): \(result.stderr)")
+            let pixels = try pamPixels(out)
+            #expect(pixels.count == 100 * 100 * 4, "\(options): a 100 × 100 fill")
+            #expect(Self.showsTheSubject(pixels) == showsSubject, "\(options)")
+        }
+    }
+
+    @Test func smartcropNoneFitsInsideTheBox() async throws {
+        try await withTemporaryDirectory(prefix: "imgpipe-crop") { (directory: URL) async throws in
+            let source = directory.appendingPathComponent("subject.png")
+            try Self.subjectOnTheRight().write(to: source)
+            let out = directory.appendingPathComponent("out.pam")
+            let result = try await Imgpipe.run(["thumb", source.path, "-s", "100x100", "--smartcrop", "none", "-o", out.path])
+            try #require(result.status == 0, "\(result.stderr)")
+            #expect(try pamPixels(out).count == 100 * 50 * 4, "fitted: 100 × 50")
+        }
+    }
+
+    @Test(arguments: [
+        (["-s", "100x100", "--smartcrop", "faces"], "--smartcrop needs none, centre, attention or entropy, got 'faces'"),
+        (["-s", "100x", "--smartcrop", "attention"], "--smartcrop crops to a box: give --size WxH or N, not one side only"),
+        (["-s", "100x100", "--gravity", "up"], "--gravity needs centre, north, south, east, west"),
+        (["-s", "100x100", "--focal", "1.5,0.5"], "--focal needs X,Y with each 0-1 of the picture"),
+        (["-s", "100x100", "--crop", "--gravity", "east"], "give one of --smartcrop, --crop, --gravity and --focal, not --gravity and --crop"),
+        (["--fill", "100x100", "--smartcrop", "none"], "--smartcrop none fits; it cannot go with --fill"),
+    ])
+    func badCropOptionsAreUsageErrors(_ options: [String], message: String) async throws {
+        let result = try await Imgpipe.run(["thumb", "a.png"] + options + ["-o", "x.png"])
+        #expect(result.status == 2)
+        #expect(result.stderr.contains(message), "\(result.stderr)")
+    }
+}
