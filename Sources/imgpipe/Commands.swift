@@ -104,7 +104,7 @@ extension Command {
                 + [.value("out", "FILE", "(-o) where to write one thumbnail, or a pattern for many: tn_%s.jpg (%s: the source's name; "
                          + "beside each source unless it names a folder); the extension picks the format: \(OutputFormat.knownExtensionList)"),
                   .value("out-dir", "DIR", "write each SOURCE's thumbnail as DIR/<file stem>.<format> (created if missing)"),
-                  .value("format", "EXT", "with --out-dir: jpg, png, webp, avif, heic or pam (default png)"),
+                  .value("format", "EXT", "with --out-dir (default png), or with --out - for stdout: jpg, png, webp, avif, heic or pam"),
                   .value("blur", "R", "Gaussian blur, standard deviation R output pixels"),
                   .value("corner-radius", "R", "round the corners by R output pixels"),
                   .flag("round", "crop to a circle (transparent outside)"),
@@ -128,8 +128,8 @@ extension Command {
                     WriteRequest.make(url, geometry: geometry, processors: processors, filter: filter)
                 }
             }
-            guard invocation.options["format"] == nil else {
-                throw UsageError(message: "--format goes with --out-dir; with --out FILE the extension picks the format")
+            guard invocation.options["format"] == nil || invocation.options["out"] == OutputSettings.standardOutput else {
+                throw UsageError(message: "--format goes with --out-dir or --out -; with --out FILE the extension picks the format")
             }
             guard invocation.options["out"] != nil else { throw UsageError(message: "'imgpipe thumb' needs --out FILE or --out-dir DIR") }
             guard invocation.positionals.count == 1 else {
@@ -161,7 +161,8 @@ extension Command {
         name: "convert", synopsis: "SOURCE (OUT | --out FILE)",
         summary: "write SOURCE in the format of the output's extension, at full size (no resampling), upright",
         positionals: 1...2,
-        options: [.value("out", "FILE", "(-o) where to write it, or OUT after SOURCE: \(OutputFormat.knownExtensionList)")]
+        options: [.value("out", "FILE", "(-o) where to write it, or OUT after SOURCE: \(OutputFormat.knownExtensionList); - for stdout"),
+                  .value("format", "EXT", "with --out -: what to write to stdout: jpg, png, webp, avif, heic or pam")]
             + OutputSettings.commandOptions,
         run: { invocation in
             var invocation = invocation
@@ -224,7 +225,9 @@ extension Command {
         }
         try output.settings.write(response.bitmap, to: output.path)
         if environment.verbose {
-            print("\(Sources.label(request.url)): \(response.format) \(response.originalSize) → \(response.bitmap.size) from \(response.source); wrote \(output.path)")
+            let line = "\(Sources.label(request.url)): \(response.format) \(response.originalSize) → \(response.bitmap.size) from \(response.source); wrote \(output.path)"
+            // With `--out -` stdout holds the picture and nothing else.
+            if output.path == OutputSettings.standardOutput { printError(line) } else { print(line) }
         }
         await environment.finish()
         return 0

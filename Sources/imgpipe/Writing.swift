@@ -244,8 +244,15 @@ struct OutputSettings: Sendable {
     /// one is complete.
     /// - Throws: ``OutputError``.
     func write(_ bitmap: Bitmap, to path: String) throws {
+        // `-`: standard output, as it comes (there is no file to replace atomically).
+        func writing(_ body: (FileHandle) throws -> Void) throws {
+            guard path == Self.standardOutput else { return try OutputFormat.writeAtomically(to: path, body) }
+            do { try body(FileHandle.standardOutput) } catch {
+                throw OutputError.cannotWrite(path: "standard output", reason: Console.oneLine(error.localizedDescription))
+            }
+        }
         guard let encoder else {
-            try OutputFormat.writeAtomically(to: path) { file in try OutputFormat.writePAM(bitmap, to: file) }
+            try writing { file in try OutputFormat.writePAM(bitmap, to: file) }
             return
         }
         let data: Data
@@ -254,16 +261,28 @@ struct OutputSettings: Sendable {
         } catch let error as EncodingError {
             throw OutputError.encodingFailed(path: path, error)
         }
-        try OutputFormat.writeAtomically(to: path) { file in try file.write(contentsOf: data) }
+        try writing { file in try file.write(contentsOf: data) }
     }
+
+    /// The `--out` value that means standard output.
+    static let standardOutput = "-"
 }
 
 extension Invocation {
     /// The `--out` path and how to write it: the format from its extension (exit 2 for an
     /// unknown one), the encoder options, the encoder (exit 1 when none is registered), and a
     /// folder that exists (exit 1 otherwise), all before anything is loaded.
+    ///
+    /// `--out -` writes to standard output in the format `--format` names (nothing else is
+    /// written there; notes go to stderr).
     func outputSettings() throws -> (path: String, settings: OutputSettings) {
         guard let path = options["out"], !path.isEmpty else { throw UsageError(message: "'imgpipe \(command.name)' needs --out FILE") }
+        if path == OutputSettings.standardOutput {
+            guard let name = options["format"], let format = OutputFormat(extension: name) else {
+                throw UsageError(message: "--out - writes to stdout: give --format \(OutputFormat.knownExtensionList.replacingOccurrences(of: ".", with: ""))")
+            }
+            return (path, try OutputSettings(format: format, invocation: self, path: path))
+        }
         let settings = try OutputSettings(format: try OutputFormat(path: path), invocation: self, path: path)
         try OutputFormat.checkFolder(of: path)
         return (path, settings)
