@@ -43,6 +43,30 @@ struct OptionSpec: Sendable {
     ]
 }
 
+/// The headings `imgpipe COMMAND --help` groups options under, in this order.
+enum OptionGroup: String, CaseIterable, Sendable {
+    case size = "size and crop"
+    case processing
+    case output
+    case sources = "sources, network and caches"
+    case general
+
+    /// The group of option `name`; an option not listed is ``general``.
+    static func of(_ name: String) -> OptionGroup { members[name] ?? .general }
+
+    private static let members: [String: OptionGroup] = {
+        let lists: [(OptionGroup, [String])] = [
+            (.size, ["size", "fill", "smartcrop", "crop", "gravity", "focal"]),
+            (.processing, ["blur", "corner-radius", "round", "filter"]),
+            (.output, ["out", "out-dir", "format", "quality", "lossless", "progressive", "compression-level", "background",
+                       "previews-dir", "columns", "json", "thumbhash"]),
+            (.sources, ["cache-dir", "no-disk-cache", "memory-cache-mb", "max-pixels", "timeout", "concurrency", "public-only",
+                        "allow-host", "origin", "state"]),
+        ]
+        return Dictionary(lists.flatMap { group, names in names.map { ($0, group) } }, uniquingKeysWith: { first, _ in first })
+    }()
+}
+
 /// A subcommand: its positional arguments, its options and what it does. Adding a command is
 /// adding an entry to ``Command/all``.
 struct Command: Sendable {
@@ -76,12 +100,17 @@ struct Command: Sendable {
         return lines.joined(separator: "\n")
     }
 
-    /// `imgpipe COMMAND --help`.
+    /// `imgpipe COMMAND --help`: the options under their ``OptionGroup`` headings.
     var help: String {
-        var lines = ["usage: imgpipe \(name) \(synopsis)", "", summary, "", "options:"]
-        for option in allOptions {
-            let left = "--\(option.name)" + (option.valueName.map { " \($0)" } ?? "")
-            lines.append("  " + left.padding(toLength: 22, withPad: " ", startingAt: 0) + option.help)
+        var lines = ["usage: imgpipe \(name) \(synopsis)", "", summary]
+        for group in OptionGroup.allCases {
+            let members = allOptions.filter { OptionGroup.of($0.name) == group }
+            guard !members.isEmpty else { continue }
+            lines += ["", "\(group.rawValue):"]
+            for option in members {
+                let left = "--\(option.name)" + (option.valueName.map { " \($0)" } ?? "")
+                lines.append("  " + left.padding(toLength: 22, withPad: " ", startingAt: 0) + option.help)
+            }
         }
         return lines.joined(separator: "\n")
     }

@@ -10,6 +10,23 @@ struct ImgpipeTests {
         #expect(result.status == 0)
         #expect(result.stdout.hasPrefix("usage: imgpipe \(command)"))
         #expect(result.stdout.contains("--cache-dir DIR"))
+        #expect(result.stdout.contains("\nsources, network and caches:\n"))
+        #expect(result.stdout.contains("\ngeneral:\n  --verbose"))
+    }
+
+    @Test func thumbHelpGroupsEveryOptionOnceByPurpose() async throws {
+        let result = try await Imgpipe.run(["thumb", "--help"])
+        #expect(result.status == 0)
+        let headings = result.stdout.split(separator: "\n").filter { $0.hasSuffix(":") && !$0.hasPrefix(" ") }
+        #expect(headings == ["size and crop:", "processing:", "output:", "sources, network and caches:", "general:"])
+        let options = result.stdout.split(separator: "\n").filter { $0.hasPrefix("  --") }
+            .map { String($0.dropFirst(2).prefix { $0 != " " }) }
+        #expect(options.count == Set(options).count, "each option once")
+        for name in ["--size", "--smartcrop", "--blur", "--out", "--format", "--quality", "--cache-dir", "--verbose", "--help"] {
+            #expect(options.contains(name), "\(name) listed")
+        }
+        let size = try #require(result.stdout.range(of: "size and crop:")), out = try #require(result.stdout.range(of: "\noutput:"))
+        #expect(result.stdout[size.upperBound..<out.lowerBound].contains("--gravity SIDE"), "--gravity under size and crop")
     }
 
     @Test(arguments: [
