@@ -26,29 +26,43 @@ final class RedisServer: Sendable {
 
     private init(arguments: [String]) throws {
         guard let executable = Self.executable else { throw Failure.notInstalled }
-        let port = try Self.freePort()
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                             "--dir", FileManager.default.temporaryDirectory.path] + arguments
-        let stdout = Pipe()
-        process.standardOutput = stdout
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        var log = Data()
-        while !log.contains("Ready to accept connections") {
-            let chunk = stdout.fileHandleForReading.availableData
-            guard !chunk.isEmpty else {
-                process.terminate()
-                throw Failure.didNotStart
+        // A few ports: the free port is found by binding and closing, and another test's server
+        // or connection can take it before redis-server binds it (seen once in CI: the server
+        // exited before it was ready). A server that ends before "Ready" is tried again elsewhere.
+        for attempt in 1...5 {
+            let port = try Self.freePort()
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: executable)
+            process.arguments = ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                                 "--dir", FileManager.default.temporaryDirectory.path] + arguments
+            let stdout = Pipe()
+            process.standardOutput = stdout
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            var log = Data()
+            var ready = true
+            while !log.contains("Ready to accept connections") {
+                let chunk = stdout.fileHandleForReading.availableData
+                guard !chunk.isEmpty else {
+                    ready = false
+                    break
+                }
+                log.append(chunk)
             }
-            log.append(chunk)
+            guard ready else {
+                process.terminate()
+                process.waitUntilExit()
+                if attempt == 5 { throw Failure.didNotStart }
+                continue
+            }
+            // Keep draining stdout so the server never blocks on a full pipe.
+            let reader = stdout.fileHandleForReading
+            Thread { while !reader.availableData.isEmpty {} }.start()
+            self.port = port
+            self.process = process
+            return
         }
-        // Keep draining stdout so the server never blocks on a full pipe.
-        let reader = stdout.fileHandleForReading
-        Thread { while !reader.availableData.isEmpty {} }.start()
-        self.port = port
-        self.process = process
+        throw Failure.didNotStart
     }
 
     /// Ends the server with SIGKILL (like a crash; it keeps nothing on disk) and waits for it
