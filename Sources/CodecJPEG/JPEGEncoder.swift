@@ -35,27 +35,9 @@ import PipelineCore
 /// coefficient for its second pass: about 3 bytes a pixel at 4:2:0 (6 at 4:4:4), e.g. 36 MB for
 /// a 12-megapixel picture; turn them off for very large pictures on a tight budget.
 public struct JPEGEncoder: ImageEncoding {
-    /// The colour transparent pixels are composited over (JPEG stores no alpha).
-    public struct Background: Hashable, Sendable {
-        /// Red, 0–255.
-        public var red: UInt8
-        /// Green, 0–255.
-        public var green: UInt8
-        /// Blue, 0–255.
-        public var blue: UInt8
-
-        /// A background colour.
-        public init(red: UInt8, green: UInt8, blue: UInt8) {
-            self.red = red
-            self.green = green
-            self.blue = blue
-        }
-
-        /// Black: premultiplied colour as stored (the default; as vips does).
-        public static let black = Background(red: 0, green: 0, blue: 0)
-        /// White.
-        public static let white = Background(red: 255, green: 255, blue: 255)
-    }
+    /// The colour transparent pixels are composited over (JPEG stores no alpha): the pipeline's
+    /// one colour type, taken as opaque (its alpha is not used).
+    public typealias Background = RGBAColor
 
     /// JPEG's side limit (the SOF fields are 16 bits; libjpeg refuses more than 65,500).
     public static let maximumSide = 65_500

@@ -57,7 +57,8 @@ enum OptionGroup: String, CaseIterable, Sendable {
     private static let members: [String: OptionGroup] = {
         let lists: [(OptionGroup, [String])] = [
             (.size, ["size", "fill", "smartcrop", "crop", "gravity", "focal"]),
-            (.processing, ["blur", "corner-radius", "round", "filter"]),
+            (.processing, ["blur", "corner-radius", "round", "filter", "trim", "trim-threshold", "pad", "flatten", "overlay",
+                           "overlay-gravity", "overlay-opacity", "overlay-size", "overlay-offset"]),
             (.output, ["out", "out-dir", "format", "quality", "lossless", "progressive", "compression-level", "background",
                        "previews-dir", "columns", "json", "thumbhash"]),
             (.sources, ["cache-dir", "no-disk-cache", "memory-cache-mb", "max-pixels", "timeout", "concurrency", "public-only",

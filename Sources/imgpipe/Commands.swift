@@ -100,7 +100,7 @@ extension Command {
         name: "thumb", synopsis: "SOURCE... (--size N | --fill WxH) (--out FILE | --out-dir DIR [--format EXT])",
         summary: "write a thumbnail that fits inside N×N (or W×H), or a WxH picture cropped at the centre, a side, a focal point or by smart crop; many at once with --out-dir",
         positionals: nil,
-        options: ThumbnailGeometry.options
+        options: ThumbnailGeometry.options + ThumbnailComposition.options
                 + [.value("out", "FILE", "(-o) where to write one thumbnail, or a pattern for many: tn_%s.jpg (%s: the source's name; "
                          + "beside each source unless it names a folder); the extension picks the format: \(OutputFormat.knownExtensionList)"),
                   .value("out-dir", "DIR", "write each SOURCE's thumbnail as DIR/<file stem>.<format> (created if missing)"),
@@ -113,8 +113,14 @@ extension Command {
                 + OutputSettings.commandOptions,
         run: { invocation in
             let geometry = try ThumbnailGeometry(invocation)
-            let processors = try processors(invocation)
+            let composition = try ThumbnailComposition(invocation, geometry: geometry)
+            let steps = try processors(invocation)
             let filter = try resamplingFilter(invocation)
+            @Sendable func request(_ url: URL, _ processors: [ImageProcessor]) -> ImageRequest {
+                var request = WriteRequest.make(url, geometry: geometry, processors: processors, filter: filter)
+                composition.apply(to: &request)
+                return request
+            }
             let pattern = invocation.options["out"]?.contains("%s") == true
             if invocation.options["out-dir"] != nil || pattern {
                 guard invocation.options["out"] == nil || invocation.options["out-dir"] == nil else {
@@ -124,9 +130,8 @@ extension Command {
                     throw UsageError(message: "--format goes with --out-dir; a --out pattern's extension picks the format")
                 }
                 guard invocation.options["previews-dir"] == nil else { throw UsageError(message: "--previews-dir goes with --out FILE") }
-                return try await ThumbnailBatch.run(invocation) { url in
-                    WriteRequest.make(url, geometry: geometry, processors: processors, filter: filter)
-                }
+                let processors = steps + (try await composition.processors(invocation))
+                return try await ThumbnailBatch.run(invocation) { url in request(url, processors) }
             }
             guard invocation.options["format"] == nil || invocation.options["out"] == OutputSettings.standardOutput else {
                 throw UsageError(message: "--format goes with --out-dir or --out -; with --out FILE the extension picks the format")
@@ -140,8 +145,8 @@ extension Command {
             guard urls.count == 1, let url = urls.first else {
                 throw UsageError(message: "--out FILE takes one SOURCE, got \(urls.count); for several use --out-dir DIR")
             }
-            return try await render(WriteRequest.make(url, geometry: geometry, processors: processors, filter: filter),
-                                    to: output, previewsTo: invocation.options["previews-dir"], invocation)
+            let processors = steps + (try await composition.processors(invocation))
+            return try await render(request(url, processors), to: output, previewsTo: invocation.options["previews-dir"], invocation)
         })
 
     /// `imgpipe decode SOURCE --out FILE`

@@ -72,13 +72,7 @@ struct ThumbnailGeometry {
             default: throw UsageError(message: "--smartcrop needs none, centre, attention or entropy, got '\(how)'")
             }
         }
-        if let side = invocation.options["gravity"] {
-            guard let anchor = gravities[side.lowercased().replacingOccurrences(of: "_", with: "-")] else {
-                throw UsageError(message: "--gravity needs centre, north, south, east, west, northeast, northwest, southeast "
-                                 + "or southwest (or top, bottom, left, right, top-left, …), got '\(side)'")
-            }
-            return (anchor, false, "--gravity")
-        }
+        if let side = invocation.options["gravity"] { return (try gravity(side, option: "--gravity"), false, "--gravity") }
         if let text = invocation.options["focal"] {
             let parts = text.split(separator: ",", omittingEmptySubsequences: false).map { Double($0.trimmingCharacters(in: .whitespaces)) }
             guard parts.count == 2, let x = parts[0], let y = parts[1], (0...1).contains(x), (0...1).contains(y) else {
@@ -87,6 +81,16 @@ struct ThumbnailGeometry {
             return (.focalPoint(x: x, y: y), false, "--focal")
         }
         return nil
+    }
+
+    /// The anchor a `--gravity`-style value names (`--gravity`, `--overlay-gravity`): ImageMagick's
+    /// compass points or CSS-like sides.
+    static func gravity(_ side: String, option: String) throws -> CropAnchor {
+        guard let anchor = gravities[side.lowercased().replacingOccurrences(of: "_", with: "-")] else {
+            throw UsageError(message: "\(option) needs centre, north, south, east, west, northeast, northwest, southeast "
+                             + "or southwest (or top, bottom, left, right, top-left, …), got '\(side)'")
+        }
+        return anchor
     }
 
     /// `--gravity`'s names: ImageMagick's compass points and CSS-like sides.

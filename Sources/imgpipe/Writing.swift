@@ -201,33 +201,24 @@ struct OutputSettings: Sendable {
         }
         if let text = invocation.options["background"] {
             let background = try Self.colour(text)
-            guard format == .jpeg else {
-                throw UsageError(message: "--background applies to .jpg and .jpeg only (no alpha to flatten), not \(name), which keeps the alpha")
+            guard format == .jpeg || invocation.flag("pad") || invocation.flag("flatten") else {
+                throw UsageError(message: "--background goes with --pad or --flatten, or a .jpg output (which has no alpha); "
+                                 + "\(name) keeps the alpha")
             }
-            self.init(format: format, options: options, encoder: JPEGEncoder(background: background))
-            return
+            if format == .jpeg {
+                self.init(format: format, options: options, encoder: JPEGEncoder(background: background))
+                return
+            }
         }
         try self.init(format: format, options: options, path: path)
     }
 
-    /// `--background`'s colour: `white`, `black`, `#RGB`, `#RRGGBB` (the `#` optional) or
-    /// `R,G,B` (0–255 each), as ImageMagick and vips take colours.
-    static func colour(_ text: String) throws -> JPEGEncoder.Background {
-        let wrong = UsageError(message: "--background needs white, black, #RRGGBB, #RGB or R,G,B (0-255), got '\(text)'")
-        switch text.lowercased() {
-        case "white": return .white
-        case "black": return .black
-        default: break
+    /// `--background`'s colour, as ``RGBAColor/init(parsing:)`` reads it.
+    static func colour(_ text: String) throws -> RGBAColor {
+        guard let colour = RGBAColor(parsing: text) else {
+            throw UsageError(message: "--background needs a colour name (white, black, red, …), transparent, #RRGGBB, #RRGGBBAA, #RGB or R,G,B[,A] (0-255), got '\(text)'")
         }
-        if text.contains(",") {
-            let parts = text.split(separator: ",", omittingEmptySubsequences: false).map { UInt8($0.trimmingCharacters(in: .whitespaces)) }
-            guard parts.count == 3, let r = parts[0], let g = parts[1], let b = parts[2] else { throw wrong }
-            return JPEGEncoder.Background(red: r, green: g, blue: b)
-        }
-        var hex = text.hasPrefix("#") ? String(text.dropFirst()) : text
-        if hex.count == 3 { hex = hex.map { "\($0)\($0)" }.joined() }
-        guard hex.count == 6, hex.allSatisfy(\.isHexDigit), let value = UInt32(hex, radix: 16) else { throw wrong }
-        return JPEGEncoder.Background(red: UInt8(value >> 16 & 0xFF), green: UInt8(value >> 8 & 0xFF), blue: UInt8(value & 0xFF))
+        return colour
     }
 
     /// The options `thumb`, `decode` and `convert` take.
@@ -236,7 +227,8 @@ struct OutputSettings: Sendable {
         .flag("lossless", "store the pixels exactly (.webp; .avif/.heic where libheif can)"),
         .flag("progressive", "write a progressive JPEG"),
         .value("compression-level", "N", "PNG zlib level 0-9 (default: the encoder's, 6)"),
-        .value("background", "COLOUR", "what .jpg flattens transparent pixels onto: white, black, #RRGGBB or R,G,B (default black)"),
+        .value("background", "COLOUR", "the colour of --pad and --flatten, and what .jpg flattens transparency onto: a name (white, red, …), "
+               + "transparent, #RRGGBB[AA] or R,G,B[,A] (defaults: transparent, white, black)"),
     ]
 
     /// Encodes `bitmap` and writes it to `path` atomically (a temporary file beside it, then

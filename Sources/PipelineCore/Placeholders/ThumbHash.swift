@@ -74,25 +74,8 @@ public struct ThumbHash: Hashable, Sendable, CustomStringConvertible {
         return Color(red: Self.byte(r), green: Self.byte(g), blue: Self.byte(b), alpha: Self.byte(layout.aDC))
     }
 
-    /// A straight-alpha RGBA8 colour.
-    public struct Color: Hashable, Sendable {
-        /// Red, 0–255.
-        public var red: UInt8
-        /// Green, 0–255.
-        public var green: UInt8
-        /// Blue, 0–255.
-        public var blue: UInt8
-        /// Alpha, 0 (transparent) – 255 (opaque).
-        public var alpha: UInt8
-
-        /// A colour from its four channels.
-        public init(red: UInt8, green: UInt8, blue: UInt8, alpha: UInt8) {
-            self.red = red
-            self.green = green
-            self.blue = blue
-            self.alpha = alpha
-        }
-    }
+    /// A straight-alpha RGBA8 colour (the pipeline's one colour type).
+    public typealias Color = RGBAColor
 
     /// The size ``bitmap(size:)`` renders by default: ``defaultDecodedSide`` (32) pixels on the
     /// long side at ``aspectRatio``, as the reference JavaScript does.

@@ -12,4 +12,13 @@ public protocol ImageProcessing: Sendable {
     /// Transforms `bitmap` (premultiplied RGBA8); throws to fail the request, which then
     /// reports ``ImagePipelineError/processingFailed(_:underlying:)``.
     func process(_ bitmap: Bitmap) throws -> Bitmap
+    /// Whether ``process(_:)`` takes straight pixels as they are (and returns them straight),
+    /// rather than premultiplied ones. Default `false`; the compositing built-ins (overlay,
+    /// padding, flattening) say `true`, so compositing straight pixels loses no precision.
+    var acceptsStraightAlpha: Bool { get }
+}
+
+extension ImageProcessing {
+    /// `false`: a processor gets premultiplied pixels unless it says otherwise.
+    public var acceptsStraightAlpha: Bool { false }
 }

@@ -19,13 +19,16 @@ public struct ImageProcessor: Hashable, Sendable, ImageProcessing {
     /// The wrapped step's identifier.
     public var identifier: String { base.identifier }
 
-    /// Runs the wrapped step, which works on premultiplied pixels: a straight bitmap is
-    /// premultiplied first and the result made straight again (the pipeline premultiplies once
-    /// before a whole list instead).
+    /// Runs the wrapped step. One that works on premultiplied pixels gets a straight bitmap
+    /// premultiplied and its result made straight again (the pipeline premultiplies once before
+    /// a whole list instead); one that ``ImageProcessing/acceptsStraightAlpha`` gets it as is.
     public func process(_ bitmap: Bitmap) throws -> Bitmap {
-        guard !bitmap.pixelFormat.isPremultiplied else { return try base.process(bitmap) }
+        guard !bitmap.pixelFormat.isPremultiplied, !base.acceptsStraightAlpha else { return try base.process(bitmap) }
         return try base.process(bitmap.premultiplied()).straightened()
     }
+
+    /// The wrapped step's choice.
+    public var acceptsStraightAlpha: Bool { base.acceptsStraightAlpha }
 
     /// Equal when the identifiers are.
     public static func == (lhs: ImageProcessor, rhs: ImageProcessor) -> Bool { lhs.identifier == rhs.identifier }
@@ -59,6 +62,49 @@ extension ImageProcessing where Self == ImageProcessor {
 
     /// Keeps `rect` (output pixels, rounded to whole pixels, clipped to the picture).
     public static func crop(_ rect: PixelRect) -> ImageProcessor { ImageProcessor(CropProcessor(rect: rect)) }
+
+    /// Composites `picture` over the result ("source over"): a watermark, a badge, a frame.
+    ///
+    /// - `gravity` places it (the corner by default; a smart anchor is the centre), and
+    ///   `offset` moves it that many output pixels in from the edge it is anchored to (right
+    ///   and down from the centre), as imgproxy's watermark offsets do. Parts outside the base
+    ///   are cut off.
+    /// - `opacity` (0…1, default 1) scales its alpha.
+    /// - `relativeSize` fits it inside that fraction of the base's width and height (imgproxy's
+    ///   watermark `scale`), enlarging or shrinking with the Lanczos resampler; `nil` (the
+    ///   default) keeps its own size.
+    ///
+    /// `picture` may be straight (best: the exact stored colours, as
+    /// ``ImagePipeline/overlay(_:gravity:offset:opacity:relativeSize:)`` loads it) or
+    /// premultiplied, and so may the base: the result is in the base's format. `id` names the
+    /// picture in the cache keys; `nil` (the default) uses a SHA-256 of its pixels, so a new
+    /// picture under the same name can never answer from a cached result of the old one.
+    public static func overlay(_ picture: Bitmap, id: String? = nil, gravity: CropAnchor = .bottomRight,
+                               offset: (x: Int, y: Int) = (0, 0), opacity: Double = 1,
+                               relativeSize: Double? = nil) -> ImageProcessor {
+        let name = id ?? "sha256:" + String(SHA256.hexDigest(picture.unpaddedBytes() + Array("\(picture.size)\(picture.pixelFormat)".utf8)).prefix(32))
+        return ImageProcessor(OverlayProcessor(picture: picture, id: name, gravity: gravity, offset: offset,
+                                               opacity: opacity, relativeSize: relativeSize))
+    }
+
+    /// Places the picture on a canvas of exactly `size` filled with `background` (letterbox,
+    /// CSS's `object-fit: contain`, vips's `--size WxH` followed by `embed`): after a `.fit`
+    /// into the same size, the result has that size whatever the picture's aspect ratio.
+    /// `gravity` says where the picture sits (the centre by default; a smart anchor is the
+    /// centre). A picture larger than `size` on a side is cropped there around the gravity.
+    /// The picture's own pixels are copied unchanged, transparency included: add
+    /// ``flattened(onto:)`` to fill that too.
+    public static func padded(to size: PixelSize, background: RGBAColor = .clear,
+                              gravity: CropAnchor = .center) -> ImageProcessor {
+        ImageProcessor(PaddingProcessor(size: size, background: background, gravity: gravity))
+    }
+
+    /// Composites the picture over `background`, so transparent and translucent pixels take
+    /// that colour (opaque when `background` is): for a page of known colour or a format
+    /// without alpha (ImageMagick's `-background C -flatten`).
+    public static func flattened(onto background: RGBAColor) -> ImageProcessor {
+        ImageProcessor(FlattenProcessor(background: background))
+    }
 
     /// A processor made of a closure (Nuke's `.process(id:_:)`), for a step too small to deserve
     /// a type: `.process(id: "sepia(0.8)") { bitmap in try sepia(bitmap, 0.8) }`.

@@ -3,11 +3,17 @@ import Foundation
 // Pixel operations the built-in processors share.
 
 /// Builds a tightly packed bitmap of `width`×`height` from `bytes`; callers guarantee the count.
-func makeBitmap(width: Int, height: Int, bytes: [UInt8]) throws -> Bitmap {
-    guard let bitmap = Bitmap(width: width, height: height, bytesPerRow: width * 4, bytes: bytes) else {
+func makeBitmap(width: Int, height: Int, pixelFormat: PixelFormat = .rgba8Premultiplied, bytes: [UInt8]) throws -> Bitmap {
+    guard let bitmap = Bitmap(width: width, height: height, bytesPerRow: width * 4, pixelFormat: pixelFormat, bytes: bytes) else {
         throw ImageProcessingError.invalidParameter("size \(width)×\(height)")
     }
     return bitmap
+}
+
+/// The positions `start..<start + length` that lie within `0..<limit` (empty when none do).
+func span(from start: Int, length: Int, within limit: Int) -> Range<Int> {
+    let lower = min(limit, max(0, start))
+    return lower..<max(lower, min(limit, start + length))
 }
 
 /// Multiplies every channel of premultiplied pixels by a coverage in 0...1: the correct way
@@ -37,7 +43,12 @@ extension Bitmap {
                 }
             }
         }
-        return try makeBitmap(width: width, height: height, bytes: out)
+        return try makeBitmap(width: width, height: height, pixelFormat: pixelFormat, bytes: out)
+    }
+
+    /// The pixels inside `rect`, a whole-pixel rectangle within the bitmap.
+    func cropped(_ rect: PixelRect) throws -> Bitmap {
+        try cropped(x: Int(rect.x), y: Int(rect.y), width: Int(rect.width), height: Int(rect.height))
     }
 }
 

@@ -200,7 +200,8 @@ struct RenditionStore: Sendable {
                        processing.convertsToSRGB].map { $0 ? "1" : "0" }.joined()
         // A fill's anchor only when it is not the centre, so centred renditions keep their keys.
         let mode = key.contentMode.rawValue + (key.cropAnchor == .center ? "" : "@\(key.cropAnchor)")
-        var parts = [key.cacheURL.absoluteString, size, mode, options] + key.processors.map(\.identifier)
+        var parts = [key.cacheURL.absoluteString, size, mode, options] + (processing.trim.map { ["\($0)"] } ?? [])
+            + key.processors.map(\.identifier)
         if !encoding.isEmpty { parts.append("encoding=" + encoding) }
         // Length-prefixed parts, so no identifier can imitate a boundary.
         let text = parts.map { "\($0.utf8.count):\($0)" }.joined()

@@ -81,17 +81,20 @@ public struct ProcessingOptions: Hashable, Sendable {
     /// (``DecodeOptions/pixelFormat``). Part of the key, so the memory cache never answers one
     /// representation with the other.
     public var pixelFormat: PixelFormat
+    /// Cut away a uniform border before resizing (``Trim``). Default `nil`: the whole picture.
+    public var trim: Trim?
 
     /// Creates options; the defaults suit almost every caller.
     public init(appliesOrientation: Bool = true, strictDecoding: Bool = false, allowsUpscaling: Bool = false,
                 convertsToSRGB: Bool = true, resamplingFilter: ResamplingFilter = .default,
-                pixelFormat: PixelFormat = .rgba8Premultiplied) {
+                pixelFormat: PixelFormat = .rgba8Premultiplied, trim: Trim? = nil) {
         self.appliesOrientation = appliesOrientation
         self.strictDecoding = strictDecoding
         self.allowsUpscaling = allowsUpscaling
         self.convertsToSRGB = convertsToSRGB
         self.resamplingFilter = resamplingFilter
         self.pixelFormat = pixelFormat
+        self.trim = trim
     }
 }
 

@@ -167,23 +167,33 @@ struct PoolDecoder: Sendable {
                                   anchor: key.cropAnchor, allowsUpscaling: key.processing.allowsUpscaling)
             // Straight pixels from the decoder only when nothing resamples them: resampling
             // works on premultiplied ones, and the result is made straight once, at the end.
-            let wanted = key.processing.pixelFormat
-            let resamples = plan.scaledSize != upright || plan.outputSize != upright || plan.crop != PixelRect(upright)
+            // A trim looks for its border in the whole picture, so it decodes at full size.
+            let wanted = key.processing.pixelFormat, trim = key.processing.trim
+            let resamples = trim != nil || plan.scaledSize != upright || plan.outputSize != upright
+                || plan.crop != PixelRect(upright)
             options.pixelFormat = resamples ? .rgba8Premultiplied : wanted
-            options.targetSize = plan.scaledSize == upright ? nil : plan.scaledSize
+            options.targetSize = plan.scaledSize == upright || trim != nil ? nil : plan.scaledSize
             var admitted = 0
             if let admission, reserved == nil {
-                // The resampler's output, unless the decoder's full-size bitmap is the answer.
+                // The resampler's output, unless the decoder's full-size bitmap is the answer,
+                // and a trimmed copy.
                 let bytes = session.estimatedPeakMemory(options) + (resamples ? plan.outputSize.pixelCount * 4 : 0)
+                    + (trim != nil ? upright.pixelCount * 4 : 0)
                 guard admission.tryAcquire(bytes) else { return .needsMemory(bytes) }
                 admitted = bytes
             }
             defer { if admitted > 0 { admission?.release(admitted) } }
             let decoded = try session.decodeChecked(options)
-            plan = plan.anchored(key.cropAnchor, in: decoded.bitmap)
-            let bitmap = decoded.bitmap.size == plan.outputSize && plan.crop == PixelRect(upright)
-                ? decoded.bitmap
-                : Resampler.resample(decoded.bitmap.premultiplied(), plan: plan, filter: key.processing.resamplingFilter)
+            var picture = decoded.bitmap
+            if let box = trim?.box(in: picture) {
+                picture = try picture.cropped(box)
+                plan = ResizePlan(source: picture.size, target: key.targetSize, contentMode: key.contentMode,
+                                  anchor: key.cropAnchor, allowsUpscaling: key.processing.allowsUpscaling)
+            }
+            plan = plan.anchored(key.cropAnchor, in: picture)
+            let bitmap = picture.size == plan.outputSize && plan.crop == PixelRect(plan.sourceSize)
+                ? picture
+                : Resampler.resample(picture.premultiplied(), plan: plan, filter: key.processing.resamplingFilter)
             var response = ImageResponse(bitmap: bitmap.converted(to: wanted), source: source, originalSize: upright,
                                          format: info.format, warnings: decoded.warnings)
             if placeholder {
