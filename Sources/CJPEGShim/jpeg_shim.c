@@ -354,6 +354,7 @@ int jpegshim_encode_rgba(const unsigned char *pixels, unsigned int width, unsign
         if (scratch == NULL) ERREXIT1((j_common_ptr)c, JERR_OUT_OF_MEMORY, 13);
     }
     jpeg_start_compress(c, TRUE);
+    if (options->icc != NULL && options->icc_size > 0) jpeg_write_icc_profile(c, options->icc, options->icc_size);
     while (c->next_scanline < c->image_height) {
         const unsigned char *row = pixels + (size_t)c->next_scanline * stride;
         if (gray) {

@@ -252,12 +252,13 @@ static void flush_nothing(png_structp png) { (void)png; }
 
 int pngshim_encode_rgba(const unsigned char *pixels, unsigned int width, unsigned int height, size_t stride,
                         int level, unsigned char **out, size_t *out_size, char *message, size_t message_size) {
-    return pngshim_encode_rgba_interlaced(pixels, width, height, stride, level, 0, out, out_size, message, message_size);
+    return pngshim_encode_rgba_interlaced(pixels, width, height, stride, level, 0, NULL, 0, out, out_size, message,
+                                          message_size);
 }
 
 int pngshim_encode_rgba_interlaced(const unsigned char *pixels, unsigned int width, unsigned int height, size_t stride,
-                                   int level, int interlaced, unsigned char **out, size_t *out_size,
-                                   char *message, size_t message_size) {
+                                   int level, int interlaced, const unsigned char *icc, size_t icc_size,
+                                   unsigned char **out, size_t *out_size, char *message, size_t message_size) {
     pngshim_sink sink = {NULL, 0, 0, message, message_size};
     *out = NULL;
     *out_size = 0;
@@ -290,6 +291,7 @@ int pngshim_encode_rgba_interlaced(const unsigned char *pixels, unsigned int wid
     png_set_IHDR(png, info, width, height, 8, opaque ? PNG_COLOR_TYPE_RGB : PNG_COLOR_TYPE_RGB_ALPHA,
                  interlaced ? PNG_INTERLACE_ADAM7 : PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
                  PNG_FILTER_TYPE_DEFAULT);
+    if (icc != NULL && icc_size > 0) png_set_iCCP(png, info, "ICC Profile", PNG_COMPRESSION_TYPE_BASE, icc, (png_uint_32)icc_size);
     png_write_info(png, info);
     if (opaque) png_set_filler(png, 0, PNG_FILLER_AFTER);  // drop the alpha byte of each pixel
     // Adam7: libpng picks each pass's pixels out of whole rows, so every row goes in once a pass.

@@ -126,6 +126,12 @@ public struct HEIFEncoder: ImageEncoding {
         _ = heif_nclx_color_profile_set_matrix_coefficients(nclx, options.lossless ? 0 : 6)  // identity (RGB) or BT.601
         nclx.pointee.full_range_flag = 1
         try check(heif_image_set_nclx_color_profile(image, nclx), "describing the colours")
+        if let icc = try EncodeOptions.checkedICCProfile(options.iccProfile, format: format) {
+            // A second `colr` box, of type `prof`: the ICC profile readers convert from.
+            try icc.withUnsafeBytes { profile in
+                try check(heif_image_set_raw_color_profile(image, "prof", profile.baseAddress, profile.count), "embedding the ICC profile")
+            }
+        }
 
         guard let encoding = heif_encoding_options_alloc() else { throw EncodingError.failed(format: format, message: "heif_encoding_options_alloc failed") }
         defer { heif_encoding_options_free(encoding) }

@@ -90,15 +90,21 @@ public struct JPEGEncoder: ImageEncoding {
         settings.straight_alpha = bitmap.pixelFormat == .rgba8Premultiplied ? 0 : 1
         settings.background = (background.red, background.green, background.blue)
         let grayBackground = background.red == background.green && background.green == background.blue
-        settings.grayscale = Self.isGray(bitmap, overGrayBackground: grayBackground) ? 1 : 0
+        // An RGB profile describes three components: a gray picture that carries one stays RGB.
+        settings.grayscale = options.iccProfile == nil && Self.isGray(bitmap, overGrayBackground: grayBackground) ? 1 : 0
+        let icc = try EncodeOptions.checkedICCProfile(options.iccProfile, format: .jpeg) ?? Data()
 
         var output: UnsafeMutablePointer<UInt8>?
         var size = 0
         var message = [CChar](repeating: 0, count: 256)
         let code = bitmap.withUnsafeBytes { pixels in
-            message.withUnsafeMutableBufferPointer { text in
-                jpegshim_encode_rgba(pixels.baseAddress, UInt32(bitmap.width), UInt32(bitmap.height), bitmap.bytesPerRow,
-                                     &settings, &output, &size, text.baseAddress, text.count)
+            icc.withUnsafeBytes { profile in
+                settings.icc = profile.baseAddress?.assumingMemoryBound(to: UInt8.self)
+                settings.icc_size = UInt32(profile.count)
+                return message.withUnsafeMutableBufferPointer { text in
+                    jpegshim_encode_rgba(pixels.baseAddress, UInt32(bitmap.width), UInt32(bitmap.height), bitmap.bytesPerRow,
+                                         &settings, &output, &size, text.baseAddress, text.count)
+                }
             }
         }
         guard code == Int32(JPEGSHIM_OK), let output else {

@@ -38,16 +38,20 @@ public struct PNGEncoder: Sendable, RenditionEncoding, ImageEncoding {
         guard (0...9).contains(compressionLevel) else {
             throw EncodingError.invalidOptions(format: .png, message: "compression level \(compressionLevel) is outside 0...9")
         }
+        let icc = try EncodeOptions.checkedICCProfile(options.iccProfile, format: .png) ?? Data()
         let straight = bitmap.unpremultipliedBytes()
         var output: UnsafeMutablePointer<UInt8>?
         var size = 0
         var message = [CChar](repeating: 0, count: 256)
         let code = straight.withUnsafeBufferPointer { pixels in
-            message.withUnsafeMutableBufferPointer { text in
-                pngshim_encode_rgba_interlaced(pixels.baseAddress, UInt32(bitmap.width), UInt32(bitmap.height),
-                                               bitmap.width * 4, Int32(compressionLevel),
-                                               (options.progressive ? 1 : 0) | (options.effort == 0 ? 2 : 0),
-                                               &output, &size, text.baseAddress, text.count)
+            icc.withUnsafeBytes { profile in
+                message.withUnsafeMutableBufferPointer { text in
+                    pngshim_encode_rgba_interlaced(pixels.baseAddress, UInt32(bitmap.width), UInt32(bitmap.height),
+                                                   bitmap.width * 4, Int32(compressionLevel),
+                                                   (options.progressive ? 1 : 0) | (options.effort == 0 ? 2 : 0),
+                                                   profile.baseAddress?.assumingMemoryBound(to: UInt8.self), profile.count,
+                                                   &output, &size, text.baseAddress, text.count)
+                }
             }
         }
         defer { pngshim_free(output) }

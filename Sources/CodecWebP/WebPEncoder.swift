@@ -34,8 +34,7 @@ public struct WebPEncoder: ImageEncoding {
     ///   `EncodingError.failed(format:message:)` with libwebp's error
     ///   (`WebPPicture.error_code`), e.g. for a side over 16383 pixels.
     public func encode(_ bitmap: Bitmap, options: EncodeOptions) throws -> Data {
-        var config = try configuration(options)
-        return try encode(straight: bitmap.unpremultipliedBytes(), size: bitmap.size, config: &config, lossless: options.lossless)
+        try encode(straight: bitmap.unpremultipliedBytes(), size: bitmap.size, options: options)
     }
 
     /// Encodes straight RGBA (tightly packed, `size.pixelCount × 4` bytes) with `options`: what
@@ -43,7 +42,30 @@ public struct WebPEncoder: ImageEncoding {
     /// under transparent pixels, which a premultiplied bitmap cannot hold.
     func encode(straight: [UInt8], size: PixelSize, options: EncodeOptions) throws -> Data {
         var config = try configuration(options)
-        return try encode(straight: straight, size: size, config: &config, lossless: options.lossless)
+        let icc = try EncodeOptions.checkedICCProfile(options.iccProfile, format: .webp)
+        let file = try encode(straight: straight, size: size, config: &config, lossless: options.lossless)
+        return try icc.map { try Self.embedding($0, in: file) } ?? file
+    }
+
+    /// `file` with `icc` in an `ICCP` chunk (the extended `VP8X` layout), by libwebpmux.
+    static func embedding(_ icc: Data, in file: Data) throws -> Data {
+        try file.withUnsafeBytes { (fileBytes: UnsafeRawBufferPointer) throws -> Data in
+            try icc.withUnsafeBytes { (profile: UnsafeRawBufferPointer) throws -> Data in
+                var image = WebPData(bytes: fileBytes.baseAddress?.assumingMemoryBound(to: UInt8.self), size: fileBytes.count)
+                var chunk = WebPData(bytes: profile.baseAddress?.assumingMemoryBound(to: UInt8.self), size: profile.count)
+                guard let mux = WebPMuxCreate(&image, 0) else {
+                    throw EncodingError.failed(format: .webp, message: "libwebpmux could not read the encoded picture")
+                }
+                defer { WebPMuxDelete(mux) }
+                var assembled = WebPData()
+                defer { WebPDataClear(&assembled) }
+                guard WebPMuxSetChunk(mux, "ICCP", &chunk, 0) == WEBP_MUX_OK, WebPMuxAssemble(mux, &assembled) == WEBP_MUX_OK,
+                      let bytes = assembled.bytes else {
+                    throw EncodingError.failed(format: .webp, message: "libwebpmux could not embed the ICC profile")
+                }
+                return Data(bytes: bytes, count: assembled.size)
+            }
+        }
     }
 
     /// libwebp's configuration for `options`, validated.

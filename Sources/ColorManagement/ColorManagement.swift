@@ -93,8 +93,15 @@ extension DecodedImage {
     /// instead) leaves the pixels as stored and adds a warning, so strict decoding fails on it.
     /// A valid profile this module does not apply (Lab, device link) leaves them as stored
     /// silently; its reason is in `ColorProfileInfo.problem`.
+    ///
+    /// Without conversion (`DecodeOptions.convertsToSRGB` `false`), an RGB profile that is not
+    /// damaged becomes `iccProfile`, so an encoder can embed it and keep the colours.
     public mutating func applyColorProfile(_ profile: ColorProfile?, options: DecodeOptions, pictureIsGray: Bool) {
-        guard let profile, options.convertsToSRGB else { return }
+        guard let profile else { return }
+        guard options.convertsToSRGB else {
+            if profile.describesRGBPixels && !pictureIsGray { iccProfile = profile.iccData }
+            return
+        }
         if let problem = profile.info.problem {
             if profile.isDamaged { warnings.append("the embedded ICC profile is ignored: \(problem)") }
             return

@@ -23,6 +23,8 @@ public final class ColorProfile: @unchecked Sendable {
     private let intent: cmsUInt32Number
     /// The lookup-table entries the profile holds (see ``ColorProfileLimits/maxTableEntries``).
     public let tableEntryCount: Int
+    /// The profile's bytes as the file embeds them (or as made for a coded colour space).
+    public let iccData: Data
 
     private enum Space { case rgb, gray, cmyk }
 
@@ -53,6 +55,10 @@ public final class ColorProfile: @unchecked Sendable {
 
     /// Whether the profile is a gray one (applied to gray pictures, decoded with R = G = B).
     public var isGray: Bool { space == .gray }
+
+    /// Whether the profile describes RGB pixels and is not damaged: one an RGB picture can
+    /// carry on into another file, its values left as they are.
+    public var describesRGBPixels: Bool { space == .rgb && !isDamaged }
     /// Whether the profile is a CMYK one that converts: applied only to CMYK pixels, by
     /// ``convertCMYKToSRGB(_:inverted:)`` (a CMYK JPEG's decoder keeps its rows as CMYK for it).
     /// Builds the transform.
@@ -93,6 +99,7 @@ public final class ColorProfile: @unchecked Sendable {
         space = read.space
         intent = read.intent
         self.bytes = read.space != nil ? bytes : nil
+        iccData = bytes
         tableEntryCount = ICCLookupTables.entryCount(bytes)
     }
 

@@ -214,7 +214,7 @@ extension Command {
         let environment = try Environment(invocation, sources: [request.url], previews: previewsFolder == nil ? nil : .default)
         let response: ImageResponse
         do {
-            let task = environment.pipeline.imageTask(for: request)
+            let task = environment.pipeline.imageTask(for: output.settings.loading(request))
             if let previewsFolder { try await writePreviews(of: task, to: previewsFolder, verbose: environment.verbose) }
             response = try await task.response
         } catch let error as OutputError {
@@ -228,7 +228,7 @@ extension Command {
         for warning in response.warnings {
             printError("imgpipe: warning: \(Sources.label(request.url)): \(MessageText.escaped(Console.oneLine(warning)))")
         }
-        try output.settings.write(response.bitmap, to: output.path)
+        try output.settings.write(response.bitmap, iccProfile: response.iccProfile, to: output.path)
         if environment.verbose {
             let line = "\(Sources.label(request.url)): \(response.format) \(response.originalSize) → \(response.bitmap.size) from \(response.source); wrote \(output.path)"
             // With `--out -` stdout holds the picture and nothing else.

@@ -75,9 +75,11 @@ enum ThumbnailBatch {
                 next += 1
                 group.addTask {
                     do {
-                        let response = try await pipeline.image(for: request(url))
-                        let bitmap = response.bitmap
-                        try await writers.run(priority: PriorityHandle(.visible)) { try settings.write(bitmap, to: path) }
+                        let response = try await pipeline.image(for: settings.loading(request(url)))
+                        let bitmap = response.bitmap, profile = response.iccProfile
+                        try await writers.run(priority: PriorityHandle(.visible)) {
+                            try settings.write(bitmap, iccProfile: profile, to: path)
+                        }
                         return (index, .success(response))
                     } catch {
                         return (index, .failure(error))

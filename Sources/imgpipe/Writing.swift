@@ -137,6 +137,8 @@ struct OutputSettings: Sendable {
     let options: EncodeOptions
     /// The registered encoder; `nil` for PAM.
     let encoder: (any ImageEncoding)?
+    /// `--keep-icc`: load without converting to sRGB and embed the picture's own ICC profile.
+    private(set) var keepsICC = false
 
     /// The encoder options for ``OutputFormat``s that take none (sheets, frames).
     init(format: OutputFormat, path: String) throws {
@@ -199,6 +201,10 @@ struct OutputSettings: Sendable {
             }
             options.progressive = true
         }
+        let keepsICC = invocation.flag("keep-icc")
+        if keepsICC, format.imageFormat == nil {
+            throw UsageError(message: "--keep-icc: \(name) stores no colour profile; write .jpg, .png, .webp, .avif or .heic")
+        }
         if let text = invocation.options["background"] {
             let background = try Self.colour(text)
             guard format == .jpeg || invocation.flag("pad") || invocation.flag("flatten") else {
@@ -207,10 +213,20 @@ struct OutputSettings: Sendable {
             }
             if format == .jpeg {
                 self.init(format: format, options: options, encoder: JPEGEncoder(background: background))
+                self.keepsICC = keepsICC
                 return
             }
         }
         try self.init(format: format, options: options, path: path)
+        self.keepsICC = keepsICC
+    }
+
+    /// `request` as these settings load it: with `--keep-icc`, the pixels left in the file's
+    /// colour space (not converted to sRGB), so its profile can be embedded again.
+    func loading(_ request: ImageRequest) -> ImageRequest {
+        var request = request
+        if keepsICC { request.processing.convertsToSRGB = false }
+        return request
     }
 
     /// `--background`'s colour, as ``RGBAColor/init(parsing:)`` reads it.
@@ -227,6 +243,8 @@ struct OutputSettings: Sendable {
         .flag("lossless", "store the pixels exactly (.webp; .avif/.heic where libheif can)"),
         .flag("progressive", "write a progressive JPEG"),
         .value("compression-level", "N", "PNG zlib level 0-9 (default: the encoder's, 6)"),
+        .flag("keep-icc", "keep the picture's colour profile: its pixels are not converted to sRGB and its ICC profile "
+              + "is embedded (default: converted to sRGB, no profile written; EXIF, XMP and comments are never written)"),
         .value("background", "COLOUR", "the colour of --pad and --flatten, and what .jpg flattens transparency onto: a name (white, red, …), "
                + "transparent, #RRGGBB[AA] or R,G,B[,A] (defaults: transparent, white, black)"),
     ]
@@ -234,8 +252,9 @@ struct OutputSettings: Sendable {
     /// Encodes `bitmap` and writes it to `path` atomically (a temporary file beside it, then
     /// `rename`): a failed write leaves no partial file, and an older file stays until the new
     /// one is complete.
+    /// With ``keepsICC``, `iccProfile` (the response's) is embedded.
     /// - Throws: ``OutputError``.
-    func write(_ bitmap: Bitmap, to path: String) throws {
+    func write(_ bitmap: Bitmap, iccProfile: Data? = nil, to path: String) throws {
         // `-`: standard output, as it comes (there is no file to replace atomically).
         func writing(_ body: (FileHandle) throws -> Void) throws {
             guard path == Self.standardOutput else { return try OutputFormat.writeAtomically(to: path, body) }
@@ -249,6 +268,8 @@ struct OutputSettings: Sendable {
         }
         let data: Data
         do {
+            var options = options
+            if keepsICC { options.iccProfile = iccProfile }
             data = try encoder.encode(bitmap, options: options)
         } catch let error as EncodingError {
             throw OutputError.encodingFailed(path: path, error)

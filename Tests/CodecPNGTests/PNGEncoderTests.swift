@@ -138,3 +138,34 @@ struct PNGEncoderTests {
         #expect(throws: EncodingError.self) { try PNGEncoder(compressionLevel: level).encode(bitmap) }
     }
 }
+
+/// ``EncodeOptions/iccProfile`` in PNG: a real profile (from a corpus picture) round-trips
+/// through our decoder; a too-short one is refused before libpng; one libpng cannot take
+/// fails with its message, not a crash or a file without it.
+@Suite("PNG encoder ICC profiles")
+struct PNGEncoderICCTests {
+    static let picture = Bitmap(zeroed: PixelSize(width: 4, height: 4), pixelFormat: .rgba8Straight)
+
+    @Test(.enabled(if: Corpus.has("icc"), Corpus.missing("icc")))
+    func aProfileIsEmbeddedAndReadBack() throws {
+        let source = try Corpus.data("icc", "ProPhotoRGB.png")
+        let decoder = PNGDecoder()
+        let original = try decoder.decode(source, options: DecodeOptions(convertsToSRGB: false))
+        let profile = try #require(original.iccProfile, "an RGB profile left unconverted is handed on")
+        let encoded = try PNGEncoder().encode(Self.picture, options: EncodeOptions(iccProfile: profile))
+        let again = try decoder.decode(encoded, options: DecodeOptions(convertsToSRGB: false))
+        #expect(again.iccProfile == profile)
+        #expect(again.info.colorProfile?.description == original.info.colorProfile?.description)
+        let converted = try decoder.decode(source, options: DecodeOptions())
+        #expect(converted.iccProfile == nil, "converted pixels are sRGB: no profile to carry")
+    }
+
+    @Test func unusableProfilesFailTyped() throws {
+        #expect(throws: EncodingError.self) {
+            try PNGEncoder().encode(Self.picture, options: EncodeOptions(iccProfile: Data(repeating: 1, count: 10)))
+        }
+        #expect(throws: EncodingError.self) {
+            try PNGEncoder().encode(Self.picture, options: EncodeOptions(iccProfile: Data(repeating: 0x41, count: 400)))
+        }
+    }
+}

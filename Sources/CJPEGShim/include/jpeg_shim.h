@@ -99,6 +99,8 @@ typedef struct {
     int straight_alpha;   ///< non-zero: the pixels are straight RGBA; zero: premultiplied.
     unsigned char background[3];  ///< RGB the pixels are composited over (JPEG has no alpha).
     int grayscale;        ///< non-zero: write one component, the red channel (the caller checked R = G = B).
+    const unsigned char *icc;  ///< an ICC profile to embed (APP2 "ICC_PROFILE" segments), or NULL.
+    unsigned int icc_size;     ///< its length in bytes.
 } jpegshim_encode_options;
 
 /// Encodes RGBA8 pixels (rows `stride` bytes apart) as a baseline or progressive JFIF file,

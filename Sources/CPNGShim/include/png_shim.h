@@ -77,10 +77,12 @@ int pngshim_encode_rgba(const unsigned char *pixels, unsigned int width, unsigne
 
 /// pngshim_encode_rgba, with Adam7 interlacing when bit 0 of `interlaced` is set (the rows are
 /// still read in place, once per pass: no copy of the picture), and no row filters (filter
-/// type None on every row: the fastest to write and to read back) when bit 1 is.
+/// type None on every row: the fastest to write and to read back) when bit 1 is; with `icc`
+/// (`icc_size` bytes, or NULL), that ICC profile embedded as an `iCCP` chunk (libpng checks it
+/// and fails with its message on a profile it cannot take).
 int pngshim_encode_rgba_interlaced(const unsigned char *pixels, unsigned int width, unsigned int height, size_t stride,
-                                   int level, int interlaced, unsigned char **out, size_t *out_size,
-                                   char *message, size_t message_size);
+                                   int level, int interlaced, const unsigned char *icc, size_t icc_size,
+                                   unsigned char **out, size_t *out_size, char *message, size_t message_size);
 
 /// Frees a buffer returned by pngshim_encode_rgba or pngshim_encode_rgba_interlaced.
 void pngshim_free(void *buffer);

@@ -184,12 +184,18 @@ public struct DecodedImage: Sendable {
     public var info: ImageInfo
     /// The codec's warnings about corrupt-but-decodable data, if any.
     public var warnings: [String]
+    /// The ICC profile the pixels' values are in, when the decoder left them as stored
+    /// (``DecodeOptions/convertsToSRGB`` `false`) and the file's profile describes them (RGB,
+    /// readable): what an encoder embeds to keep the colours (``EncodeOptions/iccProfile``).
+    /// `nil` when the values are sRGB. Default `nil`.
+    public var iccProfile: Data?
 
     /// Creates a decoded picture.
-    public init(bitmap: Bitmap, info: ImageInfo, warnings: [String] = []) {
+    public init(bitmap: Bitmap, info: ImageInfo, warnings: [String] = [], iccProfile: Data? = nil) {
         self.bitmap = bitmap
         self.info = info
         self.warnings = warnings
+        self.iccProfile = iccProfile
     }
 }
 

@@ -34,11 +34,32 @@ public struct EncodeOptions: Hashable, Sendable {
     public var effort: Int?
     /// Optimise entropy coding (JPEG's optimal Huffman tables). Default `true`.
     public var optimizesCoding: Bool
+    /// An ICC profile to embed: the colour space the pixels are in (a picture's own, from
+    /// ``ImageResponse/iccProfile``, to keep its colours without converting them). Default
+    /// `nil`: none, and readers take the pixels as sRGB. The JPEG (APP2), PNG (`iCCP`), WebP
+    /// (`ICCP`) and HEIC/AVIF (`colr`) encoders embed it; at most ``maxICCProfileBytes``.
+    public var iccProfile: Data?
+
+    /// The largest ICC profile an encoder embeds: 1 MiB (the profiles pictures carry are a few
+    /// kilobytes; JPEG can hold up to 16 MB in APP2 segments, PNG and WebP less in practice).
+    public static let maxICCProfileBytes = 1 << 20
+
+    /// `profile` when it can be embedded: at least an ICC header (128 bytes), at most
+    /// ``maxICCProfileBytes``; `nil` stays `nil`.
+    /// - Throws: ``EncodingError/invalidOptions(format:message:)`` otherwise.
+    public static func checkedICCProfile(_ profile: Data?, format: ImageFormat) throws -> Data? {
+        guard let profile else { return nil }
+        guard (128...maxICCProfileBytes).contains(profile.count) else {
+            throw EncodingError.invalidOptions(format: format, message:
+                "an ICC profile of \(profile.count) bytes (an ICC profile is 128 bytes to \(maxICCProfileBytes))")
+        }
+        return profile
+    }
 
     /// Creates options; every `nil` is the encoder's default.
     public init(quality: Int? = nil, lossless: Bool = false, progressive: Bool = false,
                 chromaSubsampling: ChromaSubsampling? = nil, compressionLevel: Int? = nil, effort: Int? = nil,
-                optimizesCoding: Bool = true) {
+                optimizesCoding: Bool = true, iccProfile: Data? = nil) {
         self.quality = quality
         self.lossless = lossless
         self.progressive = progressive
@@ -46,5 +67,6 @@ public struct EncodeOptions: Hashable, Sendable {
         self.compressionLevel = compressionLevel
         self.effort = effort
         self.optimizesCoding = optimizesCoding
+        self.iccProfile = iccProfile
     }
 }

@@ -64,6 +64,11 @@ public struct ImageResponse: Sendable {
     /// what ``ImagePipeline/placeholder(for:)`` answers later from the disk entry. Store it
     /// beside the URL (a server's API, a database row) to paint a cell before anything loads.
     public var placeholder: ThumbHash?
+    /// The ICC profile the pixels are in when they were not converted to sRGB
+    /// (``ProcessingOptions/convertsToSRGB`` `false`) and the file's profile describes them:
+    /// pass it as ``EncodeOptions/iccProfile`` to write them with their colours. `nil` when
+    /// the pixels are sRGB (converted, or the file had no profile).
+    public var iccProfile: Data?
     /// What a rendition made from this response is tagged with (the original bytes' tag and
     /// info), when it may be made; `nil` for a rendition's own decode.
     var renditionOrigin: RenditionOrigin?

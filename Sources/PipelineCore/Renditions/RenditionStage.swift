@@ -147,10 +147,11 @@ struct RenditionStage {
     /// original bytes it was made from (`renditionOrigin`), unless those were replaced since
     /// `generation`. A `standalone` rendition (made by a work that does not keep the original)
     /// also carries the original's validators. An encoder's failure, or a response whose bytes
-    /// may not be kept, only skips the store.
+    /// may not be kept, only skips the store; so does one that carries an ICC profile
+    /// (``ImageResponse/iccProfile``), which a rendition would not keep.
     func store(_ response: ImageResponse, in store: RenditionStore, key: ImageKey, priority: PriorityHandle,
                madeFrom generation: UInt64?, standalone: Bool, in pipeline: isolated ImagePipeline) async {
-        guard let origin = response.renditionOrigin,
+        guard let origin = response.renditionOrigin, response.iccProfile == nil,
               let data = try? await pipeline.decoder.encode(response.bitmap, with: store.encoder, priority: priority),
               pipeline.ledger.isCurrent(key.cacheURL, since: generation) else { return }
         let record = RenditionRecord(originTag: origin.tag, originalSize: response.originalSize, format: response.format,

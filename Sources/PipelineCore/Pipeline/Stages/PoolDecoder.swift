@@ -196,6 +196,7 @@ struct PoolDecoder: Sendable {
                 : Resampler.resample(picture.premultiplied(), plan: plan, filter: key.processing.resamplingFilter)
             var response = ImageResponse(bitmap: bitmap.converted(to: wanted), source: source, originalSize: upright,
                                          format: info.format, warnings: decoded.warnings)
+            response.iccProfile = decoded.iccProfile
             if placeholder {
                 // The whole picture: the resampled one unless a fill cropped it (then the decoder's).
                 response.placeholder = ThumbHash(bitmap: plan.crop == PixelRect(upright) ? bitmap : decoded.bitmap)
