@@ -24,7 +24,8 @@ import PipelineCore
 ///   interleaved RGBA and libheif stores an alpha plane beside the colour (lossless in
 ///   lossless mode); an opaque one as RGB, without an alpha plane.
 ///
-/// No metadata and no thumbnail are written. Neither encoder writes to stderr: libheif's x265
+/// No EXIF, XMP or thumbnail is written; `EncodeOptions.iccProfile` becomes a `colr` box of
+/// type `prof` beside the sRGB `nclx` one. Neither encoder writes to stderr: libheif's x265
 /// plugin keeps x265 at `X265_LOG_NONE` unless a logging level is set (this encoder sets none),
 /// and libheif's libaom plugin hands libaom no logger; a test captures fd 2 to check.
 ///

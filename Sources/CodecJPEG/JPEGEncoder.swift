@@ -19,7 +19,8 @@ import PipelineCore
 /// - `compressionLevel` and `effort` do not apply and are ignored (`effort` is still range-checked).
 ///
 /// The bitmap is already upright (decoders apply EXIF orientation), so its pixels are written as
-/// they are and no EXIF block is written; nor is an ICC profile (the pixels are sRGB).
+/// they are and no EXIF block is written; an ICC profile only when `EncodeOptions.iccProfile`
+/// gives one (APP2 segments), else none (the pixels are taken as sRGB).
 ///
 /// A bitmap whose every pixel is gray (R = G = B) is written as a one-component grayscale JPEG
 /// (as vips does for black-and-white pictures): the same pixels, no chroma to store or decode.
@@ -48,7 +49,7 @@ public struct JPEGEncoder: ImageEncoding {
     /// The quality used when `EncodeOptions.quality` is `nil`. Default 80.
     public var quality: Int
 
-    /// What transparent pixels are composited over. Default ``Background/black``.
+    /// What transparent pixels are composited over. Default `RGBAColor.black`.
     public var background: Background
 
     /// Creates an encoder with a default quality (0–100; checked when encoding) and background.

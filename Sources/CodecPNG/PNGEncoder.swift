@@ -5,7 +5,8 @@ import PipelineCore
 /// Encodes a `Bitmap` as an 8-bit PNG, which stores straight alpha: a straight
 /// bitmap's bytes are written unchanged, a premultiplied one has alpha divided back out first.
 /// A bitmap without a transparent pixel is
-/// written as RGB (no alpha channel), any other as RGBA.
+/// written as RGB (no alpha channel), any other as RGBA. No text or EXIF chunk is written;
+/// `EncodeOptions.iccProfile` goes into an `iCCP` chunk (libpng checks it first).
 public struct PNGEncoder: Sendable, RenditionEncoding, ImageEncoding {
     /// `ImageFormat.png`.
     public var format: ImageFormat { .png }

@@ -13,8 +13,8 @@ import PipelineCore
 ///
 /// `EncodeOptions.effort` (0–6, default 4) is libwebp's `method`. The pixels
 /// written are straight RGBA (`Bitmap.unpremultipliedBytes()`); a bitmap whose
-/// pixels are all opaque is imported as RGB, so the file has no alpha chunk. No metadata is
-/// written. Register it with `EncoderRegistry.registering(_:)`.
+/// pixels are all opaque is imported as RGB, so the file has no alpha chunk. No EXIF or XMP is
+/// written; `EncodeOptions.iccProfile` goes into an `ICCP` chunk (libwebpmux). Register it with `EncoderRegistry.registering(_:)`.
 public struct WebPEncoder: ImageEncoding {
     /// The quality used when `EncodeOptions.quality` is `nil`: 80 (the value
     /// `EncodeOptions` documents; libwebp's, `cwebp`'s and vips's own default is 75).
