@@ -208,8 +208,8 @@ struct OutputSettings: Sendable {
         if let text = invocation.options["background"] {
             let background = try Self.colour(text)
             guard format == .jpeg || invocation.flag("pad") || invocation.flag("flatten") else {
-                throw UsageError(message: "--background goes with --pad or --flatten, or a .jpg output (which has no alpha); "
-                                 + "\(name) keeps the alpha")
+                throw UsageError(message: "--background applies to .jpg and .jpeg (no alpha to flatten) or with thumb's --pad "
+                                 + "and --flatten; \(name) keeps the alpha")
             }
             if format == .jpeg {
                 self.init(format: format, options: options, encoder: JPEGEncoder(background: background))

@@ -64,9 +64,9 @@ struct ImgpipeTests {
         (["thumb", "a.jpg", "--size", "10x0", "-o", "x.png"], "--size needs N, WxH, Wx or xH in pixels, got '10x0'"),
         (["convert", "a.png", "b.png", "--out", "c.png"], "give OUT or --out FILE, not both"),
         (["convert", "a.png", "b.png", "c.png"], "'convert' takes 1 to 2 argument(s)"),
-        (["convert", "a.png", "b.png", "--background", "white"], "--background applies to .jpg and .jpeg only (no alpha to flatten), not .png"),
-        (["convert", "a.png", "b.jpg", "--background", "#12345"], "--background needs white, black, #RRGGBB, #RGB or R,G,B (0-255), got '#12345'"),
-        (["convert", "a.png", "b.jpg", "--background", "1,2,300"], "--background needs white, black"),
+        (["convert", "a.png", "b.png", "--background", "white"], "--background applies to .jpg and .jpeg (no alpha to flatten) or with thumb's --pad and --flatten; .png keeps the alpha"),
+        (["convert", "a.png", "b.jpg", "--background", "#12345"], "--background needs a colour name (white, black, red, …), transparent, #RRGGBB, #RRGGBBAA, #RGB or R,G,B[,A] (0-255), got '#12345'"),
+        (["convert", "a.png", "b.jpg", "--background", "1,2,300"], "--background needs a colour name"),
     ] as [([String], String)])
     func usageErrorsExitTwoWithOneLine(arguments: [String], message: String) async throws {
         let result = try await Imgpipe.run(arguments)
