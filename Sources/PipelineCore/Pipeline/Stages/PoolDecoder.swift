@@ -161,14 +161,18 @@ struct PoolDecoder: Sendable {
                                         strict: key.processing.strictDecoding, maxPixelCount: maxPixelCount,
                                         convertsToSRGB: key.processing.convertsToSRGB,
                                         resamplingFilter: key.processing.resamplingFilter)
-            try options.checkPixelLimit(info)
+            // A vector picture's limit is checked against the size it renders at, in `decodeChecked`.
+            if !info.isVector { try options.checkPixelLimit(info) }
             let upright = options.appliesOrientation ? info.uprightSize : info.size
             var plan = ResizePlan(source: upright, target: key.targetSize, contentMode: key.contentMode,
-                                  anchor: key.cropAnchor, allowsUpscaling: key.processing.allowsUpscaling)
+                                  anchor: key.cropAnchor, allowsUpscaling: key.processing.allowsUpscaling,
+                                  rendersAtAnySize: info.isVector)
             // Straight pixels from the decoder only when nothing resamples them: resampling
             // works on premultiplied ones, and the result is made straight once, at the end.
+            // A vector decoder draws `scaledSize` itself: only a crop after it resamples.
             let wanted = key.processing.pixelFormat
-            let resamples = plan.scaledSize != upright || plan.outputSize != upright || plan.crop != PixelRect(upright)
+            let drawn = info.isVector ? plan.scaledSize : upright
+            let resamples = plan.scaledSize != drawn || plan.outputSize != drawn || plan.crop != PixelRect(upright)
             options.pixelFormat = resamples ? .rgba8Premultiplied : wanted
             options.targetSize = plan.scaledSize == upright ? nil : plan.scaledSize
             var admitted = 0
