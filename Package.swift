@@ -70,7 +70,7 @@ var targets: [Target] = [
     .testTarget(name: "CodecWebPTests", dependencies: ["CodecWebP", "PipelineCore", "PipelineTestSupport"],
                 exclude: ["Fixtures"]),
     .testTarget(name: "CodecHEIFTests", dependencies: ["CodecHEIF", "CodecPNG", "PipelineCore", "PipelineTestSupport"]),
-    .testTarget(name: "CodecSVGTests", dependencies: ["CodecSVG", "PipelineCore", "PipelineTestSupport"]),
+    .testTarget(name: "CodecSVGTests", dependencies: ["CodecSVG", "PipelineCore", "LoaderFile", "PipelineTestSupport"]),
     .target(name: "FuzzSupport", dependencies: ["PipelineCore", "PipelineTestSupport", "CMemoryProbe", "CodecJPEG", "CodecPNG", "CodecWebP", "CodecHEIF"],
             path: "Tests/FuzzSupport"),
     .testTarget(name: "FuzzTests", dependencies: ["FuzzSupport", "PipelineTestSupport"], exclude: ["Regressions"]),
