@@ -156,6 +156,6 @@ final class SVGDocument {
     private static func take(_ error: UnsafeMutablePointer<GError>?) -> String? {
         guard let error else { return nil }
         defer { g_error_free(error) }
-        return error.pointee.message.map { String(cString: $0) }
+        return error.pointee.message.map { String(cString: $0).trimmingCharacters(in: .whitespacesAndNewlines) }
     }
 }
