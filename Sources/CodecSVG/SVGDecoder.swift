@@ -3,7 +3,7 @@ import PipelineCore
 
 extension ImageFormat {
     /// SVG (`image/svg+xml`), plain or gzip-compressed (`.svgz`): a vector format, drawn at the
-    /// size asked for (``PipelineCore/ImageInfo/isVector``).
+    /// size asked for (`ImageInfo.isVector`).
     public static let svg = ImageFormat("svg", mimeType: "image/svg+xml", fileExtension: "svg")
 }
 
@@ -14,14 +14,14 @@ extension ImageFormat {
 /// - Recognised by its root element (``canDecode(_:)``): XML whose root is `svg`, after a byte
 ///   order mark, XML declaration, comments or DOCTYPE; gzip data whose inflated start is that.
 ///   No other XML is taken.
-/// - ``PipelineCore/ImageInfo/size`` is the natural size at 96 dpi (fractional sizes rounded
+/// - `ImageInfo.size` is the natural size at 96 dpi (fractional sizes rounded
 ///   up, as `rsvg-convert` does); a document with a `viewBox` and no absolute `width`/`height`
 ///   is as large as its `viewBox`; one with neither is ``defaultSize``.
 /// - No file or network access, ever: the document is loaded from memory with no base URL, so
 ///   librsvg loads no external reference (only `data:` URLs); external entities are not
 ///   loaded; libxml2's entity-amplification and depth limits stay on; the canvas is bounded
 ///   by the pipeline's pixel limit before it is allocated (and by cairo's 32,767 pixels a side).
-/// - GLib and librsvg log messages never reach stderr (``GLibLogSilencer``).
+/// - GLib and librsvg log messages never reach stderr (handlers for their GLib log domains drop them).
 public struct SVGDecoder: ImageDecoding {
     /// The size of a document that has neither an absolute `width`/`height` nor a `viewBox`:
     /// 300 × 150, the CSS default size of a replaced element (what a browser gives such an
