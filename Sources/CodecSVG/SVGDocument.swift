@@ -85,10 +85,9 @@ final class SVGDocument {
     /// cairo's image surfaces are at most 32767 pixels a side.
     static let largestCanvasSide = 32_767
 
-    /// Draws the document on a transparent `size` canvas: scaled uniformly by the larger factor
-    /// that fits it inside (`min(width / naturalWidth, height / naturalHeight)`), from the top
-    /// left, as `rsvg-convert -w W -h H -a` does; the document's own `viewBox` and
-    /// `preserveAspectRatio` place the drawing inside its natural viewport.
+    /// Draws the document on a transparent `size` canvas, uniformly scaled from the top left
+    /// (``scale(for:)``); the document's own `viewBox` and `preserveAspectRatio` place the
+    /// drawing inside its natural viewport.
     ///
     /// The caller has checked the pixel limit; `size` is checked against cairo's limit here,
     /// before the surface is allocated.
@@ -110,7 +109,7 @@ final class SVGDocument {
             throw ImagePipelineError.unsupported(format: .svg, message: "cairo could not make a drawing context")
         }
         defer { cairo_destroy(context) }
-        let scale = min(Double(size.width) / naturalWidth, Double(size.height) / naturalHeight)
+        let scale = scale(for: size)
         cairo_scale(context, naturalWidth * scale / naturalWidth, naturalHeight * scale / naturalHeight)
         var viewport = RsvgRectangle(x: 0, y: 0, width: naturalWidth, height: naturalHeight)
         var error: UnsafeMutablePointer<GError>?
@@ -124,6 +123,22 @@ final class SVGDocument {
         }
         return Self.bitmap(fromARGB32: pixels, stride: Int(cairo_image_surface_get_stride(surface)), size: size,
                            pixelFormat: pixelFormat)
+    }
+
+    /// The uniform scale for a `size` canvas: the larger factor that fits the drawing inside,
+    /// `min(width / naturalWidth, height / naturalHeight)`, as `rsvg-convert -w W -h H -a` does
+    /// (its canvas has the fitted sides rounded up, so the last row or column may be partly
+    /// covered). When that leaves more than half a pixel uncovered on the other side (a canvas
+    /// whose side was rounded down, as the pipeline's fitted sizes may be), the other factor, if
+    /// the drawing then overflows that side by less than half a pixel: the canvas is covered
+    /// edge to edge, the overflow clipped.
+    func scale(for size: PixelSize) -> Double {
+        let byWidth = Double(size.width) / naturalWidth, byHeight = Double(size.height) / naturalHeight
+        let fitting = min(byWidth, byHeight), other = max(byWidth, byHeight)
+        func covers(_ scale: Double) -> Bool {
+            (naturalWidth * scale).rounded() == Double(size.width) && (naturalHeight * scale).rounded() == Double(size.height)
+        }
+        return !covers(fitting) && covers(other) ? other : fitting
     }
 
     /// cairo's `ARGB32` (premultiplied, each pixel a native-endian 32-bit `A R G B` word) as
