@@ -11,8 +11,9 @@ import Testing
 /// every way SVG can (`<image href>` and `xlink:href`, `<use>` of another document, CSS
 /// `@import`, an external DTD and an external entity) makes no request to the server (its hit
 /// counts stay 0) and opens none of the files (inotify sees no open of them; the test's own read
-/// afterwards shows the watch works), and draws exactly what the same document draws without
-/// those references.
+/// afterwards shows the watch works, and so does rsvg-convert's, which given the document as a
+/// file has a base and loads the image and stylesheet beside it), and draws exactly what the same document
+/// draws without those references.
 @Suite(.timeLimit(.minutes(2)))
 struct SVGIsolationTests {
     static let red = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"32\" height=\"32\" id=\"a\"><rect id=\"r\" width=\"32\" height=\"32\" fill=\"red\"/></svg>"
@@ -94,6 +95,22 @@ struct SVGIsolationTests {
                 // The watch sees an open: this test's own.
                 _ = try Data(contentsOf: folder.appendingPathComponent("secret.svg"))
                 #expect(watch.opened() == ["secret.svg"])
+                // And librsvg's, given a base file: rsvg-convert reads the document from the folder,
+                // and so loads the image and the stylesheet beside it. Without a base (CodecSVG), neither.
+                let rsvg = URL(fileURLWithPath: "/usr/bin/rsvg-convert")
+                if FileManager.default.isExecutableFile(atPath: rsvg.path) {
+                    let document = folder.appendingPathComponent("document.svg")
+                    try data.write(to: document)
+                    _ = watch.opened()
+                    let process = Process()
+                    process.executableURL = rsvg
+                    process.arguments = [document.path]
+                    process.standardOutput = FileHandle.nullDevice
+                    process.standardError = FileHandle.nullDevice
+                    try process.run()
+                    process.waitUntilExit()
+                    #expect(watch.opened() == ["document.svg", "secret.css", "secret.svg"], "rsvg-convert with a base file")
+                }
             }
         }
     }
