@@ -67,6 +67,28 @@ struct SVGHostileTests {
         #expect(throws: ImagePipelineError.self) { _ = try SVGDecoder().decode(data, options: DecodeOptions()) }
     }
 
+    /// Cut at every 64th byte and with seeded byte flips, a real document (a gzip one too) gives
+    /// a picture or a typed error, never a crash.
+    @Test(arguments: ["tango-emblem-favorite.svg", "hand-nested-svg.svgz", "inkscape-feImage-icon.svg"])
+    func damagedCopiesAreTypedErrorsOrPictures(_ name: String) throws {
+        let data = try Corpus.data("svg", name)
+        var generator = SeededGenerator(seed: 24)
+        var cases: [Data] = stride(from: 0, to: data.count, by: 64).map { data.prefix($0) }
+        for _ in 0..<100 {
+            var copy = [UInt8](data)
+            for _ in 0..<4 { copy[Int.random(in: 0..<copy.count, using: &generator)] = UInt8.random(in: 0...255, using: &generator) }
+            cases.append(Data(copy))
+        }
+        let options = DecodeOptions(targetSize: PixelSize(width: 64, height: 64))
+        for damaged in cases where SVGDecoder().canDecode(damaged) {
+            do {
+                _ = try SVGDecoder().decode(damaged, options: options)
+            } catch is ImagePipelineError {
+                continue
+            }
+        }
+    }
+
     /// librsvg's own message comes through: what libxml2 stopped on.
     @Test func theBillionLaughsAreStoppedByLibxml2sEntityLimit() throws {
         let data = try Corpus.data("svg", "invalid/billion-laughs.svg")
