@@ -24,6 +24,10 @@ var targets: [Target] = [
     cLibrary("CGIF", pkgConfig: "libgif", apt: "libgif-dev"),
     cLibrary("CCurl", pkgConfig: "libcurl", apt: "libcurl4-openssl-dev"),
     cLibrary("CLCMS2", pkgConfig: "lcms2", apt: "liblcms2-dev"),
+    // No pkgConfig: librsvg-2.0.pc pulls in glib-2.0.pc, whose `-pthread` SwiftPM rejects with a
+    // warning on every build; shim.h declares the few functions CodecSVG calls (checked against
+    // the real headers by CodecSVGTests) and the module map links librsvg, GIO and cairo.
+    .systemLibrary(name: "CRSVG", providers: [.apt(["librsvg2-dev"])]),
     // No pkgConfig: hiredis.pc's Cflags carry -D_FILE_OFFSET_BITS=64, which SwiftPM rejects with a
     // warning on every build; the headers are in /usr/include/hiredis and the module map links it.
     .systemLibrary(name: "CHiredis", providers: [.apt(["libhiredis-dev"])]),
@@ -37,6 +41,7 @@ var targets: [Target] = [
     .target(name: "CodecWebP", dependencies: ["PipelineCore", "CWebP", "ColorManagement"]),
     .target(name: "CodecHEIF", dependencies: ["PipelineCore", "CHEIF", "ColorManagement"]),
     .target(name: "CodecGIF", dependencies: ["PipelineCore", "CGIF"]),
+    .target(name: "CodecSVG", dependencies: ["PipelineCore", "CRSVG"]),
     .target(name: "CCurlShim", dependencies: ["CCurl"]),
     .target(name: "LoaderHTTP", dependencies: ["PipelineCore", "CCurl", "CCurlShim"]),
     .target(name: "LoaderFile", dependencies: ["PipelineCore"]),
@@ -44,7 +49,7 @@ var targets: [Target] = [
     .target(name: "CacheRedis", dependencies: ["PipelineCore", "CHiredis"]),
     .target(name: "MemoryPressureLinux", dependencies: ["PipelineCore"]),
     .target(name: "ImagePipelineKit", dependencies: ["PipelineCore", "CodecJPEG", "CodecPNG", "CodecWebP", "CodecHEIF",
-                                                   "CodecGIF", "LoaderFile", "LoaderHTTP", "CacheDisk"]),
+                                                   "CodecGIF", "CodecSVG", "LoaderFile", "LoaderHTTP", "CacheDisk"]),
     // Published test support: no Swift Testing or XCTest inside, so apps use it from either.
     .target(name: "ImagePipelineTesting", dependencies: ["PipelineCore"]),
 
@@ -65,6 +70,7 @@ var targets: [Target] = [
     .testTarget(name: "CodecWebPTests", dependencies: ["CodecWebP", "PipelineCore", "PipelineTestSupport"],
                 exclude: ["Fixtures"]),
     .testTarget(name: "CodecHEIFTests", dependencies: ["CodecHEIF", "CodecPNG", "PipelineCore", "PipelineTestSupport"]),
+    .testTarget(name: "CodecSVGTests", dependencies: ["CodecSVG", "PipelineCore", "LoaderFile", "PipelineTestSupport"]),
     .target(name: "FuzzSupport", dependencies: ["PipelineCore", "PipelineTestSupport", "CMemoryProbe", "CodecJPEG", "CodecPNG", "CodecWebP", "CodecHEIF"],
             path: "Tests/FuzzSupport"),
     .testTarget(name: "FuzzTests", dependencies: ["FuzzSupport", "PipelineTestSupport"], exclude: ["Regressions"]),
@@ -86,7 +92,7 @@ var targets: [Target] = [
     .testTarget(name: "LoaderFileTests", dependencies: ["PipelineCore", "LoaderFile", "CodecPNG", "PipelineTestSupport"]),
 
     .executableTarget(name: "imgpipe", dependencies: ["PipelineCore", "CodecJPEG", "CodecPNG", "CodecWebP", "CodecHEIF",
-                                                   "CodecGIF", "LoaderFile", "LoaderHTTP", "CacheDisk", "ImagePipelineKit"]),
+                                                   "CodecGIF", "CodecSVG", "LoaderFile", "LoaderHTTP", "CacheDisk", "ImagePipelineKit"]),
 
     .executableTarget(name: "PNGFromFiles", dependencies: ["PipelineCore", "CodecPNG", "LoaderFile"],
                       path: "Examples/PNGFromFiles"),
@@ -119,6 +125,7 @@ let package = Package(
         .library(name: "CodecHEIF", targets: ["CodecHEIF"]),
         .library(name: "ColorManagement", targets: ["ColorManagement"]),
         .library(name: "CodecGIF", targets: ["CodecGIF"]),
+        .library(name: "CodecSVG", targets: ["CodecSVG"]),
         .library(name: "LoaderHTTP", targets: ["LoaderHTTP"]),
         .library(name: "LoaderFile", targets: ["LoaderFile"]),
         .library(name: "CacheDisk", targets: ["CacheDisk"]),

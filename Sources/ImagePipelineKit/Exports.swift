@@ -7,6 +7,7 @@
 @_exported import CodecHEIF
 @_exported import CodecJPEG
 @_exported import CodecPNG
+@_exported import CodecSVG
 @_exported import CodecWebP
 @_exported import LoaderFile
 @_exported import LoaderHTTP

@@ -3,6 +3,7 @@ import CodecGIF
 import CodecHEIF
 import CodecJPEG
 import CodecPNG
+import CodecSVG
 import CodecWebP
 import Foundation
 import LoaderFile
@@ -15,10 +16,13 @@ import PipelineCore
 
 extension DecoderRegistry {
     /// Every decoder this package ships, registered newest-preferred: GIF, HEIC (and AVIF when
-    /// libheif has an AV1 decoder), WebP, PNG, JPEG. The `Accept` header of
+    /// libheif has an AV1 decoder), WebP, PNG, JPEG, SVG (and SVGZ). The `Accept` header of
     /// ``PipelineCore/ImagePipeline/Configuration/standard(diskCache:connectionPolicy:)`` follows this order.
     public static var standard: DecoderRegistry {
         DecoderRegistry()
+            // First, so last in `Accept`: a server that has a raster and an SVG sends the raster.
+            // SVG is chosen by its root element, which no other format's data has.
+            .registering(SVGDecoder())
             .registering(JPEGDecoder())
             .registering(PNGDecoder())
             .registering(WebPDecoder())

@@ -3,6 +3,7 @@ import CodecGIF
 import CodecHEIF
 import CodecJPEG
 import CodecPNG
+import CodecSVG
 import CodecWebP
 import Foundation
 import LoaderFile
@@ -66,7 +67,7 @@ struct Environment {
     }
 
     /// The formats imgpipe reads: what a folder given as SOURCE is sifted by, too.
-    static let decoders = DecoderRegistry().registering(JPEGDecoder()).registering(PNGDecoder()).registering(WebPDecoder())
+    static let decoders = DecoderRegistry().registering(SVGDecoder()).registering(JPEGDecoder()).registering(PNGDecoder()).registering(WebPDecoder())
         .registering(HEIFDecoder(standardError: .discardedWhileDecoding)).registering(GIFDecoder())
 
     /// The file loader (mapping inputs of 1 MiB or more: they are the user's own files), and

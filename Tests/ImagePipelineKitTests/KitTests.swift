@@ -18,11 +18,11 @@ struct KitTests {
         #expect(DecoderRegistry().acceptHeader() == "image/*;q=0.8,*/*;q=0.5")
         let standard = DecoderRegistry.standard.acceptHeader()
         let avif = DecoderRegistry.standard.formats.contains(.avif) ? "image/avif," : ""
-        #expect(standard == "image/gif,image/heic,\(avif)image/webp,image/png,image/jpeg,image/*;q=0.8,*/*;q=0.5")
+        #expect(standard == "image/gif,image/heic,\(avif)image/webp,image/png,image/jpeg,image/svg+xml,image/*;q=0.8,*/*;q=0.5")
     }
 
     @Test func theStandardRegistriesHoldEveryShippedPiece() {
-        #expect(DecoderRegistry.standard.formats.isSuperset(of: [.jpeg, .png, .webp, .heif, .gif]))
+        #expect(DecoderRegistry.standard.formats.isSuperset(of: [.jpeg, .png, .webp, .heif, .gif, .svg]))
         #expect(LoaderRegistry.standard(accept: "*/*").schemes == ["http", "https", "file", "data"])
         #expect(EncoderRegistry.standard.formats.contains(.png))
     }

@@ -20,6 +20,15 @@ public struct ImageInfo: Hashable, Sendable {
     public var bitDepth: Int?
     /// The embedded colour profile (ICC), if the file has one. Default `nil`: none, sRGB assumed.
     public var colorProfile: ColorProfileInfo?
+    /// Whether the picture is drawn rather than stored (a vector format such as SVG): ``size``
+    /// is its natural size, and the decoder renders any ``DecodeOptions/targetSize`` sharp,
+    /// larger than ``size`` too. Default `false`.
+    ///
+    /// For such a picture the pipeline plans the render at the requested size, upscaling
+    /// included whatever ``ProcessingOptions/allowsUpscaling`` says (there is no full-size
+    /// raster to enlarge), and checks the pixel limit against the size it renders, not the
+    /// natural one: a 10⁸ × 10⁸ canvas fails at its natural size and renders fitted in 64 × 64.
+    public var isVector = false
 
     /// Creates an info value.
     public init(format: ImageFormat, size: PixelSize, orientation: ImageOrientation = .up, hasAlpha: Bool = false,
@@ -280,13 +289,21 @@ extension ImageDecodingSession {
     /// Decodes with the checks every codec shares, in one place: refuses a picture over
     /// `options.maxPixelCount` (or with an empty size) before any pixel buffer exists, clamps
     /// the target to the upright size (`nil` when it asks for full size, so no codec is asked
-    /// to upscale), and with `options.strict` turns the first warning into
+    /// to upscale; a vector picture, ``ImageInfo/isVector``, is instead checked against the size
+    /// it renders at and never clamped), and with `options.strict` turns the first warning into
     /// ``ImagePipelineError/corruptData(format:message:)``.
     public func decodeChecked(_ options: DecodeOptions) throws -> DecodedImage {
         let info = self.info
         var options = options
-        try options.checkPixelLimit(info)
-        if let target = options.targetSize {
+        if info.isVector {
+            // Drawn at the target size: that is what the limit bounds, and nothing clamps it.
+            let rendered = options.targetSize ?? info.size
+            try options.checkPixelLimit(ImageInfo(format: info.format, size: rendered))
+            options.targetSize = rendered == info.size ? nil : rendered
+        } else {
+            try options.checkPixelLimit(info)
+        }
+        if !info.isVector, let target = options.targetSize {
             let upright = options.appliesOrientation ? info.uprightSize : info.size
             let clamped = PixelSize(width: min(target.width, upright.width), height: min(target.height, upright.height))
             options.targetSize = !clamped.isValid || clamped == upright ? nil : clamped

@@ -49,8 +49,13 @@ public struct ResizePlan: Hashable, Sendable {
     /// centre by default; a smart anchor's window is centred here and moved when the pixels are
     /// known). Without `allowsUpscaling` the scale is capped at 1: a small picture comes back
     /// at its own size (in `.fill`, cropped to the target's aspect ratio).
+    ///
+    /// With `rendersAtAnySize` (a vector source, ``ImageInfo/isVector``) the decoder draws the
+    /// picture at the scale chosen, larger than `source` too: the plan upscales whatever
+    /// `allowsUpscaling` says, and ``scaledSize`` is the whole picture at that scale, uncapped.
     public init(source: PixelSize, target: TargetSize, contentMode: ContentMode, anchor: CropAnchor = .center,
-                allowsUpscaling: Bool = false) {
+                allowsUpscaling: Bool = false, rendersAtAnySize: Bool = false) {
+        let allowsUpscaling = allowsUpscaling || rendersAtAnySize
         sourceSize = source
         guard case .pixels(let wanted) = target, wanted.isValid, source.isValid else {
             scaledSize = source
@@ -64,7 +69,7 @@ public struct ResizePlan: Hashable, Sendable {
         case .fit:
             let scale = allowsUpscaling ? min(tw / sw, th / sh) : min(1, tw / sw, th / sh)
             let out = PixelSize(width: max(1, Int((sw * scale).rounded())), height: max(1, Int((sh * scale).rounded())))
-            scaledSize = scale > 1 ? source : out  // decoders never upscale; the resampler does
+            scaledSize = scale > 1 && !rendersAtAnySize ? source : out  // decoders never upscale; the resampler does
             outputSize = out
             crop = PixelRect(source)
         case .fill:
@@ -83,7 +88,8 @@ public struct ResizePlan: Hashable, Sendable {
             outputSize = PixelSize(width: Int(min(outW, coverW)), height: Int(min(outH, coverH)))
             // Decoders never upscale: past scale 1 they decode the source and the resampler
             // enlarges only the crop (a 1×3000 strip filled into 3000×1 is not 3000×9,000,000).
-            scaledSize = scale > 1 ? source : PixelSize(width: Int(coverW), height: Int(coverH))
+            // A vector source is drawn at the cover size (its pixel limit bounds that).
+            scaledSize = scale > 1 && !rendersAtAnySize ? source : PixelSize(width: Int(coverW), height: Int(coverH))
             let cw = Double(outputSize.width) / scale, ch = Double(outputSize.height) / scale
             // Centred on the anchor's point, inside the picture (centred when rounding made the
             // window a hair wider than the picture).

@@ -161,24 +161,28 @@ struct PoolDecoder: Sendable {
                                         strict: key.processing.strictDecoding, maxPixelCount: maxPixelCount,
                                         convertsToSRGB: key.processing.convertsToSRGB,
                                         resamplingFilter: key.processing.resamplingFilter)
-            try options.checkPixelLimit(info)
+            // A vector picture's limit is checked against the size it renders at, in `decodeChecked`.
+            if !info.isVector { try options.checkPixelLimit(info) }
             let upright = options.appliesOrientation ? info.uprightSize : info.size
             var plan = ResizePlan(source: upright, target: key.targetSize, contentMode: key.contentMode,
-                                  anchor: key.cropAnchor, allowsUpscaling: key.processing.allowsUpscaling)
+                                  anchor: key.cropAnchor, allowsUpscaling: key.processing.allowsUpscaling,
+                                  rendersAtAnySize: info.isVector)
             // Straight pixels from the decoder only when nothing resamples them: resampling
             // works on premultiplied ones, and the result is made straight once, at the end.
-            // A trim looks for its border in the whole picture, so it decodes at full size.
+            // A vector decoder draws `scaledSize` itself: only a crop after it resamples. A trim
+            // looks for its border in the whole picture, so a raster one decodes at full size.
             let wanted = key.processing.pixelFormat, trim = key.processing.trim
-            let resamples = trim != nil || plan.scaledSize != upright || plan.outputSize != upright
+            let drawn = info.isVector ? plan.scaledSize : upright
+            let resamples = trim != nil || plan.scaledSize != drawn || plan.outputSize != drawn
                 || plan.crop != PixelRect(upright)
             options.pixelFormat = resamples ? .rgba8Premultiplied : wanted
-            options.targetSize = plan.scaledSize == upright || trim != nil ? nil : plan.scaledSize
+            options.targetSize = plan.scaledSize == upright || (trim != nil && !info.isVector) ? nil : plan.scaledSize
             var admitted = 0
             if let admission, reserved == nil {
                 // The resampler's output, unless the decoder's full-size bitmap is the answer,
                 // and a trimmed copy.
                 let bytes = session.estimatedPeakMemory(options) + (resamples ? plan.outputSize.pixelCount * 4 : 0)
-                    + (trim != nil ? upright.pixelCount * 4 : 0)
+                    + (trim != nil ? drawn.pixelCount * 4 : 0)
                 guard admission.tryAcquire(bytes) else { return .needsMemory(bytes) }
                 admitted = bytes
             }

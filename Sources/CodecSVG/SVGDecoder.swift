@@ -1,0 +1,81 @@
+import Foundation
+import PipelineCore
+
+extension ImageFormat {
+    /// SVG (`image/svg+xml`), plain or gzip-compressed (`.svgz`): a vector format, drawn at the
+    /// size asked for (`ImageInfo.isVector`).
+    public static let svg = ImageFormat("svg", mimeType: "image/svg+xml", fileExtension: "svg")
+}
+
+/// SVG and SVGZ on librsvg 2.54 with cairo: each picture drawn straight at the size the
+/// pipeline asks for (a 16-pixel icon thumbnailed at 512 is drawn at 512, sharp), treating every
+/// document as untrusted.
+///
+/// - Recognised by its root element (``canDecode(_:)``): XML whose root is `svg`, after a byte
+///   order mark, XML declaration, comments or DOCTYPE; gzip data whose inflated start is that.
+///   No other XML is taken.
+/// - `ImageInfo.size` is the natural size at 96 dpi (fractional sizes rounded
+///   up, as `rsvg-convert` does); a document with a `viewBox` and no absolute `width`/`height`
+///   is as large as its `viewBox`; one with neither is ``defaultSize``.
+/// - No file or network access, ever: the document is loaded from memory with no base URL, so
+///   librsvg loads no external reference (only `data:` URLs); external entities are not
+///   loaded; libxml2's entity-amplification and depth limits stay on; the canvas is bounded
+///   by the pipeline's pixel limit before it is allocated (and by cairo's 32,767 pixels a side).
+/// - GLib and librsvg log messages never reach stderr (handlers for their GLib log domains drop them).
+public struct SVGDecoder: ImageDecoding {
+    /// The size of a document that has neither an absolute `width`/`height` nor a `viewBox`:
+    /// 300 × 150, the CSS default size of a replaced element (what a browser gives such an
+    /// SVG in `<img>`).
+    public static let defaultSize = PixelSize(width: 300, height: 150)
+
+    /// Creates the decoder.
+    public init() {}
+
+    /// A pre-check on the first bytes (gzip, or XML not yet seen to have another root); the
+    /// decision is ``canDecode(_:)``'s, which reads as far as the root element.
+    public var signatures: [ImageSignature] {
+        [ImageSignature(format: .svg) { SVGRootSniffer.mayBeSVG($0) }]
+    }
+
+    /// `true` when the root element is `svg` (inflating at most 256 KiB of a gzip stream to see it).
+    public func canDecode(_ data: Data) -> Bool {
+        SVGRootSniffer.isSVG(data)
+    }
+
+    /// Parses the whole document (librsvg has no header-only mode) and runs `body`; the handle
+    /// is freed when this returns.
+    public func withSession<R>(for data: Data, _ body: (any ImageDecodingSession) throws -> R) throws -> R {
+        guard SVGRootSniffer.isSVG(data) else {
+            throw ImagePipelineError.corruptData(format: .svg, message: "the root element is not <svg>")
+        }
+        let document = try SVGDocument(data, defaultSize: Self.defaultSize)
+        return try body(Session(document: document))
+    }
+
+    /// One parsed document.
+    struct Session: ImageDecodingSession {
+        let document: SVGDocument
+
+        var info: ImageInfo {
+            var info = ImageInfo(format: .svg, size: document.naturalSize, hasAlpha: true, componentCount: 4, bitDepth: 8)
+            info.isVector = true
+            return info
+        }
+
+        /// Draws at `options.targetSize` (the natural size when `nil`), premultiplied or
+        /// straight as asked.
+        func decode(_ options: DecodeOptions) throws -> DecodedImage {
+            let size = options.targetSize ?? document.naturalSize
+            try options.checkPixelLimit(ImageInfo(format: .svg, size: size))
+            let bitmap = try document.render(size, pixelFormat: options.pixelFormat)
+            return DecodedImage(bitmap: bitmap, info: info)
+        }
+
+        /// cairo's surface and the bitmap made from it, and as much again for librsvg's
+        /// intermediate surfaces (groups with opacity, masks, filters).
+        func estimatedPeakMemory(_ options: DecodeOptions) -> Int {
+            let pixels = (options.targetSize ?? document.naturalSize).pixelCount
+            return pixels > Int.max / 16 ? Int.max : pixels * 12
+        }
+    }
+}
