@@ -8,7 +8,7 @@ extension WebPEncoder: AnimationEncoding {
     /// the smallest rectangle that changed and blends or replaces it, whichever is smaller
     /// (its frame-difference optimisation, as `gif2webp` does). `options.iccProfile` is
     /// embedded. `loopCount` `nil` plays once.
-    /// - Throws: ``EncodingError`` for options out of range or a side over 16383 pixels.
+    /// - Throws: `EncodingError` for options out of range or a side over 16383 pixels.
     public func makeAnimationSession(size: PixelSize, loopCount: Int?, options: EncodeOptions) throws -> any AnimationEncodingSession {
         guard size.isValid, size.width <= Int(WEBP_MAX_DIMENSION), size.height <= Int(WEBP_MAX_DIMENSION) else {
             throw EncodingError.unsupported(format: .webp, message: "an animation of \(size.width)×\(size.height) (WebP's sides are 1–16383)")
