@@ -8,7 +8,7 @@ import PipelineCore
 /// GIF stores at most 256 colours a frame and one-bit transparency: pixels with alpha below
 /// 128 become transparent, the others opaque. Each frame gets its own palette (``Palette``),
 /// exact when its pixels have few enough colours, otherwise by median cut, mapped with
-/// Floyd–Steinberg dithering unless ``dithering`` says not (``GIFQuantizer``). No GPL
+/// Floyd–Steinberg dithering unless ``dithering`` says not (`GIFQuantizer`). No GPL
 /// quantiser is involved.
 ///
 /// Animations are written small, as gifsicle's `-O` writes them: each frame stores only the
