@@ -127,6 +127,16 @@ row() {
     echo
 }
 
+# best COMMAND...: the least wall time of $runs runs, in ms (output discarded).
+best() {
+  local best=999999 t0 t1 ms
+  for _ in $(seq "$runs"); do
+    t0=$(date +%s%N); "$@" >/dev/null 2>&1; t1=$(date +%s%N)
+    ms=$(( (t1 - t0) / 1000000 )); [ "$ms" -lt "$best" ] && best=$ms
+  done
+  echo "$best"
+}
+
 # free_port: a free TCP port on 127.0.0.1.
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 

@@ -66,14 +66,6 @@ for how in ("attention", "entropy"):
     print(f"{how}: ours keeps vips's window on {agree[how]} of {len(names)}; the centre crop on {centre_agree[how]} of {len(names)}")
 PY
 
-best() {  # best COMMAND...: the least wall time of $runs runs, in ms
-  local best=999999 t0 t1 ms
-  for _ in $(seq "$runs"); do
-    t0=$(date +%s%N); "$@" >/dev/null 2>&1; t1=$(date +%s%N)
-    ms=$(( (t1 - t0) / 1000000 )); [ "$ms" -lt "$best" ] && best=$ms
-  done
-  echo "$best"
-}
 vips_batch() { for f in "$work"/src/*.jpg; do vipsthumbnail "$f" -s "${box}x$box" --smartcrop "$1" -o "$work/out/%s.jpg"; done; }
 mkdir -p "$work/out"
 echo

@@ -18,14 +18,6 @@ work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/ours" "$work/rsvg"
 files=("$corpus"/*.svg "$corpus"/*.svgz)
 
-best() {  # best COMMAND...: the least wall time of $runs runs, in ms
-  local best=999999 t0 t1 ms
-  for _ in $(seq "$runs"); do
-    t0=$(date +%s%N); "$@" >/dev/null 2>&1; t1=$(date +%s%N)
-    ms=$(( (t1 - t0) / 1000000 )); [ "$ms" -lt "$best" ] && best=$ms
-  done
-  echo "$best"
-}
 rsvg_batch() {
   local f name
   for f in "${files[@]}"; do

@@ -26,16 +26,6 @@ struct FrameReferences: Decodable {
     }
 }
 
-/// The frame the way `frames.json` hashes it: straight RGBA8, fully transparent pixels zeroed.
-func referenceBytes(_ bitmap: Bitmap) -> [UInt8] {
-    var bytes = bitmap.unpremultipliedBytes()
-    var i = 0
-    while i + 3 < bytes.count {
-        if bytes[i + 3] == 0 { bytes[i] = 0; bytes[i + 1] = 0; bytes[i + 2] = 0 }
-        i += 4
-    }
-    return bytes
-}
 
 /// The md5 of a frame the way `frames.json` lists it.
 func referenceMD5(_ bitmap: Bitmap) -> String { MD5.hex(referenceBytes(bitmap)) }

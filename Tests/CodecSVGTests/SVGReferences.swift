@@ -76,16 +76,6 @@ struct PAM {
     }
 }
 
-/// A bitmap as the references hash it: straight RGBA8, colour zeroed where alpha is 0.
-func referenceBytes(_ bitmap: Bitmap) -> [UInt8] {
-    var bytes = bitmap.unpremultipliedBytes()
-    var i = 0
-    while i + 3 < bytes.count {
-        if bytes[i + 3] == 0 { bytes[i] = 0; bytes[i + 1] = 0; bytes[i + 2] = 0 }
-        i += 4
-    }
-    return bytes
-}
 
 /// The largest difference of any channel between `a` and `b` (equal lengths), and how many
 /// bytes differ at all.
