@@ -69,7 +69,7 @@ public struct GIFDecoder: AnimatedImageDecoding {
             // In `options.pixelFormat`: a thumbnail is resampled premultiplied and converted
             // once; the full canvas is both straight and premultiplied (alpha is 0 or 255,
             // transparent pixels zero), so it is only relabelled.
-            let reader = try GIFFrameReader(data, maxPixelCount: options.maxPixelCount)
+            let reader = try GIFFrameReader(data, canvas: info.size, maxPixelCount: options.maxPixelCount)
             if let target = options.targetSize, target.isValid, target != info.size {
                 return DecodedImage(bitmap: try reader.firstFrame(resampledTo: target, filter: options.resamplingFilter)
                     .converted(to: options.pixelFormat), info: info)
@@ -94,7 +94,7 @@ public struct GIFDecoder: AnimatedImageDecoding {
             animationInfo = AnimationInfo(canvasSize: structure.canvas, frameCount: structure.frameCount,
                                           loopCount: structure.loopCount,
                                           totalDurationMilliseconds: delays.isEmpty ? nil : delays.reduce(0, +))
-            reader = try GIFFrameReader(data, maxPixelCount: maxPixelCount)
+            reader = try GIFFrameReader(data, canvas: structure.canvas, maxPixelCount: maxPixelCount)
         }
 
         func nextFrame(size: PixelSize?) throws -> AnimationFrame? {

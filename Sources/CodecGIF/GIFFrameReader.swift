@@ -32,8 +32,9 @@ struct GIFFrame {
 }
 
 /// Walks a GIF with giflib's low-level API (`DGifGetRecordType`, `DGifGetImageDesc`,
-/// `DGifGetLine`) and composites one frame per call, as browsers do: a transparent canvas;
-/// each frame's sub-rectangle (clipped to the canvas) drawn with its local or the global
+/// `DGifGetLine`) and composites one frame per call, as browsers do: a transparent canvas (the
+/// logical screen enlarged to contain the first frame, ``GIFStructure/canvas``, never filled
+/// with the header's background colour); each frame's sub-rectangle (clipped to the canvas) drawn with its local or the global
 /// colour table, skipping the transparent index; then its disposal (none, background =
 /// transparent, previous = restored) applied before the next frame. Interlaced frames are
 /// de-interlaced.
@@ -44,7 +45,7 @@ struct GIFFrame {
 final class GIFFrameReader {
     private let input: GIFInput
     private let file: UnsafeMutablePointer<GifFileType>
-    /// The logical screen size.
+    /// The canvas: the logical screen enlarged to contain the first frame (``GIFStructure/canvas``).
     let canvasSize: PixelSize
     private let maxPixelCount: Int
     private var canvas: [UInt8] = []
@@ -54,8 +55,9 @@ final class GIFFrameReader {
     private(set) var framesRead = 0
     private var finished = false
 
-    /// Opens `data` (`DGifOpen` reads the screen descriptor and global colour table).
-    init(_ data: Data, maxPixelCount: Int) throws {
+    /// Opens `data` (`DGifOpen` reads the screen descriptor and global colour table) to draw on
+    /// a `canvas` (``GIFStructure/canvas`` of the same data).
+    init(_ data: Data, canvas: PixelSize, maxPixelCount: Int) throws {
         input = GIFInput(data)
         self.maxPixelCount = maxPixelCount
         var error: Int32 = 0
@@ -64,7 +66,7 @@ final class GIFFrameReader {
             throw GIFError.make(error, "opening the file")
         }
         self.file = file
-        canvasSize = PixelSize(width: Int(file.pointee.SWidth), height: Int(file.pointee.SHeight))
+        canvasSize = canvas
     }
 
     deinit {
