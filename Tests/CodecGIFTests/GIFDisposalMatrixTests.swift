@@ -93,8 +93,8 @@ struct DisposalCase: CustomStringConvertible, Sendable {
 
     var data: Data { GIFWriter.gif(width: Self.screen, height: Self.screen, palette: Self.global, loopCount: 0, frames: frames) }
 
-    /// Where ImageMagick 6.9 `-coalesce` (and, for the first three, Pillow 9.4) does not do what
-    /// Chromium does, so the test holds our frames to ``ChromiumGIFCompositor`` only:
+    /// Where ImageMagick 6.9 `-coalesce` does not do what Chromium does, so the test does not
+    /// hold our frames to ImageMagick's (only to ``ChromiumGIFCompositor``):
     /// - an opaque first frame that leaves part of the screen uncovered: ImageMagick and Pillow
     ///   fill the rest with the logical screen's background colour (index 0, red here);
     ///   Chromium starts from a transparent canvas (Wuffs' `quirk_honor_background_color` is off);
@@ -105,10 +105,25 @@ struct DisposalCase: CustomStringConvertible, Sendable {
     ///   crops to the logical screen;
     /// - a frame wholly outside the screen: ImageMagick refuses the file ("width or height
     ///   exceeds limit"); Chromium enlarges the canvas to a first frame, clips a later one.
-    var toolsDisagree: Bool {
+    var magickDisagrees: Bool {
         let first = position == .first || position == .firstConsecutive
         guard first else { return placement == .outside }
         return placement == .partlyOutside || placement == .outside || (!transparent && (placement != .full || disposal == 3))
+    }
+
+    /// Where Pillow 9.4 (`ImageSequence`, each frame `convert("RGBA")`) does not do what Chromium
+    /// does. It grows the canvas to the first frame and clips later ones as Chromium does, but:
+    /// - an opaque first frame starts from the background colour (red here), not transparent,
+    ///   and "previous" and "background" disposal of it go back to that colour;
+    /// - "background" disposal of a later frame fills its rectangle with the background colour
+    ///   (or, for a frame with transparency, the transparent index's colour, opaque) instead of
+    ///   clearing it to transparent as Chromium and ImageMagick do.
+    var pillowDisagrees: Bool {
+        switch position {
+        case .first, .firstConsecutive: !transparent && (placement != .full || disposal >= 2)
+        case .middle: disposal == 2 && placement != .outside
+        case .consecutive: false
+        }
     }
 }
 
@@ -163,11 +178,53 @@ enum ChromiumGIFCompositor {
 
 /// The full disposal matrix (``DisposalCase/all``, 160 GIFs written at test time) decoded frame
 /// by frame and compared, exactly (no tolerance: GIF is lossless, alpha 0 or 255), with
-/// ImageMagick's `-coalesce` of the same file where it agrees with Chromium, and with the
-/// Chromium rule (``ChromiumGIFCompositor``) everywhere.
+/// ImageMagick's `-coalesce` and Pillow's frames of the same file where each agrees with
+/// Chromium, and with the Chromium rule (``ChromiumGIFCompositor``) everywhere. Without
+/// ImageMagick or Pillow the comparison with it is skipped, with a message.
 @Suite("GIF disposal matrix", .timeLimit(.minutes(5)))
 struct GIFDisposalMatrixTests {
     static let convert = ["/usr/bin/convert", "/usr/local/bin/convert"].first(where: ExternalTool.exists)
+    /// Debian's python3 when it has Pillow (`python3-pil`).
+    static let pillow: String? = {
+        guard ExternalTool.exists("/usr/bin/python3"), let run = try? ExternalTool.run("/usr/bin/python3", ["-c", "import PIL"]),
+              run.status == 0 else { return nil }
+        return "/usr/bin/python3"
+    }()
+
+    /// Every GIF of `folder` through Pillow in one run: per file, its frames as straight RGBA8
+    /// with transparent pixels zeroed, and the canvas size.
+    func pillowFrames(_ folder: URL, python: String) throws -> [String: (width: Int, height: Int, frames: [[UInt8]])] {
+        let script = """
+            import os, sys
+            from PIL import Image, ImageSequence
+            folder = sys.argv[1]
+            for name in sorted(os.listdir(folder)):
+                if not name.endswith('.gif'): continue
+                with Image.open(os.path.join(folder, name)) as im:
+                    for frame in ImageSequence.Iterator(im):
+                        rgba = frame.convert('RGBA')
+                        b = bytearray(rgba.tobytes())
+                        for i in range(0, len(b), 4):
+                            if b[i + 3] == 0: b[i:i + 3] = bytes(3)
+                        print(name[:-4], rgba.size[0], rgba.size[1], b.hex())
+            """
+        let run = try ExternalTool.run(python, ["-c", script, folder.path])
+        try #require(run.status == 0, "Pillow: \(run.stderr)")
+        var out: [String: (width: Int, height: Int, frames: [[UInt8]])] = [:]
+        for line in run.stdout.split(separator: "\n") {
+            let fields = line.split(separator: " ")
+            guard fields.count == 4, let width = Int(fields[1]), let height = Int(fields[2]) else { continue }
+            let hex = Array(fields[3].utf8)
+            var bytes = [UInt8](repeating: 0, count: hex.count / 2)
+            func nibble(_ c: UInt8) -> UInt8 { c >= 97 ? c - 87 : c - 48 }
+            for i in bytes.indices { bytes[i] = nibble(hex[2 * i]) << 4 | nibble(hex[2 * i + 1]) }
+            let name = String(fields[0])
+            var entry = out[name] ?? (width, height, [])
+            entry.frames.append(bytes)
+            out[name] = entry
+        }
+        return out
+    }
 
     func decodedFrames(_ data: Data) throws -> [Bitmap] {
         let decoder = try GIFDecoder().makeAnimationDecoder(for: data, options: DecodeOptions())
@@ -196,12 +253,14 @@ struct GIFDisposalMatrixTests {
         return frames
     }
 
-    @Test func everyCaseMatchesChromiumAndImageMagickWhereTheyAgree() throws {
-        var passed = 0, comparedWithMagick = 0
+    @Test func everyCaseMatchesChromiumAndImageMagickAndPillowWhereTheyAgree() throws {
+        var passed = 0, comparedWithMagick = 0, comparedWithPillow = 0
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gif-disposal-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let cases = DisposalCase.all
+        for item in cases { try item.data.write(to: folder.appendingPathComponent("\(item).gif")) }
+        let pillow = try Self.pillow.map { try pillowFrames(folder, python: $0) }
         for item in cases {
             let data = item.data
             let reference = ChromiumGIFCompositor.frames(item.frames, screen: DisposalCase.screen, global: DisposalCase.global)
@@ -218,9 +277,17 @@ struct GIFDisposalMatrixTests {
                 Issue.record("\(item): canvas \(ours.first.map { "\($0.width)×\($0.height)" } ?? "none"), Chromium's is \(reference.width)×\(reference.height)")
                 ok = false
             }
-            if let convert = Self.convert, !item.toolsDisagree {
+            if let pillow, !item.pillowDisagrees {
+                comparedWithPillow += 1
+                let theirs = pillow[item.description]
+                if theirs?.frames != oursBytes || theirs?.width != reference.width || theirs?.height != reference.height {
+                    Issue.record("\(item): Pillow's frames differ (\(theirs?.frames.count ?? -1) frames against our \(ours.count))")
+                    ok = false
+                }
+                #expect(theirs?.frames == reference.frames, "\(item): Pillow and the Chromium rule disagree")
+            }
+            if let convert = Self.convert, !item.magickDisagrees {
                 let file = folder.appendingPathComponent("\(item).gif")
-                try data.write(to: file)
                 comparedWithMagick += 1
                 let magick = try magickFrames(file, convert: convert, in: folder)
                 if magick != oursBytes {
@@ -238,8 +305,10 @@ struct GIFDisposalMatrixTests {
             }
             if ok { passed += 1 }
         }
-        if Self.convert == nil { print("GIF disposal matrix: ImageMagick's convert is absent; compared with the Chromium rule only") }
-        print("GIF disposal matrix: \(passed) of \(cases.count) cases pass (\(comparedWithMagick) also against ImageMagick -coalesce)")
+        if Self.convert == nil { print("GIF disposal matrix: ImageMagick's convert is absent: not compared with -coalesce") }
+        if Self.pillow == nil { print("GIF disposal matrix: /usr/bin/python3 has no Pillow (python3-pil): not compared with Pillow") }
+        print("GIF disposal matrix: \(passed) of \(cases.count) cases pass (\(comparedWithMagick) also against ImageMagick -coalesce, "
+              + "\(comparedWithPillow) against Pillow)")
         #expect(cases.count == 160)
     }
 }
