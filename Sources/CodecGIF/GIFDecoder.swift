@@ -83,7 +83,8 @@ public struct GIFDecoder: AnimatedImageDecoding {
 
     /// Frames in order through a ``GIFFrameReader``. Its memory is what
     /// ``PipelineCore/AnimatedImageDecoding/estimatedAnimationMemory(_:)`` estimates by default:
-    /// the canvas, the copy a "restore to previous" frame keeps, and the frame handed out (the
+    /// the canvas, the copy of its rectangle a "restore to previous" frame keeps (at most a canvas),
+    /// and the frame handed out (the
     /// canvas is copied when the next frame draws while the caller still holds it).
     final class FrameDecoder: AnimationFrameDecoding {
         let animationInfo: AnimationInfo
