@@ -83,9 +83,9 @@ public struct GIFDecoder: AnimatedImageDecoding {
 
     /// Frames in order through a ``GIFFrameReader``. Its memory is what
     /// ``PipelineCore/AnimatedImageDecoding/estimatedAnimationMemory(_:)`` estimates by default:
-    /// the canvas, the copy of its rectangle a "restore to previous" frame keeps (at most a canvas),
-    /// and the frame handed out (the
-    /// canvas is copied when the next frame draws while the caller still holds it).
+    /// the canvas, the copy of its rectangle a "restore to previous" frame keeps (at most a
+    /// canvas), and the frame handed out (the canvas is copied when the next frame draws while
+    /// the caller still holds it).
     final class FrameDecoder: AnimationFrameDecoding {
         let animationInfo: AnimationInfo
         private let reader: GIFFrameReader
