@@ -69,7 +69,7 @@ public struct WebPEncoder: ImageEncoding {
     }
 
     /// libwebp's configuration for `options`, validated.
-    private func configuration(_ options: EncodeOptions) throws -> WebPConfig {
+    func configuration(_ options: EncodeOptions) throws -> WebPConfig {
         try validateCommonOptions(options)
         if !options.lossless, let chroma = options.chromaSubsampling, chroma != .yuv420 {
             throw EncodingError.invalidOptions(format: .webp, message: "lossy WebP is always 4:2:0, not \(chroma.rawValue) (lossless keeps full colour)")

@@ -59,7 +59,7 @@ enum OptionGroup: String, CaseIterable, Sendable {
             (.size, ["size", "fill", "smartcrop", "crop", "gravity", "focal"]),
             (.processing, ["blur", "corner-radius", "round", "filter", "trim", "trim-threshold", "pad", "flatten", "overlay",
                            "overlay-gravity", "overlay-opacity", "overlay-size", "overlay-offset"]),
-            (.output, ["out", "out-dir", "format", "quality", "lossless", "progressive", "compression-level", "background", "keep-icc",
+            (.output, ["out", "out-dir", "format", "quality", "lossless", "progressive", "compression-level", "background", "keep-icc", "first-frame",
                        "previews-dir", "columns", "json", "thumbhash"]),
             (.sources, ["cache-dir", "no-disk-cache", "memory-cache-mb", "max-pixels", "timeout", "concurrency", "public-only",
                         "allow-host", "origin", "state"]),

@@ -228,7 +228,10 @@ extension Command {
         for warning in response.warnings {
             printError("imgpipe: warning: \(Sources.label(request.url)): \(MessageText.escaped(Console.oneLine(warning)))")
         }
-        try output.settings.write(response.bitmap, iccProfile: response.iccProfile, to: output.path)
+        let frames = try await AnimatedOutput.write(output.settings.loading(request), still: response, pipeline: environment.pipeline,
+                                                    settings: output.settings, to: output.path,
+                                                    firstFrameOnly: invocation.flag("first-frame"))
+        if frames == nil { try output.settings.write(response.bitmap, iccProfile: response.iccProfile, to: output.path) }
         if environment.verbose {
             let line = "\(Sources.label(request.url)): \(response.format) \(response.originalSize) → \(response.bitmap.size) from \(response.source); wrote \(output.path)"
             // With `--out -` stdout holds the picture and nothing else.

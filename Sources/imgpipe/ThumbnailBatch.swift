@@ -62,7 +62,7 @@ enum ThumbnailBatch {
         let inFlight = invocation.options["concurrency"] != nil ? environment.concurrency : max(environment.concurrency, 2 * cores)
         // Idle threads wait a little for the next picture instead of exiting and being started again.
         let writers = WorkerPool(maxConcurrent: cores, name: "imgpipe.encode", idleTimeout: 0.5)
-        let pipeline = environment.pipeline, verbose = environment.verbose
+        let pipeline = environment.pipeline, verbose = environment.verbose, firstFrameOnly = invocation.flag("first-frame")
         let progress = ProgressBar(total: urls.count)
         let start = Date()
 
@@ -75,10 +75,15 @@ enum ThumbnailBatch {
                 next += 1
                 group.addTask {
                     do {
-                        let response = try await pipeline.image(for: settings.loading(request(url)))
+                        let wanted = settings.loading(request(url))
+                        let response = try await pipeline.image(for: wanted)
                         let bitmap = response.bitmap, profile = response.iccProfile
-                        try await writers.run(priority: PriorityHandle(.visible)) {
-                            try settings.write(bitmap, iccProfile: profile, to: path)
+                        let frames = try await AnimatedOutput.write(wanted, still: response, pipeline: pipeline, settings: settings,
+                                                                    to: path, firstFrameOnly: firstFrameOnly)
+                        if frames == nil {
+                            try await writers.run(priority: PriorityHandle(.visible)) {
+                                try settings.write(bitmap, iccProfile: profile, to: path)
+                            }
                         }
                         return (index, .success(response))
                     } catch {

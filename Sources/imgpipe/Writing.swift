@@ -1,3 +1,4 @@
+import CodecGIF
 import CodecHEIF
 import CodecJPEG
 import CodecPNG
@@ -17,6 +18,7 @@ enum Encoders {
         .registering(WebPEncoder())  // CodecWebP: .webp
         .registering(HEIFEncoder.heic)  // CodecHEIF: .heic (x265)
         .registering(HEIFEncoder.avif)  // CodecHEIF: .avif (aom)
+        .registering(GIFEncoder())  // CodecGIF: .gif (stills and animations)
 }
 
 /// The request for a picture that imgpipe writes to a file (`thumb`, `decode`, `convert`):
@@ -68,10 +70,10 @@ enum OutputError: Error, CustomStringConvertible {
 extension OutputFormat {
     /// Every extension imgpipe knows, in the order messages list them, and its format.
     static let extensions: [(name: String, format: OutputFormat)] = [
-        ("jpg", .jpeg), ("jpeg", .jpeg), ("png", .png), ("webp", .webp), ("avif", .avif), ("heic", .heic), ("pam", .pam),
+        ("jpg", .jpeg), ("jpeg", .jpeg), ("png", .png), ("webp", .webp), ("avif", .avif), ("heic", .heic), ("gif", .gif), ("pam", .pam),
     ]
 
-    /// `.jpg, .jpeg, .png, .webp, .avif, .heic, .pam`: for messages.
+    /// `.jpg, .jpeg, .png, .webp, .avif, .heic, .gif, .pam`: for messages.
     static var knownExtensionList: String { extensions.map { "." + $0.name }.joined(separator: ", ") }
 
     /// The known extensions whose format this build can write.
@@ -97,7 +99,7 @@ extension OutputFormat {
         self = format
     }
 
-    /// The extension batch outputs get: `jpg`, `png`, `webp`, `avif`, `heic`, `pam`.
+    /// The extension batch outputs get: `jpg`, `png`, `webp`, `avif`, `heic`, `gif`, `pam`.
     var fileExtension: String {
         switch self {
         case .jpeg: "jpg"
@@ -105,6 +107,7 @@ extension OutputFormat {
         case .webp: "webp"
         case .avif: "avif"
         case .heic: "heic"
+        case .gif: "gif"
         case .pam: "pam"
         }
     }
@@ -117,6 +120,7 @@ extension OutputFormat {
         case .webp: .webp
         case .avif: .avif
         case .heic: .heif
+        case .gif: .gif
         case .pam: nil
         }
     }
@@ -124,7 +128,7 @@ extension OutputFormat {
     /// Formats with a lossy quality setting.
     var takesQuality: Bool { [.jpeg, .webp, .avif, .heic].contains(self) }
     /// Formats that can store pixels exactly: always (PNG, PAM) or on request (WebP, AVIF, HEIC).
-    var canBeLossless: Bool { self != .jpeg }
+    var canBeLossless: Bool { self != .jpeg && self != .gif }
     /// Formats with a progressive mode.
     var takesProgressive: Bool { self == .jpeg }
 }
@@ -202,7 +206,7 @@ struct OutputSettings: Sendable {
             options.progressive = true
         }
         let keepsICC = invocation.flag("keep-icc")
-        if keepsICC, format.imageFormat == nil {
+        if keepsICC, format.imageFormat == nil || format == .gif {
             throw UsageError(message: "--keep-icc: \(name) stores no colour profile; write .jpg, .png, .webp, .avif or .heic")
         }
         if let text = invocation.options["background"] {
@@ -243,6 +247,8 @@ struct OutputSettings: Sendable {
         .flag("lossless", "store the pixels exactly (.webp; .avif/.heic where libheif can)"),
         .flag("progressive", "write a progressive JPEG"),
         .value("compression-level", "N", "PNG zlib level 0-9 (default: the encoder's, 6)"),
+        .flag("first-frame", "with an animated source and a .webp or .gif output: write only the first frame "
+              + "(default: every frame, as vipsthumbnail)"),
         .flag("keep-icc", "keep the picture's colour profile: its pixels are not converted to sRGB and its ICC profile "
               + "is embedded (default: converted to sRGB, no profile written; EXIF, XMP and comments are never written)"),
         .value("background", "COLOUR", "the colour of --pad and --flatten, and what .jpg flattens transparency onto: a name (white, red, …), "
@@ -274,7 +280,18 @@ struct OutputSettings: Sendable {
         } catch let error as EncodingError {
             throw OutputError.encodingFailed(path: path, error)
         }
-        try writing { file in try file.write(contentsOf: data) }
+        try write(encoded: data, to: path)
+    }
+
+    /// Writes `data`, a whole file already encoded, to `path` (atomically, or to stdout for `-`).
+    /// - Throws: ``OutputError``.
+    func write(encoded data: Data, to path: String) throws {
+        guard path == Self.standardOutput else {
+            return try OutputFormat.writeAtomically(to: path) { file in try file.write(contentsOf: data) }
+        }
+        do { try FileHandle.standardOutput.write(contentsOf: data) } catch {
+            throw OutputError.cannotWrite(path: "standard output", reason: Console.oneLine(error.localizedDescription))
+        }
     }
 
     /// The `--out` value that means standard output.

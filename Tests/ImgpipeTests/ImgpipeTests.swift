@@ -64,8 +64,10 @@ struct ImgpipeTests {
         (["thumb", "a.jpg", "--size", "10x0", "-o", "x.png"], "--size needs N, WxH, Wx or xH in pixels, got '10x0'"),
         (["convert", "a.png", "b.png", "--out", "c.png"], "give OUT or --out FILE, not both"),
         (["convert", "a.png", "b.png", "c.png"], "'convert' takes 1 to 2 argument(s)"),
-        (["convert", "a.png", "b.png", "--background", "white"], "--background applies to .jpg and .jpeg (no alpha to flatten) or with thumb's --pad and --flatten; .png keeps the alpha"),
-        (["convert", "a.png", "b.jpg", "--background", "#12345"], "--background needs a colour name (white, black, red, …), transparent, #RRGGBB, #RRGGBBAA, #RGB or R,G,B[,A] (0-255), got '#12345'"),
+        (["convert", "a.png", "b.png", "--background", "white"],
+         "--background applies to .jpg and .jpeg (no alpha to flatten) or with thumb's --pad and --flatten; .png keeps the alpha"),
+        (["convert", "a.png", "b.jpg", "--background", "#12345"],
+         "--background needs a colour name (white, black, red, …), transparent, #RRGGBB, #RRGGBBAA, #RGB or R,G,B[,A] (0-255), got '#12345'"),
         (["convert", "a.png", "b.jpg", "--background", "1,2,300"], "--background needs a colour name"),
     ] as [([String], String)])
     func usageErrorsExitTwoWithOneLine(arguments: [String], message: String) async throws {

@@ -1,0 +1,47 @@
+import Foundation
+import PipelineCore
+
+/// `thumb`, `convert` and `decode` of an animation into a format that animates (`.webp`,
+/// `.gif`): every frame at the requested size, with its processors, delays as browsers show
+/// them and the loop count, as `vipsthumbnail` keeps an animation. `--first-frame` writes the
+/// still first frame instead, as every other output does.
+///
+/// The still answer comes first (it costs one frame); only when its format's decoder reads
+/// animations and the file has more than one frame are the frames decoded, one at a time into
+/// the encoder's session, so memory stays a few canvases however many frames there are.
+enum AnimatedOutput {
+    /// Writes `request`'s animation to `path` and returns its frame count, or returns `nil`
+    /// when the still `response` is the answer (a still picture, one frame, `--first-frame`,
+    /// or an output that does not animate).
+    static func write(_ request: ImageRequest, still response: ImageResponse, pipeline: ImagePipeline,
+                      settings: OutputSettings, to path: String, firstFrameOnly: Bool) async throws -> Int? {
+        guard !firstFrameOnly, let encoder = settings.encoder as? any AnimationEncoding,
+              pipeline.configuration.decoders.all.contains(where: { $0.formats.contains(response.format) && $0 is any AnimatedImageDecoding })
+        else { return nil }
+        let animation = try await pipeline.animation(for: request)
+        guard animation.info.frameCount > 1 else { return nil }
+        let processors = request.processors.map(ImageProcessor.init)
+        var session: (any AnimationEncodingSession)?
+        var count = 0
+        for try await frame in animation.frames() {
+            var bitmap = frame.bitmap
+            for processor in processors { bitmap = try processor.process(bitmap) }
+            let current = try session ?? encoder.makeAnimationSession(size: bitmap.size, loopCount: animation.info.loopCount,
+                                                                      options: settings.options)
+            session = current
+            do {
+                try current.add(bitmap, durationMilliseconds: frame.displayMilliseconds)
+            } catch let error as EncodingError {
+                throw OutputError.encodingFailed(path: path, error)
+            }
+            count += 1
+        }
+        guard let session else { return nil }
+        do {
+            try settings.write(encoded: try session.finish(), to: path)
+        } catch let error as EncodingError {
+            throw OutputError.encodingFailed(path: path, error)
+        }
+        return count
+    }
+}
