@@ -39,7 +39,11 @@ public struct GIFDecoder: AnimatedImageDecoding {
     }
 
     static func info(_ structure: GIFStructure) -> ImageInfo {
-        ImageInfo(format: .gif, size: structure.canvas, hasAlpha: structure.hasTransparency || structure.frameCount > 1,
+        // Alpha: a transparent index, more than one frame, or a first frame that leaves part of
+        // the canvas transparent (Skia's SkFrameHolder: frame 0 has alpha when its rectangle is
+        // not the screen).
+        ImageInfo(format: .gif, size: structure.canvas,
+                  hasAlpha: structure.hasTransparency || structure.frameCount > 1 || !structure.firstFrameCoversCanvas,
                   frameCount: max(1, structure.frameCount), isProgressive: structure.hasInterlacedFrame,
                   componentCount: 3, bitDepth: 8)
     }

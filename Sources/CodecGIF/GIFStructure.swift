@@ -20,6 +20,8 @@ struct GIFStructure: Sendable {
     var loopCount: Int?
     /// A graphic control extension declares a transparent index.
     var hasTransparency = false
+    /// The first frame covers the whole canvas (else the rest stays transparent).
+    var firstFrameCoversCanvas = false
     /// A frame is interlaced.
     var hasInterlacedFrame = false
     /// Stored delays in milliseconds, one per frame (`nil` for a frame without a graphic control extension).
@@ -60,7 +62,9 @@ struct GIFStructure: Sendable {
                 let packed = bytes[offset + 9]
                 if frameCount == 0 {
                     func word(_ at: Int) -> Int { Int(bytes[offset + at]) | Int(bytes[offset + at + 1]) << 8 }
-                    canvas = PixelSize(width: max(canvas.width, word(1) + word(5)), height: max(canvas.height, word(3) + word(7)))
+                    let right = word(1) + word(5), bottom = word(3) + word(7)
+                    canvas = PixelSize(width: max(canvas.width, right), height: max(canvas.height, bottom))
+                    firstFrameCoversCanvas = word(1) == 0 && word(3) == 0 && right == canvas.width && bottom == canvas.height
                 }
                 if packed & 0x40 != 0 { hasInterlacedFrame = true }
                 offset += 10
