@@ -14,7 +14,7 @@ struct ImgpipeAnimatedOutputTests {
     /// Pillow's reading of `file`: frame count, loop, durations, and the largest and mean
     /// difference of each composited frame from `frames/frame-NNNN.pam` (colour ignored where
     /// both are transparent; alpha compared as GIF stores it, opaque from 128, when `oneBitAlpha`).
-    static func pillowComparison(_ file: URL, frames: URL, oneBitAlpha: Bool) throws -> [String: Double] {
+    static func pillowComparison(_ file: URL, frames: URL, oneBitAlpha: Bool) async throws -> [String: Double] {
         let script = """
             import json, os, sys, numpy as np
             from PIL import Image, ImageSequence
@@ -38,7 +38,7 @@ struct ImgpipeAnimatedOutputTests {
             print(json.dumps({"frames": count, "max": worst, "mean": total / max(count, 1),
                               "loop": im.info.get("loop", -1), "duration": durations[0] if durations else -1}))
             """
-        let result = try ExternalTool.run(pillowPython, ["-c", script, file.path, frames.path, oneBitAlpha ? "1" : "0"])
+        let result = try await ExternalTool.run(pillowPython, ["-c", script, file.path, frames.path, oneBitAlpha ? "1" : "0"])
         try #require(result.status == 0, "Pillow: \(result.stderr)")
         let object = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any] ?? [:]
         return object.compactMapValues { ($0 as? NSNumber)?.doubleValue }
@@ -55,7 +55,7 @@ struct ImgpipeAnimatedOutputTests {
             try #require(written.status == 0, "\(written.stderr)")
             let decoded = try await Imgpipe.run(["frames", Self.orbit.path, "--out-dir", frames.path] + size)
             try #require(decoded.status == 0, "\(decoded.stderr)")
-            let comparison = try Self.pillowComparison(out, frames: frames, oneBitAlpha: format == "gif")
+            let comparison = try await Self.pillowComparison(out, frames: frames, oneBitAlpha: format == "gif")
             #expect(comparison["frames"] == 16, "\(format) \(size): \(comparison)")
             #expect(comparison["loop"] == 0, "loops forever, as the source")
             #expect(comparison["duration"] == 60, "the source's 60 ms")

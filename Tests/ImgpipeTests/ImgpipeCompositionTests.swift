@@ -5,7 +5,7 @@ import Testing
 /// Debian's python with Pillow and numpy (`python3-pil`, `python3-numpy`), the overlay's reference.
 let pillowPython = "/usr/bin/python3"
 let hasPillow = ExternalTool.exists(pillowPython)
-    && ((try? ExternalTool.run(pillowPython, ["-c", "import PIL, numpy"]).status) == 0)
+    && ((try? ExternalTool.runBlocking(pillowPython, ["-c", "import PIL, numpy"]).status) == 0)
 /// `vips` (`libvips-tools`), the trim's reference.
 let vipsTool = "/usr/bin/vips"
 /// ImageMagick's `convert`, which makes the bordered pictures the trim tests start from.
@@ -20,7 +20,7 @@ struct ImgpipeCompositionTests {
     /// pixel's alpha when `premultiplied` (the representation the pipeline composites a
     /// translucent base in: a colour under alpha a keeps a + 1 levels there).
     static func pillowDifference(base: URL, overlay: URL, ours: URL, gravity: (Double, Double), offset: (Int, Int),
-                                 opacity: Double, premultiplied: Bool) throws -> (max: Int, mean: Double) {
+                                 opacity: Double, premultiplied: Bool) async throws -> (max: Int, mean: Double) {
         let script = """
             import math, sys, numpy as np
             from PIL import Image
@@ -44,7 +44,7 @@ struct ImgpipeCompositionTests {
             d = np.abs(reference - ours)
             print(int(d.max()), d.mean())
             """
-        let result = try ExternalTool.run(pillowPython, ["-c", script, base.path, overlay.path, ours.path,
+        let result = try await ExternalTool.run(pillowPython, ["-c", script, base.path, overlay.path, ours.path,
                                                          "\(gravity.0)", "\(gravity.1)", "\(offset.0)", "\(offset.1)", "\(opacity)",
                                                          premultiplied ? "1" : "0"])
         try #require(result.status == 0, "Pillow: \(result.stderr)")
@@ -67,7 +67,7 @@ struct ImgpipeCompositionTests {
             let result = try await Imgpipe.run(["thumb", base.path, "-s", "480", "--overlay", logo.path, "--overlay-gravity", gravity,
                                                 "--overlay-offset", "\(offset.0),\(offset.1)", "--overlay-opacity", "\(opacity)", "-o", ours.path])
             try #require(result.status == 0, "\(result.stderr)")
-            let difference = try Self.pillowDifference(base: base, overlay: logo, ours: ours, gravity: point, offset: offset,
+            let difference = try await Self.pillowDifference(base: base, overlay: logo, ours: ours, gravity: point, offset: offset,
                                                        opacity: opacity, premultiplied: false)
             #expect(difference.max <= 1, "\(gravity): largest difference \(difference.max), mean \(difference.mean)")
         }
@@ -85,7 +85,7 @@ struct ImgpipeCompositionTests {
             let result = try await Imgpipe.run(["thumb", base.path, "-s", "480", "--overlay", logo.path, "--overlay-gravity", "centre",
                                                 "--overlay-opacity", "0.7", "-o", ours.path])
             try #require(result.status == 0, "\(result.stderr)")
-            let difference = try Self.pillowDifference(base: base, overlay: logo, ours: ours, gravity: (0.5, 0.5), offset: (0, 0),
+            let difference = try await Self.pillowDifference(base: base, overlay: logo, ours: ours, gravity: (0.5, 0.5), offset: (0, 0),
                                                        opacity: 0.7, premultiplied: true)
             #expect(difference.max <= 1, "largest difference \(difference.max), mean \(difference.mean)")
         }
@@ -153,14 +153,14 @@ struct ImgpipeCompositionTests {
         try await withTemporaryDirectory(prefix: "imgpipe-trim") { (directory: URL) async throws in
             let bordered = directory.appendingPathComponent("bordered.\(format)")
             let input = sample.isEmpty ? [] : [Imgpipe.samples.appendingPathComponent(sample).path]
-            let made = try ExternalTool.run(magickConvert ?? "", input + border + [bordered.path])
+            let made = try await ExternalTool.run(magickConvert ?? "", input + border + [bordered.path])
             try #require(made.status == 0, "\(made.stderr)")
             let full = directory.appendingPathComponent("full.pam"), trimmed = directory.appendingPathComponent("trimmed.pam")
             let decoded = try await Imgpipe.run(["decode", bordered.path, "--out", full.path])
             try #require(decoded.status == 0, "\(decoded.stderr)")
             let size = try pamSize(full), pixels = try pamPixels(full)
             let background = "\(pixels[0]) \(pixels[1]) \(pixels[2])"
-            let vips = try ExternalTool.run(vipsTool, ["find_trim", bordered.path, "--background", background])
+            let vips = try await ExternalTool.run(vipsTool, ["find_trim", bordered.path, "--background", background])
             try #require(vips.status == 0, "\(vips.stderr)")
             let box = vips.stdout.split(whereSeparator: \.isNewline).compactMap { Int($0) }
             try #require(box.count == 4, "vips find_trim: \(vips.stdout)")
@@ -183,7 +183,7 @@ struct ImgpipeCompositionTests {
         guard let magickConvert else { return }
         try await withTemporaryDirectory(prefix: "imgpipe-trim") { (directory: URL) async throws in
             let bordered = directory.appendingPathComponent("bordered.png"), out = directory.appendingPathComponent("out.pam")
-            let made = try ExternalTool.run(magickConvert, [Imgpipe.samples.appendingPathComponent("aurora.png").path,
+            let made = try await ExternalTool.run(magickConvert, [Imgpipe.samples.appendingPathComponent("aurora.png").path,
                                                             "-bordercolor", "white", "-border", "200x100", bordered.path])
             try #require(made.status == 0, "\(made.stderr)")
             let result = try await Imgpipe.run(["thumb", bordered.path, "--trim", "-s", "240", "-o", out.path])

@@ -14,14 +14,14 @@ struct ImgpipeKeepICCTests {
     static let folder = straightAlphaCorpus.appendingPathComponent("icc")
 
     /// The ICC profiles Pillow reads from `files` (hex, "" for none), one per file.
-    static func pillowProfiles(_ files: [URL]) throws -> [String] {
+    static func pillowProfiles(_ files: [URL]) async throws -> [String] {
         let script = """
             import sys
             from PIL import Image
             for path in sys.argv[1:]:
                 print((Image.open(path).info.get("icc_profile") or b"").hex())
             """
-        let result = try ExternalTool.run(pillowPython, ["-c", script] + files.map(\.path))
+        let result = try await ExternalTool.run(pillowPython, ["-c", script] + files.map(\.path))
         try #require(result.status == 0, "Pillow: \(result.stderr)")
         return result.stdout.split(separator: "\n", omittingEmptySubsequences: false).prefix(files.count).map(String.init)
     }
@@ -53,7 +53,7 @@ struct ImgpipeKeepICCTests {
             try #require(stripped.status == 0, "\(stripped.stderr)")
             guard hasPillow else { return }
             let readable = name.hasSuffix(".heic") ? [] : [source]  // Pillow 9.4 reads no HEIF
-            let profiles = try Self.pillowProfiles(readable + kept.prefix(3) + [plain])
+            let profiles = try await Self.pillowProfiles(readable + kept.prefix(3) + [plain])
             let ours = profiles[readable.count..<(readable.count + 3)]
             #expect(Set(ours).count == 1 && ours.first?.isEmpty == false, "\(name): one profile in PNG, JPEG and WebP")
             if let original = readable.first.map({ _ in profiles[0] }) { #expect(ours.first == original, "\(name): the source's bytes") }
