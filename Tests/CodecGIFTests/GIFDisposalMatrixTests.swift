@@ -202,15 +202,15 @@ enum ChromiumGIFCompositor {
 struct GIFDisposalMatrixTests {
     static let convert = ["/usr/bin/convert", "/usr/local/bin/convert"].first(where: ExternalTool.exists)
     /// Debian's python3 when it has Pillow (`python3-pil`).
-    static let pillow: String? = {
-        guard ExternalTool.exists("/usr/bin/python3"), let run = try? ExternalTool.run("/usr/bin/python3", ["-c", "import PIL"]),
+    static func pillow() async -> String? {
+        guard ExternalTool.exists("/usr/bin/python3"), let run = try? await ExternalTool.run("/usr/bin/python3", ["-c", "import PIL"]),
               run.status == 0 else { return nil }
         return "/usr/bin/python3"
-    }()
+    }
 
     /// Every GIF of `folder` through Pillow in one run: per file, its frames as straight RGBA8
     /// with transparent pixels zeroed, and the canvas size.
-    func pillowFrames(_ folder: URL, python: String) throws -> [String: (width: Int, height: Int, frames: [[UInt8]])] {
+    func pillowFrames(_ folder: URL, python: String) async throws -> [String: (width: Int, height: Int, frames: [[UInt8]])] {
         let script = """
             import os, sys
             from PIL import Image, ImageSequence
@@ -225,7 +225,7 @@ struct GIFDisposalMatrixTests {
                             if b[i + 3] == 0: b[i:i + 3] = bytes(3)
                         print(name[:-4], rgba.size[0], rgba.size[1], b.hex())
             """
-        let run = try ExternalTool.run(python, ["-c", script, folder.path])
+        let run = try await ExternalTool.run(python, ["-c", script, folder.path])
         try #require(run.status == 0, "Pillow: \(run.stderr)")
         var out: [String: (width: Int, height: Int, frames: [[UInt8]])] = [:]
         for line in run.stdout.split(separator: "\n") {
@@ -252,10 +252,10 @@ struct GIFDisposalMatrixTests {
 
     /// ImageMagick's coalesced frames as straight RGBA8 with transparent pixels zeroed, or `nil`
     /// when it refuses the file.
-    func magickFrames(_ file: URL, convert: String, in folder: URL) throws -> [[UInt8]]? {
+    func magickFrames(_ file: URL, convert: String, in folder: URL) async throws -> [[UInt8]]? {
         let stem = file.deletingPathExtension().lastPathComponent
         let pattern = folder.appendingPathComponent("\(stem)-%d.rgba").path
-        let run = try ExternalTool.run(convert, [file.path, "-coalesce", "-depth", "8", pattern])
+        let run = try await ExternalTool.run(convert, [file.path, "-coalesce", "-depth", "8", pattern])
         guard run.status == 0 else { return nil }
         var frames: [[UInt8]] = []
         while let bytes = try? Data(contentsOf: folder.appendingPathComponent("\(stem)-\(frames.count).rgba")) {
@@ -270,14 +270,16 @@ struct GIFDisposalMatrixTests {
         return frames
     }
 
-    @Test func everyCaseMatchesChromiumAndImageMagickAndPillowWhereTheyAgree() throws {
+    @Test func everyCaseMatchesChromiumAndImageMagickAndPillowWhereTheyAgree() async throws {
         var passed = 0, comparedWithMagick = 0, comparedWithPillow = 0
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gif-disposal-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let cases = DisposalCase.all
         for item in cases { try item.data.write(to: folder.appendingPathComponent("\(item).gif")) }
-        let pillow = try Self.pillow.map { try pillowFrames(folder, python: $0) }
+        let python = await Self.pillow()
+        var pillow: [String: (width: Int, height: Int, frames: [[UInt8]])]?
+        if let python { pillow = try await pillowFrames(folder, python: python) }
         for item in cases {
             let data = item.data
             let reference = ChromiumGIFCompositor.frames(item.frames, screen: DisposalCase.screen, global: DisposalCase.global)
@@ -306,7 +308,7 @@ struct GIFDisposalMatrixTests {
             if let convert = Self.convert, !item.magickDisagrees {
                 let file = folder.appendingPathComponent("\(item).gif")
                 comparedWithMagick += 1
-                let magick = try magickFrames(file, convert: convert, in: folder)
+                let magick = try await magickFrames(file, convert: convert, in: folder)
                 if magick != oursBytes {
                     Issue.record("\(item): ImageMagick's -coalesce differs (\(magick?.count ?? -1) frames against our \(ours.count))")
                     ok = false
@@ -336,7 +338,7 @@ struct GIFDisposalMatrixTests {
             if ok { passed += 1 }
         }
         if Self.convert == nil { print("GIF disposal matrix: ImageMagick's convert is absent: not compared with -coalesce") }
-        if Self.pillow == nil { print("GIF disposal matrix: /usr/bin/python3 has no Pillow (python3-pil): not compared with Pillow") }
+        if python == nil { print("GIF disposal matrix: /usr/bin/python3 has no Pillow (python3-pil): not compared with Pillow") }
         print("GIF disposal matrix: \(passed) of \(cases.count) cases pass (\(comparedWithMagick) also against ImageMagick -coalesce, "
               + "\(comparedWithPillow) against Pillow)")
         #expect(cases.count == 288)
