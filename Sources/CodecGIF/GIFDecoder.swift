@@ -39,7 +39,11 @@ public struct GIFDecoder: AnimatedImageDecoding {
     }
 
     static func info(_ structure: GIFStructure) -> ImageInfo {
-        ImageInfo(format: .gif, size: structure.canvas, hasAlpha: structure.hasTransparency || structure.frameCount > 1,
+        // Alpha: a transparent index, more than one frame, or a first frame that leaves part of
+        // the canvas transparent (Skia's SkFrameHolder: frame 0 has alpha when its rectangle is
+        // not the screen).
+        ImageInfo(format: .gif, size: structure.canvas,
+                  hasAlpha: structure.hasTransparency || structure.frameCount > 1 || !structure.firstFrameCoversCanvas,
                   frameCount: max(1, structure.frameCount), isProgressive: structure.hasInterlacedFrame,
                   componentCount: 3, bitDepth: 8)
     }
@@ -69,7 +73,7 @@ public struct GIFDecoder: AnimatedImageDecoding {
             // In `options.pixelFormat`: a thumbnail is resampled premultiplied and converted
             // once; the full canvas is both straight and premultiplied (alpha is 0 or 255,
             // transparent pixels zero), so it is only relabelled.
-            let reader = try GIFFrameReader(data, maxPixelCount: options.maxPixelCount)
+            let reader = try GIFFrameReader(data, canvas: info.size, maxPixelCount: options.maxPixelCount)
             if let target = options.targetSize, target.isValid, target != info.size {
                 return DecodedImage(bitmap: try reader.firstFrame(resampledTo: target, filter: options.resamplingFilter)
                     .converted(to: options.pixelFormat), info: info)
@@ -83,8 +87,9 @@ public struct GIFDecoder: AnimatedImageDecoding {
 
     /// Frames in order through a ``GIFFrameReader``. Its memory is what
     /// ``PipelineCore/AnimatedImageDecoding/estimatedAnimationMemory(_:)`` estimates by default:
-    /// the canvas, the copy a "restore to previous" frame keeps, and the frame handed out (the
-    /// canvas is copied when the next frame draws while the caller still holds it).
+    /// the canvas, the copy of its rectangle a "restore to previous" frame keeps (at most a
+    /// canvas), and the frame handed out (the canvas is copied when the next frame draws while
+    /// the caller still holds it).
     final class FrameDecoder: AnimationFrameDecoding {
         let animationInfo: AnimationInfo
         private let reader: GIFFrameReader
@@ -94,7 +99,7 @@ public struct GIFDecoder: AnimatedImageDecoding {
             animationInfo = AnimationInfo(canvasSize: structure.canvas, frameCount: structure.frameCount,
                                           loopCount: structure.loopCount,
                                           totalDurationMilliseconds: delays.isEmpty ? nil : delays.reduce(0, +))
-            reader = try GIFFrameReader(data, maxPixelCount: maxPixelCount)
+            reader = try GIFFrameReader(data, canvas: structure.canvas, maxPixelCount: maxPixelCount)
         }
 
         func nextFrame(size: PixelSize?) throws -> AnimationFrame? {

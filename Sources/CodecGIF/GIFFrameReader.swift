@@ -32,30 +32,36 @@ struct GIFFrame {
 }
 
 /// Walks a GIF with giflib's low-level API (`DGifGetRecordType`, `DGifGetImageDesc`,
-/// `DGifGetLine`) and composites one frame per call, as browsers do: a transparent canvas;
-/// each frame's sub-rectangle (clipped to the canvas) drawn with its local or the global
-/// colour table, skipping the transparent index; then its disposal (none, background =
-/// transparent, previous = restored) applied before the next frame. Interlaced frames are
-/// de-interlaced.
+/// `DGifGetLine`) and composites one frame per call, as Chromium does: a transparent canvas
+/// (the logical screen enlarged to contain the first frame, ``GIFStructure/canvas``, never
+/// filled with the header's background colour); each frame's sub-rectangle (clipped to the
+/// canvas) drawn with its local or the global colour table, skipping the transparent index;
+/// then its disposal (none, background = its rectangle cleared to transparent, previous = its
+/// rectangle restored; 4 is read as previous, 5–7 as none) applied before the next frame.
+/// Interlaced frames are de-interlaced.
 ///
-/// Memory: the compressed data (shared), the canvas, a copy of it only while a "previous"
-/// disposal needs one, and one frame row of indices. The canvas is allocated at the first
-/// frame, after the caller checked the pixel limit. The giflib handle is closed in `deinit`.
+/// Memory: the compressed data (shared), the canvas, a copy of the rectangle a "previous"
+/// frame covers (at most a canvas) only while its disposal needs it, and one frame row of
+/// indices. The canvas is allocated at the first frame, after the caller checked the pixel
+/// limit. The giflib handle is closed in `deinit`.
 final class GIFFrameReader {
     private let input: GIFInput
     private let file: UnsafeMutablePointer<GifFileType>
-    /// The logical screen size.
+    /// The canvas: the logical screen enlarged to contain the first frame (``GIFStructure/canvas``).
     let canvasSize: PixelSize
     private let maxPixelCount: Int
     private var canvas: [UInt8] = []
-    private var saved: [UInt8]?
+    /// What a "restore to previous" frame covers, saved before it draws: the rows of its
+    /// (clipped) rectangle, restored after it.
+    private var saved: [UInt8] = []
     private var disposal: (mode: Int, rect: (x: Int, y: Int, width: Int, height: Int))?
     /// Frames returned so far.
     private(set) var framesRead = 0
     private var finished = false
 
-    /// Opens `data` (`DGifOpen` reads the screen descriptor and global colour table).
-    init(_ data: Data, maxPixelCount: Int) throws {
+    /// Opens `data` (`DGifOpen` reads the screen descriptor and global colour table) to draw on
+    /// a `canvas` (``GIFStructure/canvas`` of the same data).
+    init(_ data: Data, canvas: PixelSize, maxPixelCount: Int) throws {
         input = GIFInput(data)
         self.maxPixelCount = maxPixelCount
         var error: Int32 = 0
@@ -64,7 +70,7 @@ final class GIFFrameReader {
             throw GIFError.make(error, "opening the file")
         }
         self.file = file
-        canvasSize = PixelSize(width: Int(file.pointee.SWidth), height: Int(file.pointee.SHeight))
+        canvasSize = canvas
     }
 
     deinit {
@@ -131,7 +137,11 @@ final class GIFFrameReader {
                     throw GIFError.make(file.pointee.Error, "reading an extension")
                 }
                 if code == GRAPHICS_EXT_FUNC_CODE, let block, block[0] >= 4 {
-                    control.disposalMode = Int((block[1] >> 2) & 7)
+                    // 4–7 are "to be defined"; some encoders write 4 for "restore to previous",
+                    // and Chromium reads it so (Wuffs `decode_gc`, Blink's GIFImageReader before
+                    // it); 5–7 keep the frame, as 0 and 1 do.
+                    let method = Int((block[1] >> 2) & 7)
+                    control.disposalMode = method == 4 ? 3 : method
                     control.delay = (Int(block[2]) | Int(block[3]) << 8) * 10
                     control.transparentIndex = block[1] & 1 != 0 ? Int(block[4]) : -1
                 }
@@ -248,10 +258,31 @@ final class GIFFrameReader {
                 }
             }
         case 3:
-            if let saved { canvas = saved }
-            saved = nil
+            copyRect(rect, restoring: true)
+            saved = []
         default:
             break
+        }
+    }
+
+    /// Copies the canvas rows of `rect` into ``saved`` or, `restoring`, back from it.
+    private func copyRect(_ rect: (x: Int, y: Int, width: Int, height: Int), restoring: Bool) {
+        let rowBytes = rect.width * 4, canvasWidth = canvasSize.width
+        guard rowBytes > 0, rect.height > 0 else { return }
+        if !restoring { saved = [UInt8](repeating: 0, count: rowBytes * rect.height) }
+        guard saved.count == rowBytes * rect.height else { return }
+        canvas.withUnsafeMutableBufferPointer { pixels in
+            saved.withUnsafeMutableBufferPointer { copy in
+                guard let pixelBase = pixels.baseAddress, let copyBase = copy.baseAddress else { return }
+                for row in 0..<rect.height {
+                    let onCanvas = pixelBase + ((rect.y + row) * canvasWidth + rect.x) * 4, inCopy = copyBase + row * rowBytes
+                    if restoring {
+                        onCanvas.update(from: inCopy, count: rowBytes)
+                    } else {
+                        inCopy.update(from: onCanvas, count: rowBytes)
+                    }
+                }
+            }
         }
     }
 
@@ -266,8 +297,8 @@ final class GIFFrameReader {
         // The part of the frame on the canvas.
         let x0 = min(left, canvasSize.width), x1 = min(left + width, canvasSize.width)
         let y0 = min(top, canvasSize.height), y1 = min(top + height, canvasSize.height)
-        if disposalMode == 3 { saved = canvas }
         disposal = (disposalMode, (x0, y0, x1 - x0, y1 - y0))
+        if disposalMode == 3 { copyRect((x0, y0, x1 - x0, y1 - y0), restoring: false) }
         guard width > 0, height > 0 else {
             try skipImageData()
             return

@@ -10,7 +10,9 @@ import PipelineCore
 /// it stops counting one frame past what they allow (``countIsComplete`` `false`), so refusing
 /// a 100,000-frame file walks no further than the frames allowed.
 struct GIFStructure: Sendable {
-    /// The logical screen.
+    /// The canvas: the logical screen, enlarged to contain the first frame's rectangle as
+    /// Chromium does (Wuffs' `decode_id_part0`, Blink's and Skia's `GIFImageReader`: "for the
+    /// first frame, we can simply enlarge the image size"); later frames are clipped to it.
     var canvas: PixelSize
     /// Image descriptors seen (frames), including a last one cut short.
     var frameCount = 0
@@ -18,6 +20,8 @@ struct GIFStructure: Sendable {
     var loopCount: Int?
     /// A graphic control extension declares a transparent index.
     var hasTransparency = false
+    /// The first frame covers the whole canvas (else the rest stays transparent).
+    var firstFrameCoversCanvas = false
     /// A frame is interlaced.
     var hasInterlacedFrame = false
     /// Stored delays in milliseconds, one per frame (`nil` for a frame without a graphic control extension).
@@ -56,6 +60,12 @@ struct GIFStructure: Sendable {
             case 0x2C:  // image descriptor
                 guard offset + 10 <= bytes.count else { isTruncated = true; frameCount += 1; delays.append(pendingDelay); break walk }
                 let packed = bytes[offset + 9]
+                if frameCount == 0 {
+                    func word(_ at: Int) -> Int { Int(bytes[offset + at]) | Int(bytes[offset + at + 1]) << 8 }
+                    let right = word(1) + word(5), bottom = word(3) + word(7)
+                    canvas = PixelSize(width: max(canvas.width, right), height: max(canvas.height, bottom))
+                    firstFrameCoversCanvas = word(1) == 0 && word(3) == 0 && right == canvas.width && bottom == canvas.height
+                }
                 if packed & 0x40 != 0 { hasInterlacedFrame = true }
                 offset += 10
                 if packed & 0x80 != 0 { offset += 3 << (Int(packed & 7) + 1) }

@@ -18,7 +18,11 @@ enum AnimatedOutput {
         guard !firstFrameOnly, let encoder = settings.encoder as? any AnimationEncoding,
               pipeline.configuration.decoders.all.contains(where: { $0.formats.contains(response.format) && $0 is any AnimatedImageDecoding })
         else { return nil }
-        let animation = try await pipeline.animation(for: request)
+        // Premultiplied frames: the processors work on those (as on a still), and the encoders
+        // make each frame straight once.
+        var premultiplied = request
+        premultiplied.processing.pixelFormat = .rgba8Premultiplied
+        let animation = try await pipeline.animation(for: premultiplied)
         guard animation.info.frameCount > 1 else { return nil }
         let processors = request.processors.map(ImageProcessor.init)
         var session: (any AnimationEncodingSession)?

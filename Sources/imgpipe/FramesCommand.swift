@@ -24,6 +24,8 @@ extension Command {
                 let size = try invocation.positiveInteger("size")
                 request = ImageRequest(url: url, width: size, height: size)
             }
+            // Straight alpha, as the files store it: a full-size frame is written with its values exactly.
+            request.processing.pixelFormat = .rgba8Straight
             let environment = try Environment(invocation, sources: [url])
             do {
                 try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)

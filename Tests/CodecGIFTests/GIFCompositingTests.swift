@@ -66,6 +66,20 @@ struct GIFCompositingTests {
         #expect(try GIFDecoder().readInfo(first).hasAlpha)
     }
 
+    /// A single opaque frame has alpha only when it leaves part of the canvas uncovered.
+    @Test func aFirstFrameThatLeavesTheCanvasPartlyUncoveredHasAlpha() throws {
+        let full = GIFWriter.gif(width: 2, height: 2, palette: Self.palette, frames: [.init(width: 2, height: 2, indices: [0, 1, 2, 3])])
+        let partial = GIFWriter.gif(width: 2, height: 2, palette: Self.palette, frames: [.init(x: 1, width: 1, height: 2, indices: [0, 1])])
+        let grown = GIFWriter.gif(width: 1, height: 1, palette: Self.palette, frames: [.init(width: 2, height: 1, indices: [0, 1])])
+        #expect(try !GIFDecoder().readInfo(full).hasAlpha)
+        #expect(try GIFDecoder().readInfo(partial).hasAlpha)
+        // A first frame larger than the screen grows the canvas and covers it.
+        let info = try GIFDecoder().readInfo(grown)
+        #expect(info.size == PixelSize(width: 2, height: 1) && !info.hasAlpha)
+        let still = try GIFDecoder().decode(partial, options: DecodeOptions())
+        #expect(pixel(still.bitmap, 0, 0) == Self.clear && pixel(still.bitmap, 1, 1) == Self.blue)
+    }
+
     @Test func interlacedEqualsProgressiveAndLocalPalettesApply() throws {
         let indices = (0..<(5 * 11)).map { UInt8($0 % 4) }
         let plain = GIFWriter.gif(width: 5, height: 11, palette: Self.palette, frames: [.init(width: 5, height: 11, indices: indices)])

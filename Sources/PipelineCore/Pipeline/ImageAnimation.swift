@@ -2,7 +2,8 @@ import Foundation
 import Synchronization
 
 /// An animation opened by ``ImagePipeline/animation(for:)``: its header, and its frames decoded
-/// lazily, composited and scaled to the request's size.
+/// lazily, composited and scaled to the request's size, in the request's
+/// ``ProcessingOptions/pixelFormat``.
 ///
 /// It holds the compressed bytes only. Each ``frames()`` sequence decodes from the start, one
 /// frame per iteration step, in the iterating task; its memory is the codec's few canvases and
@@ -18,6 +19,9 @@ public struct ImageAnimation: Sendable {
     public let plan: ResizePlan
     /// The URL the bytes came from (the fetch URL), for errors.
     public let url: URL
+    /// The frames' pixel format: the request's ``ProcessingOptions/pixelFormat`` (premultiplied
+    /// unless straight was asked; a scaled frame is computed premultiplied and made straight once).
+    public let pixelFormat: PixelFormat
     private let data: Data
     private let decoder: any AnimatedImageDecoding
     /// The limits (pixels, frames, frame pixels) and the resampling filter.
@@ -25,10 +29,11 @@ public struct ImageAnimation: Sendable {
     private let admission: DecodeAdmission?
     private let priority: ImagePriority
 
-    init(format: ImageFormat, info: AnimationInfo, plan: ResizePlan, url: URL, data: Data, decoder: any AnimatedImageDecoding,
-         options: DecodeOptions, admission: DecodeAdmission?, priority: ImagePriority) {
+    init(format: ImageFormat, info: AnimationInfo, plan: ResizePlan, url: URL, pixelFormat: PixelFormat = .rgba8Premultiplied,
+         data: Data, decoder: any AnimatedImageDecoding, options: DecodeOptions, admission: DecodeAdmission?, priority: ImagePriority) {
         self.format = format
         self.url = url
+        self.pixelFormat = pixelFormat
         self.info = info
         self.plan = plan
         self.data = data
@@ -38,7 +43,7 @@ public struct ImageAnimation: Sendable {
         self.priority = priority
     }
 
-    /// The frames in order, at ``ResizePlan/outputSize``, decoded one per step. Ends after the
+    /// The frames in order, at ``ResizePlan/outputSize`` and in ``pixelFormat``, decoded one per step. Ends after the
     /// last frame; for damaged data, after the frames before it, throws the codec's typed error
     /// wrapped with the URL (``ImagePipelineError/decodingFailed(_:underlying:)``).
     ///
@@ -52,7 +57,7 @@ public struct ImageAnimation: Sendable {
     /// the header said: the step throws ``ImagePipelineError/overLimit(_:limit:actual:)``.
     public func frames() -> AsyncThrowingStream<AnimationFrame, any Error> {
         let cursor = FrameCursor(data: data, decoder: decoder, info: info, options: options, plan: plan,
-                                 admission: admission, priority: priority)
+                                 pixelFormat: pixelFormat, admission: admission, priority: priority)
         let url = url
         return AsyncThrowingStream(unfolding: {
             do {
@@ -81,17 +86,19 @@ private final class FrameCursor: Sendable {
     private let info: AnimationInfo
     private let options: DecodeOptions
     private let plan: ResizePlan
+    private let pixelFormat: PixelFormat
     private let admission: DecodeAdmission?
     private let priority: PriorityHandle
     private let state = Mutex(State())
 
     init(data: Data, decoder: any AnimatedImageDecoding, info: AnimationInfo, options: DecodeOptions, plan: ResizePlan,
-         admission: DecodeAdmission?, priority: ImagePriority) {
+         pixelFormat: PixelFormat, admission: DecodeAdmission?, priority: ImagePriority) {
         self.data = data
         self.decoder = decoder
         self.info = info
         self.options = options
         self.plan = plan
+        self.pixelFormat = pixelFormat
         self.admission = admission
         self.priority = PriorityHandle(priority)
     }
@@ -153,6 +160,7 @@ private final class FrameCursor: Sendable {
         if frame.bitmap.size != plan.outputSize || plan.crop != PixelRect(plan.sourceSize) {
             frame.bitmap = Resampler.resample(frame.bitmap, plan: plan, filter: options.resamplingFilter)
         }
+        if frame.bitmap.pixelFormat != pixelFormat { frame.bitmap = frame.bitmap.converted(to: pixelFormat) }
         return frame
     }
 }

@@ -238,7 +238,8 @@ public actor ImagePipeline {
             // One window for every frame: a smart anchor is centred (``CropAnchor`` says so).
             let plan = ResizePlan(source: info.canvasSize, target: key.targetSize, contentMode: key.contentMode,
                                   anchor: key.cropAnchor, allowsUpscaling: key.processing.allowsUpscaling)
-            animation = ImageAnimation(format: format, info: info, plan: plan, url: url, data: data, decoder: animated,
+            animation = ImageAnimation(format: format, info: info, plan: plan, url: url, pixelFormat: key.processing.pixelFormat,
+                                       data: data, decoder: animated,
                                        options: options, admission: self.decoder.admission, priority: request.priority)
         } catch is CancellationError {
             throw CancellationError()
