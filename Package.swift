@@ -31,6 +31,10 @@ var targets: [Target] = [
     // No pkgConfig: hiredis.pc's Cflags carry -D_FILE_OFFSET_BITS=64, which SwiftPM rejects with a
     // warning on every build; the headers are in /usr/include/hiredis and the module map links it.
     .systemLibrary(name: "CHiredis", providers: [.apt(["libhiredis-dev"])]),
+    // No pkgConfig: libjxl.pc's Cflags are only -I/usr/include (on the default path), and its
+    // Requires.private pull libhwy's -DHWY_SHARED_DEFINE into --cflags, which CJXL's headers do
+    // not use; the module map links libjxl and libjxl_threads.
+    .systemLibrary(name: "CJXL", providers: [.apt(["libjxl-dev"])]),
 
     .target(name: "CJPEGShim", dependencies: ["CJPEG"]),
     .target(name: "CPNGShim", dependencies: ["CPNG"]),
@@ -42,6 +46,7 @@ var targets: [Target] = [
     .target(name: "CodecHEIF", dependencies: ["PipelineCore", "CHEIF", "ColorManagement"]),
     .target(name: "CodecGIF", dependencies: ["PipelineCore", "CGIF"]),
     .target(name: "CodecSVG", dependencies: ["PipelineCore", "CRSVG"]),
+    .target(name: "CodecJXL", dependencies: ["PipelineCore", "CJXL", "ColorManagement"]),
     .target(name: "CCurlShim", dependencies: ["CCurl"]),
     .target(name: "LoaderHTTP", dependencies: ["PipelineCore", "CCurl", "CCurlShim"]),
     .target(name: "LoaderFile", dependencies: ["PipelineCore"]),
@@ -49,7 +54,7 @@ var targets: [Target] = [
     .target(name: "CacheRedis", dependencies: ["PipelineCore", "CHiredis"]),
     .target(name: "MemoryPressureLinux", dependencies: ["PipelineCore"]),
     .target(name: "ImagePipelineKit", dependencies: ["PipelineCore", "CodecJPEG", "CodecPNG", "CodecWebP", "CodecHEIF",
-                                                   "CodecGIF", "CodecSVG", "LoaderFile", "LoaderHTTP", "CacheDisk"]),
+                                                   "CodecGIF", "CodecSVG", "CodecJXL", "LoaderFile", "LoaderHTTP", "CacheDisk"]),
     // Published test support: no Swift Testing or XCTest inside, so apps use it from either.
     .target(name: "ImagePipelineTesting", dependencies: ["PipelineCore"]),
 
@@ -70,6 +75,7 @@ var targets: [Target] = [
     .testTarget(name: "CodecWebPTests", dependencies: ["CodecWebP", "PipelineCore", "PipelineTestSupport"],
                 exclude: ["Fixtures"]),
     .testTarget(name: "CodecHEIFTests", dependencies: ["CodecHEIF", "CodecPNG", "PipelineCore", "PipelineTestSupport"]),
+    .testTarget(name: "CodecJXLTests", dependencies: ["CodecJXL", "CodecPNG", "PipelineCore", "PipelineTestSupport"]),
     .testTarget(name: "CodecSVGTests", dependencies: ["CodecSVG", "PipelineCore", "LoaderFile", "PipelineTestSupport"]),
     .target(name: "FuzzSupport", dependencies: ["PipelineCore", "PipelineTestSupport", "CMemoryProbe", "CodecJPEG", "CodecPNG", "CodecWebP", "CodecHEIF"],
             path: "Tests/FuzzSupport"),
@@ -93,7 +99,7 @@ var targets: [Target] = [
     .testTarget(name: "LoaderFileTests", dependencies: ["PipelineCore", "LoaderFile", "CodecPNG", "PipelineTestSupport"]),
 
     .executableTarget(name: "imgpipe", dependencies: ["PipelineCore", "CodecJPEG", "CodecPNG", "CodecWebP", "CodecHEIF",
-                                                   "CodecGIF", "CodecSVG", "LoaderFile", "LoaderHTTP", "CacheDisk", "ImagePipelineKit"]),
+                                                   "CodecGIF", "CodecSVG", "CodecJXL", "LoaderFile", "LoaderHTTP", "CacheDisk", "ImagePipelineKit"]),
 
     .executableTarget(name: "PNGFromFiles", dependencies: ["PipelineCore", "CodecPNG", "LoaderFile"],
                       path: "Examples/PNGFromFiles"),
@@ -127,6 +133,7 @@ let package = Package(
         .library(name: "ColorManagement", targets: ["ColorManagement"]),
         .library(name: "CodecGIF", targets: ["CodecGIF"]),
         .library(name: "CodecSVG", targets: ["CodecSVG"]),
+        .library(name: "CodecJXL", targets: ["CodecJXL"]),
         .library(name: "LoaderHTTP", targets: ["LoaderHTTP"]),
         .library(name: "LoaderFile", targets: ["LoaderFile"]),
         .library(name: "CacheDisk", targets: ["CacheDisk"]),

@@ -2,6 +2,7 @@ import CacheDisk
 import CodecGIF
 import CodecHEIF
 import CodecJPEG
+import CodecJXL
 import CodecPNG
 import CodecSVG
 import CodecWebP
@@ -15,8 +16,8 @@ import PipelineCore
 // needs instead (`PipelineCore` + `CodecPNG` + `LoaderFile` links neither libjpeg nor libcurl).
 
 extension DecoderRegistry {
-    /// Every decoder this package ships, registered newest-preferred: GIF, HEIC (and AVIF when
-    /// libheif has an AV1 decoder), WebP, PNG, JPEG, SVG (and SVGZ). The `Accept` header of
+    /// Every decoder this package ships, registered newest-preferred: JPEG XL, GIF, HEIC (and
+    /// AVIF when libheif has an AV1 decoder), WebP, PNG, JPEG, SVG (and SVGZ). The `Accept` header of
     /// ``PipelineCore/ImagePipeline/Configuration/standard(diskCache:connectionPolicy:)`` follows this order.
     public static var standard: DecoderRegistry {
         DecoderRegistry()
@@ -28,18 +29,22 @@ extension DecoderRegistry {
             .registering(WebPDecoder())
             .registering(HEIFDecoder())
             .registering(GIFDecoder())
+            // Last, so first in `Accept`: a server that has a JPEG XL sends it (smallest), and
+            // only a JPEG XL's own signature selects it.
+            .registering(JXLDecoder())
     }
 }
 
 extension EncoderRegistry {
     /// Every encoder this package ships: JPEG (libjpeg-turbo), PNG (libpng), WebP (libwebp),
-    /// and HEIC and AVIF through libheif (x265 and aom; `HEIFEncoder.isAvailable` says
+    /// JPEG XL (libjxl), and HEIC and AVIF through libheif (x265 and aom; `HEIFEncoder.isAvailable` says
     /// whether this machine's libheif has them).
     public static var standard: EncoderRegistry {
         EncoderRegistry()
             .registering(JPEGEncoder())
             .registering(PNGEncoder())
             .registering(WebPEncoder())
+            .registering(JXLEncoder())
             .registering(HEIFEncoder.heic)
             .registering(HEIFEncoder.avif)
     }

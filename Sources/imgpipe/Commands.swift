@@ -104,7 +104,7 @@ extension Command {
                 + [.value("out", "FILE", "(-o) where to write one thumbnail, or a pattern for many: tn_%s.jpg (%s: the source's name; "
                          + "beside each source unless it names a folder); the extension picks the format: \(OutputFormat.knownExtensionList)"),
                   .value("out-dir", "DIR", "write each SOURCE's thumbnail as DIR/<file stem>.<format> (created if missing)"),
-                  .value("format", "EXT", "with --out-dir (default png), or with --out - for stdout: jpg, png, webp, avif, heic or pam"),
+                  .value("format", "EXT", "with --out-dir (default png), or with --out - for stdout: jpg, png, webp, avif, heic, jxl or pam"),
                   .value("blur", "R", "Gaussian blur, standard deviation R output pixels"),
                   .value("corner-radius", "R", "round the corners by R output pixels"),
                   .flag("round", "crop to a circle (transparent outside)"),
@@ -167,7 +167,7 @@ extension Command {
         summary: "write SOURCE in the format of the output's extension, at full size (no resampling), upright",
         positionals: 1...2,
         options: [.value("out", "FILE", "(-o) where to write it, or OUT after SOURCE: \(OutputFormat.knownExtensionList); - for stdout"),
-                  .value("format", "EXT", "with --out -: what to write to stdout: jpg, png, webp, avif, heic or pam")]
+                  .value("format", "EXT", "with --out -: what to write to stdout: jpg, png, webp, avif, heic, jxl or pam")]
             + OutputSettings.commandOptions,
         run: { invocation in
             var invocation = invocation

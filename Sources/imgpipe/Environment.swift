@@ -2,6 +2,7 @@ import CacheDisk
 import CodecGIF
 import CodecHEIF
 import CodecJPEG
+import CodecJXL
 import CodecPNG
 import CodecSVG
 import CodecWebP
@@ -69,6 +70,7 @@ struct Environment {
     /// The formats imgpipe reads: what a folder given as SOURCE is sifted by, too.
     static let decoders = DecoderRegistry().registering(SVGDecoder()).registering(JPEGDecoder()).registering(PNGDecoder()).registering(WebPDecoder())
         .registering(HEIFDecoder(standardError: .discardedWhileDecoding)).registering(GIFDecoder())
+        .registering(JXLDecoder(standardError: .discardedWhileDecoding))
 
     /// The file loader (mapping inputs of 1 MiB or more: they are the user's own files), and
     /// libcurl only when a source needs it, so a local run does not pay for its start-up.
@@ -202,7 +204,9 @@ func printError(_ message: String) {
 /// The contract is one `imgpipe: <message>` line per failure, and no C library's own output.
 /// libde265 prints some diagnostics with `fprintf(stderr, …)` and has no switch for them, so
 /// the HEIF decoder is registered with ``CodecHEIF/HEIFDecoder/StandardError/discardedWhileDecoding``:
-/// fd 2 points at `/dev/null` while a HEIF decode runs. imgpipe's own messages (and the
+/// fd 2 points at `/dev/null` while a HEIF decode runs. libjxl 0.7 prints a trace of every
+/// failure the same way, so the JPEG XL decoder is registered with
+/// ``CodecJXL/JXLDecoder/StandardError/discardedWhileDecoding`` too (both share one silencer). imgpipe's own messages (and the
 /// progress bar) go to this duplicate of fd 2, made in `main` before anything decodes, so they
 /// are never lost to that window.
 enum Console {

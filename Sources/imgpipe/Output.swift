@@ -5,7 +5,7 @@ import PipelineCore
 /// The formats imgpipe writes, chosen by the output's file extension (`Writing.swift`): the
 /// encoders in ``Encoders/registry``, and PAM, which imgpipe writes itself.
 enum OutputFormat: Sendable {
-    case jpeg, png, webp, avif, heic, gif, pam
+    case jpeg, png, webp, avif, heic, gif, jxl, pam
 
     /// Writes `bitmap` to `path` in the format its extension names, with default options
     /// (`sheet`, `frames`), atomically (a temporary file beside it, then `rename`).

@@ -1,6 +1,7 @@
 import CodecGIF
 import CodecHEIF
 import CodecJPEG
+import CodecJXL
 import CodecPNG
 import CodecWebP
 import Foundation
@@ -19,6 +20,7 @@ enum Encoders {
         .registering(HEIFEncoder.heic)  // CodecHEIF: .heic (x265)
         .registering(HEIFEncoder.avif)  // CodecHEIF: .avif (aom)
         .registering(GIFEncoder())  // CodecGIF: .gif (stills and animations)
+        .registering(JXLEncoder())  // CodecJXL: .jxl (libjxl; stills)
 }
 
 /// The request for a picture that imgpipe writes to a file (`thumb`, `decode`, `convert`):
@@ -70,10 +72,10 @@ enum OutputError: Error, CustomStringConvertible {
 extension OutputFormat {
     /// Every extension imgpipe knows, in the order messages list them, and its format.
     static let extensions: [(name: String, format: OutputFormat)] = [
-        ("jpg", .jpeg), ("jpeg", .jpeg), ("png", .png), ("webp", .webp), ("avif", .avif), ("heic", .heic), ("gif", .gif), ("pam", .pam),
+        ("jpg", .jpeg), ("jpeg", .jpeg), ("png", .png), ("webp", .webp), ("avif", .avif), ("heic", .heic), ("gif", .gif), ("jxl", .jxl), ("pam", .pam),
     ]
 
-    /// `.jpg, .jpeg, .png, .webp, .avif, .heic, .gif, .pam`: for messages.
+    /// `.jpg, .jpeg, .png, .webp, .avif, .heic, .gif, .jxl, .pam`: for messages.
     static var knownExtensionList: String { extensions.map { "." + $0.name }.joined(separator: ", ") }
 
     /// The known extensions whose format this build can write.
@@ -99,7 +101,7 @@ extension OutputFormat {
         self = format
     }
 
-    /// The extension batch outputs get: `jpg`, `png`, `webp`, `avif`, `heic`, `gif`, `pam`.
+    /// The extension batch outputs get: `jpg`, `png`, `webp`, `avif`, `heic`, `gif`, `jxl`, `pam`.
     var fileExtension: String {
         switch self {
         case .jpeg: "jpg"
@@ -108,6 +110,7 @@ extension OutputFormat {
         case .avif: "avif"
         case .heic: "heic"
         case .gif: "gif"
+        case .jxl: "jxl"
         case .pam: "pam"
         }
     }
@@ -121,13 +124,14 @@ extension OutputFormat {
         case .avif: .avif
         case .heic: .heif
         case .gif: .gif
+        case .jxl: .jxl
         case .pam: nil
         }
     }
 
     /// Formats with a lossy quality setting.
-    var takesQuality: Bool { [.jpeg, .webp, .avif, .heic].contains(self) }
-    /// Formats that can store pixels exactly: always (PNG, PAM) or on request (WebP, AVIF, HEIC).
+    var takesQuality: Bool { [.jpeg, .webp, .avif, .heic, .jxl].contains(self) }
+    /// Formats that can store pixels exactly: always (PNG, PAM) or on request (WebP, AVIF, HEIC, JPEG XL).
     var canBeLossless: Bool { self != .jpeg && self != .gif }
     /// Formats with a progressive mode.
     var takesProgressive: Bool { self == .jpeg }
@@ -182,7 +186,7 @@ struct OutputSettings: Sendable {
                 throw UsageError(message: "--quality needs a whole number from 0 to 100, got '\(text)'")
             }
             guard format.takesQuality else {
-                throw UsageError(message: "--quality applies to .jpg, .webp, .avif and .heic, not \(name) (always lossless)")
+                throw UsageError(message: "--quality applies to .jpg, .webp, .avif, .heic and .jxl, not \(name) (always lossless)")
             }
             options.quality = quality
         }
@@ -207,7 +211,7 @@ struct OutputSettings: Sendable {
         }
         let keepsICC = invocation.flag("keep-icc")
         if keepsICC, format.imageFormat == nil || format == .gif {
-            throw UsageError(message: "--keep-icc: \(name) stores no colour profile; write .jpg, .png, .webp, .avif or .heic")
+            throw UsageError(message: "--keep-icc: \(name) stores no colour profile; write .jpg, .png, .webp, .avif, .heic or .jxl")
         }
         if let text = invocation.options["background"] {
             let background = try Self.colour(text)
@@ -243,8 +247,8 @@ struct OutputSettings: Sendable {
 
     /// The options `thumb`, `decode` and `convert` take.
     static let commandOptions: [OptionSpec] = [
-        .value("quality", "Q", "lossy quality 0-100 for .jpg, .webp, .avif, .heic (default: the encoder's)"),
-        .flag("lossless", "store the pixels exactly (.webp; .avif/.heic where libheif can)"),
+        .value("quality", "Q", "lossy quality 0-100 for .jpg, .webp, .avif, .heic, .jxl (default: the encoder's)"),
+        .flag("lossless", "store the pixels exactly (.webp, .jxl; .avif/.heic where libheif can)"),
         .flag("progressive", "write a progressive JPEG"),
         .value("compression-level", "N", "PNG zlib level 0-9 (default: the encoder's, 6)"),
         .flag("first-frame", "with an animated source and a .webp or .gif output: write only the first frame "

@@ -5,7 +5,7 @@
 //   imgpipe thumb SOURCE... (--size N | --fill WxH) --out-dir DIR [--format jpg|png|webp|avif|heic|pam]
 //   imgpipe decode SOURCE --out FILE
 //   imgpipe convert SOURCE (OUT | --out FILE) [--quality Q] [--lossless] [--progressive]
-//     (FILE's extension picks the format: .jpg/.jpeg, .png, .webp, .avif, .heic, .pam)
+//     (FILE's extension picks the format: .jpg/.jpeg, .png, .webp, .avif, .heic, .jxl, .pam)
 //   imgpipe frames SOURCE --out-dir DIR [--size N] [--format pam|png]
 //   imgpipe sheet [SOURCE...] [--size N] [--columns C] --out FILE.png
 //   imgpipe fetch SOURCE...

@@ -18,7 +18,7 @@ struct KitTests {
         #expect(DecoderRegistry().acceptHeader() == "image/*;q=0.8,*/*;q=0.5")
         let standard = DecoderRegistry.standard.acceptHeader()
         let avif = DecoderRegistry.standard.formats.contains(.avif) ? "image/avif," : ""
-        #expect(standard == "image/gif,image/heic,\(avif)image/webp,image/png,image/jpeg,image/svg+xml,image/*;q=0.8,*/*;q=0.5")
+        #expect(standard == "image/jxl,image/gif,image/heic,\(avif)image/webp,image/png,image/jpeg,image/svg+xml,image/*;q=0.8,*/*;q=0.5")
     }
 
     @Test func theStandardRegistriesHoldEveryShippedPiece() {

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// "Link only what you import": an app of PipelineCore + CodecPNG + LoaderFile links libpng and
-/// neither libjpeg nor libcurl nor librsvg (and its cairo), with the umbrella product in the same package.
+/// neither libjpeg nor libcurl nor librsvg (and its cairo) nor libjxl (and its highway and brotli), with the umbrella product in the same package.
 @Suite("Linkage")
 struct LinkageTests {
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/ldd"), "ldd is not installed: skipped"))
@@ -25,5 +25,6 @@ struct LinkageTests {
         #expect(!text.contains("libcurl"), "\(text)")
         #expect(!text.contains("libwebp") && !text.contains("libheif") && !text.contains("libgif"), "\(text)")
         #expect(!text.contains("librsvg") && !text.contains("libcairo"), "CodecSVG's libraries: \(text)")
+        #expect(!text.contains("libjxl") && !text.contains("libhwy") && !text.contains("libbrotli"), "CodecJXL's libraries: \(text)")
     }
 }

@@ -7,9 +7,14 @@ import Synchronization
 /// Why this exists: libde265 1.0.11 (libheif's HEVC decoder) writes some diagnostics with a
 /// plain `fprintf(stderr, …)` ("SPS error: CB alignment") and has no setting that stops it
 /// (`de265_set_verbosity` only governs its debug logging), and libheif 1.15 passes decoders
-/// no logger. The only way to keep those lines off the terminal is the file descriptor itself.
+/// no logger; libjxl 0.7 as Debian builds it prints every failure's trace
+/// (`./lib/jxl/decode.cc:2143: missing input`) the same way. The only way to keep those lines
+/// off the terminal is the file descriptor itself. It lives in the core, not in each codec, so
+/// every codec that needs it shares one count: two silencers of their own, overlapping, would
+/// save and restore each other's `/dev/null` and lose stderr for good.
 ///
-/// Why it is opt-in (``HEIFDecoder/StandardError/discardedWhileDecoding``): fd 2 belongs to the
+/// Why it is opt-in (`HEIFDecoder.StandardError.discardedWhileDecoding`,
+/// `JXLDecoder.StandardError.discardedWhileDecoding`): fd 2 belongs to the
 /// whole process. While any HEIF decode runs, whatever *any* thread writes to fd 2 is lost: the
 /// host's own messages, and a crash report of the Swift runtime. A command-line tool that
 /// writes its own messages to a duplicate of fd 2 taken at start-up (as `imgpipe` does) can
@@ -18,7 +23,7 @@ import Synchronization
 /// Thread safety: entering and leaving are serialised by a mutex and counted, so overlapping
 /// decodes on several threads share one redirection; `dup2` replaces the descriptor atomically
 /// for writers on other threads (each write goes wholly to the old or the new file).
-enum StandardErrorSilencer {
+public enum StandardErrorSilencer {
     private struct State {
         var depth = 0
         var saved: Int32 = -1
@@ -27,7 +32,7 @@ enum StandardErrorSilencer {
     private static let state = Mutex(State())
 
     /// Runs `body` with fd 2 pointing at `/dev/null` (nested and concurrent calls share it).
-    static func silenced<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+    public static func silenced<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
         enter()
         defer { leave() }
         return try body()

@@ -1,0 +1,174 @@
+import CJXL
+import ColorManagement
+import Foundation
+import PipelineCore
+
+extension ImageFormat {
+    /// JPEG XL: a bare codestream (`FF 0A`) or the ISOBMFF container (`00 00 00 0C JXL␠ 0D 0A 87 0A`).
+    public static let jxl = ImageFormat("jxl", mimeType: "image/jxl", fileExtension: "jxl")
+}
+
+/// Decodes JPEG XL with libjxl 0.7: lossy (VarDCT, XYB) and lossless (modular), gray, alpha,
+/// 16-bit and float samples (rounded to 8 bits by libjxl), the codestream's orientation, ICC
+/// profiles, lossless JPEG recompression (decoded as a picture: the JPEG reconstruction data is
+/// not asked for), and animations (``AnimatedImageDecoding``; a still decode gives the first
+/// frame, composited).
+///
+/// Register it with `DecoderRegistry.registering(_:)`: `DecoderRegistry().registering(JXLDecoder())`.
+///
+/// **Header.** ``ImageDecoding/readInfo(_:)`` reads the basic info and colour encoding (and an
+/// animation's frame headers, to count them) with no pixel buffer: the stored size and the
+/// orientation as stored, alpha, bit depth, frame count, the ICC profile.
+///
+/// **Colour.** A lossy (XYB) picture is decoded by libjxl straight into sRGB
+/// (`JxlDecoderSetPreferredColorProfile`), whatever its profile: exactly what
+/// `djxl --color_space=RGB_D65_SRG_Rel_SRG` writes. A lossless picture keeps its samples; when
+/// its colour encoding is not sRGB, the ICC profile libjxl gives for it
+/// (`JxlDecoderGetColorAsICCProfile`, the original) converts them through `ColorManagement`,
+/// as the PNG and WebP decoders do. With `DecodeOptions.convertsToSRGB` `false` nothing is
+/// converted: a lossy picture comes in the colour space libjxl decodes to by default (the
+/// original encoding, or linear sRGB for an ICC profile it cannot target), and
+/// `DecodedImage.iccProfile` is that space's profile.
+///
+/// **Size.** Always decoded at full size; the pipeline resamples to the target. libjxl 0.7 has
+/// no scaled decode: its progressive API (`JxlDecoderSetProgressiveDetail` with `kDC`,
+/// `JxlDecoderFlushImage`) flushes a preview of the 1:8 DC image upsampled into a full-size
+/// buffer, so it saves no memory and is blurrier than resampling the finished picture; and it
+/// exists only for VarDCT, not lossless files (see the CodecJXL article).
+///
+/// **Errors.** Corrupt and truncated data are ``PipelineCore/ImagePipelineError/corruptData(format:message:)``
+/// naming what was being read; a size over `DecodeOptions.maxPixelCount` is refused from the
+/// header before anything is allocated. An animation whose frame headers end early (cut or
+/// damaged) fails a still decode too, as djxl does, though its first frame may be whole; its
+/// frames up to the damage come from ``makeAnimationDecoder(for:options:)``. libjxl prints a
+/// trace of every failure to stderr; a tool that owns its stderr silences it with
+/// ``StandardError/discardedWhileDecoding``.
+public struct JXLDecoder: ImageDecoding {
+    /// What happens to libjxl's writes to the process's stderr (fd 2).
+    public enum StandardError: Sendable, Hashable {
+        /// Left alone: libjxl's failure traces reach fd 2. The default for a library: fd 2
+        /// belongs to the host process.
+        case inherited
+        /// While any decode runs, fd 2 points at `/dev/null` (shared with every other codec that
+        /// silences it, restored when the last one ends): see ``PipelineCore/StandardErrorSilencer``.
+        case discardedWhileDecoding
+    }
+
+    /// What happens to libjxl's writes to stderr while this decoder decodes.
+    public let standardError: StandardError
+    /// libjxl's worker threads per decode; 0 decodes on the calling thread (the pipeline already
+    /// decodes several pictures at once).
+    public let threadCount: Int
+
+    /// Creates a JPEG XL decoder. It holds no state; one value serves every thread.
+    public init(threadCount: Int = 0, standardError: StandardError = .inherited) {
+        self.threadCount = max(0, threadCount)
+        self.standardError = standardError
+    }
+
+    /// The bare codestream (`FF 0A`) and the container's signature box.
+    public var signatures: [ImageSignature] {
+        [.magic([0xFF, 0x0A], format: .jxl),
+         .magic([0x00, 0x00, 0x00, 0x0C, 0x4A, 0x58, 0x4C, 0x20, 0x0D, 0x0A, 0x87, 0x0A], format: .jxl)]
+    }
+
+    var quiet: Bool { standardError == .discardedWhileDecoding }
+
+    /// Reads the headers once (``JXLHeader``); the session decodes the first frame at full size.
+    public func withSession<R>(for data: Data, _ body: (any ImageDecodingSession) throws -> R) throws -> R {
+        try data.withUnsafeBytes { raw in
+            let session = try Session(bytes: raw, threads: threadCount, quiet: quiet)
+            return try body(session)
+        }
+    }
+
+    /// One JPEG XL file, its headers read.
+    final class Session: ImageDecodingSession {
+        private let bytes: UnsafeRawBufferPointer
+        private let header: JXLHeader
+        private let profile: ColorProfile?
+        private let threads: Int
+        private let quiet: Bool
+        let info: ImageInfo
+
+        init(bytes: UnsafeRawBufferPointer, threads: Int, quiet: Bool) throws {
+            self.bytes = bytes
+            self.threads = threads
+            self.quiet = quiet
+            header = try JXLHeader(bytes, maxFrames: DecodeOptions.defaultMaxAnimationFrameCount, threads: threads, quiet: quiet)
+            profile = try header.originalICC.map { try ColorManagement.profile(iccData: $0, limits: .default) }
+            var info = header.info
+            info.colorProfile = profile?.info
+            self.info = info
+        }
+
+        /// The RGBA8 output, libjxl's own planes (32-bit float per channel: 12 bytes a pixel,
+        /// 16 with alpha, for the frame being decoded; an animation's composited canvas as
+        /// much again), the target, and what building a colour transform takes.
+        func estimatedPeakMemory(_ options: DecodeOptions) -> Int {
+            let pixels = info.size.pixelCount
+            let planes = pixels * (info.hasAlpha ? 16 : 12) * (info.frameCount > 1 ? 2 : 1)
+            let estimate = pixels * 4 + planes + (options.targetSize?.pixelCount ?? 0) * 4
+            return ColorProfile.estimate(estimate, convertingWith: header.isXYB ? nil : profile, options: options)
+        }
+
+        func decode(_ options: DecodeOptions) throws -> DecodedImage {
+            // A cut or damaged animation fails as a whole, though its first frame may be complete.
+            if let damage = header.damage { throw damage }
+            let handle = try JXLHandle(bytes: bytes, events: [JXL_DEC_BASIC_INFO, JXL_DEC_COLOR_ENCODING, JXL_DEC_FULL_IMAGE],
+                                       threads: threads, quiet: quiet)
+            let (bitmap, pixelProfile) = try JXLDecoder.firstImage(handle, header: header, profile: profile, options: options)
+            var decoded = DecodedImage(bitmap: bitmap, info: info)
+            decoded.applyColorProfile(pixelProfile, options: options, pictureIsGray: header.isGray)
+            decoded.bitmap = decoded.bitmap.converted(to: options.pixelFormat)
+            return decoded
+        }
+    }
+
+    /// Decodes the next image of `handle` (subscribed to basic info, colour encoding and full
+    /// image) as straight RGBA8, oriented as `options` asks. Returns it with the profile its
+    /// pixels are in (`nil`: sRGB).
+    static func firstImage(_ handle: JXLHandle, header: JXLHeader, profile: ColorProfile?,
+                           options: DecodeOptions) throws -> (Bitmap, ColorProfile?) {
+        guard JxlDecoderSetKeepOrientation(handle.decoder, options.appliesOrientation ? 0 : 1) == JXL_DEC_SUCCESS,
+              JxlDecoderSetUnpremultiplyAlpha(handle.decoder, 1) == JXL_DEC_SUCCESS else {
+            throw ImagePipelineError.corruptData(format: .jxl, message: "libjxl refused the decoding options")
+        }
+        var output: PixelSize?
+        var pixelProfile = header.isXYB ? nil : profile
+        while true {
+            let status = try handle.process("the header")
+            switch status {
+            case JXL_DEC_BASIC_INFO:
+                let basic = try handle.basicInfo()
+                let size = PixelSize(width: Int(basic.xsize), height: Int(basic.ysize))
+                // The same file as the session's header: the limit was checked on its size.
+                guard size.pixelCount == header.size.pixelCount, size.isValid else {
+                    throw ImagePipelineError.corruptData(format: .jxl, message: "the header gives a size of \(size)")
+                }
+                try options.checkPixelLimit(ImageInfo(format: .jxl, size: size))
+                output = size
+            case JXL_DEC_COLOR_ENCODING:
+                if header.isXYB, profile != nil {
+                    // libjxl converts XYB into the colour space asked for; without a preference
+                    // it decodes to the original encoding, or linear sRGB for an ICC profile.
+                    if options.convertsToSRGB, handle.preferSRGB(gray: header.isGray) {
+                        pixelProfile = nil
+                    } else {
+                        pixelProfile = try handle.iccProfile(JXL_COLOR_PROFILE_TARGET_DATA)
+                            .map { try ColorManagement.profile(iccData: $0, limits: .default) }
+                    }
+                }
+            case JXL_DEC_NEED_IMAGE_OUT_BUFFER:
+                guard let output else { throw ImagePipelineError.corruptData(format: .jxl, message: "libjxl reported no basic info") }
+                var bitmap = Bitmap(zeroed: output, pixelFormat: .rgba8Straight)
+                try handle.decodeImage(into: &bitmap, stage: "the first frame's pixels")
+                return (bitmap, pixelProfile)
+            case JXL_DEC_SUCCESS:
+                throw ImagePipelineError.corruptData(format: .jxl, message: "the file has no frame")
+            default:
+                continue
+            }
+        }
+    }
+}

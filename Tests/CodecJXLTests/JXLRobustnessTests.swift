@@ -1,0 +1,127 @@
+import CodecJXL
+import Foundation
+import PipelineCore
+import PipelineTestSupport
+import Testing
+
+/// The broken and hostile files of `../shared/corpus/jxl/invalid/`, and every truncation of
+/// three corpus files: typed errors, never a crash, a hang or a picture of a cut file.
+///
+/// The decoders here discard libjxl's stderr (``JXLDecoder/StandardError/discardedWhileDecoding``),
+/// or thousands of libjxl trace lines would fill the test log. Serialized: fd 2 is one per
+/// process, and the stderr test's capture must not interleave with these decodes' silencing (a
+/// silencer that leaves after the capture began would restore fd 2 under it).
+@Suite(.serialized, .enabled(if: Corpus.has("jxl"), Corpus.missing("jxl")))
+struct JXLRobustnessTests {
+    static let decoder = JXLDecoder(standardError: .discardedWhileDecoding)
+    static let invalid = ["corrupt-box-size", "corrupt-header", "huge-dimensions", "truncated-12", "truncated-2",
+                          "truncated-anim-half", "truncated-container-40", "truncated-half"]
+
+    @Test(arguments: invalid)
+    func invalidFileIsATypedError(_ name: String) throws {
+        let data = try Corpus.data(JXLReference.folder, "invalid/\(name).jxl")
+        #expect(throws: ImagePipelineError.self) {
+            _ = try Self.decoder.decode(data, options: DecodeOptions())
+        }
+    }
+
+    /// 10⁶ × 10⁶ in a valid header: refused from it, before anything is allocated.
+    @Test func hugeDimensionsAreRefusedFromTheHeader() throws {
+        let data = try Corpus.data(JXLReference.folder, "invalid/huge-dimensions.jxl")
+        let info = try Self.decoder.readInfo(data)
+        #expect(info.size == PixelSize(width: 1_000_000, height: 1_000_000))
+        #expect {
+            _ = try Self.decoder.decode(data, options: DecodeOptions())
+        } throws: { error in
+            guard case ImagePipelineError.tooManyPixels = error else { return false }
+            return true
+        }
+        #expect(throws: ImagePipelineError.self) {
+            _ = try Self.decoder.makeAnimationDecoder(for: data, options: DecodeOptions())
+        }
+    }
+
+    /// Half an animation: the complete leading frames, then a typed error.
+    @Test func truncatedAnimationDeliversItsFramesThenFails() throws {
+        let data = try Corpus.data(JXLReference.folder, "invalid/truncated-anim-half.jxl")
+        let frames = try Self.decoder.makeAnimationDecoder(for: data, options: DecodeOptions())
+        var delivered = 0
+        #expect(throws: ImagePipelineError.self) {
+            while try frames.nextFrame(size: nil) != nil { delivered += 1 }
+        }
+        #expect(delivered >= 1 && delivered < 14, "\(delivered) frames")
+        #expect(try frames.nextFrame(size: nil) == nil, "after the error, the sequence has ended")
+    }
+
+    /// Every length of `photo-d1` (bare codestream) and `alpha-lossless`, and every 7th of
+    /// `jpeg-recompressed` (container) and every 97th of `anim-moon`: each cut decodes to a
+    /// typed error. A cut that still decodes must be the whole picture (only trailing boxes
+    /// after the codestream were cut).
+    @Test(arguments: [("photo-d1", 1), ("alpha-lossless", 1), ("jpeg-recompressed", 7), ("anim-moon", 97)])
+    func everyTruncationIsATypedError(_ name: String, _ step: Int) throws {
+        let data = try Corpus.data(JXLReference.folder, name + ".jxl")
+        let whole = try Self.decoder.decode(data, options: DecodeOptions()).bitmap
+        var failures = 0, pictures = 0, wrong: [Int] = []
+        for length in stride(from: 0, to: data.count, by: step) {
+            let cut = data.prefix(length)
+            do {
+                let decoded = try Self.decoder.decode(cut, options: DecodeOptions())
+                pictures += 1
+                if decoded.bitmap != whole { wrong.append(length) }
+            } catch is ImagePipelineError {
+                failures += 1
+            } catch {
+                wrong.append(length)
+            }
+        }
+        #expect(wrong.isEmpty, "\(name): cuts at \(wrong.prefix(10)) gave a wrong picture or an untyped error")
+        #expect(failures > 0)
+        _ = pictures
+    }
+
+    /// Every cut of the animation as frames: typed errors or fewer frames, never a crash.
+    @Test func truncatedAnimationsAtManyLengths() throws {
+        let data = try Corpus.data(JXLReference.folder, "anim-moon.jxl")
+        for length in stride(from: 0, to: data.count, by: 331) {
+            do {
+                let frames = try Self.decoder.makeAnimationDecoder(for: data.prefix(length), options: DecodeOptions())
+                while try frames.nextFrame(size: nil) != nil {}
+                Issue.record("a cut at \(length) of \(data.count) bytes gave every frame")
+            } catch is ImagePipelineError {
+                continue
+            }
+        }
+    }
+
+    /// libjxl's failure traces: on fd 2 with the default decoder (the control), not with
+    /// ``JXLDecoder/StandardError/discardedWhileDecoding``.
+    @Test func standardErrorIsDiscardedWhenAsked() throws {
+        let data = try Corpus.data(JXLReference.folder, "invalid/corrupt-header.jxl")
+        let (_, quiet) = try Self.capturingStandardError {
+            _ = try? Self.decoder.decode(data, options: DecodeOptions())
+        }
+        #expect(!quiet.contains("lib/jxl/"), "\(quiet)")
+        let (_, loud) = try Self.capturingStandardError {
+            _ = try? JXLDecoder().decode(data, options: DecodeOptions())
+        }
+        #expect(loud.contains("lib/jxl/"), "the control: libjxl 0.7 prints its failure trace")
+    }
+
+    /// What was written to fd 2 while `body` ran (fd 2 points at a temporary file meanwhile);
+    /// what other tests wrote meanwhile is given back to stderr.
+    static func capturingStandardError<T>(_ body: () throws -> T) throws -> (T, String) {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("stderr-\(UUID().uuidString)").path
+        let file = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        try #require(file >= 0)
+        defer { close(file); unlink(path) }
+        let saved = dup(STDERR_FILENO)
+        try #require(saved >= 0)
+        dup2(file, STDERR_FILENO)
+        let result = Result { try body() }
+        dup2(saved, STDERR_FILENO)
+        close(saved)
+        let captured = try String(decoding: Data(contentsOf: URL(fileURLWithPath: path)), as: UTF8.self)
+        FileHandle.standardError.write(Data(captured.utf8))
+        return (try result.get(), captured)
+    }
+}
