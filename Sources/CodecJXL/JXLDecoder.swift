@@ -136,8 +136,9 @@ public struct JXLDecoder: ImageDecoding {
         }
         var output: PixelSize?
         var pixelProfile = header.isXYB ? nil : profile
+        var stage = "the header"
         while true {
-            let status = try handle.process("the header")
+            let status = try handle.process(stage)
             switch status {
             case JXL_DEC_BASIC_INFO:
                 let basic = try handle.basicInfo()
@@ -159,6 +160,7 @@ public struct JXLDecoder: ImageDecoding {
                             .map { try ColorManagement.profile(iccData: $0, limits: .default) }
                     }
                 }
+                stage = "the first frame's header"
             case JXL_DEC_NEED_IMAGE_OUT_BUFFER:
                 guard let output else { throw ImagePipelineError.corruptData(format: .jxl, message: "libjxl reported no basic info") }
                 var bitmap = Bitmap(zeroed: output, pixelFormat: .rgba8Straight)

@@ -7,9 +7,12 @@ import PipelineCore
 /// error, an early return) frees them.
 ///
 /// Every `JxlDecoderProcessInput` goes through ``process()``, which turns the statuses that
-/// end a decode into typed errors: `JXL_DEC_ERROR` (corrupt data), `JXL_DEC_NEED_MORE_INPUT`
-/// after `JxlDecoderCloseInput` (the file is truncated: all input was given at once, so libjxl
-/// never waits for more and a cut file can never hang). With `quiet`, the call runs with fd 2
+/// end a decode into typed errors: `JXL_DEC_ERROR` (corrupt data) and `JXL_DEC_NEED_MORE_INPUT`
+/// (the file is truncated: all of it was given at once, so more input can only mean it was cut,
+/// and a cut file can never hang). The input is deliberately not closed
+/// (`JxlDecoderCloseInput`): libjxl 0.7 finds the end of the frames without it (it is needed
+/// only for `JXL_DEC_BOX`, not used here), and a closed input turns a cut into a plain
+/// `JXL_DEC_ERROR`, which could not be told from corruption. With `quiet`, the call runs with fd 2
 /// on `/dev/null` (``PipelineCore/StandardErrorSilencer``): libjxl 0.7 as Debian builds it
 /// prints a trace line for every failure (`./lib/jxl/decode.cc:2143: missing input`) and has
 /// no setting or callback for it.
@@ -18,7 +21,7 @@ final class JXLHandle {
     private let runner: UnsafeMutableRawPointer?
     private let quiet: Bool
 
-    /// A decoder over `bytes` (all of them, input closed), told to report `events`, with
+    /// A decoder over `bytes` (all of them), told to report `events`, with
     /// `threads` worker threads (0: it decodes on the calling thread).
     init(bytes: UnsafeRawBufferPointer, events: [JxlDecoderStatus], threads: Int, quiet: Bool) throws {
         guard let decoder = JxlDecoderCreate(nil) else {
@@ -36,7 +39,6 @@ final class JXLHandle {
               JxlDecoderSetInput(decoder, base, bytes.count) == JXL_DEC_SUCCESS else {
             throw ImagePipelineError.corruptData(format: .jxl, message: "libjxl refused the input (\(bytes.count) bytes)")
         }
-        JxlDecoderCloseInput(decoder)
     }
 
     deinit {

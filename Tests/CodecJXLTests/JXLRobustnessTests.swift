@@ -25,6 +25,22 @@ struct JXLRobustnessTests {
         }
     }
 
+    /// A cut is told from corruption: the message says where the file ends.
+    @Test func truncationIsNamed() throws {
+        let data = try Corpus.data(JXLReference.folder, "invalid/truncated-half.jxl")
+        #expect {
+            _ = try Self.decoder.decode(data, options: DecodeOptions())
+        } throws: { error in
+            "\(error)".contains("truncated: it ends inside the first frame's pixels")
+        }
+        let corrupt = try Corpus.data(JXLReference.folder, "invalid/corrupt-header.jxl")
+        #expect {
+            _ = try Self.decoder.decode(corrupt, options: DecodeOptions())
+        } throws: { error in
+            "\(error)".contains("corrupt") && !"\(error)".contains("truncated")
+        }
+    }
+
     /// 10⁶ × 10⁶ in a valid header: refused from it, before anything is allocated.
     @Test func hugeDimensionsAreRefusedFromTheHeader() throws {
         let data = try Corpus.data(JXLReference.folder, "invalid/huge-dimensions.jxl")
