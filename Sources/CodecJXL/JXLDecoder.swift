@@ -30,11 +30,15 @@ extension ImageFormat {
 /// original encoding, or linear sRGB for an ICC profile it cannot target), and
 /// `DecodedImage.iccProfile` is that space's profile.
 ///
-/// **Size.** Always decoded at full size; the pipeline resamples to the target. libjxl 0.7 has
-/// no scaled decode: its progressive API (`JxlDecoderSetProgressiveDetail` with `kDC`,
-/// `JxlDecoderFlushImage`) flushes a preview of the 1:8 DC image upsampled into a full-size
-/// buffer, so it saves no memory and is blurrier than resampling the finished picture; and it
-/// exists only for VarDCT, not lossless files (see the CodecJXL article).
+/// **Size.** libjxl 0.7 has no scaled decode: the bitmap is always full size and the pipeline
+/// resamples it to the target. What 0.7 offers is progressive detail
+/// (`JxlDecoderSetProgressiveDetail`, `JXL_DEC_FRAME_PROGRESSION`,
+/// `JxlDecoderGetIntendedDownsamplingRatio`, `JxlDecoderFlushImage`): for a lossy (VarDCT)
+/// still asked for at an eighth of its size or less, the decode stops once the 1:8 DC image is
+/// decoded and libjxl flushes it, upsampled, into the full-size bitmap: the AC coefficients
+/// (most of the work) are never decoded, and the thumbnail, resampled from it, has all the
+/// detail it can show. Memory is not saved (the output and libjxl's frame buffers are full
+/// size). Lossless (modular) files and animations are decoded whole (see the CodecJXL article).
 ///
 /// **Errors.** Corrupt and truncated data are ``PipelineCore/ImagePipelineError/corruptData(format:message:)``
 /// naming what was being read; a size over `DecodeOptions.maxPixelCount` is refused from the
@@ -115,9 +119,14 @@ public struct JXLDecoder: ImageDecoding {
         func decode(_ options: DecodeOptions) throws -> DecodedImage {
             // A cut or damaged animation fails as a whole, though its first frame may be complete.
             if let damage = header.damage { throw damage }
-            let handle = try JXLHandle(bytes: bytes, events: [JXL_DEC_BASIC_INFO, JXL_DEC_COLOR_ENCODING, JXL_DEC_FULL_IMAGE],
-                                       threads: threads, quiet: quiet)
-            let (bitmap, pixelProfile) = try JXLDecoder.firstImage(handle, header: header, profile: profile, options: options)
+            let dc = JXLDecoder.dcIsEnough(header: header, options: options)
+            let handle = try JXLHandle(bytes: bytes, events: [JXL_DEC_BASIC_INFO, JXL_DEC_COLOR_ENCODING, JXL_DEC_FULL_IMAGE]
+                                       + (dc ? [JXL_DEC_FRAME_PROGRESSION] : []), threads: threads, quiet: quiet)
+            if dc, JxlDecoderSetProgressiveDetail(handle.decoder, kDC) != JXL_DEC_SUCCESS {
+                throw ImagePipelineError.corruptData(format: .jxl, message: "libjxl refused to report the DC image")
+            }
+            let (bitmap, pixelProfile) = try JXLDecoder.firstImage(handle, header: header, profile: profile, options: options,
+                                                                   dcIsEnough: dc)
             var decoded = DecodedImage(bitmap: bitmap, info: info)
             decoded.applyColorProfile(pixelProfile, options: options, pictureIsGray: header.isGray)
             decoded.bitmap = decoded.bitmap.converted(to: options.pixelFormat)
@@ -125,11 +134,21 @@ public struct JXLDecoder: ImageDecoding {
         }
     }
 
+    /// Whether a still picture asked for at `options.targetSize` can stop at its DC image (1:8):
+    /// lossy (XYB: VarDCT has a DC, which libjxl reports; a lossless file never stops early, it
+    /// has no DC event), not animated, and the target at most an eighth of the picture in both
+    /// dimensions, so the DC has a sample for every target pixel and more.
+    static func dcIsEnough(header: JXLHeader, options: DecodeOptions) -> Bool {
+        guard let target = options.targetSize, target.isValid, header.isXYB, header.basic.have_animation == 0 else { return false }
+        let upright = options.appliesOrientation ? header.orientation.uprightSize(of: header.size) : header.size
+        return target.width * 8 <= upright.width && target.height * 8 <= upright.height
+    }
+
     /// Decodes the next image of `handle` (subscribed to basic info, colour encoding and full
     /// image) as straight RGBA8, oriented as `options` asks. Returns it with the profile its
     /// pixels are in (`nil`: sRGB).
     static func firstImage(_ handle: JXLHandle, header: JXLHeader, profile: ColorProfile?,
-                           options: DecodeOptions) throws -> (Bitmap, ColorProfile?) {
+                           options: DecodeOptions, dcIsEnough: Bool = false) throws -> (Bitmap, ColorProfile?) {
         guard JxlDecoderSetKeepOrientation(handle.decoder, options.appliesOrientation ? 0 : 1) == JXL_DEC_SUCCESS,
               JxlDecoderSetUnpremultiplyAlpha(handle.decoder, 1) == JXL_DEC_SUCCESS else {
             throw ImagePipelineError.corruptData(format: .jxl, message: "libjxl refused the decoding options")
@@ -164,7 +183,7 @@ public struct JXLDecoder: ImageDecoding {
             case JXL_DEC_NEED_IMAGE_OUT_BUFFER:
                 guard let output else { throw ImagePipelineError.corruptData(format: .jxl, message: "libjxl reported no basic info") }
                 var bitmap = Bitmap(zeroed: output, pixelFormat: .rgba8Straight)
-                try handle.decodeImage(into: &bitmap, stage: "the first frame's pixels")
+                try handle.decodeImage(into: &bitmap, stage: "the first frame's pixels", dcIsEnough: dcIsEnough)
                 return (bitmap, pixelProfile)
             case JXL_DEC_SUCCESS:
                 throw ImagePipelineError.corruptData(format: .jxl, message: "the file has no frame")

@@ -106,20 +106,31 @@ final class JXLHandle {
 
     /// Decodes the next image into `bitmap` (after `JXL_DEC_NEED_IMAGE_OUT_BUFFER`), straight
     /// RGBA8, until `JXL_DEC_FULL_IMAGE`: libjxl writes into the bitmap's own bytes.
-    func decodeImage(into bitmap: inout Bitmap, stage: String) throws {
+    ///
+    /// With `dcIsEnough` (the handle subscribed to `JXL_DEC_FRAME_PROGRESSION` at `kDC`), it
+    /// stops at the frame's DC instead: when libjxl reports the 1:8 DC image decoded
+    /// (`JxlDecoderGetIntendedDownsamplingRatio` 8), `JxlDecoderFlushImage` writes it, upsampled
+    /// by libjxl to full size, into the bitmap, and the AC passes are never decoded. Returns
+    /// whether it stopped there.
+    @discardableResult
+    func decodeImage(into bitmap: inout Bitmap, stage: String, dcIsEnough: Bool = false) throws -> Bool {
         var format = JXLHandle.rgba8
         var size = 0
         guard JxlDecoderImageOutBufferSize(decoder, &format, &size) == JXL_DEC_SUCCESS,
               size == bitmap.size.pixelCount * 4 else {
             throw ImagePipelineError.corruptData(format: .jxl, message: "libjxl wants \(size) bytes for a \(bitmap.size) picture")
         }
-        try bitmap.withUnsafeMutableBytes { buffer in
+        return try bitmap.withUnsafeMutableBytes { buffer in
             guard JxlDecoderSetImageOutBuffer(decoder, &format, buffer.baseAddress, size) == JXL_DEC_SUCCESS else {
                 throw ImagePipelineError.corruptData(format: .jxl, message: "libjxl refused the output buffer")
             }
             while true {
                 let status = try process(stage)
-                if status == JXL_DEC_FULL_IMAGE { return }
+                if status == JXL_DEC_FULL_IMAGE { return false }
+                if status == JXL_DEC_FRAME_PROGRESSION, dcIsEnough, JxlDecoderGetIntendedDownsamplingRatio(decoder) == 8,
+                   JxlDecoderFlushImage(decoder) == JXL_DEC_SUCCESS {
+                    return true
+                }
                 guard status == JXL_DEC_FRAME_PROGRESSION || status == JXL_DEC_FRAME else {
                     throw ImagePipelineError.corruptData(format: .jxl, message: "libjxl stopped decoding \(stage) (status \(status.rawValue))")
                 }

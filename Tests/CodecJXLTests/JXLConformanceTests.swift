@@ -160,6 +160,40 @@ struct JXLConformanceTests {
         #expect(frame.bitmap.size == PixelSize(width: 58, height: 50))
     }
 
+    /// A lossy still asked for at an eighth of its size stops at the DC image: libjxl's flush
+    /// of it (full size, upsampled) is not the full decode, and resampled to the target it is
+    /// close to the full decode resampled. A larger target, or a lossless file, decodes whole.
+    /// libjxl 0.7 reports the DC (`JXL_DEC_FRAME_PROGRESSION`) only for a frame of more than one
+    /// group (over 256 × 256): the 1024 × 768 picture here, not the corpus's 256 × 192 ones.
+    @Test func smallTargetsStopAtTheDC() throws {
+        let size = PixelSize(width: 1024, height: 768)
+        var bytes = [UInt8](repeating: 255, count: size.pixelCount * 4)
+        for y in 0..<size.height {
+            for x in 0..<size.width {
+                let i = (y * size.width + x) * 4
+                bytes[i] = UInt8((x / 4 + y / 8) % 256)
+                bytes[i + 1] = UInt8((x * y / 512) % 256)
+                bytes[i + 2] = UInt8(((x - 512) * (x - 512) + (y - 384) * (y - 384)) / 1024 % 256)
+            }
+        }
+        let picture = try #require(Bitmap(width: size.width, height: size.height, bytesPerRow: size.width * 4, bytes: bytes))
+        let target = PixelSize(width: 128, height: 96)
+        for lossless in [false, true] {
+            let data = try JXLEncoder().encode(picture, options: EncodeOptions(lossless: lossless, effort: 1))
+            let full = try JXLDecoder().decode(data, options: DecodeOptions()).bitmap
+            let small = try JXLDecoder().decode(data, options: DecodeOptions(targetSize: target)).bitmap
+            let larger = try JXLDecoder().decode(data, options: DecodeOptions(targetSize: PixelSize(width: 256, height: 192))).bitmap
+            #expect(small.size == size && larger == full)
+            if lossless {
+                #expect(small == full)
+            } else {
+                #expect(small != full, "the DC flush is not the full decode")
+                let quality = psnr(Resampler.resample(small, to: target), Resampler.resample(full, to: target))
+                #expect(quality > 30, "PSNR \(quality) dB")
+            }
+        }
+    }
+
     @Test func signatures() throws {
         let decoder = JXLDecoder()
         #expect(decoder.canDecode(try Corpus.data(JXLReference.folder, "photo-d1.jxl")))  // FF 0A
