@@ -6,10 +6,12 @@
 # libjxl floor, no thumbnail made. imgpipe at 256 px stops at the frame's 1:8 DC image
 # (CodecJXL's only shrink-on-load in 0.7); `--size 1000` (over an eighth of the width) is its
 # full decode, for comparison. Both lossy (VarDCT, -d 1) and progressive (-p -d 1) inputs.
+# imgpipe decodes on one thread (JXLDecoder's threadCount 0); vipsthumbnail gives libjxl a
+# thread per core, so it is also run with VIPS_CONCURRENCY=1.
 #
 # The input: Benchmarks/.inputs/photo-rgb.png (thumbnails.sh's 6000x4000 photo) when it exists,
-# else Debian's Altai wallpaper (5120x2880, installed with plasma-workspace-wallpapers)
-# scaled and cropped to 6000x4000 with vips; encoded once with cjxl into Benchmarks/.inputs.
+# else four 3000x2000 crops of Debian's installed 5120x2880 wallpapers (Altai, MilkyWay, Patak,
+# IceCold) tiled with vips; encoded once with cjxl into Benchmarks/.inputs.
 # Minimum of $RUNS runs (default 5). Don't run it while other builds share the machine.
 source "$(dirname "$0")/common.sh"
 bench_runs 5
@@ -19,13 +21,20 @@ bin="$(bench_build imgpipe)/imgpipe"
 mkdir -p "$inputs"
 source_png="$inputs/photo-rgb.png"
 if [ ! -f "$source_png" ]; then
+    # Four 3000x2000 crops of Debian's 5120x2880 wallpapers at their own resolution (no
+    # upscaling, so the detail, and the AC data, is a real photo's), tiled 2x2.
     source_png="$inputs/jxl-source-6000x4000.png"
     if [ ! -f "$source_png" ]; then
-        wallpaper=/usr/share/wallpapers/Altai/contents/images/5120x2880.png
-        [ -f "$wallpaper" ] || { echo "$(basename "$0"): needs $inputs/photo-rgb.png (thumbnails.sh) or $wallpaper" >&2; exit 1; }
-        vips resize "$wallpaper" "$inputs/jxl-scaled.v" 1.3889
-        vips crop "$inputs/jxl-scaled.v" "$source_png" 555 0 6000 4000
-        rm -f "$inputs/jxl-scaled.v"
+        tiles=()
+        for name in Altai MilkyWay Patak IceCold; do
+            wallpaper=/usr/share/wallpapers/$name/contents/images/5120x2880.png
+            [ -f "$wallpaper" ] || { echo "$(basename "$0"): needs $inputs/photo-rgb.png (thumbnails.sh) or $wallpaper" >&2; exit 1; }
+            vips crop "$wallpaper" "$inputs/jxl-crop.v" 1060 440 3000 2000
+            vips extract_band "$inputs/jxl-crop.v" "$inputs/jxl-tile-$name.v" 0 --n 3  # RGB: some are RGBA
+            tiles+=("$inputs/jxl-tile-$name.v")
+        done
+        vips arrayjoin "${tiles[*]}" "$source_png" --across 2
+        rm -f "${tiles[@]}" "$inputs/jxl-crop.v"
     fi
 fi
 [ -f "$inputs/photo-d1.jxl" ] || cjxl "$source_png" "$inputs/photo-d1.jxl" -d 1 --quiet
@@ -41,6 +50,7 @@ for name in photo-d1 photo-p-d1; do
     row "$label" "imgpipe thumb --size 256 (DC)" "$bin" thumb "$file" --size 256 --out "$work/t.png" --no-disk-cache
     row "$label" "imgpipe thumb --size 1000 (full decode)" "$bin" thumb "$file" --size 1000 --out "$work/f.png" --no-disk-cache
     row "$label" "vipsthumbnail -s 256" vipsthumbnail "$file" -s 256 -o "$work/v.png"
+    row "$label" "VIPS_CONCURRENCY=1 vipsthumbnail -s 256" env VIPS_CONCURRENCY=1 vipsthumbnail "$file" -s 256 -o "$work/v1.png"
     row "$label" "djxl --downsampling=8 (decode only)" djxl "$file" "$work/d.ppm" --downsampling=8 --quiet
     row "$label" "djxl --num_threads=1 (decode only)" djxl "$file" "$work/d.ppm" --num_threads=1 --quiet
 done

@@ -144,7 +144,7 @@ enum HEIFLibrary {
         /// row by row (premultiplied one row at a time) through a ``PipelineCore/RowResampler``
         /// straight from libheif's plane, so no full-size bitmap of ours exists beside libheif's,
         /// and the result converted to `pixelFormat` once. `decodedSize` is libheif's size (checked by the caller).
-        /// With `quiet`, fd 2 points at `/dev/null` during `heif_decode_image` (``PipelineCore/StandardErrorSilencer``).
+        /// With `quiet`, fd 2 points at `/dev/null` during `heif_decode_image` (PipelineCore's `StandardErrorSilencer`).
         func decode(strict: Bool, maxPixelCount: Int, quiet: Bool, output: PixelSize? = nil,
                     filter: ResamplingFilter = .default, pixelFormat: PixelFormat = .rgba8Premultiplied)
             throws(ImagePipelineError) -> (bitmap: Bitmap, warnings: [String], decodedSize: PixelSize) {

@@ -9,7 +9,7 @@ extension JXLDecoder: AnimatedImageDecoding {
     /// in sRGB as a still is (see ``JXLDecoder``). The canvas is checked against
     /// `options.maxPixelCount` from the basic info, and the frame count against the animation
     /// limits by a walk over the frame headers (no pixels decoded) that stops at one more
-    /// frame than ``PipelineCore/DecodeOptions/animationFramesAllowed(on:)``, before any frame
+    /// frame than `DecodeOptions/animationFramesAllowed(on:)`, before any frame
     /// is decoded.
     public func makeAnimationDecoder(for data: Data, options: DecodeOptions) throws -> any AnimationFrameDecoding {
         let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, data.count), alignment: 16)

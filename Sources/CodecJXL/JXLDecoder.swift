@@ -11,12 +11,12 @@ extension ImageFormat {
 /// Decodes JPEG XL with libjxl 0.7: lossy (VarDCT, XYB) and lossless (modular), gray, alpha,
 /// 16-bit and float samples (rounded to 8 bits by libjxl), the codestream's orientation, ICC
 /// profiles, lossless JPEG recompression (decoded as a picture: the JPEG reconstruction data is
-/// not asked for), and animations (``AnimatedImageDecoding``; a still decode gives the first
+/// not asked for), and animations (`AnimatedImageDecoding`; a still decode gives the first
 /// frame, composited).
 ///
 /// Register it with `DecoderRegistry.registering(_:)`: `DecoderRegistry().registering(JXLDecoder())`.
 ///
-/// **Header.** ``ImageDecoding/readInfo(_:)`` reads the basic info and colour encoding (and an
+/// **Header.** `ImageDecoding/readInfo(_:)` reads the basic info and colour encoding (and an
 /// animation's frame headers, to count them) with no pixel buffer: the stored size and the
 /// orientation as stored, alpha, bit depth, frame count, the ICC profile.
 ///
@@ -40,7 +40,7 @@ extension ImageFormat {
 /// detail it can show. Memory is not saved (the output and libjxl's frame buffers are full
 /// size). Lossless (modular) files and animations are decoded whole (see the CodecJXL article).
 ///
-/// **Errors.** Corrupt and truncated data are ``PipelineCore/ImagePipelineError/corruptData(format:message:)``
+/// **Errors.** Corrupt and truncated data are `ImagePipelineError/corruptData(format:message:)`
 /// naming what was being read; a size over `DecodeOptions.maxPixelCount` is refused from the
 /// header before anything is allocated. An animation whose frame headers end early (cut or
 /// damaged) fails a still decode too, as djxl does, though its first frame may be whole; its
@@ -54,7 +54,7 @@ public struct JXLDecoder: ImageDecoding {
         /// belongs to the host process.
         case inherited
         /// While any decode runs, fd 2 points at `/dev/null` (shared with every other codec that
-        /// silences it, restored when the last one ends): see ``PipelineCore/StandardErrorSilencer``.
+        /// silences it, restored when the last one ends): see `StandardErrorSilencer`.
         case discardedWhileDecoding
     }
 
@@ -78,7 +78,7 @@ public struct JXLDecoder: ImageDecoding {
 
     var quiet: Bool { standardError == .discardedWhileDecoding }
 
-    /// Reads the headers once (``JXLHeader``); the session decodes the first frame at full size.
+    /// Reads the headers once (`JXLHeader`); the session decodes the first frame at full size.
     public func withSession<R>(for data: Data, _ body: (any ImageDecodingSession) throws -> R) throws -> R {
         try data.withUnsafeBytes { raw in
             let session = try Session(bytes: raw, threads: threadCount, quiet: quiet)

@@ -13,7 +13,7 @@ import PipelineCore
 /// (`JxlDecoderCloseInput`): libjxl 0.7 finds the end of the frames without it (it is needed
 /// only for `JXL_DEC_BOX`, not used here), and a closed input turns a cut into a plain
 /// `JXL_DEC_ERROR`, which could not be told from corruption. With `quiet`, the call runs with fd 2
-/// on `/dev/null` (``PipelineCore/StandardErrorSilencer``): libjxl 0.7 as Debian builds it
+/// on `/dev/null` (`StandardErrorSilencer`): libjxl 0.7 as Debian builds it
 /// prints a trace line for every failure (`./lib/jxl/decode.cc:2143: missing input`) and has
 /// no setting or callback for it.
 final class JXLHandle {

@@ -93,7 +93,7 @@ struct JXLHeader {
     /// Whether the picture is gray.
     var isGray: Bool { basic.num_color_channels == 1 }
 
-    /// The header as ``PipelineCore/ImageInfo`` (the profile's description is added by the session).
+    /// The header as `ImageInfo` (the profile's description is added by the session).
     var info: ImageInfo {
         ImageInfo(format: .jxl, size: size, orientation: orientation, hasAlpha: basic.alpha_bits > 0,
                   frameCount: frameCount, isProgressive: false,
