@@ -45,7 +45,8 @@ extension ImageFormat {
 /// header before anything is allocated. An animation whose frame headers end early (cut or
 /// damaged) fails a still decode too, as djxl does, though its first frame may be whole; its
 /// frames up to the damage come from ``makeAnimationDecoder(for:options:)``. libjxl prints a
-/// trace of every failure to stderr; a tool that owns its stderr silences it with
+/// trace of every failure on corrupt data to stderr (a cut file, which it only waits for more
+/// of, prints nothing); a tool that owns its stderr silences it with
 /// ``StandardError/discardedWhileDecoding``.
 public struct JXLDecoder: ImageDecoding {
     /// What happens to libjxl's writes to the process's stderr (fd 2).
