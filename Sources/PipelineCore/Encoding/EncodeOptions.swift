@@ -37,7 +37,8 @@ public struct EncodeOptions: Hashable, Sendable {
     /// An ICC profile to embed: the colour space the pixels are in (a picture's own, from
     /// ``ImageResponse/iccProfile``, to keep its colours without converting them). Default
     /// `nil`: none, and readers take the pixels as sRGB. The JPEG (APP2), PNG (`iCCP`), WebP
-    /// (`ICCP`) and HEIC/AVIF (`colr`) encoders embed it; at most ``maxICCProfileBytes``.
+    /// (`ICCP`), HEIC/AVIF (`colr`) and JPEG XL (its codestream's colour encoding) encoders
+    /// embed it; at most ``maxICCProfileBytes``.
     public var iccProfile: Data?
 
     /// The largest ICC profile an encoder embeds: 1 MiB (the profiles pictures carry are a few
