@@ -113,6 +113,41 @@ struct JXLRobustnessTests {
         }
     }
 
+    /// 200 copies of each file with 1 to 8 bytes replaced (seeded, the same every run), still
+    /// and animation decodes: each a picture or a typed error, never a crash or a hang. The
+    /// headers are mutated most (the first 64 bytes get half of the flips), where sizes and
+    /// counts are.
+    @Test(arguments: ["photo-d1", "jpeg-recompressed", "anim-moon", "alpha-lossless", "rgb16-lossless"])
+    func byteFlipsArePicturesOrTypedErrors(_ name: String) throws {
+        let data = try Corpus.data(JXLReference.folder, name + ".jxl")
+        var random = SeededGenerator(seed: 0x4A58_4C00 ^ UInt64(data.count))
+        var untyped: [String] = []
+        for _ in 0..<200 {
+            var bytes = [UInt8](data)
+            for _ in 0..<Int.random(in: 1...8, using: &random) {
+                let inHeader = Bool.random(using: &random)
+                let index = Int.random(in: 0..<(inHeader ? min(64, bytes.count) : bytes.count), using: &random)
+                bytes[index] = UInt8.random(in: 0...255, using: &random)
+            }
+            let mutated = Data(bytes)
+            do {
+                _ = try Self.decoder.decode(mutated, options: DecodeOptions(maxPixelCount: 50_000_000))
+            } catch is ImagePipelineError {
+            } catch {
+                untyped.append("\(error)")
+            }
+            do {
+                let frames = try Self.decoder.makeAnimationDecoder(for: mutated, options: DecodeOptions(maxPixelCount: 50_000_000,
+                                                                                                     maxAnimationPixelCount: 100_000_000))
+                while try frames.nextFrame(size: PixelSize(width: 16, height: 16)) != nil {}
+            } catch is ImagePipelineError {
+            } catch {
+                untyped.append("\(error)")
+            }
+        }
+        #expect(untyped.isEmpty, "\(name): \(untyped.prefix(3))")
+    }
+
     /// libjxl's failure traces: on fd 2 with the default decoder (the control), not with
     /// ``JXLDecoder/StandardError/discardedWhileDecoding``.
     @Test func standardErrorIsDiscardedWhenAsked() throws {
