@@ -137,8 +137,8 @@ struct JXLRobustnessTests {
                 untyped.append("\(error)")
             }
             do {
-                let frames = try Self.decoder.makeAnimationDecoder(for: mutated, options: DecodeOptions(maxPixelCount: 50_000_000,
-                                                                                                     maxAnimationPixelCount: 100_000_000))
+                let limits = DecodeOptions(maxPixelCount: 50_000_000, maxAnimationPixelCount: 100_000_000)
+                let frames = try Self.decoder.makeAnimationDecoder(for: mutated, options: limits)
                 while try frames.nextFrame(size: PixelSize(width: 16, height: 16)) != nil {}
             } catch is ImagePipelineError {
             } catch {
