@@ -194,6 +194,21 @@ struct JXLConformanceTests {
         }
     }
 
+    /// libjxl's own thread runner (``JXLDecoder/threadCount``, ``JXLEncoder/threadCount``) gives
+    /// the same pixels as decoding on the calling thread.
+    @Test func threadRunnerGivesTheSamePixels() throws {
+        for name in ["photo-d1", "alpha-lossless", "anim-moon"] {
+            let data = try Corpus.data(JXLReference.folder, name + ".jxl")
+            let alone = try JXLDecoder().decode(data, options: DecodeOptions())
+            let threaded = try JXLDecoder(threadCount: 2).decode(data, options: DecodeOptions())
+            #expect(alone.bitmap == threaded.bitmap, "\(name)")
+        }
+        let picture = try JXLDecoder().decode(Corpus.data(JXLReference.folder, "photo-lossless.jxl"),
+                                              options: DecodeOptions(pixelFormat: .rgba8Straight)).bitmap
+        let encoded = try JXLEncoder(threadCount: 2).encode(picture, options: EncodeOptions(lossless: true))
+        #expect(try JXLDecoder().decode(encoded, options: DecodeOptions(pixelFormat: .rgba8Straight)).bitmap == picture)
+    }
+
     @Test func signatures() throws {
         let decoder = JXLDecoder()
         #expect(decoder.canDecode(try Corpus.data(JXLReference.folder, "photo-d1.jxl")))  // FF 0A
