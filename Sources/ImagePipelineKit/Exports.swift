@@ -6,6 +6,7 @@
 @_exported import CodecGIF
 @_exported import CodecHEIF
 @_exported import CodecJPEG
+@_exported import CodecJXL
 @_exported import CodecPNG
 @_exported import CodecSVG
 @_exported import CodecWebP
