@@ -33,7 +33,9 @@ extension JXLDecoder: AnimatedImageDecoding {
     }
 
     /// Two RGBA8 canvases (the one libjxl writes, the copy handed out) and libjxl's own: the
-    /// frame being decoded and the composited canvas in 32-bit float (16 bytes a pixel each).
+    /// frame being decoded and the composited canvas it blends onto, counted as 32-bit float
+    /// (16 bytes a pixel each). An upper bound, not measured on large animations (a still's
+    /// decode keeps about 3 bytes a pixel of libjxl's; see `JXLDecoder`).
     public func estimatedAnimationMemory(_ info: AnimationInfo) -> Int { info.canvasBytes(2 + 8) }
 
     /// One libjxl decoder over a copy of the bytes it owns; both are freed in `deinit`.
