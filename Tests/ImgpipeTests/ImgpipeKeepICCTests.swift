@@ -7,7 +7,7 @@ import Testing
 /// `vipsthumbnail`, which keeps profiles, writes), and its pixels read colour-managed are the
 /// converted thumbnail exactly (PNG; the decoder converts its shrunk output in both paths).
 /// Without it, no profile is written.
-@Suite("imgpipe --keep-icc", .timeLimit(.minutes(3)),
+@Suite("imgpipe --keep-icc", .serialized, .timeLimit(.minutes(3)),
        .enabled(if: FileManager.default.fileExists(atPath: straightAlphaCorpus.appendingPathComponent("icc").path),
                 "../shared/corpus/icc is absent: skipped"))
 struct ImgpipeKeepICCTests {
