@@ -1,4 +1,5 @@
 import Foundation
+import PipelineTestSupport
 import Testing
 
 /// Runs the built `imgpipe` binary as a user would, capturing its exit status and output.
@@ -168,33 +169,22 @@ private func firstLine(of pipe: Pipe) throws -> String {
 
 extension Imgpipe {
     /// Runs `imgpipe arguments…` (output discarded) and returns its exit status and peak resident
-    /// memory in bytes, from `wait4`'s `ru_maxrss` for that one child.
+    /// memory in bytes.
+    ///
+    /// The peak is read by a small python parent (`RUSAGE_CHILDREN` after it reaped imgpipe),
+    /// not by `wait4` here: `posix_spawn` starts a child in the test process's own address space
+    /// (`CLONE_VM`), and Linux carries that address space's high-water mark into the child's
+    /// `ru_maxrss` across `exec`, so a child of a 260 MB test process would report 260 MB
+    /// whatever it used. python's own mark, which its child inherits the same way, is ~10 MB.
     static func peakMemory(_ arguments: [String]) async throws -> (status: Int32, peak: Int) {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread {
-                continuation.resume(with: Swift.Result { try peakMemoryBlocking(arguments) })
-            }.start()
-        }
-    }
-
-    private static func peakMemoryBlocking(_ arguments: [String]) throws -> (status: Int32, peak: Int) {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        for fd in [STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO] {
-            posix_spawn_file_actions_addopen(&actions, fd, "/dev/null", fd == STDIN_FILENO ? O_RDONLY : O_WRONLY, 0)
-        }
-        let argv = ([binary.path] + arguments).map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, binary.path, &actions, nil, argv, environ)
-        guard spawned == 0 else { throw POSIXError(POSIXErrorCode(rawValue: spawned) ?? .EIO) }
-        var status: Int32 = 0
-        var usage = rusage()
-        while wait4(pid, &status, 0, &usage) < 0 {
-            guard errno == EINTR else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-        }
-        let exited = (status & 0x7F) == 0
-        return (exited ? (status >> 8) & 0xFF : -1, usage.ru_maxrss * 1024)
+        let script = """
+            import resource, subprocess, sys
+            run = subprocess.run(sys.argv[1:], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            print(run.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+            """
+        let result = try await ExternalTool.run("/usr/bin/env", ["python3", "-c", script, binary.path] + arguments)
+        let fields = result.stdout.split(whereSeparator: \.isWhitespace).compactMap { Int($0) }
+        guard result.status == 0, fields.count == 2 else { throw POSIXError(.EIO) }
+        return (Int32(fields[0]), fields[1] * 1024)
     }
 }
