@@ -118,7 +118,7 @@ public struct HEIFEncoder: ImageEncoding {
         defer { heif_encoder_release(encoder) }
         try configure(encoder, options)
 
-        let image = try makeImage(straight, size: size, alpha: !Self.isOpaque(straight))
+        let image = try makeImage(straight, size: size, alpha: !StraightRGBA.isOpaque(straight))
         defer { heif_image_release(image) }
         guard let nclx = heif_nclx_color_profile_alloc() else { throw EncodingError.failed(format: format, message: "heif_nclx_color_profile_alloc failed") }
         defer { heif_nclx_color_profile_free(nclx) }
@@ -272,16 +272,6 @@ public struct HEIFEncoder: ImageEncoding {
             heif_image_release(image)
             throw error
         }
-    }
-
-    /// Whether every alpha byte of straight RGBA is 255.
-    static func isOpaque(_ rgba: [UInt8]) -> Bool {
-        var index = 3
-        while index < rgba.count {
-            if rgba[index] != 255 { return false }
-            index += 4
-        }
-        return true
     }
 
     /// `heif_error` → ``PipelineCore/EncodingError``: `.unsupported` for libheif's

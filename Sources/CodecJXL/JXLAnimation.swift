@@ -89,12 +89,7 @@ extension JXLDecoder: AnimatedImageDecoding {
                     }
                 case JXL_DEC_COLOR_ENCODING:
                     if header.isXYB, profile != nil {
-                        if options.convertsToSRGB, handle.preferSRGB(gray: header.isGray) {
-                            pixelProfile = nil
-                        } else {
-                            pixelProfile = try handle.iccProfile(JXL_COLOR_PROFILE_TARGET_DATA)
-                                .map { try ColorManagement.profile(iccData: $0, limits: .default) }
-                        }
+                        pixelProfile = try JXLDecoder.xybPixelProfile(handle, header: header, options: options)
                     }
                 case JXL_DEC_FRAME:
                     var frame = JxlFrameHeader()

@@ -149,6 +149,16 @@ public struct JXLDecoder: ImageDecoding {
         return target.width * 8 <= upright.width && target.height * 8 <= upright.height
     }
 
+    /// The profile an XYB-coded (lossy) picture with an embedded profile is decoded in, asked at
+    /// `JXL_DEC_COLOR_ENCODING`: `nil` (sRGB) when sRGB is wanted and libjxl takes the
+    /// preference, else the profile of libjxl's output. libjxl converts XYB into the colour
+    /// space asked for; without a preference it decodes to the original encoding, or linear
+    /// sRGB for an ICC profile.
+    static func xybPixelProfile(_ handle: JXLHandle, header: JXLHeader, options: DecodeOptions) throws -> ColorProfile? {
+        if options.convertsToSRGB, handle.preferSRGB(gray: header.isGray) { return nil }
+        return try handle.iccProfile(JXL_COLOR_PROFILE_TARGET_DATA).map { try ColorManagement.profile(iccData: $0, limits: .default) }
+    }
+
     /// Decodes the next image of `handle` (subscribed to basic info, colour encoding and full
     /// image) as straight RGBA8, oriented as `options` asks. Returns it with the profile its
     /// pixels are in (`nil`: sRGB).
@@ -174,16 +184,7 @@ public struct JXLDecoder: ImageDecoding {
                 try options.checkPixelLimit(ImageInfo(format: .jxl, size: size))
                 output = size
             case JXL_DEC_COLOR_ENCODING:
-                if header.isXYB, profile != nil {
-                    // libjxl converts XYB into the colour space asked for; without a preference
-                    // it decodes to the original encoding, or linear sRGB for an ICC profile.
-                    if options.convertsToSRGB, handle.preferSRGB(gray: header.isGray) {
-                        pixelProfile = nil
-                    } else {
-                        pixelProfile = try handle.iccProfile(JXL_COLOR_PROFILE_TARGET_DATA)
-                            .map { try ColorManagement.profile(iccData: $0, limits: .default) }
-                    }
-                }
+                if header.isXYB, profile != nil { pixelProfile = try xybPixelProfile(handle, header: header, options: options) }
                 stage = "the first frame's header"
             case JXL_DEC_NEED_IMAGE_OUT_BUFFER:
                 guard let output else { throw ImagePipelineError.corruptData(format: .jxl, message: "libjxl reported no basic info") }

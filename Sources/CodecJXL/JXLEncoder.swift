@@ -53,8 +53,8 @@ public struct JXLEncoder: ImageEncoding {
         try validateCommonOptions(options)
         let icc = try EncodeOptions.checkedICCProfile(options.iccProfile, format: .jxl)
         let straight = bitmap.unpremultipliedBytes()
-        let opaque = Self.isOpaque(straight)
-        let pixels = opaque ? Self.dropAlpha(straight) : straight
+        let opaque = StraightRGBA.isOpaque(straight)
+        let pixels = opaque ? StraightRGBA.droppingAlpha(straight) : straight
         let session = try Session(threads: threadCount)
         return try session.encode(pixels, size: bitmap.size, alpha: !opaque, icc: icc, options: options)
     }
@@ -166,29 +166,6 @@ public struct JXLEncoder: ImageEncoding {
             case JXL_ENC_ERR_API_USAGE: "API misuse"
             default: "error \(error.rawValue)"
             }
-        }
-    }
-
-    /// Whether every alpha byte of straight RGBA is 255.
-    static func isOpaque(_ rgba: [UInt8]) -> Bool {
-        var index = 3
-        while index < rgba.count {
-            if rgba[index] != 255 { return false }
-            index += 4
-        }
-        return true
-    }
-
-    /// RGBA → RGB, tightly packed.
-    static func dropAlpha(_ rgba: [UInt8]) -> [UInt8] {
-        let pixels = rgba.count / 4
-        return [UInt8](unsafeUninitializedCapacity: pixels * 3) { out, count in
-            for pixel in 0..<pixels {
-                out[pixel * 3] = rgba[pixel * 4]
-                out[pixel * 3 + 1] = rgba[pixel * 4 + 1]
-                out[pixel * 3 + 2] = rgba[pixel * 4 + 2]
-            }
-            count = pixels * 3
         }
     }
 }

@@ -95,7 +95,7 @@ public struct WebPEncoder: ImageEncoding {
         guard size.isValid, straight.count == size.pixelCount * 4 else {
             throw EncodingError.failed(format: .webp, message: "\(straight.count) bytes are not \(size.width)×\(size.height) RGBA pixels")
         }
-        let opaque = Self.isOpaque(straight)
+        let opaque = StraightRGBA.isOpaque(straight)
         var picture = WebPPicture()
         guard WebPPictureInit(&picture) != 0 else {
             throw EncodingError.failed(format: .webp, message: "libwebp \(Self.version) does not match the headers it was built with")
@@ -120,7 +120,7 @@ public struct WebPEncoder: ImageEncoding {
         if size.width > Int(WEBP_MAX_DIMENSION) || size.height > Int(WEBP_MAX_DIMENSION) {
             imported = 1  // WebPEncode reports VP8_ENC_ERROR_BAD_DIMENSION without importing pixels
         } else if opaque {
-            let rgb = Self.dropAlpha(straight)
+            let rgb = StraightRGBA.droppingAlpha(straight)
             imported = rgb.withUnsafeBufferPointer { WebPPictureImportRGB(&picture, $0.baseAddress, Int32(size.width * 3)) }
         } else {
             imported = straight.withUnsafeBufferPointer { WebPPictureImportRGBA(&picture, $0.baseAddress, Int32(size.width * 4)) }
@@ -138,29 +138,6 @@ public struct WebPEncoder: ImageEncoding {
     static var version: String {
         let packed = WebPGetEncoderVersion()
         return "\(packed >> 16).\((packed >> 8) & 0xFF).\(packed & 0xFF)"
-    }
-
-    /// Whether every alpha byte of straight RGBA is 255.
-    static func isOpaque(_ rgba: [UInt8]) -> Bool {
-        var index = 3
-        while index < rgba.count {
-            if rgba[index] != 255 { return false }
-            index += 4
-        }
-        return true
-    }
-
-    /// RGBA → RGB, tightly packed.
-    static func dropAlpha(_ rgba: [UInt8]) -> [UInt8] {
-        let pixels = rgba.count / 4
-        return [UInt8](unsafeUninitializedCapacity: pixels * 3) { out, count in
-            for pixel in 0..<pixels {
-                out[pixel * 3] = rgba[pixel * 4]
-                out[pixel * 3 + 1] = rgba[pixel * 4 + 1]
-                out[pixel * 3 + 2] = rgba[pixel * 4 + 2]
-            }
-            count = pixels * 3
-        }
     }
 
     /// A sentence for libwebp's `WebPEncodingError`.
