@@ -73,7 +73,7 @@ final class Counters: Sendable {
     }
 }
 let counters = Counters()
-let memoryCache = MemoryCache<ImageKey, ImageResponse>(costLimit: 4 << 20)  // ~170 cells of 64×64: evictions happen
+let memoryCache = MemoryCache<ImageKey, ImageContainer>(costLimit: 4 << 20)  // ~170 cells of 64×64: evictions happen
 let pipeline = ImagePipeline(configuration: .init(
     decoders: DecoderRegistry().registering(PNGDecoder()),
     loaders: LoaderRegistry().registering(HTTPDataLoader()),

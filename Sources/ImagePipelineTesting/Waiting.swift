@@ -28,12 +28,12 @@ extension ImagePipeline {
     /// loader.releaseWithFakeData(request.url)
     /// ```
     public nonisolated func waitForWaiters(_ count: Int, for request: ImageRequest, timeout: TimeInterval = 120) async -> Bool {
-        await eventually(timeout: timeout) { await self.waiterCount(for: request) >= count }
+        await eventually(timeout: timeout) { self.waiterCount(for: request) >= count }
     }
 
     /// Waits until at least `count` callers wait on the download of the fetch URL `url`
     /// (requests of different sizes share one download). False after `timeout` seconds.
     public nonisolated func waitForDownloadWaiters(_ count: Int, for url: URL, timeout: TimeInterval = 120) async -> Bool {
-        await eventually(timeout: timeout) { await self.downloadWaiterCount(for: url) >= count }
+        await eventually(timeout: timeout) { self.downloadWaiterCount(for: url) >= count }
     }
 }

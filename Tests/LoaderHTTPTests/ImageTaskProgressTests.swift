@@ -70,7 +70,7 @@ struct ImageTaskProgressTests {
             var secondValues = second.progress.makeAsyncIterator()
             #expect(await read(&firstValues, until: 1000) != nil)
             #expect(await read(&secondValues, until: 1000) != nil)
-            #expect(await pipeline.waiterCount(for: request) == 2)
+            #expect(pipeline.waiterCount(for: request) == 2)
 
             first.cancel()
             await #expect(throws: CancellationError.self) { _ = try await first.response }

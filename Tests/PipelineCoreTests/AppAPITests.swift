@@ -42,7 +42,7 @@ struct ImageTaskHandleTests {
 
         await task.setPriority(.visible)
         #expect(handle.current == .visible)
-        #expect(await pipeline.inFlightPriority(for: request) == .visible)
+        #expect(pipeline.inFlightPriority(for: request) == .visible)
         await task.setPriority(.prefetch)
         #expect(handle.current == .prefetch)
 
@@ -63,11 +63,12 @@ struct ImageTaskHandleTests {
         let request = ImageRequest(url: url)
         let first = pipeline.imageTask(for: request)
         let second = pipeline.imageTask(for: request)
-        try #require(await eventually { await pipeline.waiterCount(for: request) == 2 })
+        try #require(await eventually { pipeline.waiterCount(for: request) == 2 })
         first.cancel()
         #expect(first.isCancelled)
         await #expect(throws: CancellationError.self) { _ = try await first.response }
-        #expect(await pipeline.waiterCount(for: request) == 1)
+        #expect(pipeline.waiterCount(for: request) == 1)
+        try #require(await loader.waitUntil { $0.loadCount(url) == 1 })
         #expect(loader.releaseWithFakeData(url) == 1)
         #expect(firstPixel(try await second.response) == colorBytes(4))
         #expect(loader.loadCount(url) == 1 && loader.cancelCount(url) == 0)
@@ -161,7 +162,7 @@ struct CacheKeyTests {
 
             let first = Task { try await pipeline.image(for: request("a")) }
             let second = Task { try await pipeline.image(for: request("b")) }
-            try #require(await eventually { await pipeline.waiterCount(for: request("a")) == 2 })
+            try #require(await eventually { pipeline.waiterCount(for: request("a")) == 2 })
             let fetched = URL(string: "https://cdn.example/64x48/5?token=a&w=160")!
             #expect(await held.waitUntil { !$0.heldURLs.isEmpty })
             #expect(held.heldURLs == [fetched])

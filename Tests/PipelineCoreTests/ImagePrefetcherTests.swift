@@ -27,7 +27,7 @@ struct ImagePrefetcherTests {
             loader.loadCount(stopped) == loader.cancelCount(stopped) && loader.loadCount(kept) - loader.cancelCount(kept) == 1
         }
         try #require(await loader.waitUntil(timeout: 30) { $0.heldURLs == [kept] && settled($0) })
-        #expect(await eventually(timeout: 30) { await pipeline.waiterCount(for: ImageRequest(url: stopped)) == 0 })
+        #expect(await eventually(timeout: 30) { pipeline.waiterCount(for: ImageRequest(url: stopped)) == 0 })
         loader.releaseWithFakeData(kept)
         await pipeline.waitForBackgroundWork()
         #expect(prefetcher.prefetchCount == 0)
@@ -51,7 +51,7 @@ struct ImagePrefetcherTests {
         let visible = Task { try await pipeline.image(for: request) }
         #expect(await pipeline.waitForWaiters(2, for: request))
         prefetcher.stopPrefetching(with: [request])
-        #expect(await eventually { await pipeline.waiterCount(for: request) == 1 })
+        #expect(await eventually { pipeline.waiterCount(for: request) == 1 })
         loader.releaseWithFakeData(url)
         #expect(firstPixel(try await visible.value) == colorBytes(3))
         #expect(loader.cancelCount(url) == 0 && loader.loadCount(url) == 1)

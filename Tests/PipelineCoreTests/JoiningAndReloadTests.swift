@@ -57,7 +57,7 @@ struct JoiningAndReloadTests {
         // Same download (fetch URL), another decode key.
         let otherSize = Task { try await pipeline.image(for: ImageRequest(url: url, width: 8, height: 8)) }
         // Both decodes have joined the (loading) download before the cache-only one answers.
-        try #require(await eventually { await pipeline.downloadWaiterCount(for: url) == 2 })
+        try #require(await eventually { pipeline.downloadWaiterCount(for: url) == 2 })
         disk.open()
         await #expect(throws: ImagePipelineError.loadingFailed(url, underlying: ImagePipelineError.notCached)) {
             try await cacheOnly.value

@@ -137,7 +137,7 @@ struct NegativeCacheBudgetTests {
         let budget = 1 << 20
         let pipeline = pipeline(loader: loader, byteLimit: budget)
         for n in 0..<100 { _ = try? await pipeline.image(for: ImageRequest(url: longURL(n))) }
-        let (count, bytes) = (await pipeline.rememberedFailureCount, await pipeline.rememberedFailureBytes)
+        let (count, bytes) = (pipeline.rememberedFailureCount, pipeline.rememberedFailureBytes)
         #expect(bytes <= budget, "\(bytes) bytes remembered")
         #expect(bytes >= count * 60_000, "each failure counts its error's URL: \(bytes) for \(count)")
         #expect(count > 0 && count < 100, "\(count) failures remembered")
@@ -163,12 +163,12 @@ struct NegativeCacheBudgetTests {
         #expect(loader.loadCount(url) == 1)
         _ = try? await pipeline.image(for: ImageRequest(url: sibling))
         #expect(loader.loadCount(sibling) == 1)
-        #expect(await pipeline.rememberedFailureCount == 2)
+        #expect(pipeline.rememberedFailureCount == 2)
 
         let huge = longURL(2, padding: 3_000_000)
         _ = try? await pipeline.image(for: ImageRequest(url: huge))
-        #expect(await pipeline.rememberedFailureCount == 2)
-        #expect(await pipeline.rememberedFailureBytes <= Configuration.defaultNegativeCacheByteLimit)
+        #expect(pipeline.rememberedFailureCount == 2)
+        #expect(pipeline.rememberedFailureBytes <= Configuration.defaultNegativeCacheByteLimit)
     }
 
     /// Expired failures are removed by the next insert, not only when looked up.
@@ -177,10 +177,10 @@ struct NegativeCacheBudgetTests {
         let loader = HeldLoader(autoReply: { _ in .failure(FakeLoadError.status(404)) })
         let pipeline = pipeline(loader: loader, byteLimit: Configuration.defaultNegativeCacheByteLimit, clock: clock)
         for n in 0..<5 { _ = try? await pipeline.image(for: ImageRequest(url: testURL(1, 1, n))) }
-        #expect(await pipeline.rememberedFailureCount == 5)
+        #expect(pipeline.rememberedFailureCount == 5)
         clock.advance(11)
         _ = try? await pipeline.image(for: ImageRequest(url: testURL(1, 1, 100)))
-        #expect(await pipeline.rememberedFailureCount == 1)
+        #expect(pipeline.rememberedFailureCount == 1)
     }
 }
 

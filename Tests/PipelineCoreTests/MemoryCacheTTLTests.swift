@@ -61,7 +61,7 @@ struct MemoryCacheTTLTests {
     @Test func thePipelineLoadsAgainOnceItsMemoryEntryExpired() async throws {
         let clock = TestClock()
         let loader = HeldLoader.immediate()
-        let memory = MemoryCache<ImageKey, ImageResponse>(costLimit: 64 << 20, ttl: 60, now: { clock.now })
+        let memory = MemoryCache<ImageKey, ImageContainer>(costLimit: 64 << 20, ttl: 60, now: { clock.now })
         let pipeline = makePipeline(loader: loader, memoryCache: memory, clock: clock)
         let request = ImageRequest(url: testURL(16, 16, 4))
         #expect(try await pipeline.image(for: request).source == .network)

@@ -27,7 +27,7 @@ struct PrefetchAndBindingTests {
         await pipeline.prefetch([ImageRequest(url: alone), ImageRequest(url: shared)])
         try #require(await loader.waitUntil { $0.heldURLs.count == 2 })
         let visible = Task { try await pipeline.image(for: ImageRequest(url: shared)) }
-        try #require(await eventually { await pipeline.waiterCount(for: ImageRequest(url: shared)) == 2 })
+        try #require(await eventually { pipeline.waiterCount(for: ImageRequest(url: shared)) == 2 })
         await pipeline.cancelPrefetch([ImageRequest(url: alone), ImageRequest(url: shared)])
         try #require(await loader.waitUntil { $0.cancelCount(alone) == 1 })
         loader.releaseWithFakeData(shared)

@@ -20,11 +20,11 @@ struct PriorityFallbackTests {
 
         let visible = Task { try await pipeline.image(for: request) }
         try #require(await eventually { handle.current == .visible })
-        #expect(await pipeline.inFlightPriority(for: request) == .visible)
+        #expect(pipeline.inFlightPriority(for: request) == .visible)
         visible.cancel()
         await #expect(throws: CancellationError.self) { try await visible.value }
         try #require(await eventually { handle.current == .prefetch }, "the loader still sees \(handle.current)")
-        #expect(await pipeline.inFlightPriority(for: request) == .prefetch)
+        #expect(pipeline.inFlightPriority(for: request) == .prefetch)
         #expect(loader.cancelCount(url) == 0)  // the prefetch still wants it
 
         loader.releaseWithFakeData(url)
@@ -43,9 +43,9 @@ struct PriorityFallbackTests {
         let handle = try #require(loader.requests.first?.priority)
         let first = Task { try await pipeline.image(for: request) }
         let second = Task { try await pipeline.image(for: request) }
-        try #require(await eventually { await pipeline.waiterCount(for: request) == 3 })
+        try #require(await eventually { pipeline.waiterCount(for: request) == 3 })
         first.cancel()
-        try #require(await eventually { await pipeline.waiterCount(for: request) == 2 })
+        try #require(await eventually { pipeline.waiterCount(for: request) == 2 })
         #expect(handle.current == .visible)
         loader.releaseWithFakeData(url)
         #expect(firstPixel(try await second.value) == colorBytes(8))
@@ -74,7 +74,7 @@ struct NegativeCacheBoundTests {
             }
         }
         #expect(loader.totalLoads == total)
-        let remembered = await pipeline.rememberedFailureCount
+        let remembered = pipeline.rememberedFailureCount
         #expect(remembered <= 1000 && remembered > 0, "\(remembered) failures remembered")
         // The newest failure is still answered from the negative cache, without a load.
         let newest = URL(string: "test://host/missing/\(total - 1)")!

@@ -86,7 +86,7 @@ private struct LoggingProcessor: ImageProcessing {
         #expect(await eventually { decoder.gateIsHeld })
         async let processedResponse = pipeline.image(for: processed)
         #expect(await pipeline.waitForWaiters(1, for: processed))
-        #expect(await eventually { await pipeline.waiterCount(for: plain) == 2 })  // the caller and the processing work
+        #expect(await eventually { pipeline.decodeSubscriberCount(for: plain) == 2 })  // the plain image work and the processing one
         decoder.gate.signal()
         let (a, b) = try await (plainResponse, processedResponse)
         #expect(a.bitmap.width == 40 && b.bitmap.width == 40)
@@ -106,7 +106,7 @@ private struct LoggingProcessor: ImageProcessing {
             for request in plain { group.addTask { _ = try await pipeline.image(for: request) } }
             #expect(await eventually { await pipeline.decoder.pool.queuedCount == 2 })
             group.addTask { _ = try await pipeline.image(for: processed) }
-            #expect(await eventually { await pipeline.waiterCount(for: plain[1]) == 2 })  // its caller and the processing work
+            #expect(await eventually { pipeline.decodeSubscriberCount(for: plain[1]) == 2 })  // its image work and the processing one
             decoder.gate.signal()
             try await group.waitForAll()
         }
@@ -122,6 +122,7 @@ private struct LoggingProcessor: ImageProcessing {
     /// A prefetch's processors do not delay a visible picture of the same decode: they run in a
     /// job of their own, at prefetch priority, after the visible decode queued behind.
     @Test func aPrefetchsProcessorsWaitForTheirOwnJob() async throws {
-        #expect(try await joinQueuedDecode(processedAt: .prefetch) == ["decode 40", "decode 41", "decode 42", "process 41"])
+        let order = try await joinQueuedDecode(processedAt: .prefetch)
+        #expect(order == ["decode 40", "decode 41", "decode 42", "process 41"], "\(order)")
     }
 }

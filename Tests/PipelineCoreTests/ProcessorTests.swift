@@ -279,7 +279,7 @@ final class TemporaryFailureProcessor: ImageProcessing {
             }
         }
         #expect(failing.runCount == 1)
-        #expect(await pipeline.rememberedFailureCount == 1)
+        #expect(pipeline.rememberedFailureCount == 1)
         // Another size is another key: it runs.
         _ = try? await pipeline.image(for: ImageRequest(url: url, width: 4, height: 4, processors: [failing]))
         #expect(failing.runCount == 2)

@@ -46,7 +46,7 @@ struct StoreAfterDecodeTests {
         async let small = pipeline.image(for: ImageRequest(url: url, width: 8, height: 8))
         async let large = pipeline.image(for: ImageRequest(url: url, width: 32, height: 32))
         try #require(await loader.waitUntil { $0.heldURLs == [url] })
-        try #require(await eventually { await pipeline.downloadWaiterCount(for: url) == 2 })
+        try #require(await eventually { pipeline.downloadWaiterCount(for: url) == 2 })
         loader.release(url, with: .success(.data(HeldLoader.fakeData(for: url), Self.fresh)))
         _ = try await (small, large)
         #expect(disk.storeCount == 1 && disk.info(for: url)?.etag == "\"new\"")

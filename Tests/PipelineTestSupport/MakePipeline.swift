@@ -10,7 +10,7 @@ public func makePipeline(
     loader: any DataLoading,
     decoders: DecoderRegistry = DecoderRegistry([CountingDecoder()]),
     urlBuilder: any FetchURLBuilding = IdentityURLBuilder(),
-    memoryCache: MemoryCache<ImageKey, ImageResponse> = MemoryCache(costLimit: 64 << 20),
+    memoryCache: MemoryCache<ImageKey, ImageContainer> = MemoryCache(costLimit: 64 << 20),
     diskCache: (any DataCaching)? = nil,
     maxConcurrentDecodes: Int = 2,
     maxPixelCount: Int = 100_000_000,

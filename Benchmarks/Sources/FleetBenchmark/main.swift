@@ -80,7 +80,7 @@ let loader: any DataLoading = usesTier
     ? RecordingLoader(base: SharedTierLoader(base: origin, tier: tier, pollInterval: .milliseconds(pollMilliseconds)),
                       recorder: loaderCalls)
     : RecordingLoader(base: origin, recorder: loaderCalls)
-let memory = MemoryCache<ImageKey, ImageResponse>(costLimit: 64 << 20)
+let memory = MemoryCache<ImageKey, ImageContainer>(costLimit: 64 << 20)
 let pipeline = ImagePipeline(configuration: .init(
     decoders: DecoderRegistry([PNGDecoder()]), loaders: LoaderRegistry([loader]), memoryCache: memory,
     diskCache: usesTier ? TieredDataCache(local: disk, shared: tier) : disk, negativeCacheLifetime: 0))

@@ -1,5 +1,5 @@
 // Memory-cache lookup cost, beside peers measured in the same run:
-//   MemoryCache<ImageKey, ImageResponse>  (ours: Mutex + dictionary + array-linked LRU)
+//   MemoryCache<ImageKey, ImageContainer>  (ours: Mutex + dictionary + array-linked LRU)
 //   ImagePipeline.cachedImage(for:)       (ours, the whole UI-thread call: fetch URL + key + lookup)
 //   NSCache<NSString, Box>                (Foundation's cache, keyed by the URL string)
 //   Mutex<[ImageKey: ImageResponse]>      (a floor: one lock and one hash lookup, no LRU)
@@ -42,7 +42,7 @@ func measure(_ name: String, _ body: (Int) -> Bool) {
     print(String(format: "%-34@ %8.1f ns per hit", name as NSString, best))
 }
 
-let ours = MemoryCache<ImageKey, ImageResponse>(costLimit: 1 << 30)
+let ours = MemoryCache<ImageKey, ImageContainer>(costLimit: 1 << 30)
 for key in keys { ours.insert(response, for: key, cost: bitmap.cost) }
 measure("MemoryCache (ours)") { ours.value(for: keys[$0]) != nil }
 

@@ -37,7 +37,7 @@ func pressure(_ path: String) -> String {
     ((try? String(contentsOfFile: path, encoding: .utf8)) ?? "unreadable").split(separator: "\n").joined(separator: " | ")
 }
 
-let memoryCache = MemoryCache<ImageKey, ImageResponse>(costLimit: 64 << 20)
+let memoryCache = MemoryCache<ImageKey, ImageContainer>(costLimit: 64 << 20)
 func fill() {
     let bitmap = Bitmap(zeroed: PixelSize(width: 256, height: 256))
     for n in 0..<64 {

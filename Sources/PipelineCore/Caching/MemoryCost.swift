@@ -22,15 +22,12 @@ enum MemoryCost {
     /// Measured as ``responseEntryOverhead`` was, over 20,000 404s: about 1,090 bytes.
     static let failureEntryOverhead = 1152
 
-    /// The cost of keeping `response` under `key`: its pixels, the key's URL and processor
-    /// identifiers, the response's fetch URL (when it is not the key's), warnings and tags,
-    /// and ``responseEntryOverhead``.
-    static func of(_ response: ImageResponse, for key: ImageKey) -> Int {
-        var bytes = responseEntryOverhead + response.bitmap.cost + of(key.cacheURL) + identifiers(of: key)
-        // The common case is one URL, shared by key and response; a cache key makes two.
-        if let fetchURL = response.fetchURL, fetchURL != key.cacheURL { bytes += of(fetchURL) }
-        bytes += response.warnings.reduce(0) { $0 + $1.utf8.count }
-        if let origin = response.renditionOrigin {
+    /// The cost of keeping `container` under `key`: its pixels, the key's URL and processor
+    /// identifiers, warnings and tags, and ``responseEntryOverhead``.
+    static func of(_ container: ImageContainer, for key: ImageKey) -> Int {
+        var bytes = responseEntryOverhead + container.bitmap.cost + of(key.cacheURL) + identifiers(of: key)
+        bytes += container.warnings.reduce(0) { $0 + $1.utf8.count }
+        if let origin = container.renditionOrigin {
             bytes += origin.tag.utf8.count + (origin.info.etag?.utf8.count ?? 0) + (origin.info.lastModified?.utf8.count ?? 0)
         }
         return bytes

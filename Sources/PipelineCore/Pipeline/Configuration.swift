@@ -14,7 +14,7 @@ extension ImagePipeline {
         /// key's and response's URLs (UTF-8 bytes), processor identifiers, warnings, and 1,280 bytes
         /// of fixed overhead, so ``MemoryCache/costLimit`` bounds the memory even for tiny
         /// pictures with long URLs.
-        public var memoryCache: MemoryCache<ImageKey, ImageResponse>
+        public var memoryCache: MemoryCache<ImageKey, ImageContainer>
         /// The disk cache of compressed bytes, or `nil` for none. Default `nil`.
         public var diskCache: (any DataCaching)?
         /// The URL schemes whose bytes go through the disk cache. Default `["http", "https"]`:
@@ -131,7 +131,7 @@ extension ImagePipeline {
         /// Creates a configuration from the app's registries.
         public init(decoders: DecoderRegistry, loaders: LoaderRegistry,
                     urlBuilder: any FetchURLBuilding = IdentityURLBuilder(),
-                    memoryCache: MemoryCache<ImageKey, ImageResponse> = MemoryCache(),
+                    memoryCache: MemoryCache<ImageKey, ImageContainer> = MemoryCache(),
                     diskCache: (any DataCaching)? = nil,
                     maxConcurrentDecodes: Int = ProcessInfo.processInfo.activeProcessorCount,
                     maxPixelCount: Int = 100_000_000,

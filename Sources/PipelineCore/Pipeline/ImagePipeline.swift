@@ -3,67 +3,68 @@ import Synchronization
 
 /// The image pipeline: request in, decoded bitmap of the requested size out.
 ///
-/// This actor only coordinates; no slow step runs on it. Decoding, resampling and processing
-/// run on a bounded ``WorkerPool``, loading in the loaders, file work in the disk cache, and
-/// each comes back through a continuation.
+/// ```swift
+/// let pipeline = ImagePipeline(configuration: .init(decoders: DecoderRegistry([PNGDecoder()]),
+///                                                   loaders: LoaderRegistry([FileDataLoader()])))
+/// let response = try await pipeline.image(for: ImageRequest(url: url, width: 320, height: 240))
+/// ```
 ///
-/// A request goes down the stages in one direction, each a type in a file named for it:
+/// The pipeline keeps the door: a request is resolved once (`ResolvedRequest`: the fetch URL
+/// and the cache identity, named apart), answered from the memory cache or the remembered
+/// failures at once, on the caller's thread, else admitted by the memory it will hold
+/// (`RequestAdmission`, which may refuse it before anything started) and handed to the top
+/// stage. The stages below, each a type in a file named for it that knows only the stage
+/// below it and sends its subscribers one typed stream (progress, partial values, the value):
 ///
-/// 1. here: the request is resolved once (`ResolvedRequest`: the fetch URL and the cache
-///    identity, named apart), then the memory cache and the remembered failures
-///    (`RememberedFailures`) answer, at the door and off the actor; else `RequestAdmission`
-///    admits it by the memory it will hold (or refuses it, before anything started) and the
-///    caller joins the work for its key on the actor;
-/// 2. `ProcessingStage`, for a key with processors: the unprocessed picture, then the
-///    processors;
-/// 3. `DecodeStage`: the bytes, decoded to the key's size (`PoolDecoder`); each of these
-///    two first asks `RenditionStage` for a stored rendition;
-/// 4. `FetchStage`: the bytes from the disk cache or the loader, with `Revalidator`
-///    for stale entries.
+/// 1. `ImageStage`: the key's picture; owns the memory insert and the renditions
+///    (`RenditionCache`); a key with processors asks for the unprocessed picture;
+/// 2. `DecodeStage`: the bytes decoded to the key's size on the decode pool (`PoolDecoder`),
+///    with the processors of its subscribers in the same job; previews of the arriving body;
+/// 3. `FetchStage`: the bytes from the disk cache or the loader, with `Revalidator` for
+///    stale entries.
 ///
-/// Each stage keeps its works in an `InFlightTable`: many callers asking for the same picture
+/// Each stage keeps its works in a `StageTable`: many callers asking for the same picture
 /// share one download and one decode. A caller that cancels gets `CancellationError` at once;
 /// the shared work goes on while anyone still waits, and is cancelled when the last waiter
-/// leaves. The `ReplacementLedger` keeps decodes of replaced bytes out of the caches.
+/// leaves. No slow step runs on this actor or on a caller's thread.
 public actor ImagePipeline {
     /// What the pipeline was built from.
     public nonisolated let configuration: Configuration
-    /// The memory cache of decoded results (shared with the configuration).
-    public nonisolated let memoryCache: MemoryCache<ImageKey, ImageResponse>
+    /// The memory cache of decoded pictures (shared with the configuration).
+    public nonisolated let memoryCache: MemoryCache<ImageKey, ImageContainer>
 
-    let decoder: PoolDecoder
-    let ledger = ReplacementLedger()
-    let processing: ProcessingStage
-    let decoding: DecodeStage
-    let renditions = RenditionStage()
-    let fetch: FetchStage
-    let revalidator = Revalidator()
+    /// The top stage, and through it the others.
+    let images: ImageStage
+    /// The decode pool's jobs, shared by the stages.
+    nonisolated var decoder: PoolDecoder { images.decoding.decoder }
     /// The permanent failures remembered, of every stage.
     nonisolated let failures: RememberedFailures
     /// The requests in flight, bounded by ``Configuration/requestMemoryBudget``.
     let requests: RequestAdmission
-    /// Every stage's table, by ``InFlightTable/id``: what a waiter's token leads back to.
+    /// Every stage's table, by ``StageTable/id``: what a subscriber's token leads back to.
     private let tables: [any WaiterTable]
     /// The prefetches of ``prefetch(_:)`` and of every ``ImagePrefetcher`` made from this pipeline.
     nonisolated let prefetchSets = PrefetchSets()
-    private let lastID = Atomic<UInt64>(0)
 
     /// Creates a pipeline.
     public init(configuration: Configuration) {
         self.configuration = configuration
         self.memoryCache = configuration.memoryCache
-        self.decoder = PoolDecoder(configuration: configuration)
         self.requests = RequestAdmission(budget: configuration.requestMemoryBudget)
-        // Each stage's table id is its place in `tables`.
         let failures = RememberedFailures(configuration)
         self.failures = failures
-        let processing = ProcessingStage(tableID: 0, failures: failures.processing)
-        let decoding = DecodeStage(tableID: 1, failures: failures.decodes)
-        let fetch = FetchStage(tableID: 2, failures: failures.downloads)
-        self.processing = processing
-        self.decoding = decoding
-        self.fetch = fetch
-        let tables: [any WaiterTable] = [processing.works, decoding.decodes, fetch.downloads]
+        // The stages, bottom up; each table's id is its place in `tables`.
+        let decoder = PoolDecoder(configuration: configuration)
+        let ledger = ReplacementLedger(memoryCache: configuration.memoryCache)
+        let revalidator = Revalidator(configuration: configuration, ledger: ledger, decoder: decoder)
+        let fetch = FetchStage(tableID: 2, failures: failures.downloads, revalidator: revalidator, ledger: ledger,
+                               configuration: configuration)
+        let decoding = DecodeStage(tableID: 1, failures: failures.decodes, fetch: fetch, decoder: decoder, ledger: ledger,
+                                   configuration: configuration)
+        let renditions = RenditionCache(configuration: configuration, decoder: decoder, revalidator: revalidator, ledger: ledger)
+        images = ImageStage(tableID: 0, failures: failures.processing, decoding: decoding, renditions: renditions,
+                            ledger: ledger, configuration: configuration)
+        let tables: [any WaiterTable] = [images.works, decoding.decodes, fetch.downloads]
         assert(tables.indices.allSatisfy { tables[$0].id == $0 }, "a table's id is its index in `tables`")
         self.tables = tables
     }
@@ -114,12 +115,8 @@ public actor ImagePipeline {
     }
 
     private nonisolated func cachedImage(for resolved: ResolvedRequest) -> ImageResponse? {
-        guard var response = memoryCache.value(for: resolved.key) else { return nil }
-        response.source = .memory
-        response.fetchURL = resolved.fetchURL
-        response.downloadedBytes = 0
-        response.isStale = false
-        return response
+        guard let container = memoryCache.value(for: resolved.key) else { return nil }
+        return ImageResponse(container: container, source: .memory, fetchURL: resolved.fetchURL)
     }
 
     /// The picture for `request`: from memory, by joining work in flight, from the disk cache
@@ -152,18 +149,30 @@ public actor ImagePipeline {
         }
     }
 
-    /// The memory stage, at the door and off the actor: the memory cache, then the remembered
-    /// failures; then the request is in flight, admitted by the memory it will hold
-    /// (``RequestAdmission``, which may push others out, or refuse it before anything started),
-    /// and counted until it is answered.
+    /// The door, on the caller's thread: the memory cache, then the remembered failures; then
+    /// the request is in flight, admitted by the memory it will hold (``RequestAdmission``,
+    /// which may push others out, or refuse it before anything started), counted until it is
+    /// answered, and handed to the image stage. An ``ImageTask``'s caller follows the work's
+    /// progress and previews, at the task's current priority.
     private nonisolated func response(for resolved: ResolvedRequest, task: ImageTask?) async throws -> ImageResponse {
         try Task.checkCancellation()
         if let answer = try memoryAnswer(for: resolved) { return answer }
-        let id = nextID()
+        let id = nextStageID()
         let pushedOut = try requests.admit(id, url: resolved.fetchURL, key: resolved.key,
                                            priority: task?.priority ?? resolved.request.priority)
         defer { requests.release(id) }
-        return try await inFlight(resolved, task: task, as: id, pushingOut: pushedOut)
+        for (token, error) in pushedOut { tables[token.table].leave(token, failing: error) }
+        let subscription = ImageStage.Subscription(priority: resolved.request.priority, demand: (), events: task?.follow,
+                                                   wantsPartials: task != nil)
+        let requests = requests
+        return try await images.response(for: resolved, subscription, waiterID: id) { token, existing in
+            // The priority now, as the waiter registers: a task's change before this never
+            // reached the books (it had no token), one after it does (`setWaiterPriority`).
+            let priority = task?.joined(as: token) ?? resolved.request.priority
+            requests.setPriority(id, to: priority)
+            requests.attach(id, to: token, joined: existing ? token.workID : nil)
+            return priority
+        }
     }
 
     /// A memory hit, or the permanent failure remembered for `resolved` (thrown), or `nil`.
@@ -177,25 +186,6 @@ public actor ImagePipeline {
         return nil
     }
 
-    /// An admitted request, on the actor: the callers it pushed out leave their works, then it
-    /// joins or starts the work for its key (processing or decoding) and waits. The memory
-    /// cache is asked again first: work that finished while this one came to the actor is
-    /// answered from memory, not done twice.
-    private func inFlight(_ resolved: ResolvedRequest, task: ImageTask?, as id: UInt64,
-                          pushingOut pushedOut: [(WaiterToken, ImagePipelineError)]) async throws -> ImageResponse {
-        for (token, error) in pushedOut { tables[token.table].leave(token, failing: error, in: self) }
-        if let answer = try memoryAnswer(for: resolved) { return answer }
-        let processed = !resolved.key.processors.isEmpty
-        let table = processed ? processing.works : decoding.decodes
-        let existing = table.joinable(for: resolved.key, cachePolicy: resolved.request.cachePolicy)
-        let work = processed ? processing.work(for: resolved, in: self) : decoding.work(for: resolved, in: self)
-        // The priority now, in the turn the waiter registers: a task's change before this never
-        // reached the books (it had no token), one after it does (`setWaiterPriority`).
-        requests.setPriority(id, to: task?.priority ?? resolved.request.priority)
-        requests.attach(id, to: WaiterToken(table: table.id, workID: work.id, waiterID: id), joined: work === existing ? work.id : nil)
-        return try await table.wait(on: work, priority: resolved.request.priority, task: task, as: id, in: self)
-    }
-
     /// The animation for `request`: the bytes from the disk cache or a loader (joining a
     /// download in flight), the header read by a decoder that adopts
     /// ``AnimatedImageDecoding``; frames are decoded when iterated. A still GIF or WebP is a
@@ -207,64 +197,12 @@ public actor ImagePipeline {
     /// ``Configuration/maxAnimationPixelCount`` fails here, from its header, with
     /// ``ImagePipelineError/overLimit(_:limit:actual:)`` wrapped with the URL; `image(for:)` of
     /// the same bytes still gives the first frame.
-    public func animation(for request: ImageRequest) async throws -> ImageAnimation {
+    public nonisolated func animation(for request: ImageRequest) async throws -> ImageAnimation {
         do {
-            return try await animation(for: resolve(request))
+            return try await images.decoding.animation(for: resolve(request))
         } catch let error as ImagePipelineError {
             throw error.addressed(to: request.url)
         }
-    }
-
-    private func animation(for resolved: ResolvedRequest) async throws -> ImageAnimation {
-        let request = resolved.request
-        let key = resolved.key, url = resolved.fetchURL
-        let loaded = try await fetch.bytes(for: resolved, priority: request.priority, in: self)
-        let decoders = configuration.decoders
-        let options = DecodeOptions(maxPixelCount: configuration.maxPixelCount,
-                                    maxAnimationFrameCount: configuration.maxAnimationFrameCount,
-                                    maxAnimationPixelCount: configuration.maxAnimationPixelCount,
-                                    resamplingFilter: key.processing.resamplingFilter)
-        let animation: ImageAnimation
-        do {
-            // The header read runs on the decode pool, never on the actor: a codec may walk a
-            // hostile container for seconds, and every other request needs the actor meanwhile.
-            // It takes one of the pool's ``Configuration/maxConcurrentDecodes`` slots while it
-            // runs, as a decode does, but no decode memory: the frames' canvases are admitted
-            // by ``ImageAnimation/frames()`` when they are decoded.
-            let data = loaded.data
-            let (format, animated, info) = try await decoder.pool.run(priority: PriorityHandle(request.priority)) {
-                try Self.readAnimationHeader(data, decoders: decoders, options: options)
-            }
-            // One window for every frame: a smart anchor is centred (``CropAnchor`` says so).
-            let plan = ResizePlan(source: info.canvasSize, target: key.targetSize, contentMode: key.contentMode,
-                                  anchor: key.cropAnchor, allowsUpscaling: key.processing.allowsUpscaling)
-            animation = ImageAnimation(format: format, info: info, plan: plan, url: url, pixelFormat: key.processing.pixelFormat,
-                                       data: data, decoder: animated,
-                                       options: options, admission: self.decoder.admission, priority: request.priority)
-        } catch is CancellationError {
-            throw CancellationError()
-        } catch {
-            throw ImagePipelineError.wrap(error, decoding: url)
-        }
-        await loaded.pendingStore?.storeOnce()
-        return animation
-    }
-
-    /// The animation header of `data` from the decoder `decoders` choose, checked against
-    /// `options`' limits. Blocks (the codec parses its container): runs on the decode pool.
-    private nonisolated static func readAnimationHeader(
-        _ data: Data, decoders: DecoderRegistry, options: DecodeOptions
-    ) throws -> (ImageFormat, any AnimatedImageDecoding, AnimationInfo) {
-        let decoder = try decoders.requireDecoder(for: data)
-        let format = decoders.format(of: data) ?? ImageFormat("unknown", mimeType: nil, fileExtension: nil)
-        guard let animated = decoder as? any AnimatedImageDecoding else {
-            throw ImagePipelineError.unsupported(format: format, message: "its decoder gives still pictures only")
-        }
-        let info = try animated.makeAnimationDecoder(for: data, options: options).animationInfo
-        // The codec checked its header; checked again here for one that does not.
-        try options.checkPixelLimit(ImageInfo(format: format, size: info.canvasSize))
-        try options.checkAnimationLimits(canvas: info.canvasSize, frameCount: info.frameCount)
-        return (format, animated, info)
     }
 
     // MARK: Placeholders
@@ -278,14 +216,7 @@ public actor ImagePipeline {
     /// its placeholder (`Bitmap(thumbHash:size:)`), then load. A URL the loader refuses has
     /// none, as it has no disk answer.
     public nonisolated func placeholder(for request: ImageRequest) async -> ThumbHash? {
-        let resolved = resolve(request)
-        if let hash = memoryCache.value(for: resolved.key)?.placeholder { return hash }
-        guard let disk = FetchStage.disk(for: resolved, configuration: configuration),
-              (try? configuration.loaders.checkAllowed(resolved.fetchURL)) != nil else { return nil }
-        if let hash = await disk.cachedDigest(for: resolved.cacheURL)?.info.placeholder { return hash }
-        let encoding = configuration.renditionEncoder?.renditionIdentifier ?? ""
-        guard let rendition = RenditionStore.url(for: resolved.key, encoding: encoding) else { return nil }
-        return await disk.cachedDigest(for: rendition)?.info.placeholder
+        await images.placeholder(for: resolve(request))
     }
 
     // MARK: Prefetching and background work
@@ -323,7 +254,7 @@ public actor ImagePipeline {
     /// never answers would otherwise be waited for forever), and the wait then ends.
     public func waitForBackgroundWork() async {
         await withTaskCancellationHandler {
-            while let task = revalidator.background.values.first ?? prefetchSets.anyTask {
+            while let task = images.renditions.revalidator.anyBackgroundTask ?? prefetchSets.anyTask {
                 if Task.isCancelled { cancelBackgroundWork() }
                 await task.value
             }
@@ -334,7 +265,7 @@ public actor ImagePipeline {
 
     /// Cancels background revalidations and prefetches.
     private func cancelBackgroundWork() {
-        revalidator.cancelAll()
+        images.renditions.revalidator.cancelAll()
         cancelAllPrefetches()
     }
 
@@ -369,10 +300,10 @@ public actor ImagePipeline {
                 probe.targetSize = key.targetSize
                 identities[key.cacheURL] = fetchURL(for: probe)
             }
-            for identity in identities.keys { dropDecodedCopies(of: identity) }
+            for identity in identities.keys { images.ledger.replace(identity) }
         } else {
             removedKeys = memoryCache.contains(own.key) ? [own.key] : []
-            ledger.replace(own.cacheURL)
+            images.ledger.replace(own.cacheURL)
             memoryCache.removeValue(for: own.key)
         }
         for key in removedKeys + [own.key] {
@@ -382,7 +313,7 @@ public actor ImagePipeline {
         for fetchURL in identities.values { failures.downloads.removeValue(for: fetchURL) }
         guard let disk = configuration.diskCache else { return }
         // Under the key the configured encoder writes them (a key without a rendition has none to remove).
-        let encoding = configuration.renditionEncoder?.renditionIdentifier ?? ""
+        let encoding = images.renditions.encoding
         let renditions = (removedKeys + [own.key]).compactMap { RenditionStore.url(for: $0, encoding: encoding) }
         let originals = allSizes ? Array(identities.keys) : [own.cacheURL]
         for url in Set(originals + renditions) { await disk.removeData(for: url) }
@@ -402,7 +333,7 @@ public actor ImagePipeline {
     /// Empties the memory cache and the disk cache (``DataCaching/removeAll()``) and forgets
     /// remembered failures. Decodes of old bytes still running do not put them back in memory.
     public func removeAll() async {
-        ledger.replaceAll()
+        images.ledger.replaceAll()
         memoryCache.removeAll()
         removeAllFailures()
         await configuration.diskCache?.removeAll()
@@ -413,90 +344,75 @@ public actor ImagePipeline {
         failures.removeAll()
     }
 
-    // MARK: Diagnostics
-
-    /// The number of callers waiting for the work `request` would join (0 when none is in
-    /// flight): for diagnostics, and for tests that must know a caller has joined before they
-    /// go on, instead of sleeping.
-    public func waiterCount(for request: ImageRequest) -> Int {
-        let key = key(for: request)
-        return key.processors.isEmpty ? decoding.decodes.waiterCount(for: key) : processing.works.waiterCount(for: key)
-    }
-
-    /// The number of callers (decodes) waiting for the download of `url` (a cache identity).
-    public func downloadWaiterCount(for url: URL) -> Int {
-        fetch.downloads.waiterCount(for: url)
-    }
+    // MARK: Metrics
 
     /// How many permanent failures the negative cache remembers (fetch URLs and keys); bounded
     /// by ``Configuration/negativeCacheLimit`` per kind.
-    public var rememberedFailureCount: Int { failures.count }
+    public nonisolated var rememberedFailureCount: Int { failures.count }
 
     /// The bytes the remembered permanent failures are counted at (keys, errors, overhead);
     /// bounded by ``Configuration/negativeCacheByteLimit`` per kind.
-    public var rememberedFailureBytes: Int { failures.bytes }
+    public nonisolated var rememberedFailureBytes: Int { failures.bytes }
 
     /// The number of requests in flight (past the memory cache, waiting for their work) and
     /// the bytes they are counted at against ``Configuration/requestMemoryBudget``: for a
     /// server's metrics.
     public nonisolated var requestsInFlight: (count: Int, bytes: Int) { requests.usage }
 
-    /// The current priority of the work `request` would join, if one is in flight.
-    public func inFlightPriority(for request: ImageRequest) -> ImagePriority? {
-        let key = key(for: request)
-        return key.processors.isEmpty ? decoding.decodes.priority(for: key) : processing.works.priority(for: key)
+    // MARK: Diagnostics for tests (package)
+
+    /// The number of callers waiting for the image work `request` would join (0 when none is
+    /// in flight): for tests that must know a caller has joined before they go on, instead of
+    /// sleeping.
+    package nonisolated func waiterCount(for request: ImageRequest) -> Int {
+        images.works.waiterCount(for: key(for: request))
     }
 
-    // MARK: What the stages share
-
-    /// Puts `response` in the memory cache under `key` unless the bytes it was made from (read
-    /// at `generation`, ``ReplacementLedger``) were replaced since; `true` when it did. Every
-    /// stage keeps its results through this one check. The cost counts what the entry holds
-    /// besides pixels (its URL, strings and overhead: ``MemoryCost/of(_:for:)``), so the cache's
-    /// budget bounds the memory for tiny pictures with long URLs too.
-    @discardableResult
-    func keep(_ response: ImageResponse, for key: ImageKey, madeFrom generation: UInt64?) -> Bool {
-        guard ledger.isCurrent(key.cacheURL, since: generation) else { return false }
-        memoryCache.insert(response, for: key, cost: MemoryCost.of(response, for: key))
-        return true
+    /// The number of image works waiting for the decode of `request`'s unprocessed picture
+    /// (its own, and each processor list's).
+    package nonisolated func decodeSubscriberCount(for request: ImageRequest) -> Int {
+        let resolved = resolve(request)
+        return images.decoding.decodes.waiterCount(for: resolved.key.processors.isEmpty ? resolved.key : resolved.unprocessed.key)
     }
 
-    /// New bytes replace the stored ones for the cache identity `url`: decoded copies of the
-    /// old bytes must not answer again, nor be kept by a decode of them still running.
-    func dropDecodedCopies(of url: URL) {
-        ledger.replace(url)
-        memoryCache.removeValues { $0.cacheURL == url }
+    /// The number of decodes waiting for the download of `url` (a cache identity).
+    package nonisolated func downloadWaiterCount(for url: URL) -> Int {
+        images.decoding.fetch.downloads.waiterCount(for: url)
+    }
+
+    /// The current priority of the image work `request` would join, if one is in flight.
+    package nonisolated func inFlightPriority(for request: ImageRequest) -> ImagePriority? {
+        images.works.priority(for: key(for: request))
+    }
+
+    // MARK: Priorities
+
+    /// Moves one waiter to `priority` (an ``ImageTask``'s new priority), and its work with it.
+    nonisolated func setWaiterPriority(_ token: WaiterToken, to priority: ImagePriority) {
+        tables[token.table].setWaiterPriority(token, to: priority)
+        requests.setPriority(token.waiterID, to: priority)
+    }
+
+    nonisolated func emit(_ event: ImagePipelineEvent) {
+        configuration.emit(event)
+    }
+}
+
+extension ImagePipeline.Configuration {
+    /// Sends `event` to the ``eventHandler``, if any.
+    func emit(_ event: ImagePipelineEvent) {
+        eventHandler?(event)
     }
 
     /// Until when a permanent failure is remembered from now, or `nil` with no negative cache.
     func failureLifetime() -> Date? {
-        guard configuration.negativeCacheLifetime > 0 else { return nil }
-        return configuration.now().addingTimeInterval(configuration.negativeCacheLifetime)
+        guard negativeCacheLifetime > 0 else { return nil }
+        return now().addingTimeInterval(negativeCacheLifetime)
     }
 
-    /// A waiter leaves its work (its task was cancelled).
-    func leave(_ token: WaiterToken) {
-        tables[token.table].leave(token, failing: CancellationError(), in: self)
-    }
-
-    /// Moves one waiter to `priority` (an ``ImageTask``'s new priority), and its work with it.
-    func setWaiterPriority(_ token: WaiterToken, to priority: ImagePriority) {
-        tables[token.table].setWaiterPriority(token, to: priority, in: self)
-        requests.setPriority(token.waiterID, to: priority)
-    }
-
-    /// Moves the waiter `work` holds in the work it waits on (a decode's in its download) to
-    /// `work`'s new priority, and so on up.
-    func propagatePriority<Value>(of work: InFlightWork<Value>) {
-        guard let token = work.upstream else { return }
-        setWaiterPriority(token, to: work.priority.current)
-    }
-
-    nonisolated func nextID() -> UInt64 {
-        lastID.add(1, ordering: .relaxed).newValue
-    }
-
-    nonisolated func emit(_ event: ImagePipelineEvent) {
-        configuration.eventHandler?(event)
+    /// The options an animation is opened with: the configured limits and `resamplingFilter`.
+    func decodeOptions(resamplingFilter: ResamplingFilter) -> DecodeOptions {
+        DecodeOptions(maxPixelCount: maxPixelCount, maxAnimationFrameCount: maxAnimationFrameCount,
+                      maxAnimationPixelCount: maxAnimationPixelCount, resamplingFilter: resamplingFilter)
     }
 }

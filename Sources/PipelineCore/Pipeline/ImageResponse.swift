@@ -33,19 +33,49 @@ public enum ImageSource: String, Hashable, Sendable {
     }
 }
 
-/// A decoded picture at the requested size, and how it was obtained.
-public struct ImageResponse: Sendable {
+/// A decoded picture as the memory cache keeps it: its pixels and what describes them, apart
+/// from what belongs to one call (Nuke's `ImageContainer`). ``ImageResponse`` wraps one with
+/// where it came from this time.
+public struct ImageContainer: Sendable {
     /// The pixels, exactly the planned output size, in the request's
     /// ``ProcessingOptions/pixelFormat`` (premultiplied unless straight was asked).
     public var bitmap: Bitmap
-    /// Where it came from.
-    public var source: ImageSource
     /// The picture's own size, upright (unless orientation was turned off).
     public var originalSize: PixelSize
     /// The container format of the compressed bytes.
     public var format: ImageFormat
     /// The codec's warnings about corrupt-but-decodable data.
     public var warnings: [String]
+    /// The picture's placeholder hash (``ThumbHash``), of the whole upright picture before any
+    /// crop or processor, when the pipeline made one (``ImagePipeline/Configuration/makesPlaceholders``).
+    public var placeholder: ThumbHash?
+    /// The ICC profile the pixels are in when they were not converted to sRGB
+    /// (``ProcessingOptions/convertsToSRGB`` `false`) and the file's profile describes them.
+    public var iccProfile: Data?
+    /// What a rendition made from this picture is tagged with (the original bytes' tag and
+    /// info), when it may be made; `nil` for a rendition's own decode.
+    var renditionOrigin: RenditionOrigin?
+
+    /// Creates a container.
+    public init(bitmap: Bitmap, originalSize: PixelSize, format: ImageFormat, warnings: [String] = [],
+                placeholder: ThumbHash? = nil, iccProfile: Data? = nil) {
+        self.bitmap = bitmap
+        self.originalSize = originalSize
+        self.format = format
+        self.warnings = warnings
+        self.placeholder = placeholder
+        self.iccProfile = iccProfile
+    }
+}
+
+/// A decoded picture at the requested size, and how it was obtained: the cached
+/// ``ImageContainer`` and what belongs to this call (where it came from, the URL fetched, the
+/// bytes downloaded, whether it is stale or a preview).
+public struct ImageResponse: Sendable {
+    /// The picture: what the memory cache keeps.
+    public var container: ImageContainer
+    /// Where it came from.
+    public var source: ImageSource
     /// The URL the request maps to (after the URL builder): what was or would have been
     /// downloaded. `nil` only for responses made outside a pipeline.
     public var fetchURL: URL?
@@ -59,31 +89,59 @@ public struct ImageResponse: Sendable {
     /// `true` for a preview: a coarser picture decoded from the part of a progressive download
     /// that had arrived (``ImageTask/previews``), at the requested size. Never cached.
     public var isPreview: Bool
-    /// The picture's placeholder hash (``ThumbHash``), of the whole upright picture before any
-    /// crop or processor, when the pipeline made one (``ImagePipeline/Configuration/makesPlaceholders``):
-    /// what ``ImagePipeline/placeholder(for:)`` answers later from the disk entry. Store it
-    /// beside the URL (a server's API, a database row) to paint a cell before anything loads.
-    public var placeholder: ThumbHash?
-    /// The ICC profile the pixels are in when they were not converted to sRGB
-    /// (``ProcessingOptions/convertsToSRGB`` `false`) and the file's profile describes them:
-    /// pass it as ``EncodeOptions/iccProfile`` to write them with their colours. `nil` when
-    /// the pixels are sRGB (converted, or the file had no profile).
-    public var iccProfile: Data?
-    /// What a rendition made from this response is tagged with (the original bytes' tag and
-    /// info), when it may be made; `nil` for a rendition's own decode.
-    var renditionOrigin: RenditionOrigin?
 
     /// Creates a response.
-    public init(bitmap: Bitmap, source: ImageSource, originalSize: PixelSize, format: ImageFormat, warnings: [String] = []) {
-        self.bitmap = bitmap
+    public init(container: ImageContainer, source: ImageSource, fetchURL: URL? = nil) {
+        self.container = container
         self.source = source
-        self.originalSize = originalSize
-        self.format = format
-        self.warnings = warnings
-        self.fetchURL = nil
+        self.fetchURL = fetchURL
         self.downloadedBytes = 0
         self.isStale = false
         self.isPreview = false
-        self.placeholder = nil
+    }
+
+    /// Creates a response.
+    public init(bitmap: Bitmap, source: ImageSource, originalSize: PixelSize, format: ImageFormat, warnings: [String] = []) {
+        self.init(container: ImageContainer(bitmap: bitmap, originalSize: originalSize, format: format, warnings: warnings),
+                  source: source)
+    }
+
+    /// The pixels (``ImageContainer/bitmap``).
+    public var bitmap: Bitmap {
+        get { container.bitmap }
+        set { container.bitmap = newValue }
+    }
+    /// The picture's own size, upright (``ImageContainer/originalSize``).
+    public var originalSize: PixelSize {
+        get { container.originalSize }
+        set { container.originalSize = newValue }
+    }
+    /// The container format of the compressed bytes (``ImageContainer/format``).
+    public var format: ImageFormat {
+        get { container.format }
+        set { container.format = newValue }
+    }
+    /// The codec's warnings about corrupt-but-decodable data (``ImageContainer/warnings``).
+    public var warnings: [String] {
+        get { container.warnings }
+        set { container.warnings = newValue }
+    }
+    /// The placeholder hash (``ImageContainer/placeholder``): what
+    /// ``ImagePipeline/placeholder(for:)`` answers later from the disk entry. Store it beside
+    /// the URL (a server's API, a database row) to paint a cell before anything loads.
+    public var placeholder: ThumbHash? {
+        get { container.placeholder }
+        set { container.placeholder = newValue }
+    }
+    /// The ICC profile the pixels are in when they were not converted to sRGB
+    /// (``ImageContainer/iccProfile``): pass it as ``EncodeOptions/iccProfile`` to write them
+    /// with their colours. `nil` when the pixels are sRGB.
+    public var iccProfile: Data? {
+        get { container.iccProfile }
+        set { container.iccProfile = newValue }
+    }
+    var renditionOrigin: RenditionOrigin? {
+        get { container.renditionOrigin }
+        set { container.renditionOrigin = newValue }
     }
 }

@@ -74,14 +74,14 @@ public final class ImageTask: Sendable, Hashable, CustomStringConvertible {
                 return state.priority != newValue
             }
             guard changed else { return }
-            Task { [pipeline] in await pipeline.applyPriority(of: self) }
+            pipeline.applyPriority(of: self)
         }
     }
 
     /// Sets ``priority`` and returns once the work in flight (if any) has it.
     public func setPriority(_ priority: ImagePriority) async {
         state.withLock { $0.priority = priority }
-        await pipeline.applyPriority(of: self)
+        pipeline.applyPriority(of: self)
     }
 
     /// The download's progress: the latest value first (if any), then each new one, finishing
@@ -149,12 +149,20 @@ public final class ImageTask: Sendable, Hashable, CustomStringConvertible {
     /// Hashes the identity.
     public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
 
-    /// Records where the caller waits (the pipeline, when it joins a decode); returns the
+    /// Records where the caller waits (the pipeline, when it joins an image work); returns the
     /// priority to wait at.
     func joined(as token: WaiterToken) -> ImagePriority {
         state.withLock {
             $0.waiter = token
             return $0.priority
+        }
+    }
+
+    /// Where the work's stream goes: progress to ``progress``, partial pictures to ``previews``.
+    @Sendable func follow(_ event: StageEvent<ImageResponse>) {
+        switch event {
+        case .progress(let progress): relay.send(progress)
+        case .partial(let preview): previewRelay.send(preview)
         }
     }
 
@@ -173,7 +181,7 @@ extension ImagePipeline {
 
     /// Moves `task`'s waiter (and so the work it waits on, and that work's upstream) to the
     /// task's current priority.
-    func applyPriority(of task: ImageTask) {
+    nonisolated func applyPriority(of task: ImageTask) {
         let (token, priority) = task.placement
         guard let token else { return }
         setWaiterPriority(token, to: priority)

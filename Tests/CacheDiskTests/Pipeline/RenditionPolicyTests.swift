@@ -102,9 +102,9 @@ struct RenditionPolicyTests {
 
             let url = server.url("/hold/shared")
             let processed = Task { try await pipeline.image(for: ImageRequest(url: url, width: 2, height: 2, processors: [.circle])) }
-            try #require(await eventually { await pipeline.downloadWaiterCount(for: url) == 1 })
+            try #require(await eventually { pipeline.downloadWaiterCount(for: url) == 1 })
             let plain = Task { try await pipeline.image(for: ImageRequest(url: url)) }
-            try #require(await eventually { await pipeline.downloadWaiterCount(for: url) == 2 })
+            try #require(await eventually { pipeline.downloadWaiterCount(for: url) == 2 })
             try await server.release("shared")
             _ = try await processed.value
             _ = try await plain.value

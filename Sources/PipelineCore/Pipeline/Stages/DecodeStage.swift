@@ -1,124 +1,199 @@
 import Foundation
 
-/// The decoding stage: an unprocessed key's picture, from its bytes (``FetchStage``) decoded
-/// and resampled to the key's size on the decode pool (``PoolDecoder``), or from its stored
-/// rendition (``RenditionStage``) when the request's ``DiskCachePolicy`` makes one. One decode
-/// per key however many callers wait.
+/// The decoding stage: a picture's bytes (``FetchStage``) decoded and resampled to an
+/// unprocessed key's size on the decode pool (``PoolDecoder``), one decode per key however
+/// many image works wait. A subscriber may ask the decode's job to run its processors straight
+/// after decoding (``DecodeDemand/followUp``): "decode, then these processors" is one job. Its
+/// stream: the download's progress, and previews of the arriving body as partial values,
+/// throttled here (``PreviewThrottle``). Knows only the fetch stage below it.
 ///
 /// Bytes a loader returned reach the disk cache only here, once they decoded: a broken body
 /// (a truncated or mislabelled answer from a CDN edge) is never stored. When new bytes from a
 /// revalidation do not decode, the stale copy they were to replace answers instead. They are
-/// stored as the original when a request of this work keeps originals or they replace a stored
+/// stored as the original when a subscriber keeps originals or they replace a stored
 /// original. A permanent decode failure (undecodable bytes) is remembered for this key only.
-/// Runs on the pipeline actor.
-struct DecodeStage {
+final class DecodeStage: Sendable {
+    typealias Subscription = StageSubscription<ImageResponse, DecodeDemand>
+
     /// Decodes in flight, by key (keys without processors).
-    let decodes: InFlightTable<ImageKey, ImageResponse>
+    let decodes: StageTable<ImageKey, DecodedPicture, ImageResponse, DecodeDemand>
     /// Remembered permanent decode failures, by key (``RememberedFailures/decodes``).
     let failures: NegativeCache<ImageKey>
+    /// The stage below.
+    let fetch: FetchStage
+    let decoder: PoolDecoder
+    private let configuration: ImagePipeline.Configuration
+    private let ledger: ReplacementLedger
 
-    init(tableID: Int, failures: NegativeCache<ImageKey>) {
-        decodes = InFlightTable(id: tableID)
+    init(tableID: Int, failures: NegativeCache<ImageKey>, fetch: FetchStage, decoder: PoolDecoder, ledger: ReplacementLedger,
+         configuration: ImagePipeline.Configuration) {
+        decodes = StageTable(id: tableID)
         self.failures = failures
+        self.fetch = fetch
+        self.decoder = decoder
+        self.ledger = ledger
+        self.configuration = configuration
     }
 
-    /// The decode work for `resolved`'s key: joined when one is in flight, else created and
-    /// started. `asBaseStoringOriginal`, for the unprocessed decode a processed work waits on:
-    /// no rendition of its own, and originals kept as the processed work's policy says.
-    func work(for resolved: ResolvedRequest, asBaseStoringOriginal: Bool? = nil,
-              in pipeline: isolated ImagePipeline) -> InFlightWork<ImageResponse> {
-        decodes.work(for: resolved, asBaseStoringOriginal: asBaseStoringOriginal, in: pipeline) { pipeline, work in
-            try await pipeline.decoding.perform(resolved, work: work, in: pipeline)
-        }
-    }
-
-    /// A decode work's task.
-    private func perform(_ resolved: ResolvedRequest, work: InFlightWork<ImageResponse>,
-                         in pipeline: isolated ImagePipeline) async throws -> ImageResponse {
-        try Task.checkCancellation()
-        let key = resolved.key
-        let lookup = try await pipeline.renditions.lookUp(resolved, work: work, in: pipeline)
-        if let answer = lookup.answer { return answer }
-        let loaded: LoadedData
-        if let renewed = lookup.renewed {
-            loaded = renewed.loaded
-        } else {
-            if let policy = pipeline.configuration.previewPolicy {
-                work.previewFeed = PreviewFeed(.decoding(key), policy: policy, decoder: pipeline.decoder,
-                                               priority: work.priority, output: work.previews,
-                                               events: pipeline.configuration.eventHandler)
-            }
+    /// The picture for `resolved`'s key: joins its decode or starts one, and waits as
+    /// `subscription` says, on behalf of `dependent` (the image work whose priority it follows).
+    func picture(for resolved: ResolvedRequest, _ subscription: Subscription,
+                 dependent: any DependentWork) async throws -> DecodedPicture {
+        try await decodes.value(for: resolved.key, cachePolicy: resolved.request.cachePolicy, subscription: subscription,
+                                dependent: dependent) { [self] work in
+            try Task.checkCancellation()
+            let previews = configuration.previewPolicy.map { PreviewThrottle(policy: $0, priority: work.priority, send: work.partial) }
             // The bytes are all here (or did not come): no preview after this, so none after the final.
-            defer { work.previewFeed?.finish() }
-            loaded = try await pipeline.fetch.bytes(for: resolved, priority: work.priority.current, upstreamOf: work, in: pipeline)
+            defer { previews?.finish() }
+            let bodyGrew = previews.map { previews in { @Sendable (body: ArrivingBody) in self.offerPreview(of: body, to: previews, for: resolved.key, work: work) } }
+            let loaded = try await fetch.data(for: resolved, FetchStage.Subscription(
+                priority: work.priority.current, demand: (), events: { work.forward($0, partial: bodyGrew) },
+                wantsPartials: previews != nil), dependent: work)
+            previews?.finish()
+            try Task.checkCancellation()
+            let storesOriginal: @Sendable () -> Bool = { [decodes] in decodes.demands(of: work).contains { $0.demand.storesOriginal } }
+            // The follow-ups of the subscribers at the job's priority when it runs: a prefetch's
+            // processors do not delay the picture a visible subscriber of the same decode waits for.
+            let followUps: @Sendable () -> [FollowUp] = { [decodes] in
+                let current = work.priority.current
+                return decodes.demands(of: work).filter { $0.priority >= current }.compactMap(\.demand.followUp)
+            }
+            return try await decode(loaded, for: resolved, priority: work.priority, storesOriginal: storesOriginal,
+                                    followUps: followUps)
         }
-        try Task.checkCancellation()
-        return try await decode(loaded, lookup: lookup, for: resolved, work: work, in: pipeline)
     }
 
-    /// A decode work's bytes, decoded: stored on disk once they decode, a permanent failure
-    /// remembered, a stale copy or rendition answering for new bytes that do not decode.
+    /// A preview of the body that has arrived, when the throttle lets one be made.
+    private func offerPreview(of body: ArrivingBody, to previews: PreviewThrottle, for key: ImageKey,
+                              work: StageWork<ImageResponse>) {
+        let decoder = decoder, events = configuration.eventHandler
+        previews.offer(bytes: body.count) { steps in
+            await decoder.preview(of: body.bytes, key: key, after: steps, priority: work.priority, events: events)
+        }
+    }
+
+    /// `loaded` decoded for `resolved`'s key (with `followUps`' processors run in the same
+    /// job): stored on disk once they decode (when `storesOriginal` says so, or they replace a
+    /// stored copy), a permanent failure remembered unless `remembersFailure` is `false`, a
+    /// stale copy answering for new bytes that do not decode. Also the decode of a standalone
+    /// rendition's new bytes, which no other work shares (``ImageStage``).
     ///
-    /// Never inlined into ``perform(_:work:in:)``: an async function's frame holds every local
-    /// of its body, inlined callees' included, for as long as it runs, and the task keeps the
-    /// largest frames it ever held. Kept apart, a decode waiting for its bytes (each of many
-    /// thousand requests to slow hosts, or queued in the loader) holds the few values above it,
-    /// not the tens of kilobytes this part's frame takes.
+    /// Never inlined into the work's task: an async function's frame holds every local of its
+    /// body, inlined callees' included, for as long as it runs, and the task keeps the largest
+    /// frames it ever held. Kept apart, a decode waiting for its bytes (each of many thousand
+    /// requests to slow hosts, or queued in the loader) holds the few values above it, not the
+    /// tens of kilobytes this part's frame takes.
     @inline(never)
-    private func decode(_ loaded: LoadedData, lookup: RenditionStage.Lookup, for resolved: ResolvedRequest,
-                        work: InFlightWork<ImageResponse>, in pipeline: isolated ImagePipeline) async throws -> ImageResponse {
+    func decode(_ loaded: LoadedData, for resolved: ResolvedRequest, priority: PriorityHandle,
+                storesOriginal: @Sendable () -> Bool, remembersFailure: Bool = true,
+                followUps: @escaping @Sendable () -> [FollowUp] = { [] }) async throws -> DecodedPicture {
         let key = resolved.key
         var generation = loaded.generation
-        var response: ImageResponse, seconds: TimeInterval
-        let origin = pipeline.renditions.originInfo(of: loaded, configuration: pipeline.configuration)
+        var result: DecodeJobResult
+        let origin = configuration.renditionEncoder != nil && configuration.diskCache != nil ? loaded.info : nil
         do {
             // Stored bytes whose entry has a placeholder keep it: no hash is made again.
             let stored = loaded.info?.placeholder
-            // The processing works waiting on this decode have their processors run in its job.
-            (response, seconds) = try await pipeline.decoder.decode(loaded.data, source: loaded.source, key: key,
-                                                                    priority: work.priority, origin: origin,
-                                                                    placeholder: stored == nil, followUps: work.followUps)
-            response.placeholder = response.placeholder ?? stored
-            if let store = loaded.pendingStore, work.disk.storesOriginal || store.replacesStoredBytes {
+            result = try await decoder.decode(loaded.data, source: loaded.source, key: key, priority: priority, origin: origin,
+                                              placeholder: stored == nil, then: followUps)
+            result.response.placeholder = result.response.placeholder ?? stored
+            if let store = loaded.pendingStore, store.replacesStoredBytes || storesOriginal() {
                 // Decoded: these bytes are a complete answer and may be kept.
-                if store.replacesStoredBytes { pipeline.dropDecodedCopies(of: resolved.cacheURL) }
-                await store.storeOnce(placeholder: response.placeholder)
-            }
-            if lookup.renewed != nil {
-                // New bytes replace those the rendition (and any decoded copy) was made from.
-                pipeline.dropDecodedCopies(of: resolved.cacheURL)
+                if store.replacesStoredBytes { ledger.replace(resolved.cacheURL) }
+                await store.storeOnce(placeholder: result.response.placeholder)
             }
         } catch let error where !(error is CancellationError) {
             let wrapped = ImagePipelineError.wrap(error, decoding: resolved.fetchURL)
             if let store = loaded.pendingStore { await store.abandon() }
-            if let answer = await pipeline.renditions.fallBack(from: lookup, after: wrapped, key: key, priority: work.priority,
-                                                               in: pipeline) {
-                return answer
-            }
             guard let stale = loaded.staleFallback else {
-                if wrapped.isPermanent, let until = pipeline.failureLifetime() { failures.insert(wrapped, until: until, for: key) }
+                if remembersFailure, wrapped.isPermanent, let until = configuration.failureLifetime() {
+                    failures.insert(wrapped, until: until, for: key)
+                }
                 throw wrapped
             }
             // New bytes from a revalidation that do not decode: keep serving the stored copy.
             do {
-                (response, seconds) = try await pipeline.decoder.decode(stale.data, source: .disk, key: key, priority: work.priority)
+                result = try await decoder.decode(stale.data, source: .disk, key: key, priority: priority)
             } catch let error where !(error is CancellationError) {
                 throw ImagePipelineError.wrap(error, decoding: resolved.fetchURL)
             }
             generation = stale.generation
-            response.warnings.append("the revalidated bytes did not decode (\(wrapped)); the stored copy was used")
+            result.response.warnings.append("the revalidated bytes did not decode (\(wrapped)); the stored copy was used")
         }
         failures.removeValue(for: key)
-        // Bytes fresh from the origin are the newest (kept in memory whatever was replaced
-        // meanwhile); from here on, a purge still stops the rendition made from them.
-        if generation == nil { generation = pipeline.ledger.current }
-        pipeline.emit(.decoded(key, seconds: seconds))
-        response.downloadedBytes = loaded.downloadedBytes
-        response.isStale = loaded.isStale
-        if pipeline.keep(response, for: key, madeFrom: generation), let rendition = lookup.store {
-            await pipeline.renditions.store(response, in: rendition, key: key, priority: work.priority, madeFrom: generation,
-                                            standalone: !work.disk.storesOriginal, in: pipeline)
-        }
-        return response
+        configuration.emit(.decoded(key, seconds: result.seconds))
+        result.response.downloadedBytes = loaded.downloadedBytes
+        result.response.isStale = loaded.isStale
+        return DecodedPicture(job: result, generation: generation)
     }
+
+    /// The animation for `resolved`: its bytes from the fetch stage (joining a download in
+    /// flight), the header read on the decode pool by a decoder that adopts
+    /// ``AnimatedImageDecoding``; frames are decoded when iterated. The bytes reach the disk
+    /// cache once the header read.
+    func animation(for resolved: ResolvedRequest) async throws -> ImageAnimation {
+        let request = resolved.request, key = resolved.key, url = resolved.fetchURL
+        let loaded = try await fetch.data(for: resolved, FetchStage.Subscription(priority: request.priority, demand: ()))
+        let options = configuration.decodeOptions(resamplingFilter: key.processing.resamplingFilter)
+        let animation: ImageAnimation
+        do {
+            // The header read runs on the decode pool: a codec may walk a hostile container for
+            // seconds. It takes one of the pool's ``ImagePipeline/Configuration/maxConcurrentDecodes``
+            // slots while it runs, as a decode does, but no decode memory: the frames' canvases
+            // are admitted by ``ImageAnimation/frames()`` when they are decoded.
+            let data = loaded.data, decoders = configuration.decoders
+            let (format, animated, info) = try await decoder.pool.run(priority: PriorityHandle(request.priority)) {
+                try Self.readAnimationHeader(data, decoders: decoders, options: options)
+            }
+            // One window for every frame: a smart anchor is centred (``CropAnchor`` says so).
+            let plan = ResizePlan(source: info.canvasSize, target: key.targetSize, contentMode: key.contentMode,
+                                  anchor: key.cropAnchor, allowsUpscaling: key.processing.allowsUpscaling)
+            animation = ImageAnimation(format: format, info: info, plan: plan, url: url, pixelFormat: key.processing.pixelFormat,
+                                       data: data, decoder: animated, options: options, admission: decoder.admission,
+                                       priority: request.priority)
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            throw ImagePipelineError.wrap(error, decoding: url)
+        }
+        await loaded.pendingStore?.storeOnce()
+        return animation
+    }
+
+    /// The animation header of `data` from the decoder `decoders` choose, checked against
+    /// `options`' limits. Blocks (the codec parses its container): runs on the decode pool.
+    private static func readAnimationHeader(
+        _ data: Data, decoders: DecoderRegistry, options: DecodeOptions
+    ) throws -> (ImageFormat, any AnimatedImageDecoding, AnimationInfo) {
+        let decoder = try decoders.requireDecoder(for: data)
+        let format = decoders.format(of: data) ?? ImageFormat("unknown", mimeType: nil, fileExtension: nil)
+        guard let animated = decoder as? any AnimatedImageDecoding else {
+            throw ImagePipelineError.unsupported(format: format, message: "its decoder gives still pictures only")
+        }
+        let info = try animated.makeAnimationDecoder(for: data, options: options).animationInfo
+        // The codec checked its header; checked again here for one that does not.
+        try options.checkPixelLimit(ImageInfo(format: format, size: info.canvasSize))
+        try options.checkAnimationLimits(canvas: info.canvasSize, frameCount: info.frameCount)
+        return (format, animated, info)
+    }
+}
+
+/// What a subscriber asks of a decode beyond its picture.
+struct DecodeDemand: Sendable {
+    /// Keep the loaded bytes as the original on disk once they decode (``DiskCachePolicy``).
+    var storesOriginal: Bool
+    /// Processors for the decode's job to run straight after decoding.
+    var followUp: FollowUp?
+}
+
+/// What a decode work hands the image stage: the picture, what its job's follow-ups made, and
+/// when the bytes it was decoded from were read.
+struct DecodedPicture: Sendable {
+    /// The decode job's result: the unprocessed picture and the follow-ups' outcomes.
+    var job: DecodeJobResult
+    /// The ledger's count when these stored bytes were read (``ReplacementLedger``), `nil` for
+    /// bytes fresh from the origin.
+    var generation: UInt64?
+
+    var response: ImageResponse { job.response }
 }

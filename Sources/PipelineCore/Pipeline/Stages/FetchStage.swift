@@ -1,49 +1,57 @@
 import Foundation
+import Synchronization
 
 /// The fetching stage: the compressed bytes of a cache identity, from the disk cache when it
 /// may answer (fresh; stale with the request's ``RevalidationPolicy``; offline), else from the
 /// loader for the fetch URL's scheme. One download per cache identity however many decodes
-/// wait (two signed URLs of one picture share the first caller's download).
+/// wait (two signed URLs of one picture share the first caller's download). Its stream: the
+/// download's progress, and the body's first bytes as its partial value
+/// (``ArrivingBody``) while a subscriber wants them (a decode that shows previews).
 ///
 /// Bytes a loader returns are not stored here: they reach the disk cache as a
 /// ``PendingStore`` that the first decode that succeeds claims (``DecodeStage``), so a broken
-/// body is never kept. Runs on the pipeline actor.
-struct FetchStage {
+/// body is never kept. Knows only the loaders and the disk cache below it.
+final class FetchStage: Sendable {
+    typealias Subscription = StageSubscription<ArrivingBody, Void>
+
     /// Downloads in flight, by cache identity.
-    let downloads: InFlightTable<URL, LoadedData>
+    let downloads: StageTable<URL, LoadedData, ArrivingBody, Void>
     /// Remembered permanent failures of downloads (``RememberedFailures/downloads``).
     let failures: NegativeCache<URL>
+    /// Conditional requests, and stale-while-revalidate checks in the background.
+    let revalidator: Revalidator
+    private let configuration: ImagePipeline.Configuration
+    private let ledger: ReplacementLedger
 
-    init(tableID: Int, failures: NegativeCache<URL>) {
-        downloads = InFlightTable(id: tableID)
+    init(tableID: Int, failures: NegativeCache<URL>, revalidator: Revalidator, ledger: ReplacementLedger,
+         configuration: ImagePipeline.Configuration) {
+        downloads = StageTable(id: tableID)
         self.failures = failures
+        self.revalidator = revalidator
+        self.ledger = ledger
+        self.configuration = configuration
     }
 
     /// The bytes for `resolved`: joins the download of its cache identity, or starts one, and
-    /// waits as a waiter of `dependent` (the decode on whose behalf it waits) or, without one,
-    /// at `priority`. A download's failure reaches every waiter wrapped with the fetch URL and,
-    /// when permanent, is remembered for it.
-    func bytes(for resolved: ResolvedRequest, priority: ImagePriority, upstreamOf dependent: (any UpstreamLinked)? = nil,
-               in pipeline: isolated ImagePipeline) async throws -> LoadedData {
-        let failures = failures
-        let work = downloads.work(for: resolved.cacheURL, priority: resolved.request.priority,
-                                  cachePolicy: resolved.request.cachePolicy, in: pipeline) { pipeline, work in
-            try await pipeline.fetch.perform(resolved, work: work, in: pipeline)
-        } completion: { pipeline, result in
-            switch result {
-            case .success:  // bytes in hand: a failure remembered for this URL no longer holds
-                failures.removeValue(for: resolved.fetchURL)
-            case .failure(let error) where !(error is CancellationError):
+    /// waits as `subscription` says, on behalf of `dependent` (the decode whose priority it
+    /// follows), if any. A download's failure reaches every subscriber wrapped with the fetch
+    /// URL and, when permanent, is remembered for it.
+    func data(for resolved: ResolvedRequest, _ subscription: Subscription,
+              dependent: (any DependentWork)? = nil) async throws -> LoadedData {
+        try await downloads.value(for: resolved.cacheURL, cachePolicy: resolved.request.cachePolicy, subscription: subscription,
+                                  dependent: dependent) { [self] work in
+            do {
+                let loaded = try await perform(resolved, work: work)
+                failures.removeValue(for: resolved.fetchURL)  // bytes in hand: a remembered failure no longer holds
+                return loaded
+            } catch let error where !(error is CancellationError) {
                 let wrapped = ImagePipelineError.wrap(error, loading: resolved.fetchURL)
-                if wrapped.isPermanent, let until = pipeline.failureLifetime() {
+                if wrapped.isPermanent, let until = configuration.failureLifetime() {
                     failures.insert(wrapped, until: until, for: resolved.fetchURL)
                 }
-                result = .failure(wrapped)
-            case .failure:
-                break
+                throw wrapped
             }
         }
-        return try await downloads.wait(on: work, priority: priority, upstreamOf: dependent, in: pipeline)
     }
 
     /// The disk cache for `resolved`'s fetch URL: the configured one when its scheme is
@@ -53,30 +61,31 @@ struct FetchStage {
     }
 
     /// A download work's task: the disk cache (under the cache identity) when it may be used,
-    /// else the loader, reporting its progress to the work's ``InFlightWork/progress``.
-    private func perform(_ resolved: ResolvedRequest, work: InFlightWork<LoadedData>,
-                         in pipeline: isolated ImagePipeline) async throws -> LoadedData {
+    /// else the loader, its progress and body sent to the work's subscribers.
+    private func perform(_ resolved: ResolvedRequest, work: StageWork<ArrivingBody>) async throws -> LoadedData {
         try Task.checkCancellation()
-        let configuration = pipeline.configuration
-        let relay = work.progress, streamed = work.body
-        let progress: @Sendable (Int64, Int64?) -> Void = { relay.send(ImageTask.Progress(completed: $0, total: $1)) }
-        // The body's pieces, kept for previews only while a decode that shows them follows.
-        let didReceiveData: (@Sendable (Data, Int64) -> Void)? =
-            configuration.previewPolicy == nil ? nil : { @Sendable in streamed.append($0, at: $1) }
-        defer { streamed.finish() }
+        let progress: @Sendable (Int64, Int64?) -> Void = { work.progress(ImageTask.Progress(completed: $0, total: $1)) }
+        // The body's pieces, kept only while a subscriber wants them (a decode that shows previews).
+        let body = ArrivingBody()
+        var didReceiveData: (@Sendable (Data, Int64) -> Void)?
+        if configuration.previewPolicy != nil {
+            didReceiveData = { chunk, offset in
+                if work.wantsPartials, body.append(chunk, at: offset) { work.partial(body) }
+            }
+        }
         let disk = Self.disk(for: resolved, configuration: configuration)
         // A URL the loader refuses is refused from the caches too (a shared tier may hold it).
         try configuration.loaders.checkAllowed(resolved.fetchURL)
-        if resolved.readsCaches, let disk,
-           let stored = try await cached(resolved, disk: disk, priority: work.priority, progress: progress, in: pipeline) {
+        if work.readsCaches, let disk, let stored = try await cached(resolved, disk: disk, priority: work.priority, progress: progress) {
             return stored
         }
         if resolved.cacheOnly { throw ImagePipelineError.notCached }
         try Task.checkCancellation()
         let loader = try configuration.loaders.requireLoader(for: resolved.fetchURL)
-        switch try await loader.load(resolved.loadRequest(priority: work.priority, progress: progress, didReceiveData: didReceiveData)) {
+        let request = resolved.loadRequest(priority: work.priority, progress: progress, didReceiveData: didReceiveData)
+        switch try await loader.load(request) {
         case .data(let data, let metadata):
-            pipeline.emit(.loaded(resolved.fetchURL, bytes: data.count))
+            configuration.emit(.loaded(resolved.fetchURL, bytes: data.count))
             var loaded = LoadedData(data: data, source: ImageSource(metadata.origin), generation: nil)
             loaded.downloadedBytes = data.count
             if let disk, !metadata.noStore {
@@ -98,35 +107,60 @@ struct FetchStage {
     /// one: fresh, stale (revalidated now or in the background, as the request says), or for
     /// a cache-only request. `nil` when the disk holds none.
     ///
-    /// Never inlined into ``perform(_:work:in:)``: the frame of an async function holds its
-    /// whole body's locals for as long as it runs, and a task keeps the largest frames it ever
-    /// held, so a download waiting for its loader (each of many thousand requests to slow
-    /// hosts, or queued in the loader) does not hold this part's frame.
+    /// Never inlined into ``perform(_:work:)``: the frame of an async function holds its whole
+    /// body's locals for as long as it runs, and a task keeps the largest frames it ever held,
+    /// so a download waiting for its loader (each of many thousand requests to slow hosts, or
+    /// queued in the loader) does not hold this part's frame.
     @inline(never)
     private func cached(_ resolved: ResolvedRequest, disk: any DataCaching, priority: PriorityHandle,
-                        progress: @escaping @Sendable (Int64, Int64?) -> Void,
-                        in pipeline: isolated ImagePipeline) async throws -> LoadedData? {
-        let configuration = pipeline.configuration, request = resolved.request
-        let read = pipeline.ledger.current  // before the read: a replacement during it counts
+                        progress: @escaping @Sendable (Int64, Int64?) -> Void) async throws -> LoadedData? {
+        let read = ledger.current  // before the read: a replacement during it counts
         guard let cached = await disk.cachedData(for: resolved.cacheURL) else { return nil }
         let fresh = cached.info.isFresh(at: configuration.now())
-        pipeline.emit(.diskHit(resolved.fetchURL, fresh: fresh))
+        configuration.emit(.diskHit(resolved.fetchURL, fresh: fresh))
         var stored = LoadedData(data: cached.data, source: .disk, generation: read)
         stored.info = cached.info
         stored.pendingStore = PendingStore.promotion(of: cached, from: disk, url: resolved.cacheURL)
         if fresh || resolved.cacheOnly { return stored }
-        if request.revalidation == .staleWhileRevalidate {
-            pipeline.revalidator.revalidateInBackground(resolved, disk: disk, in: pipeline)
+        if resolved.request.revalidation == .staleWhileRevalidate {
+            revalidator.revalidateInBackground(resolved, disk: disk)
             stored.isStale = true
             return stored
         }
         do {
-            return try await pipeline.revalidator.revalidateOriginal(cached, for: resolved, disk: disk, priority: priority,
-                                                                     progress: progress, in: pipeline)
+            return try await revalidator.revalidateOriginal(cached, for: resolved, disk: disk, priority: priority, progress: progress)
         } catch is CancellationError {
             throw CancellationError()
         } catch {
             return stored  // offline: the stale copy still serves
         }
     }
+}
+
+/// A download's body as it arrives: the fetch stage's partial value, sent each time it grows.
+/// It keeps bytes only once a subscriber wants them (a decode that shows previews), from the
+/// body's first byte: a piece that does not follow the bytes kept drops them, and a loader
+/// that starts over (a retry) starts again at 0. The loader appends from its own thread; the
+/// bytes go with the last reference, when the download and the previews made of it are done.
+final class ArrivingBody: Sendable {
+    private let data = Mutex(Data())
+
+    /// Appends a piece of the body that starts at `offset`; `true` when the kept bytes grew.
+    func append(_ chunk: Data, at offset: Int64) -> Bool {
+        data.withLock { data in
+            if offset == 0 { data = Data() }
+            guard offset == Int64(data.count) else {
+                data = Data()
+                return false
+            }
+            data.append(chunk)
+            return true
+        }
+    }
+
+    /// The bytes received so far (a copy-on-write snapshot).
+    var bytes: Data { data.withLock { $0 } }
+
+    /// How many bytes are kept.
+    var count: Int { data.withLock { $0.count } }
 }

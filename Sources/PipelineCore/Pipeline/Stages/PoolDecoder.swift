@@ -1,9 +1,10 @@
 import Foundation
 
-/// Decoding off the actor: one decoding session per picture on the bounded decode pool,
+/// The decode pool's jobs: one decoding session per picture on the bounded decode pool,
 /// straight to the size the key asks for, admitted by its estimated memory
-/// (``ImagePipeline/Configuration/decodeMemoryBudget``). Every stage that decodes (originals,
-/// renditions, the check of revalidated bytes) goes through here.
+/// (``ImagePipeline/Configuration/decodeMemoryBudget``); processors, previews and rendition
+/// encodes. Every stage that decodes (originals, renditions, the check of revalidated bytes)
+/// goes through here; no job runs on a caller's thread.
 struct PoolDecoder: Sendable {
     let pool: WorkerPool
     let decoders: DecoderRegistry
@@ -23,15 +24,16 @@ struct PoolDecoder: Sendable {
         makesPlaceholders = configuration.makesPlaceholders
     }
 
-    /// Decodes `data` at `priority`; returns the response and the seconds it took. With
-    /// `origin` (the bytes' info), the response's `renditionOrigin` is set, its tag computed on
-    /// the pool too (a CRC-32 of the bytes: not on the actor). The response gets a placeholder
-    /// hash when the configuration makes them, unless `placeholder` is `false` (a rendition's
-    /// decode: its entry keeps the original's). With `followUps`, the same job then runs the
-    /// processors of the processing works waiting on this decode (``ProcessingFollowUps``).
+    /// Decodes `data` at `priority` in one pool job, then runs in the same job the follow-ups
+    /// `followUps` lists when the job has decoded ("decode, then these processors": a
+    /// processed picture follows its own decode at once instead of queueing behind every
+    /// decode not yet started). With `origin` (the bytes' info), the response's
+    /// `renditionOrigin` is set, its tag computed on the pool too (a CRC-32 of the bytes: not
+    /// on an actor). The response gets a placeholder hash when the configuration makes them,
+    /// unless `placeholder` is `false` (a rendition's decode: its entry keeps the original's).
     func decode(_ data: Data, source: ImageSource, key: ImageKey, priority: PriorityHandle,
                 origin: CacheEntryInfo? = nil, placeholder: Bool = true,
-                followUps: ProcessingFollowUps? = nil) async throws -> (ImageResponse, TimeInterval) {
+                then followUps: @escaping @Sendable () -> [FollowUp] = { [] }) async throws -> DecodeJobResult {
         let decoders = decoders, maxPixels = maxPixelCount, clock = clock, admission = admission
         let hashes = placeholder && makesPlaceholders
         /// One decode job: the decode, then the follow-ups when it decoded.
@@ -40,10 +42,14 @@ struct PoolDecoder: Sendable {
             let outcome = try Self.decode(data, source: source, key: key, decoders: decoders, maxPixelCount: maxPixels,
                                           admission: admission, reserved: reserved, placeholder: hashes)
                 .timed(since: start, clock: clock).tagged(data, origin)
-            if case .decoded(let response, _) = outcome {
-                followUps?.run(on: response.bitmap, priority: priority.current, clock: clock)
+            guard case .decoded(var result) = outcome else { return outcome }
+            for followUp in followUps() {
+                result.processed[followUp.key] = Result {
+                    try Self.process(result.response.bitmap, with: followUp.key.processors,
+                                     pixelFormat: followUp.key.processing.pixelFormat, clock: clock)
+                }
             }
-            return outcome
+            return .decoded(result)
         }
         let first = try await pool.run(priority: priority) { try job(reserved: nil) }
         guard case .needsMemory(let bytes) = first, let admission else { return try first.result() }
@@ -78,10 +84,11 @@ struct PoolDecoder: Sendable {
             let start = clock()
             guard let decoder = decoders.decoder(for: partial) as? any ProgressiveDecoding,
                   let preview = decoder.preview(of: partial), preview.steps > steps,
-                  case .decoded(var response, _) = try Self.decode(preview.data, source: .network, key: key, decoders: decoders,
-                                                               maxPixelCount: maxPixels, admission: admission, reserved: nil,
-                                                               placeholder: false)
+                  case .decoded(let result) = try Self.decode(preview.data, source: .network, key: key, decoders: decoders,
+                                                          maxPixelCount: maxPixels, admission: admission, reserved: nil,
+                                                          placeholder: false)
             else { return nil }
+            var response = result.response
             events?(.previewDecoded(key, steps: preview.steps, seconds: clock().timeIntervalSince(start)))
             response.isPreview = true
             return (response, preview.steps)
@@ -120,27 +127,28 @@ struct PoolDecoder: Sendable {
     /// What one decode job did: decoded, or found that its estimated memory does not fit the
     /// decode budget now.
     enum DecodeOutcome: Sendable {
-        case decoded(ImageResponse, TimeInterval)
+        case decoded(DecodeJobResult)
         case needsMemory(Int)
 
         func timed(since start: Date, clock: @Sendable () -> Date) -> DecodeOutcome {
-            guard case .decoded(let response, _) = self else { return self }
-            return .decoded(response, clock().timeIntervalSince(start))
+            guard case .decoded(var result) = self else { return self }
+            result.seconds = clock().timeIntervalSince(start)
+            return .decoded(result)
         }
 
         /// With `info`, the decoded response made from `data` records them as its rendition origin.
         func tagged(_ data: Data, _ info: CacheEntryInfo?) -> DecodeOutcome {
-            guard let info, case .decoded(var response, let seconds) = self else { return self }
-            response.renditionOrigin = RenditionOrigin(tag: RenditionRecord.tag(of: data), info: info)
-            return .decoded(response, seconds)
+            guard let info, case .decoded(var result) = self else { return self }
+            result.response.renditionOrigin = RenditionOrigin(tag: RenditionRecord.tag(of: data), info: info)
+            return .decoded(result)
         }
 
-        func result() throws -> (ImageResponse, TimeInterval) {
-            guard case .decoded(let response, let seconds) = self else {
+        func result() throws -> DecodeJobResult {
+            guard case .decoded(let result) = self else {
                 // Only a decode without a reservation reports this, and it is never returned here.
                 throw ImagePipelineError.corruptData(format: nil, message: "the decode was not admitted")
             }
-            return (response, seconds)
+            return result
         }
     }
 
@@ -205,7 +213,28 @@ struct PoolDecoder: Sendable {
                 // The whole picture: the resampled one unless a fill cropped it (then the decoder's).
                 response.placeholder = ThumbHash(bitmap: plan.crop == PixelRect(upright) ? bitmap : decoded.bitmap)
             }
-            return .decoded(response, 0)
+            return .decoded(DecodeJobResult(response: response))
         }
     }
+}
+
+/// A processed key whose processors a decode job runs after it decoded: the job description's
+/// "then these processors".
+struct FollowUp: Sendable {
+    /// The processed key: its processors and pixel format.
+    let key: ImageKey
+}
+
+/// What one decode job made: the picture, the seconds the decode took, and the outcome of
+/// each follow-up it ran, by processed key.
+struct DecodeJobResult: Sendable {
+    var response: ImageResponse
+    var seconds: TimeInterval = 0
+    var processed: [ImageKey: Result<ProcessedPixels, any Error>] = [:]
+}
+
+/// Pixels a list of processors made, and the seconds it took.
+struct ProcessedPixels: Sendable {
+    let bitmap: Bitmap
+    let seconds: TimeInterval
 }

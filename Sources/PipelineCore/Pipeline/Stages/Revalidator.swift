@@ -1,13 +1,13 @@
 import Foundation
+import Synchronization
 
 /// Revalidation: asks the origin whether stored bytes are current, with the validators they
 /// were stored with (`If-None-Match`, `If-Modified-Since`). One path for originals (their
 /// disk entry) and standalone renditions (the validators of the original they were made
 /// from); each caller keeps what the answer means for its own entry. Also runs
 /// stale-while-revalidate checks in the background, once at a time per cache identity.
-///
-/// Runs on the pipeline actor; the background tasks are this type's state.
-final class Revalidator {
+/// Part of the fetching stage: it knows the loaders and the disk cache.
+final class Revalidator: Sendable {
     /// What the origin answered.
     enum Answer {
         /// 304: the stored bytes are current; `info` is the answer's freshness and validators
@@ -17,26 +17,40 @@ final class Revalidator {
         case modified(LoadedData, noStore: Bool)
     }
 
-    /// Background revalidations (and, in the pipeline, prefetches) that
-    /// ``ImagePipeline/waitForBackgroundWork()`` waits for, by id.
-    private(set) var background: [UInt64: Task<Void, Never>] = [:]
-    /// Cache identities being revalidated in the background.
-    private var revalidating: Set<URL> = []
+    private struct State {
+        /// Background revalidations, by id.
+        var background: [UInt64: Task<Void, Never>] = [:]
+        /// Cache identities being revalidated in the background.
+        var revalidating: Set<URL> = []
+    }
+
+    private let state = Mutex(State())
+    private let configuration: ImagePipeline.Configuration
+    private let ledger: ReplacementLedger
+    private let decoder: PoolDecoder
+
+    init(configuration: ImagePipeline.Configuration, ledger: ReplacementLedger, decoder: PoolDecoder) {
+        self.configuration = configuration
+        self.ledger = ledger
+        self.decoder = decoder
+    }
+
+    /// A background revalidation still running, if any (``ImagePipeline/waitForBackgroundWork()``).
+    var anyBackgroundTask: Task<Void, Never>? { state.withLock { $0.background.values.first } }
 
     /// Sends `resolved`'s conditional request with `validator`.
     func ask(_ resolved: ResolvedRequest, validator: CacheValidator?, priority: PriorityHandle,
-             progress: (@Sendable (Int64, Int64?) -> Void)? = nil, in pipeline: isolated ImagePipeline) async throws -> Answer {
-        let configuration = pipeline.configuration
+             progress: (@Sendable (Int64, Int64?) -> Void)? = nil) async throws -> Answer {
         let loader = try configuration.loaders.requireLoader(for: resolved.fetchURL)
         let result = try await loader.load(resolved.loadRequest(priority: priority, validator: validator, progress: progress))
         let now = configuration.now(), freshness = resolved.freshnessPolicy(in: configuration)
         switch result {
         case .notModified(let metadata):
-            pipeline.emit(.revalidated(resolved.fetchURL, modified: false))
+            configuration.emit(.revalidated(resolved.fetchURL, modified: false))
             return .notModified(CacheEntryInfo(metadata, receivedAt: now, freshness: freshness))
         case .data(let data, let metadata):
-            pipeline.emit(.loaded(resolved.fetchURL, bytes: data.count))
-            pipeline.emit(.revalidated(resolved.fetchURL, modified: true))
+            configuration.emit(.loaded(resolved.fetchURL, bytes: data.count))
+            configuration.emit(.revalidated(resolved.fetchURL, modified: true))
             var loaded = LoadedData(data: data, source: ImageSource(metadata.origin), generation: nil)
             loaded.downloadedBytes = data.count
             if !metadata.noStore { loaded.info = CacheEntryInfo(metadata, receivedAt: now, freshness: freshness) }
@@ -48,10 +62,9 @@ final class Revalidator {
     /// info on disk and serves it; new bytes come back to replace it once they decode (dropping
     /// decoded copies of the old bytes then), or, `no-store`, replace it at once.
     func revalidateOriginal(_ cached: CachedData, for resolved: ResolvedRequest, disk: any DataCaching,
-                            priority: PriorityHandle, progress: (@Sendable (Int64, Int64?) -> Void)? = nil,
-                            in pipeline: isolated ImagePipeline) async throws -> LoadedData {
-        let read = pipeline.ledger.current
-        switch try await ask(resolved, validator: cached.info.validator, priority: priority, progress: progress, in: pipeline) {
+                            priority: PriorityHandle, progress: (@Sendable (Int64, Int64?) -> Void)? = nil) async throws -> LoadedData {
+        let read = ledger.current
+        switch try await ask(resolved, validator: cached.info.validator, priority: priority, progress: progress) {
         case .notModified(var info):
             info.etag = info.etag ?? cached.info.etag
             info.lastModified = info.lastModified ?? cached.info.lastModified
@@ -68,7 +81,7 @@ final class Revalidator {
             loaded.staleFallback = (cached.data, read)
             if noStore {
                 await disk.removeData(for: resolved.cacheURL)
-                pipeline.dropDecodedCopies(of: resolved.cacheURL)
+                ledger.replace(resolved.cacheURL)
             } else if let info = loaded.info {
                 loaded.pendingStore = PendingStore(disk: disk, url: resolved.cacheURL, data: loaded.data, info: info,
                                                    replacesStoredBytes: true)
@@ -80,31 +93,32 @@ final class Revalidator {
     /// Stale-while-revalidate: checks `resolved` with the origin in the background, once at a
     /// time per cache identity. A failure (offline) keeps the stale copy; new bytes replace it
     /// only once they decode (nobody waits for them, so a small check decode on the pool).
-    func revalidateInBackground(_ resolved: ResolvedRequest, disk: any DataCaching, in pipeline: isolated ImagePipeline) {
-        let cacheURL = resolved.cacheURL
-        guard !revalidating.contains(cacheURL) else { return }
-        revalidating.insert(cacheURL)
-        let id = pipeline.nextID()
-        background[id] = Task {
-            await self.revalidateQuietly(resolved, disk: disk, in: pipeline)
-            self.revalidating.remove(cacheURL)
-            self.background[id] = nil
+    func revalidateInBackground(_ resolved: ResolvedRequest, disk: any DataCaching) {
+        let cacheURL = resolved.cacheURL, id = nextStageID()
+        state.withLock { state in
+            guard state.revalidating.insert(cacheURL).inserted else { return }
+            state.background[id] = Task {
+                await self.revalidateQuietly(resolved, disk: disk)
+                self.state.withLock { state in
+                    state.revalidating.remove(cacheURL)
+                    state.background[id] = nil
+                }
+            }
         }
     }
 
-    private func revalidateQuietly(_ resolved: ResolvedRequest, disk: any DataCaching, in pipeline: isolated ImagePipeline) async {
+    private func revalidateQuietly(_ resolved: ResolvedRequest, disk: any DataCaching) async {
         guard let cached = await disk.cachedData(for: resolved.cacheURL),
-              let loaded = try? await revalidateOriginal(cached, for: resolved, disk: disk,
-                                                         priority: PriorityHandle(.prefetch), in: pipeline),
+              let loaded = try? await revalidateOriginal(cached, for: resolved, disk: disk, priority: PriorityHandle(.prefetch)),
               let store = loaded.pendingStore else { return }
-        if await pipeline.decoder.decodes(loaded.data), store.claim() {
-            pipeline.dropDecodedCopies(of: resolved.cacheURL)
+        if await decoder.decodes(loaded.data), store.claim() {
+            ledger.replace(resolved.cacheURL)
             await disk.storeData(store.data, info: store.info, for: resolved.cacheURL)
         }
     }
 
     /// Cancels every background revalidation.
     func cancelAll() {
-        for task in background.values { task.cancel() }
+        for task in state.withLock({ Array($0.background.values) }) { task.cancel() }
     }
 }

@@ -1,8 +1,8 @@
 import Foundation
 
-/// The rendition stage: a request's processed and resized result kept on disk encoded (its
-/// "rendition", ``DiskCachePolicy``), looked up before a decode or processing work decodes the
-/// original and stored after it. Runs on the pipeline actor; holds no state of its own.
+/// The renditions of the image stage: a request's processed and resized result kept on disk
+/// encoded (its "rendition", ``DiskCachePolicy``), looked up before an image work decodes the
+/// original and stored after it. Owned by ``ImageStage``, which keeps what it finds in memory.
 ///
 /// A rendition is tagged with its original bytes (``RenditionRecord/originTag``). With the
 /// original on disk, the rendition must have been made from those bytes, and a stale original
@@ -14,59 +14,61 @@ import Foundation
 /// rendition answers: at once while fresh, else after its own conditional request
 /// (``Revalidator``): a 304 refreshes it; new bytes come back as ``Lookup/renewed`` for the
 /// work to decode; an unreachable origin leaves the stale rendition answering.
-struct RenditionStage {
+struct RenditionCache: Sendable {
     /// What a lookup at the start of a work found.
-    struct Lookup {
+    struct Lookup: Sendable {
         /// Where the work's rendition is kept; `nil` when the work makes none.
         var store: RenditionStore?
         /// A standalone rendition's revalidation brought new bytes (`loaded`); `stale` (the
         /// stored rendition) answers if they do not decode.
         var renewed: (loaded: LoadedData, stale: CachedData)?
-        /// The rendition answers (and is in memory unless its bytes were replaced meanwhile).
-        var answer: ImageResponse?
+        /// The rendition answers, made from bytes read at `generation` (``ReplacementLedger``).
+        var answer: (response: ImageResponse, generation: UInt64)?
     }
 
-    /// The start of a work that may make a rendition (its ``DiskIntent``). Never inlined into
-    /// the works' tasks, whose frames stay small while they wait (``DecodeStage``).
+    let configuration: ImagePipeline.Configuration
+    let decoder: PoolDecoder
+    let revalidator: Revalidator
+    let ledger: ReplacementLedger
+
+    /// The start of a work that makes a rendition. Never inlined into the works' tasks, whose
+    /// frames stay small while they wait (``DecodeStage``).
     @inline(never)
-    func lookUp(_ resolved: ResolvedRequest, work: InFlightWork<ImageResponse>,
-                in pipeline: isolated ImagePipeline) async throws -> Lookup {
-        guard work.disk.makesRendition == true, let store = RenditionStore(for: resolved, configuration: pipeline.configuration)
-        else { return Lookup() }
+    func lookUp(_ resolved: ResolvedRequest, priority: PriorityHandle) async throws -> Lookup {
+        guard let store = RenditionStore(for: resolved, configuration: configuration) else { return Lookup() }
         guard resolved.readsCaches else { return Lookup(store: store) }
-        return try await lookUpStored(resolved, in: store, work: work, in: pipeline)
+        return try await lookUpStored(resolved, in: store, priority: priority)
     }
 
-    /// ``lookUp(_:work:in:)``'s disk part, for a work that makes a rendition and reads caches.
+    /// ``lookUp(_:priority:)``'s disk part, for a work that makes a rendition and reads caches.
     /// Never inlined: the frame of an async function holds its whole body's locals, and a task
     /// keeps the largest frames it ever held, so a work that makes no rendition (most) does not
     /// pay this part's frame for as long as it runs.
     @inline(never)
-    private func lookUpStored(_ resolved: ResolvedRequest, in store: RenditionStore, work: InFlightWork<ImageResponse>,
-                              in pipeline: isolated ImagePipeline) async throws -> Lookup {
+    private func lookUpStored(_ resolved: ResolvedRequest, in store: RenditionStore, priority: PriorityHandle) async throws -> Lookup {
         do {
-            try pipeline.configuration.loaders.checkAllowed(resolved.fetchURL)  // as for the original's bytes
+            try configuration.loaders.checkAllowed(resolved.fetchURL)  // as for the original's bytes
         } catch {
             throw ImagePipelineError.wrap(error, loading: resolved.fetchURL)
         }
-        let started = pipeline.ledger.current
+        let started = ledger.current
         guard let stored = await store.disk.cachedData(for: store.url), let record = stored.info.rendition else {
             return Lookup(store: store)
         }
-        let now = pipeline.configuration.now()
+        let now = configuration.now()
         var isStale = false
         if let original = await store.disk.cachedDigest(for: resolved.cacheURL) {
             guard record.originTag == RenditionRecord.tag(for: original) else { return Lookup(store: store) }
             if !original.info.isFresh(at: now), !resolved.cacheOnly {
                 guard resolved.request.revalidation == .staleWhileRevalidate else { return Lookup(store: store) }
-                pipeline.revalidator.revalidateInBackground(resolved, disk: store.disk, in: pipeline)
+                revalidator.revalidateInBackground(resolved, disk: store.disk)
                 isStale = true
             }
         } else {
             guard record.standalone else { return Lookup(store: store) }
             if !stored.info.isFresh(at: now), !resolved.cacheOnly {
                 do {
-                    if let loaded = try await revalidate(stored, in: store, for: resolved, priority: work.priority, in: pipeline) {
+                    if let loaded = try await revalidate(stored, in: store, for: resolved, priority: priority) {
                         return Lookup(store: store, renewed: (loaded, stored))
                     }
                 } catch is CancellationError {
@@ -76,13 +78,12 @@ struct RenditionStage {
                 }
             }
         }
-        guard var answer = await decode(stored, in: store, key: resolved.key, priority: work.priority, in: pipeline) else {
+        guard var answer = await decode(stored, in: store, key: resolved.key, priority: priority) else {
             return Lookup(store: store)
         }
         answer.isStale = isStale
-        pipeline.emit(.renditionHit(resolved.key))
-        pipeline.keep(answer, for: resolved.key, madeFrom: started)
-        return Lookup(store: store, answer: answer)
+        configuration.emit(.renditionHit(resolved.key))
+        return Lookup(store: store, answer: (answer, started))
     }
 
     /// A standalone rendition's conditional request, with the validators of the original it
@@ -90,8 +91,8 @@ struct RenditionStage {
     /// the new bytes (kept as the original only by a work that keeps originals, once they
     /// decode). A `no-store` answer removes the rendition.
     private func revalidate(_ stored: CachedData, in store: RenditionStore, for resolved: ResolvedRequest,
-                            priority: PriorityHandle, in pipeline: isolated ImagePipeline) async throws -> LoadedData? {
-        switch try await pipeline.revalidator.ask(resolved, validator: stored.info.validator, priority: priority, in: pipeline) {
+                            priority: PriorityHandle) async throws -> LoadedData? {
+        switch try await revalidator.ask(resolved, validator: stored.info.validator, priority: priority) {
         case .notModified(let answer):
             var refreshed = stored.info
             refreshed.etag = answer.etag ?? refreshed.etag
@@ -112,18 +113,18 @@ struct RenditionStage {
 
     /// `stored` (a rendition of `key`) decoded as is, with the original's size and format from
     /// its record; a damaged or undecodable one is removed and reads as `nil`.
-    func decode(_ stored: CachedData, in store: RenditionStore, key: ImageKey, priority: PriorityHandle,
-                in pipeline: isolated ImagePipeline) async -> ImageResponse? {
+    func decode(_ stored: CachedData, in store: RenditionStore, key: ImageKey, priority: PriorityHandle) async -> ImageResponse? {
         var plain = key.unprocessed
         plain.targetSize = .original
         plain.processing = ProcessingOptions(appliesOrientation: false, convertsToSRGB: false,
                                              pixelFormat: key.processing.pixelFormat)
-        guard var (response, _) = try? await pipeline.decoder.decode(stored.data, source: .rendition, key: plain,
-                                                                     priority: priority, placeholder: false) else {
+        guard let result = try? await decoder.decode(stored.data, source: .rendition, key: plain, priority: priority,
+                                                     placeholder: false) else {
             await store.disk.removeData(for: store.url)
             return nil
         }
         await PendingStore.promotion(of: stored, from: store.disk, url: store.url)?.storeOnce()
+        var response = result.response
         if let record = stored.info.rendition {
             response.originalSize = record.originalSize
             response.format = record.format
@@ -134,12 +135,11 @@ struct RenditionStage {
 
     /// When new bytes for a rendition did not decode (`error`): the stored rendition they were
     /// to replace, decoded, as the answer with a warning; `nil` without one.
-    func fallBack(from lookup: Lookup, after error: ImagePipelineError, key: ImageKey, priority: PriorityHandle,
-                  in pipeline: isolated ImagePipeline) async -> ImageResponse? {
+    func fallBack(from lookup: Lookup, after error: ImagePipelineError, key: ImageKey, priority: PriorityHandle) async -> ImageResponse? {
         guard let stale = lookup.renewed?.stale, let store = lookup.store,
-              var answer = await decode(stale, in: store, key: key, priority: priority, in: pipeline) else { return nil }
+              var answer = await decode(stale, in: store, key: key, priority: priority) else { return nil }
         answer.warnings.append("the revalidated bytes did not decode (\(error)); the stored rendition was used")
-        pipeline.emit(.renditionHit(key))
+        configuration.emit(.renditionHit(key))
         return answer
     }
 
@@ -150,24 +150,31 @@ struct RenditionStage {
     /// may not be kept, only skips the store; so does one that carries an ICC profile
     /// (``ImageResponse/iccProfile``), which a rendition would not keep.
     func store(_ response: ImageResponse, in store: RenditionStore, key: ImageKey, priority: PriorityHandle,
-               madeFrom generation: UInt64?, standalone: Bool, in pipeline: isolated ImagePipeline) async {
+               madeFrom generation: UInt64?, standalone: Bool) async {
         guard let origin = response.renditionOrigin, response.iccProfile == nil,
-              let data = try? await pipeline.decoder.encode(response.bitmap, with: store.encoder, priority: priority),
-              pipeline.ledger.isCurrent(key.cacheURL, since: generation) else { return }
+              let data = try? await decoder.encode(response.bitmap, with: store.encoder, priority: priority),
+              ledger.isCurrent(key.cacheURL, since: generation) else { return }
         let record = RenditionRecord(originTag: origin.tag, originalSize: response.originalSize, format: response.format,
                                      standalone: standalone)
         let info = CacheEntryInfo(etag: standalone ? origin.info.etag : nil, lastModified: standalone ? origin.info.lastModified : nil,
                                   freshUntil: origin.info.freshUntil, lifetimeIsHeuristic: origin.info.lifetimeIsHeuristic,
                                   rendition: record, placeholder: response.placeholder)
         await store.disk.storeData(data, info: info, for: store.url)
-        pipeline.emit(.renditionStored(key, bytes: data.count))
+        configuration.emit(.renditionStored(key, bytes: data.count))
     }
 
-    /// The info a rendition of a decode of `loaded` records, when renditions may be made and
-    /// the bytes may be kept (`nil` for a `no-store` answer).
-    func originInfo(of loaded: LoadedData, configuration: ImagePipeline.Configuration) -> CacheEntryInfo? {
-        configuration.renditionEncoder != nil && configuration.diskCache != nil ? loaded.info : nil
+    /// The placeholder kept with `resolved`'s disk entries: the original's under its cache
+    /// identity, then its rendition's, read from the entry's header alone.
+    func placeholder(for resolved: ResolvedRequest) async -> ThumbHash? {
+        guard let disk = FetchStage.disk(for: resolved, configuration: configuration),
+              (try? configuration.loaders.checkAllowed(resolved.fetchURL)) != nil else { return nil }
+        if let hash = await disk.cachedDigest(for: resolved.cacheURL)?.info.placeholder { return hash }
+        guard let rendition = RenditionStore.url(for: resolved.key, encoding: encoding) else { return nil }
+        return await disk.cachedDigest(for: rendition)?.info.placeholder
     }
+
+    /// The identifier of the configured encoder's renditions ("" without one).
+    var encoding: String { configuration.renditionEncoder?.renditionIdentifier ?? "" }
 }
 
 /// A rendition's place: the disk cache, the encoder and its key there.

@@ -1,0 +1,324 @@
+import Foundation
+import Synchronization
+
+/// What a stage's work sends its subscribers before its final value: the one typed stream of
+/// every stage (Nuke's `AsyncTask` events). `Partial` is the stage's partial value: the body's
+/// first bytes for a download, a preview picture for a decode or an image work.
+enum StageEvent<Partial: Sendable>: Sendable {
+    /// Bytes of the download received so far.
+    case progress(ImageTask.Progress)
+    /// A partial value, each showing more than the one before.
+    case partial(Partial)
+}
+
+/// One subscriber's terms: the priority it waits at, what it asks of the work beyond its value
+/// (`Demand`: a decode's follow-up processors, whether it keeps the original), and where the
+/// work's events go.
+struct StageSubscription<Partial: Sendable, Demand: Sendable>: Sendable {
+    var priority: ImagePriority
+    var demand: Demand
+    /// Where progress and partial values go; `nil` for a subscriber that wants the value only.
+    var events: (@Sendable (StageEvent<Partial>) -> Void)?
+    /// Whether it wants partial values (they cost the work something to make).
+    var wantsPartials = false
+}
+
+/// The shared works of one stage, by key, and their subscribers: the one type every stage uses
+/// for "join the work in flight or start it" (Nuke's `TaskPool` and `AsyncTask`). A stage owns
+/// its table; the work's task knows only its own stage and the stage below.
+///
+/// A slot per key holds the work new subscribers join; every running work is also kept by id
+/// (a reload can displace a work from its slot while it still has subscribers who may cancel).
+/// A shared work runs at the highest priority of its current subscribers, and that priority
+/// moves down to the work it waits on (``StageWork/upstream``). A subscriber that cancels
+/// leaves at once with `CancellationError`; the work is cancelled when its last subscriber
+/// leaves. Thread-safe: its state is behind one lock, events are delivered in order under it
+/// (they only ever go up, to a higher stage's table or a task's stream), and nothing that may
+/// reach a lower stage (a priority's move, a task's cancellation) runs while it is held: locks
+/// are only ever taken bottom up, so no cycle.
+final class StageTable<Key: Hashable & Sendable, Value: Sendable, Partial: Sendable, Demand: Sendable>: WaiterTable {
+    typealias Subscription = StageSubscription<Partial, Demand>
+    typealias Work = StageWork<Partial>
+
+    private struct Subscriber {
+        let continuation: CheckedContinuation<Value, any Error>
+        var terms: Subscription
+    }
+
+    private struct Entry {
+        let key: Key
+        let work: Work
+        var subscribers: [UInt64: Subscriber] = [:]
+        var task: Task<Void, Never>?
+        var latestProgress: ImageTask.Progress?
+        var latestPartial: Partial?
+    }
+
+    private struct State {
+        var joinable: [Key: UInt64] = [:]
+        var live: [UInt64: Entry] = [:]
+        /// The work each subscriber waits on, by subscriber id.
+        var waiting: [UInt64: UInt64] = [:]
+    }
+
+    /// This table's place in the pipeline's list of tables, carried by its subscribers' tokens.
+    let id: Int
+    private let state = Mutex(State())
+
+    init(id: Int) {
+        self.id = id
+    }
+
+    /// The value of the work for `key`: joined when one is in flight that a request with
+    /// `cachePolicy` may join, else created, put in the slot and started with `perform`. The
+    /// subscriber is registered (and the work created) before this suspends, so a second
+    /// caller finds it. `waiterID` names the subscriber (an admitted caller's id); `dependent`
+    /// is the work on whose behalf it waits (its priority moves this subscriber's); `joined` is
+    /// told the subscriber's token and whether it joined work already in flight, under the
+    /// table's lock, and may return the priority to wait at (an ``ImageTask``'s current one).
+    ///
+    /// A `reloadIgnoringCaches` request does not join work that may read caches, nor a request
+    /// that may load join `returnCacheDataDontLoad` work; each starts its own and takes over the
+    /// slot (the old work still finishes for its own subscribers).
+    func value(for key: Key, cachePolicy: CachePolicy, subscription: Subscription, waiterID: UInt64 = nextStageID(),
+               dependent: (any DependentWork)? = nil, joined: ((WaiterToken, _ existing: Bool) -> ImagePriority?)? = nil,
+               perform: @escaping @Sendable (Work) async throws -> Value) async throws -> Value {
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                let (token, upstream) = state.withLock { state -> (WaiterToken, (Work, ImagePriority)?) in
+                    var terms = subscription
+                    var existing = true
+                    let workID: UInt64
+                    if let id = state.joinable[key], let entry = state.live[id], entry.work.canServe(cachePolicy) {
+                        workID = id
+                    } else {
+                        existing = false
+                        let work = Work(priority: subscription.priority, cachePolicy: cachePolicy, table: self)
+                        workID = work.id
+                        state.joinable[key] = work.id
+                        var entry = Entry(key: key, work: work)
+                        entry.task = Task(priority: subscription.priority == .visible ? nil : .low) {
+                            let result: Result<Value, any Error>
+                            do { result = .success(try await perform(work)) } catch { result = .failure(error) }
+                            self.finish(workID, with: result)
+                        }
+                        state.live[work.id] = entry
+                    }
+                    let token = WaiterToken(table: id, workID: workID, waiterID: waiterID)
+                    if let priority = joined?(token, existing) { terms.priority = priority }
+                    guard var entry = state.live[workID] else { return (token, nil) }
+                    if terms.wantsPartials { entry.work.partialsWanted.store(true, ordering: .relaxed) }
+                    if let events = terms.events {
+                        if let progress = entry.latestProgress { events(.progress(progress)) }
+                        if terms.wantsPartials, let partial = entry.latestPartial { events(.partial(partial)) }
+                    }
+                    entry.subscribers[waiterID] = Subscriber(continuation: continuation, terms: terms)
+                    state.live[workID] = entry
+                    state.waiting[waiterID] = workID
+                    return (token, Self.updatePriority(of: entry))
+                }
+                dependent?.link(upstream: token, in: self)
+                if let (work, priority) = upstream { work.propagate(priority) }
+                if Task.isCancelled { leave(token, failing: CancellationError()) }
+            }
+        } onCancel: {
+            leaveWaiter(waiterID)
+        }
+    }
+
+    /// A subscriber leaves: it gets `error` now (`CancellationError` when its task was
+    /// cancelled, `overloaded` when it was pushed out); the work is cancelled (and taken out of
+    /// the table) if nobody else waits, else its priority falls to the highest left.
+    func leave(_ token: WaiterToken, failing error: any Error) {
+        // The work's task is cancelled outside the lock: its cancellation handlers leave the
+        // stage below, whose events come up through this table's lock.
+        let (upstream, cancelled) = state.withLock { state -> ((Work, ImagePriority)?, Task<Void, Never>?) in
+            guard var entry = state.live[token.workID] else { return (nil, nil) }
+            if let subscriber = entry.subscribers.removeValue(forKey: token.waiterID) {
+                state.waiting[token.waiterID] = nil
+                subscriber.continuation.resume(throwing: error)
+            }
+            guard entry.subscribers.isEmpty else {
+                state.live[token.workID] = entry
+                return (Self.updatePriority(of: entry), nil)
+            }
+            Self.remove(token.workID, key: entry.key, from: &state)
+            return (nil, entry.task)
+        }
+        cancelled?.cancel()
+        if let (work, priority) = upstream { work.propagate(priority) }
+    }
+
+    /// The cancellation handler's leave: it knows the subscriber, not the work.
+    private func leaveWaiter(_ waiterID: UInt64) {
+        guard let workID = state.withLock({ $0.waiting[waiterID] }) else { return }
+        leave(WaiterToken(table: id, workID: workID, waiterID: waiterID), failing: CancellationError())
+    }
+
+    /// Moves one subscriber to `priority`, and its work (and that work's upstream) with it.
+    func setWaiterPriority(_ token: WaiterToken, to priority: ImagePriority) {
+        let upstream = state.withLock { state -> (Work, ImagePriority)? in
+            guard var entry = state.live[token.workID], entry.subscribers[token.waiterID] != nil else { return nil }
+            entry.subscribers[token.waiterID]?.terms.priority = priority
+            state.live[token.workID] = entry
+            return Self.updatePriority(of: entry)
+        }
+        if let (work, priority) = upstream { work.propagate(priority) }
+    }
+
+    /// Sends `event` from the work `workID` to its subscribers that follow events (partial
+    /// values only to those that want them), and keeps it for those that subscribe later.
+    fileprivate func emit(_ event: StageEvent<Partial>, from workID: UInt64) {
+        state.withLock { state in
+            guard var entry = state.live[workID] else { return }
+            switch event {
+            case .progress(let progress): entry.latestProgress = progress
+            case .partial(let partial): entry.latestPartial = partial
+            }
+            state.live[workID] = entry
+            for subscriber in entry.subscribers.values {
+                guard let events = subscriber.terms.events else { continue }
+                if case .partial = event, !subscriber.terms.wantsPartials { continue }
+                events(event)
+            }
+        }
+    }
+
+    /// The demands of `work`'s current subscribers, with the priority each waits at.
+    func demands(of work: Work) -> [(demand: Demand, priority: ImagePriority)] {
+        state.withLock { state in
+            state.live[work.id]?.subscribers.values.map { ($0.terms.demand, $0.terms.priority) } ?? []
+        }
+    }
+
+    /// The number of subscribers of the work in the slot for `key`.
+    func waiterCount(for key: Key) -> Int {
+        state.withLock { state in state.joinable[key].flatMap { state.live[$0]?.subscribers.count } ?? 0 }
+    }
+
+    /// The current priority of the work in the slot for `key` that a plain request would join.
+    func priority(for key: Key) -> ImagePriority? {
+        state.withLock { state in
+            guard let id = state.joinable[key], let work = state.live[id]?.work, work.canServe(.useCaches) else { return nil }
+            return work.priority.current
+        }
+    }
+
+    /// Hands `result` to every subscriber of the work and forgets it; the slot is cleared only
+    /// if it still holds this same work (a reload may have taken it over).
+    private func finish(_ workID: UInt64, with result: Result<Value, any Error>) {
+        let subscribers = state.withLock { state -> [Subscriber] in
+            guard let entry = state.live[workID] else { return [] }
+            Self.remove(workID, key: entry.key, from: &state)
+            for waiterID in entry.subscribers.keys { state.waiting[waiterID] = nil }
+            return Array(entry.subscribers.values)
+        }
+        for subscriber in subscribers { subscriber.continuation.resume(with: result) }
+    }
+
+    private static func remove(_ workID: UInt64, key: Key, from state: inout State) {
+        state.live[workID] = nil
+        if state.joinable[key] == workID { state.joinable[key] = nil }
+    }
+
+    /// The work's priority set to the highest of its subscribers'; the work and its new
+    /// priority when it changed (to move its upstream, outside the lock).
+    private static func updatePriority(of entry: Entry) -> (Work, ImagePriority)? {
+        guard let highest = entry.subscribers.values.lazy.map(\.terms.priority).max(),
+              entry.work.priority.set(highest) else { return nil }
+        return (entry.work, highest)
+    }
+}
+
+/// One piece of shared work, as its task sees it: its priority (shared with the loader's queue
+/// or the decode pool, which read it when they pick work), what the requests that made it
+/// allow, and the one stream it sends its subscribers.
+final class StageWork<Partial: Sendable>: Sendable {
+    let id = nextStageID()
+    /// The highest priority among the current subscribers.
+    let priority: PriorityHandle
+    /// `false` for work started by a `reloadIgnoringCaches` request: it never reads caches.
+    let readsCaches: Bool
+    /// `false` for work started by a `returnCacheDataDontLoad` request: it never starts a load.
+    let mayLoad: Bool
+    /// Whether a subscriber ever asked for partial values.
+    fileprivate let partialsWanted = Atomic<Bool>(false)
+    private let send: @Sendable (StageEvent<Partial>, UInt64) -> Void
+    /// This work's own place among the subscribers of the work it waits on, and that table.
+    private let upstream = Mutex<(WaiterToken, any WaiterTable)?>(nil)
+
+    fileprivate init<Key, Value, Demand>(priority: ImagePriority, cachePolicy: CachePolicy,
+                                         table: StageTable<Key, Value, Partial, Demand>) {
+        self.priority = PriorityHandle(priority)
+        self.readsCaches = cachePolicy != .reloadIgnoringCaches
+        self.mayLoad = cachePolicy != .returnCacheDataDontLoad
+        self.send = { [weak table] event, id in table?.emit(event, from: id) }
+    }
+
+    /// Whether a request with `cachePolicy` may join this work: a reload joins only work that
+    /// does not read caches, and a request that may load joins only work that may load too
+    /// (a cache-only miss would answer it `notCached`).
+    func canServe(_ cachePolicy: CachePolicy) -> Bool {
+        (!readsCaches || cachePolicy != .reloadIgnoringCaches) && (mayLoad || cachePolicy == .returnCacheDataDontLoad)
+    }
+
+    /// Whether any subscriber wants partial values (a download keeps its body's bytes then).
+    var wantsPartials: Bool { partialsWanted.load(ordering: .relaxed) }
+
+    /// Sends download progress to the subscribers.
+    func progress(_ progress: ImageTask.Progress) { send(.progress(progress), id) }
+
+    /// Sends a partial value to the subscribers that want them.
+    func partial(_ partial: Partial) { send(.partial(partial), id) }
+
+    /// Forwards an event of the work this one waits on: progress as is; a partial value through
+    /// `partial` (what this work makes of it), when given.
+    func forward<Upstream>(_ event: StageEvent<Upstream>, partial: ((Upstream) -> Void)? = nil) {
+        switch event {
+        case .progress(let value): progress(value)
+        case .partial(let value): partial?(value)
+        }
+    }
+
+    func link(upstream token: WaiterToken, in table: any WaiterTable) {
+        upstream.withLock { $0 = (token, table) }
+    }
+
+    /// Moves this work's place in the work it waits on to `priority`.
+    fileprivate func propagate(_ priority: ImagePriority) {
+        guard let (token, table) = upstream.withLock({ $0 }) else { return }
+        table.setWaiterPriority(token, to: priority)
+    }
+}
+
+/// A work that subscribes to a lower stage's work: its place there follows its priority.
+protocol DependentWork: AnyObject, Sendable {
+    /// Records this work's token in the work it waits on, and that work's table.
+    func link(upstream token: WaiterToken, in table: any WaiterTable)
+}
+
+extension StageWork: DependentWork {}
+
+/// What the pipeline asks of a table through a subscriber's token alone, whatever the table's
+/// types: a push-out, and an ``ImageTask``'s priority change.
+protocol WaiterTable: AnyObject, Sendable {
+    /// The table's place in the pipeline's list of tables.
+    var id: Int { get }
+    func leave(_ token: WaiterToken, failing error: any Error)
+    func setWaiterPriority(_ token: WaiterToken, to priority: ImagePriority)
+}
+
+/// Names one subscriber of one piece of work.
+struct WaiterToken: Sendable {
+    /// The table's ``StageTable/id``.
+    let table: Int
+    let workID: UInt64
+    let waiterID: UInt64
+}
+
+private let lastStageID = Atomic<UInt64>(0)
+
+/// A new id for a work or a subscriber, unique in the process.
+func nextStageID() -> UInt64 {
+    lastStageID.add(1, ordering: .relaxed).newValue
+}
