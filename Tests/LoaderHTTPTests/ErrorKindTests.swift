@@ -137,6 +137,9 @@ struct ErrorKindTests {
         #expect(ImagePipelineError.Kind(httpStatus: 503) == .overloaded)
         #expect(ImagePipelineError.Kind(httpStatus: 500) == nil)
         #expect(ImagePipelineError.Kind.allCases.map(\.httpStatus) == [404, 403, 413, 422, 499, 503, 504, 504, 502, 500])
+        #expect(ImagePipelineError.Kind.allCases.map(\.httpStatus) == ImagePipelineError.Kind.allCases.map { kind in
+            documentedStatus(for: kind == .cancelled ? CancellationError() : ImagePipelineError.kindExample(kind))
+        }, "the documented function (ErrorStatusExample.swift) and Kind.httpStatus agree")
         for kind in ImagePipelineError.Kind.allCases where kind != .notAPicture && kind != .cancelled && kind != .unavailable
             && kind != .failed && kind != .notCached {
             #expect(ImagePipelineError.Kind(httpStatus: kind.httpStatus) == kind, "\(kind)")
@@ -153,5 +156,23 @@ extension Result {
     fileprivate var failure: Failure? {
         if case .failure(let error) = self { return error }
         return nil
+    }
+}
+
+extension ImagePipelineError {
+    /// An error of `kind` (not `.cancelled`: that is `CancellationError`).
+    fileprivate static func kindExample(_ kind: Kind) -> ImagePipelineError {
+        let url = URL(string: "https://cdn.example/a.png")!
+        switch kind {
+        case .notFound: return .notFound(url, status: 404)
+        case .refused: return .noLoader(scheme: "ftp")
+        case .overLimit: return .tooManyPixels(PixelSize(width: 60_000, height: 60_000), limit: 1_000_000)
+        case .notAPicture: return .noDecoder(format: nil)
+        case .overloaded: return .overloaded(url, limit: .queuedRequests, detail: "full")
+        case .timedOut: return .timeout("idle")
+        case .notCached: return .notCached
+        case .unavailable: return .truncated(expected: 10, received: 5)
+        case .cancelled, .failed: return .unexpectedNotModified
+        }
     }
 }
