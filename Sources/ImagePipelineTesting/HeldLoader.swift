@@ -137,6 +137,13 @@ public enum FakeLoadError: PipelineFailure, Equatable, CustomStringConvertible {
         return false
     }
 
+    /// The status's kind (`ImagePipelineError.Kind(httpStatus:)`: 404 is `.notFound`), as a
+    /// custom HTTP loader would say it; `nil` when offline (the pipeline takes it as `.unavailable`).
+    public var failureKind: ImagePipelineError.Kind? {
+        if case .status(let code) = self { return ImagePipelineError.Kind(httpStatus: code) }
+        return nil
+    }
+
     /// A line for messages.
     public var description: String {
         switch self {

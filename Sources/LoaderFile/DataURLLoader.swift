@@ -203,6 +203,9 @@ public enum DataURLError: PipelineFailure, Hashable, Sendable, CustomStringConve
     /// Always `true`.
     public var isPermanent: Bool { true }
 
+    /// `.notAPicture`: the URL does not hold a picture's bytes.
+    public var failureKind: ImagePipelineError.Kind? { .notAPicture }
+
     /// A sentence saying what is wrong.
     public var description: String {
         switch self {

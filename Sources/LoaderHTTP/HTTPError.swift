@@ -69,6 +69,24 @@ public enum HTTPError: Error, Hashable, Sendable, CustomStringConvertible, Local
         }
     }
 
+    /// What kind of failure this is, for `ImagePipelineError.kind`: a ``ConnectionPolicy``
+    /// refusal, an insecure or forbidden redirect or scheme, and a 401, 403 or 451 are
+    /// `.refused`; a declared non-picture type and an empty body `.notAPicture`; a header flood
+    /// `.overLimit`; a slow sender `.timedOut`; other statuses by
+    /// `ImagePipelineError.Kind(httpStatus:)` (429 and 503 `.overloaded`); `nil` (the loader's
+    /// unknown failure, `.unavailable`) for the rest.
+    public var failureKind: ImagePipelineError.Kind? {
+        switch self {
+        case .badStatus(let code): return ImagePipelineError.Kind(httpStatus: code)
+        case .network(.insecureRedirect, _), .network(.forbiddenRedirect, _), .network(.insecureScheme, _), .refused:
+            return .refused
+        case .notAPicture, .emptyBody: return .notAPicture
+        case .headersTooLarge: return .overLimit
+        case .tooSlow: return .timedOut
+        case .network, .incompleteHeaders, .unsupportedEncoding, .corruptEncoding, .engineFailure: return nil
+        }
+    }
+
     /// One line a person can act on. The texts a server or curl supplied (a coding, curl's
     /// message, a `Location` inside it) are escaped and bounded (`MessageText`): they reach
     /// logs and terminals.

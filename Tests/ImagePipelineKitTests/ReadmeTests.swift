@@ -15,6 +15,7 @@ struct ReadmeTests {
         "Tests/ImagePipelineKitTests/ReadmeKitExample.swift": "Sources/ImagePipelineKit/ImagePipelineKit.docc/ImagePipelineKit.md",
         "Tests/PluginTests/FarbfeldDecoder.swift": "Sources/PipelineCore/PipelineCore.docc/WritingADecoder.md",
         "Examples/CustomLoader/AssetLoader.swift": "Sources/PipelineCore/PipelineCore.docc/WritingALoader.md",
+        "Tests/LoaderHTTPTests/ErrorStatusExample.swift": "Sources/PipelineCore/PipelineCore.docc/ErrorsAndFailures.md",
     ]
 
     /// README.md and every DocC catalog page, relative to the package root.

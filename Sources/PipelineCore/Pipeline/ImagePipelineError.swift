@@ -8,6 +8,18 @@ public protocol PipelineFailure: Error {
     /// `true` when the same request would fail the same way for a while (not found,
     /// undecodable bytes); `false` for a timeout or a dropped connection.
     var isPermanent: Bool { get }
+
+    /// What kind of failure this is (``ImagePipelineError/Kind``: not found, refused, over a
+    /// limit, not a picture…), so that ``ImagePipelineError/kind`` sees through the pipeline's
+    /// wrapper; `nil` (the default) when none fits, and the pipeline decides by where the error
+    /// came from (a loader's is ``ImagePipelineError/Kind/unavailable``, a decoder's
+    /// ``ImagePipelineError/Kind/notAPicture``).
+    var failureKind: ImagePipelineError.Kind? { get }
+}
+
+extension PipelineFailure {
+    /// `nil`: the pipeline decides by where the error came from.
+    public var failureKind: ImagePipelineError.Kind? { nil }
 }
 
 /// The pipeline's failures, and the error vocabulary that loaders and codecs share.
@@ -16,7 +28,9 @@ public protocol PipelineFailure: Error {
 /// loader's error arrives wrapped in ``loadingFailed(_:underlying:)``, a decoder's in
 /// ``decodingFailed(_:underlying:)``, the loader's or decoder's own error (of any type)
 /// unchanged inside — inside the failure of the fetch URL, when the URL builder picked another
-/// (the message names both). ``underlyingError`` unwraps.
+/// (the message names both). ``underlyingError`` unwraps; ``kind`` says what kind of failure it
+/// is through every wrapper (`if case .notFound = error.kind`), and `Kind(error)` for any error,
+/// a `CancellationError` included.
 public enum ImagePipelineError: Error, Sendable, CustomStringConvertible, LocalizedError, PipelineFailure, Equatable {
     /// No loader is registered for the URL's scheme.
     case noLoader(scheme: String)
