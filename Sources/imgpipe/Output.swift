@@ -1,4 +1,3 @@
-import CodecPNG
 import Foundation
 import PipelineCore
 

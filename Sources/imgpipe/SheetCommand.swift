@@ -59,12 +59,13 @@ struct SheetOptions: OptionGroup {
 }
 
 extension Command {
-    /// An animation's frame count for its caption: its header read again (GIF and WebP only;
-    /// 1 for anything else or when reading fails).
+    /// An animation's frame count for its caption: its header read again, for the formats a
+    /// registered decoder reads animations of (GIF, WebP, JPEG XL…); 1 for anything else or
+    /// when reading fails.
     fileprivate static func frameCount(_ url: URL, _ result: Result<(ImageResponse, TimeInterval), any Error>,
                                        _ environment: Environment) async -> Int {
-        guard case .success(let (response, _)) = result, response.format == .gif || response.format == .webp else { return 1 }
         let configuration = environment.pipeline.configuration
+        guard case .success(let (response, _)) = result, configuration.decoders.readsAnimations(of: response.format) else { return 1 }
         guard let loader = try? configuration.loaders.requireLoader(for: url),
               case .data(let data, _)? = try? await loader.load(DataLoadRequest(url: url)),
               let info = try? configuration.decoders.requireDecoder(for: data).readInfo(data) else { return 1 }
