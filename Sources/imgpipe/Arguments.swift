@@ -106,7 +106,7 @@ struct Invocation: Sendable {
     /// Whether `--help` (`-h`) was given.
     var wantsHelp: Bool { self[CommonOptions.declared.help] }
 
-    /// The `--out` path (``OutputPath``'s option): the one place it is read.
+    /// The `--out` path (``OutputOptions/out(_:)``): the one place its value is required and checked.
     /// - Throws: ``UsageError`` when it is missing or empty.
     func output(_ option: Option<String>) throws -> String {
         guard let path = self[option], !path.isEmpty else { throw UsageError(message: "'imgpipe \(command.name)' needs --out FILE") }

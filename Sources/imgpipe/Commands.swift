@@ -109,17 +109,17 @@ extension Command {
                 return request
             }
             let out = invocation[options.out]
-            let pattern = out?.contains("%s") == true
-            if invocation.has(options.outDirectory) || pattern {
+            let pattern = out.flatMap { $0.contains("%s") ? $0 : nil }
+            if invocation.has(options.outDirectory) || pattern != nil {
                 guard out == nil || !invocation.has(options.outDirectory) else {
                     throw UsageError(message: "give --out FILE or --out-dir DIR, not both")
                 }
-                guard !pattern || !invocation.has(options.format) else {
+                guard pattern == nil || !invocation.has(options.format) else {
                     throw UsageError(message: "--format goes with --out-dir; a --out pattern's extension picks the format")
                 }
                 guard !invocation.has(options.previewsDirectory) else { throw UsageError(message: "--previews-dir goes with --out FILE") }
                 let processors = steps + (try await composition.processors(invocation))
-                return try await ThumbnailBatch.run(invocation, options, padsOrFlattens: composition.usesBackground) { url in
+                return try await ThumbnailBatch.run(invocation, options, pattern: pattern, padsOrFlattens: composition.usesBackground) { url in
                     request(url, processors)
                 }
             }

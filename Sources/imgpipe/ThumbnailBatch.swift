@@ -23,10 +23,11 @@ enum ThumbnailBatch {
     /// written once, so a large cache would only hold finished work (a repeated source still hits).
     static let memoryCacheMB = 32
 
-    static func run(_ invocation: Invocation, _ options: ThumbOptions, padsOrFlattens: Bool,
+    /// `pattern` is `--out` when it holds `%s`.
+    static func run(_ invocation: Invocation, _ options: ThumbOptions, pattern: String?, padsOrFlattens: Bool,
                     request: @escaping @Sendable (URL) -> ImageRequest) async throws -> Int32 {
         let settings: OutputSettings, folder: (URL) -> String, name: (String) -> String, destination: String
-        if let pattern = invocation[options.out], pattern.contains("%s") {
+        if let pattern {
             settings = try OutputSettings(format: try OutputFormat(path: pattern), invocation: invocation, path: pattern,
                                           padsOrFlattens: padsOrFlattens)
             let besideSource = !pattern.contains("/")
