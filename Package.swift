@@ -98,8 +98,8 @@ var targets: [Target] = [
                 exclude: ["Fixtures"]),
     .testTarget(name: "LoaderFileTests", dependencies: ["PipelineCore", "LoaderFile", "CodecPNG", "PipelineTestSupport"]),
 
-    .executableTarget(name: "imgpipe", dependencies: ["PipelineCore", "CodecJPEG", "CodecPNG", "CodecWebP", "CodecHEIF",
-                                                   "CodecGIF", "CodecSVG", "CodecJXL", "LoaderFile", "LoaderHTTP", "CacheDisk", "ImagePipelineKit"]),
+    // The codecs, loaders and disk cache come through the kit (its registries are imgpipe's list of them).
+    .executableTarget(name: "imgpipe", dependencies: ["PipelineCore", "ImagePipelineKit"]),
 
     .executableTarget(name: "PNGFromFiles", dependencies: ["PipelineCore", "CodecPNG", "LoaderFile"],
                       path: "Examples/PNGFromFiles"),

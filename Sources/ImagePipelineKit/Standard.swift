@@ -19,34 +19,56 @@ extension DecoderRegistry {
     /// Every decoder this package ships, registered newest-preferred: JPEG XL, GIF, HEIC (and
     /// AVIF when libheif has an AV1 decoder), WebP, PNG, JPEG, SVG (and SVGZ). The `Accept` header of
     /// ``PipelineCore/ImagePipeline/Configuration/standard(diskCache:connectionPolicy:)`` follows this order.
-    public static var standard: DecoderRegistry {
-        DecoderRegistry()
+    /// The C libraries' own writes to stderr are left alone (``CodecStandardError/inherited``).
+    public static var standard: DecoderRegistry { standard(codecStandardError: .inherited) }
+
+    /// ``standard`` with the C libraries' writes to the process's stderr treated as
+    /// `codecStandardError` says: `imgpipe`, which owns its stderr, passes
+    /// ``CodecStandardError/discardedWhileDecoding``.
+    public static func standard(codecStandardError: CodecStandardError) -> DecoderRegistry {
+        let quiet = codecStandardError == .discardedWhileDecoding
+        return DecoderRegistry()
             // First, so last in `Accept`: a server that has a raster and an SVG sends the raster.
             // SVG is chosen by its root element, which no other format's data has.
             .registering(SVGDecoder())
             .registering(JPEGDecoder())
             .registering(PNGDecoder())
             .registering(WebPDecoder())
-            .registering(HEIFDecoder())
+            .registering(HEIFDecoder(standardError: quiet ? .discardedWhileDecoding : .inherited))
             .registering(GIFDecoder())
             // Last, so first in `Accept`: a server that has a JPEG XL sends it (smallest), and
             // only a JPEG XL's own signature selects it.
-            .registering(JXLDecoder())
+            .registering(JXLDecoder(standardError: quiet ? .discardedWhileDecoding : .inherited))
     }
 }
 
+/// What happens to what the C libraries behind the standard decoders write to the process's
+/// stderr (fd 2) themselves: libde265's diagnostics of corrupt HEVC headers
+/// (`HEIFDecoder.StandardError`) and libjxl's failure traces (`JXLDecoder.StandardError`).
+public enum CodecStandardError: Sendable, Hashable {
+    /// Left alone: the default for a library, whose host process owns fd 2.
+    case inherited
+    /// While a HEIF or JPEG XL decode runs, fd 2 points at `/dev/null` (restored when the last
+    /// one ends): only for a program that writes its own messages to a duplicate of fd 2 made
+    /// beforehand (as `imgpipe` does).
+    case discardedWhileDecoding
+}
+
 extension EncoderRegistry {
-    /// Every encoder this package ships: JPEG (libjpeg-turbo), PNG (libpng), WebP (libwebp),
-    /// JPEG XL (libjxl), and HEIC and AVIF through libheif (x265 and aom; `HEIFEncoder.isAvailable` says
-    /// whether this machine's libheif has them).
+    /// Every encoder this package ships, registered in this order: JPEG (libjpeg-turbo), PNG
+    /// (libpng), WebP (libwebp), AVIF and HEIC through libheif (aom and x265;
+    /// `HEIFEncoder.isAvailable` says whether this machine's libheif has them), GIF (giflib;
+    /// stills and animations) and JPEG XL (libjxl). `imgpipe` writes exactly these, and lists
+    /// their extensions in this order.
     public static var standard: EncoderRegistry {
         EncoderRegistry()
             .registering(JPEGEncoder())
             .registering(PNGEncoder())
             .registering(WebPEncoder())
-            .registering(JXLEncoder())
-            .registering(HEIFEncoder.heic)
             .registering(HEIFEncoder.avif)
+            .registering(HEIFEncoder.heic)
+            .registering(GIFEncoder())
+            .registering(JXLEncoder())
     }
 }
 

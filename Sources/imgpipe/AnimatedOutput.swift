@@ -16,7 +16,7 @@ enum AnimatedOutput {
     static func write(_ request: ImageRequest, still response: ImageResponse, pipeline: ImagePipeline,
                       settings: OutputSettings, to path: String, firstFrameOnly: Bool) async throws -> Int? {
         guard !firstFrameOnly, let encoder = settings.encoder as? any AnimationEncoding,
-              pipeline.configuration.decoders.all.contains(where: { $0.formats.contains(response.format) && $0 is any AnimatedImageDecoding })
+              pipeline.configuration.decoders.readsAnimations(of: response.format)
         else { return nil }
         // Premultiplied frames: the processors work on those (as on a still), and the encoders
         // make each frame straight once.
@@ -47,5 +47,12 @@ enum AnimatedOutput {
             throw OutputError.encodingFailed(path: path, error)
         }
         return count
+    }
+}
+
+extension DecoderRegistry {
+    /// Whether a registered decoder of `format` reads its animations (``PipelineCore/AnimatedImageDecoding``).
+    func readsAnimations(of format: ImageFormat) -> Bool {
+        all.contains { $0.formats.contains(format) && $0 is any AnimatedImageDecoding }
     }
 }

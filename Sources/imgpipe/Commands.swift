@@ -14,10 +14,8 @@ extension Command {
     static let info = Command(
         name: "info", synopsis: "SOURCE... [--json] [--thumbhash]",
         summary: "print format, pixel size, orientation, alpha, frame count and colour profile of each source (headers only; --thumbhash also decodes)",
-        positionals: nil,
-        options: [.flag("json", "print a JSON array instead of one line per source"),
-                  .flag("thumbhash", "also decode each source small (fit in \(ThumbHash.maxEncodedSide) px) and print its ThumbHash (base64)")],
-        run: { invocation in
+        positionals: .sources, options: InfoOptions(),
+        run: { options, invocation in
             let urls = try Sources.urls(invocation.positionals)
             let environment = try Environment(invocation, sources: urls)
             let configuration = environment.pipeline.configuration
@@ -58,14 +56,14 @@ extension Command {
                     // The placeholder hash of the picture as the pipeline decodes it (upright,
                     // colour-managed, shrunk on load): the encoder reads at most 100 × 100 pixels.
                     var thumbHash: ThumbHash?
-                    if invocation.flag("thumbhash") {
+                    if invocation[options.thumbhash] {
                         let side = ThumbHash.maxEncodedSide
                         let request = WriteRequest.make(url, target: .pixels(PixelSize(width: side, height: side)), contentMode: .fit)
                         thumbHash = ThumbHash(bitmap: try await environment.pipeline.image(for: request).bitmap)
                         row["thumbhash"] = thumbHash?.base64
                     }
                     rows.append(row)
-                    if !invocation.flag("json") {
+                    if !invocation[options.json] {
                         print("\(Sources.label(url)): \(info.format) \(info.uprightSize)"
                               + (info.orientation == .up ? "" : " (stored \(info.size), orientation \(info.orientation.rawValue))")
                               + ", \(info.hasAlpha ? "alpha" : "no alpha"), \(info.frameCount) frame\(info.frameCount == 1 ? "" : "s")"
@@ -78,7 +76,7 @@ extension Command {
                     printError("imgpipe: \(Sources.failure(error, for: url))")
                 }
             }
-            if invocation.flag("json") {
+            if invocation[options.json] {
                 print(try Console.json(rows))
             }
             return failed == 0 ? 0 : 1
@@ -99,65 +97,55 @@ extension Command {
     static let thumb = Command(
         name: "thumb", synopsis: "SOURCE... (--size N | --fill WxH) (--out FILE | --out-dir DIR [--format EXT])",
         summary: "write a thumbnail that fits inside N×N (or W×H), or a WxH picture cropped at the centre, a side, a focal point or by smart crop; many at once with --out-dir",
-        positionals: nil,
-        options: ThumbnailGeometry.options + ThumbnailComposition.options
-                + [.value("out", "FILE", "(-o) where to write one thumbnail, or a pattern for many: tn_%s.jpg (%s: the source's name; "
-                         + "beside each source unless it names a folder); the extension picks the format: \(OutputFormat.knownExtensionList)"),
-                  .value("out-dir", "DIR", "write each SOURCE's thumbnail as DIR/<file stem>.<format> (created if missing)"),
-                  .value("format", "EXT", "with --out-dir (default png), or with --out - for stdout: jpg, png, webp, avif, heic, jxl or pam"),
-                  .value("blur", "R", "Gaussian blur, standard deviation R output pixels"),
-                  .value("corner-radius", "R", "round the corners by R output pixels"),
-                  .flag("round", "crop to a circle (transparent outside)"),
-                  .value("filter", "F", "resampling filter: lanczos3 or area (default \(ResamplingFilter.default.rawValue))"),
-                  .value("previews-dir", "DIR", "with --out: write each preview of a progressive download as DIR/preview-01.png, … before the final")]
-                + OutputSettings.commandOptions,
-        run: { invocation in
-            let geometry = try ThumbnailGeometry(invocation)
-            let composition = try ThumbnailComposition(invocation, geometry: geometry)
-            let steps = try processors(invocation)
-            let filter = try resamplingFilter(invocation)
+        positionals: .sources, options: ThumbOptions(),
+        run: { options, invocation in
+            let geometry = try ThumbnailGeometry(invocation, options.geometry)
+            let composition = try ThumbnailComposition(invocation, options.composition, geometry: geometry)
+            let steps = processors(invocation, options)
+            let filter = invocation[options.filter] ?? .default
             @Sendable func request(_ url: URL, _ processors: [ImageProcessor]) -> ImageRequest {
                 var request = WriteRequest.make(url, geometry: geometry, processors: processors, filter: filter)
                 composition.apply(to: &request)
                 return request
             }
-            let pattern = invocation.options["out"]?.contains("%s") == true
-            if invocation.options["out-dir"] != nil || pattern {
-                guard invocation.options["out"] == nil || invocation.options["out-dir"] == nil else {
+            let out = invocation[options.out]
+            let pattern = out.flatMap { $0.contains("%s") ? $0 : nil }
+            if invocation.has(options.outDirectory) || pattern != nil {
+                guard out == nil || !invocation.has(options.outDirectory) else {
                     throw UsageError(message: "give --out FILE or --out-dir DIR, not both")
                 }
-                guard !pattern || invocation.options["format"] == nil else {
+                guard pattern == nil || !invocation.has(options.format) else {
                     throw UsageError(message: "--format goes with --out-dir; a --out pattern's extension picks the format")
                 }
-                guard invocation.options["previews-dir"] == nil else { throw UsageError(message: "--previews-dir goes with --out FILE") }
+                guard !invocation.has(options.previewsDirectory) else { throw UsageError(message: "--previews-dir goes with --out FILE") }
                 let processors = steps + (try await composition.processors(invocation))
-                return try await ThumbnailBatch.run(invocation) { url in request(url, processors) }
+                return try await ThumbnailBatch.run(invocation, options, pattern: pattern, padsOrFlattens: composition.usesBackground) { url in
+                    request(url, processors)
+                }
             }
-            guard invocation.options["format"] == nil || invocation.options["out"] == OutputSettings.standardOutput else {
+            guard !invocation.has(options.format) || out == OutputSettings.standardOutput else {
                 throw UsageError(message: "--format goes with --out-dir or --out -; with --out FILE the extension picks the format")
             }
-            guard invocation.options["out"] != nil else { throw UsageError(message: "'imgpipe thumb' needs --out FILE or --out-dir DIR") }
+            guard out != nil else { throw UsageError(message: "'imgpipe thumb' needs --out FILE or --out-dir DIR") }
             guard invocation.positionals.count == 1 else {
                 throw UsageError(message: "--out FILE takes one SOURCE; for several use --out-dir DIR")
             }
-            let output = try invocation.outputSettings()
+            let output = try invocation.outputSettings(options.out, format: options.format, padsOrFlattens: composition.usesBackground)
             let urls = try Sources.urls(invocation.positionals)
             guard urls.count == 1, let url = urls.first else {
                 throw UsageError(message: "--out FILE takes one SOURCE, got \(urls.count); for several use --out-dir DIR")
             }
             let processors = steps + (try await composition.processors(invocation))
-            return try await render(request(url, processors), to: output, previewsTo: invocation.options["previews-dir"], invocation)
+            return try await render(request(url, processors), to: output, previewsTo: invocation[options.previewsDirectory], invocation)
         })
 
     /// `imgpipe decode SOURCE --out FILE`
     static let decode = Command(
         name: "decode", synopsis: "SOURCE --out FILE",
         summary: "decode SOURCE at full size, upright, and write it in the format of --out's extension",
-        positionals: 1...1,
-        options: [.value("out", "FILE", "where to write it: \(OutputFormat.knownExtensionList) (.pam: straight RGBA)")]
-            + OutputSettings.commandOptions,
-        run: { invocation in
-            let output = try invocation.outputSettings()
+        positionals: .count(1...1), options: DecodeCommandOptions(),
+        run: { options, invocation in
+            let output = try invocation.outputSettings(options.out)
             return try await render(WriteRequest.make(try Sources.url(invocation.positionals[0])), to: output, invocation)
         })
 
@@ -165,48 +153,28 @@ extension Command {
     static let convert = Command(
         name: "convert", synopsis: "SOURCE (OUT | --out FILE)",
         summary: "write SOURCE in the format of the output's extension, at full size (no resampling), upright",
-        positionals: 1...2,
-        options: [.value("out", "FILE", "(-o) where to write it, or OUT after SOURCE: \(OutputFormat.knownExtensionList); - for stdout"),
-                  .value("format", "EXT", "with --out -: what to write to stdout: jpg, png, webp, avif, heic, jxl or pam")]
-            + OutputSettings.commandOptions,
-        run: { invocation in
+        positionals: .count(1...2), options: ConvertOptions(),
+        run: { options, invocation in
             var invocation = invocation
             if invocation.positionals.count == 2 {
-                guard invocation.options["out"] == nil else { throw UsageError(message: "give OUT or --out FILE, not both") }
-                invocation = invocation.setting("out", to: invocation.positionals[1], positionals: [invocation.positionals[0]])
+                guard !invocation.has(options.out) else { throw UsageError(message: "give OUT or --out FILE, not both") }
+                invocation = invocation.setting(options.out, to: invocation.positionals[1], positionals: [invocation.positionals[0]])
             }
-            let output = try invocation.outputSettings()
+            let output = try invocation.outputSettings(options.out, format: options.format)
             return try await render(WriteRequest.make(try Sources.url(invocation.positionals[0])), to: output, invocation)
         })
 
     /// The built-in processors `thumb`'s `--blur`, `--corner-radius` and `--round` ask for,
     /// in that order.
-    private static func processors(_ invocation: Invocation) throws -> [ImageProcessor] {
-        func radius(_ name: String) throws -> Double? {
-            guard let text = invocation.options[name] else { return nil }
-            guard let value = Double(text), value > 0, value <= 10_000 else {
-                throw UsageError(message: "--\(name) needs a positive number of pixels (at most 10000), got '\(text)'")
-            }
-            return value
-        }
+    private static func processors(_ invocation: Invocation, _ options: ThumbOptions) -> [ImageProcessor] {
         var list = [ImageProcessor]()
-        if let blur = try radius("blur") { list.append(.gaussianBlur(radius: blur)) }
-        if let corner = try radius("corner-radius") { list.append(.roundedCorners(radius: corner)) }
-        if invocation.flag("round") { list.append(.circle) }
+        if let blur = invocation[options.blur] { list.append(.gaussianBlur(radius: blur)) }
+        if let corner = invocation[options.cornerRadius] { list.append(.roundedCorners(radius: corner)) }
+        if invocation[options.round] { list.append(.circle) }
         return list
     }
 
     /// Loads `request` and writes it to `output`: exit status 0, or 1 with one line on stderr.
-    /// `--filter`'s value, or the default filter.
-    private static func resamplingFilter(_ invocation: Invocation) throws -> ResamplingFilter {
-        guard let name = invocation.options["filter"] else { return .default }
-        guard let filter = ResamplingFilter(rawValue: name) else {
-            let names = ResamplingFilter.allCases.map(\.rawValue).joined(separator: ", ")
-            throw UsageError(message: "--filter must be one of \(names), got '\(name)'")
-        }
-        return filter
-    }
-
     /// With `previewsFolder`, the pipeline decodes previews of a progressive download and each
     /// one the task delivers is written there as `preview-01.png`, … before the final.
     private static func render(_ request: ImageRequest, to output: (path: String, settings: OutputSettings),
@@ -230,7 +198,7 @@ extension Command {
         }
         let frames = try await AnimatedOutput.write(output.settings.loading(request), still: response, pipeline: environment.pipeline,
                                                     settings: output.settings, to: output.path,
-                                                    firstFrameOnly: invocation.flag("first-frame"))
+                                                    firstFrameOnly: invocation[EncodingOptions.declared.firstFrame])
         if frames == nil { try output.settings.write(response.bitmap, iccProfile: response.iccProfile, to: output.path) }
         if environment.verbose {
             let line = "\(Sources.label(request.url)): \(response.format) \(response.originalSize) → \(response.bitmap.size) from \(response.source); wrote \(output.path)"
@@ -249,7 +217,7 @@ extension Command {
         } catch {
             throw OutputError.cannotWrite(path: folder, reason: error.localizedDescription)
         }
-        let png = try OutputSettings(format: .png, path: folder)
+        let png = try OutputSettings(format: .encoded(.png), path: folder)
         var count = 0
         for await preview in task.previews {
             count += 1
@@ -263,8 +231,8 @@ extension Command {
     static let fetch = Command(
         name: "fetch", synopsis: "SOURCE...",
         summary: "load each source through the full pipeline (caches included) and say where it came from",
-        positionals: nil, options: [],
-        run: { invocation in
+        positionals: .sources, options: FetchOptions(),
+        run: { _, invocation in
             let urls = try Sources.urls(invocation.positionals)
             let environment = try Environment(invocation, sources: urls)
             let start = Date()
@@ -285,6 +253,49 @@ extension Command {
             return failed == 0 ? 0 : 1
         })
 }
+
+/// `info`'s options.
+struct InfoOptions: OptionGroup {
+    let json = Flag("json", .output, "print a JSON array instead of one line per source")
+    let thumbhash = Flag("thumbhash", .output,
+                         "also decode each source small (fit in \(ThumbHash.maxEncodedSide) px) and print its ThumbHash (base64)")
+}
+
+/// `thumb`'s options: the size and crop, the processing around the resize, where and how it writes.
+struct ThumbOptions: OptionGroup {
+    let geometry = ThumbnailGeometry.Options()
+    let composition = ThumbnailComposition.Options()
+    let out = OutputOptions.out("where to write one thumbnail, or a pattern for many: tn_%s.jpg (%s: the source's name; "
+                                + "beside each source unless it names a folder); the extension picks the format: \(OutputFormat.knownExtensionList)")
+    let outDirectory = Option("out-dir", "DIR", .output, "write each SOURCE's thumbnail as DIR/<file stem>.<format> (created if missing)",
+                              .text)
+    let format = OutputOptions.format("with --out-dir (default png), or with --out - for stdout: \(OutputFormat.formatNames)")
+    let blur = Option("blur", "R", .processing, "Gaussian blur, standard deviation R output pixels", .radius)
+    let cornerRadius = Option("corner-radius", "R", .processing, "round the corners by R output pixels", .radius)
+    let round = Flag("round", .processing, "crop to a circle (transparent outside)")
+    let filter = Option("filter", "F", .processing, "resampling filter: lanczos3 or area (default \(ResamplingFilter.default.rawValue))",
+                        .filter)
+    let previewsDirectory = Option("previews-dir", "DIR", .output,
+                                   "with --out: write each preview of a progressive download as DIR/preview-01.png, … before the final",
+                                   .text)
+    let encoding = EncodingOptions.declared
+}
+
+/// `decode`'s options.
+struct DecodeCommandOptions: OptionGroup {
+    let out = OutputOptions.out("where to write it: \(OutputFormat.knownExtensionList) (.pam: straight RGBA)")
+    let encoding = EncodingOptions.declared
+}
+
+/// `convert`'s options.
+struct ConvertOptions: OptionGroup {
+    let out = OutputOptions.out("where to write it, or OUT after SOURCE: \(OutputFormat.knownExtensionList); - for stdout")
+    let format = OutputOptions.format("with --out -: what to write to stdout: \(OutputFormat.formatNames)")
+    let encoding = EncodingOptions.declared
+}
+
+/// `fetch` takes only the ``CommonOptions``.
+struct FetchOptions: OptionGroup {}
 
 /// Loads many requests with at most `--concurrency` at once.
 enum Loader {

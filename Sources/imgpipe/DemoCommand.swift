@@ -7,12 +7,8 @@ extension Command {
         name: "demo", synopsis: "STEP... --origin URL --state DIR [--out FILE.png]",
         summary: "run steps of ./scripts/demo against a CDN (scripts/cdn-fixture.py): "
             + DemoStep.allCases.map(\.rawValue).joined(separator: ", "),
-        positionals: 1...DemoStep.allCases.count,
-        options: [.value("origin", "URL", "the CDN the grid comes from, e.g. http://127.0.0.1:8080 (its ?w=N sizes are asked for)"),
-                  .value("state", "DIR", "kept from step to step and process to process: the disk cache (DIR/cache),"
-                         + " the CDN's request counts (DIR/requests.json), each step's record and sheet"),
-                  .value("out", "FILE", "with the sheet step: where to write the sheet (.png)")],
-        run: { invocation in
+        positionals: .count(1...DemoStep.allCases.count), options: DemoOptions(),
+        run: { options, invocation in
             let steps = try invocation.positionals.map { name in
                 guard let step = DemoStep(rawValue: name) else {
                     throw UsageError(message: "unknown demo step '\(name)' (steps: "
@@ -20,16 +16,11 @@ extension Command {
                 }
                 return step
             }
-            guard let state = invocation.options["state"] else { throw UsageError(message: "'imgpipe demo' needs --state DIR") }
-            let out = steps.contains(.sheet) ? try invocation.output(allowed: ["png"]) : nil
-            guard steps.allSatisfy({ $0 == .sheet }) || invocation.options["origin"] != nil else {
+            guard let state = invocation[options.state] else { throw UsageError(message: "'imgpipe demo' needs --state DIR") }
+            let out = steps.contains(.sheet) ? try invocation.output(options.out, allowed: ["png"]) : nil
+            let origin = invocation[options.origin]
+            guard steps.allSatisfy({ $0 == .sheet }) || origin != nil else {
                 throw UsageError(message: "'imgpipe demo' needs --origin URL")
-            }
-            let origin = try invocation.options["origin"].map { text in
-                guard let url = URL(string: text), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
-                    throw UsageError(message: "--origin needs an http(s) URL, got '\(text)'")
-                }
-                return url
             }
             let demo = try Demo(state: URL(fileURLWithPath: state), origin: origin)
             for step in steps {
@@ -41,6 +32,20 @@ extension Command {
             }
             return 0
         })
+}
+
+/// `demo`'s options.
+struct DemoOptions: OptionGroup {
+    let origin = Option("origin", "URL", .sources, "the CDN the grid comes from, e.g. http://127.0.0.1:8080 (its ?w=N sizes are asked for)",
+                        ValueParser { text, option in
+                            guard let url = URL(string: text), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
+                                throw UsageError(message: "\(option) needs an http(s) URL, got '\(text)'")
+                            }
+                            return url
+                        })
+    let state = Option("state", "DIR", .sources, "kept from step to step and process to process: the disk cache (DIR/cache),"
+                       + " the CDN's request counts (DIR/requests.json), each step's record and sheet", .text)
+    let out = OutputOptions.out("with the sheet step: where to write the sheet (.png)")
 }
 
 /// The steps of the demo, in the order `./scripts/demo` runs them: each says what it shows

@@ -1,15 +1,5 @@
-import CacheDisk
-import CodecGIF
-import CodecHEIF
-import CodecJPEG
-import CodecJXL
-import CodecPNG
-import CodecSVG
-import CodecWebP
 import Foundation
-import LoaderFile
-import LoaderHTTP
-import PipelineCore
+import ImagePipelineKit
 
 /// What every command builds from the shared options: the pipeline, its caches and the stats.
 struct Environment {
@@ -25,26 +15,28 @@ struct Environment {
     /// the pipeline's preview policy (`thumb --previews-dir`).
     init(_ invocation: Invocation, sources: [URL], memoryCacheMB: Int = 256,
          previews: ImagePipeline.PreviewPolicy? = nil) throws {
-        let memoryMB = try invocation.positiveInteger("memory-cache-mb", default: memoryCacheMB)
-        let maxPixels = try invocation.positiveInteger("max-pixels", default: 100_000_000)
-        let timeout = try invocation.positiveSeconds("timeout", default: 15)
-        concurrency = try invocation.positiveInteger("concurrency", default: 8)
-        verbose = invocation.flag("verbose")
+        let options = CommonOptions.declared
+        let memoryMB = invocation[options.memoryCacheMB] ?? memoryCacheMB
+        let maxPixels = invocation[options.maxPixels] ?? CommonOptions.defaultMaxPixels
+        let timeout = invocation[options.timeout] ?? 15
+        concurrency = invocation[options.concurrency] ?? 8
+        verbose = invocation[options.verbose]
         let remote = sources.contains { ["http", "https"].contains($0.scheme?.lowercased() ?? "") }
-        var policy = invocation.flag("public-only") ? ConnectionPolicy.publicOnly : .default
-        let allowedHosts = invocation.values("allow-host")
+        var policy = invocation[options.publicOnly] ? ConnectionPolicy.publicOnly : .default
+        let allowedHosts = invocation.all(options.allowHost)
         if !allowedHosts.isEmpty { policy.allowedHosts = allowedHosts.map { HostPattern($0) } }
-        if invocation.flag("no-disk-cache") || !remote {
+        if invocation[options.noDiskCache] || !remote {
             diskCache = nil
         } else {
+            let directory = invocation[options.cacheDirectory]
             do {
-                if let directory = invocation.options["cache-dir"] {
+                if let directory {
                     diskCache = try DiskCache(directory: URL(fileURLWithPath: directory))
                 } else {
                     diskCache = try DiskCache(name: "imgpipe")
                 }
             } catch {
-                throw ImagePipelineError.fileUnreadable(path: invocation.options["cache-dir"] ?? "the user cache directory",
+                throw ImagePipelineError.fileUnreadable(path: directory ?? "the user cache directory",
                                                         reason: "cannot use it as a disk cache: \(error.localizedDescription)")
             }
         }
@@ -67,10 +59,10 @@ struct Environment {
         pipeline = ImagePipeline(configuration: configuration)
     }
 
-    /// The formats imgpipe reads: what a folder given as SOURCE is sifted by, too.
-    static let decoders = DecoderRegistry().registering(SVGDecoder()).registering(JPEGDecoder()).registering(PNGDecoder()).registering(WebPDecoder())
-        .registering(HEIFDecoder(standardError: .discardedWhileDecoding)).registering(GIFDecoder())
-        .registering(JXLDecoder(standardError: .discardedWhileDecoding))
+    /// The formats imgpipe reads, what a folder given as SOURCE is sifted by too: the kit's
+    /// decoders (``ImagePipelineKit/CodecStandardError``: with the C libraries' own stderr
+    /// writes discarded, see ``Console``).
+    static let decoders = DecoderRegistry.standard(codecStandardError: .discardedWhileDecoding)
 
     /// The file loader (mapping inputs of 1 MiB or more: they are the user's own files), and
     /// libcurl only when a source needs it, so a local run does not pay for its start-up.
@@ -203,10 +195,10 @@ func printError(_ message: String) {
 ///
 /// The contract is one `imgpipe: <message>` line per failure, and no C library's own output.
 /// libde265 prints some diagnostics with `fprintf(stderr, …)` and has no switch for them, so
-/// the HEIF decoder is registered with ``CodecHEIF/HEIFDecoder/StandardError/discardedWhileDecoding``:
+/// the kit's decoders are made with ``ImagePipelineKit/CodecStandardError/discardedWhileDecoding``:
 /// fd 2 points at `/dev/null` while a HEIF decode runs. libjxl 0.7 prints a trace of every
-/// failure the same way, so the JPEG XL decoder is registered with
-/// ``CodecJXL/JXLDecoder/StandardError/discardedWhileDecoding`` too (both share one silencer). imgpipe's own messages (and the
+/// failure the same way, and the same setting silences the JPEG XL decoder too (both share one
+/// silencer). imgpipe's own messages (and the
 /// progress bar) go to this duplicate of fd 2, made in `main` before anything decodes, so they
 /// are never lost to that window.
 enum Console {

@@ -6,22 +6,15 @@ extension Command {
     static let frames = Command(
         name: "frames", synopsis: "SOURCE --out-dir DIR [--size N] [--format pam|png]",
         summary: "write every composited frame of an animation as DIR/frame-0000.pam, frame-0001.pam, …",
-        positionals: 1...1,
-        options: [.value("out-dir", "DIR", "the folder to write the frames to (created if missing)"),
-                  .value("size", "N", "fit each frame inside N×N pixels (default: the canvas size)"),
-                  .value("format", "pam|png", "pam (straight RGBA, the default) or png")],
-        run: { invocation in
-            guard let directory = invocation.options["out-dir"], !directory.isEmpty else {
+        positionals: .count(1...1), options: FramesOptions(),
+        run: { options, invocation in
+            guard let directory = invocation[options.outDirectory], !directory.isEmpty else {
                 throw UsageError(message: "'imgpipe frames' needs --out-dir DIR")
             }
-            let format = invocation.options["format"]?.lowercased() ?? "pam"
-            guard format == "pam" || format == "png" else {
-                throw UsageError(message: "--format must be pam or png, got '\(format)'")
-            }
+            let format = invocation[options.format] ?? "pam"
             let url = try Sources.url(invocation.positionals[0])
             var request = ImageRequest(url: url)
-            if invocation.options["size"] != nil {
-                let size = try invocation.positiveInteger("size")
+            if let size = invocation[options.size] {
                 request = ImageRequest(url: url, width: size, height: size)
             }
             // Straight alpha, as the files store it: a full-size frame is written with its values exactly.
@@ -47,4 +40,16 @@ extension Command {
             await environment.finish()
             return 0
         })
+}
+
+/// `frames`' options.
+struct FramesOptions: OptionGroup {
+    let outDirectory = Option("out-dir", "DIR", .output, "the folder to write the frames to (created if missing)", .text)
+    let size = Option("size", short: "s", "N", .size, "fit each frame inside N×N pixels (default: the canvas size)", .positiveInteger)
+    let format = Option("format", "pam|png", .output, "pam (straight RGBA, the default) or png",
+                        ValueParser { text, option in
+                            let format = text.lowercased()
+                            guard format == "pam" || format == "png" else { throw UsageError(message: "\(option) must be pam or png, got '\(format)'") }
+                            return format
+                        })
 }

@@ -1,11 +1,17 @@
-import CodecPNG
 import Foundation
 import PipelineCore
 
-/// The formats imgpipe writes, chosen by the output's file extension (`Writing.swift`): the
-/// encoders in ``Encoders/registry``, and PAM, which imgpipe writes itself.
-enum OutputFormat: Sendable {
-    case jpeg, png, webp, avif, heic, gif, jxl, pam
+/// A format imgpipe writes, chosen by the output's file extension (`Writing.swift`): one of
+/// ``Encoders/registry``'s, or PAM, which imgpipe writes itself.
+struct OutputFormat: Hashable, Sendable {
+    /// The format the encoder registry is asked for; `nil` for PAM (imgpipe's own writer).
+    let imageFormat: ImageFormat?
+
+    /// A format an encoder writes.
+    static func encoded(_ format: ImageFormat) -> OutputFormat { OutputFormat(imageFormat: format) }
+
+    /// Netpbm PAM, straight RGBA: imgpipe's own writer.
+    static let pam = OutputFormat(imageFormat: nil)
 
     /// Writes `bitmap` to `path` in the format its extension names, with default options
     /// (`sheet`, `frames`), atomically (a temporary file beside it, then `rename`).

@@ -6,23 +6,19 @@ extension Command {
     static let sheet = Command(
         name: "sheet", synopsis: "[SOURCE...] [--size N] [--columns C] --out FILE.png",
         summary: "render a contact sheet of the sources (default: the bundled samples)",
-        positionals: nil,
-        options: [.value("size", "N", "thumbnail size in pixels (default 200)"),
-                  .value("columns", "C", "thumbnails per row (default: 3 to 5, whichever fills the last row best)"),
-                  .value("out", "FILE", "where to write the sheet (.png)")],
-        run: { invocation in
-            let output = try invocation.output(allowed: ["png"])
-            let size = try invocation.positiveInteger("size", default: 200)
+        positionals: .anySources, options: SheetOptions(),
+        run: { options, invocation in
+            let output = try invocation.output(options.out, allowed: ["png"])
+            let size = invocation[options.size] ?? 200
             guard size <= 4096 else { throw UsageError(message: "--size must be at most 4096") }
             let urls = invocation.positionals.isEmpty ? try Sources.bundledSamples() : try Sources.urls(invocation.positionals)
             let environment = try Environment(invocation, sources: urls)
             guard !urls.isEmpty else { throw UsageError(message: "no sources given") }
-            let columns = min(try invocation.positiveInteger("columns", default: ContactSheet.defaultColumns(for: urls.count)),
-                              urls.count)
+            let columns = min(invocation[options.columns] ?? ContactSheet.defaultColumns(for: urls.count), urls.count)
             // The sheet is one bitmap: held to --max-pixels like any picture, before anything loads.
             let layout = ContactSheet(tileSize: size, columns: columns)
             let sheetSize = layout.size(tileCount: urls.count)
-            let maxPixels = try invocation.positiveInteger("max-pixels", default: 100_000_000)
+            let maxPixels = invocation[CommonOptions.declared.maxPixels] ?? CommonOptions.defaultMaxPixels
             guard sheetSize.pixelCount <= maxPixels else {
                 throw UsageError(message: "a sheet of \(urls.count) pictures at --size \(size) would be \(sheetSize)"
                                  + " (\(sheetSize.pixelCount) pixels), over --max-pixels \(maxPixels);"
@@ -54,13 +50,22 @@ extension Command {
         })
 }
 
+/// `sheet`'s options.
+struct SheetOptions: OptionGroup {
+    let size = Option("size", short: "s", "N", .size, "thumbnail size in pixels (default 200)", .positiveInteger)
+    let columns = Option("columns", "C", .output, "thumbnails per row (default: 3 to 5, whichever fills the last row best)",
+                         .positiveInteger)
+    let out = OutputOptions.out("where to write the sheet (.png)")
+}
+
 extension Command {
-    /// An animation's frame count for its caption: its header read again (GIF and WebP only;
-    /// 1 for anything else or when reading fails).
+    /// An animation's frame count for its caption: its header read again, for the formats a
+    /// registered decoder reads animations of (GIF, WebP, JPEG XL…); 1 for anything else or
+    /// when reading fails.
     fileprivate static func frameCount(_ url: URL, _ result: Result<(ImageResponse, TimeInterval), any Error>,
                                        _ environment: Environment) async -> Int {
-        guard case .success(let (response, _)) = result, response.format == .gif || response.format == .webp else { return 1 }
         let configuration = environment.pipeline.configuration
+        guard case .success(let (response, _)) = result, configuration.decoders.readsAnimations(of: response.format) else { return 1 }
         guard let loader = try? configuration.loaders.requireLoader(for: url),
               case .data(let data, _)? = try? await loader.load(DataLoadRequest(url: url)),
               let info = try? configuration.decoders.requireDecoder(for: data).readInfo(data) else { return 1 }

@@ -23,24 +23,25 @@ enum ThumbnailBatch {
     /// written once, so a large cache would only hold finished work (a repeated source still hits).
     static let memoryCacheMB = 32
 
-    static func run(_ invocation: Invocation, request: @escaping @Sendable (URL) -> ImageRequest) async throws -> Int32 {
+    /// `pattern` is `--out` when it holds `%s`.
+    static func run(_ invocation: Invocation, _ options: ThumbOptions, pattern: String?, padsOrFlattens: Bool,
+                    request: @escaping @Sendable (URL) -> ImageRequest) async throws -> Int32 {
         let settings: OutputSettings, folder: (URL) -> String, name: (String) -> String, destination: String
-        if let pattern = invocation.options["out"], pattern.contains("%s") {
-            settings = try OutputSettings(format: try OutputFormat(path: pattern), invocation: invocation, path: pattern)
+        if let pattern {
+            settings = try OutputSettings(format: try OutputFormat(path: pattern), invocation: invocation, path: pattern,
+                                          padsOrFlattens: padsOrFlattens)
             let besideSource = !pattern.contains("/")
             folder = { url in besideSource && url.isFileURL ? url.deletingLastPathComponent().path : "" }
             name = { stem in pattern.replacingOccurrences(of: "%s", with: stem) }
             destination = "as " + pattern
         } else {
-            guard let directory = invocation.options["out-dir"], !directory.isEmpty else {
+            guard let directory = invocation[options.outDirectory], !directory.isEmpty else {
                 throw UsageError(message: "'imgpipe thumb' needs --out-dir DIR")
             }
-            let formatName = invocation.options["format"] ?? "png"
-            guard let format = OutputFormat(extension: formatName) else {
-                throw UsageError(message: "--format must be one of \(OutputFormat.extensions.map(\.name).joined(separator: ", ")), got '\(formatName)'")
-            }
+            let format = invocation[options.format] ?? .encoded(.png)
             settings = try OutputSettings(format: format, invocation: invocation,
-                                          path: (directory as NSString).appendingPathComponent("*.\(format.fileExtension)"))
+                                          path: (directory as NSString).appendingPathComponent("*.\(format.fileExtension)"),
+                                          padsOrFlattens: padsOrFlattens)
             folder = { _ in directory }
             name = { stem in "\(stem).\(format.fileExtension)" }
             destination = "to " + directory
@@ -59,10 +60,10 @@ enum ThumbnailBatch {
 
         let environment = try Environment(invocation, sources: urls, memoryCacheMB: memoryCacheMB)
         let cores = ProcessInfo.processInfo.activeProcessorCount
-        let inFlight = invocation.options["concurrency"] != nil ? environment.concurrency : max(environment.concurrency, 2 * cores)
+        let inFlight = invocation.has(CommonOptions.declared.concurrency) ? environment.concurrency : max(environment.concurrency, 2 * cores)
         // Idle threads wait a little for the next picture instead of exiting and being started again.
         let writers = WorkerPool(maxConcurrent: cores, name: "imgpipe.encode", idleTimeout: 0.5)
-        let pipeline = environment.pipeline, verbose = environment.verbose, firstFrameOnly = invocation.flag("first-frame")
+        let pipeline = environment.pipeline, verbose = environment.verbose, firstFrameOnly = invocation[options.encoding.firstFrame]
         let progress = ProgressBar(total: urls.count)
         let start = Date()
 

@@ -18,68 +18,75 @@ struct ThumbnailComposition {
     /// The overlay's source and placement, loaded by ``processors(_:)``.
     var overlay: (url: URL, gravity: CropAnchor, offset: (x: Int, y: Int), opacity: Double, size: Double?)?
 
-    /// The options this type reads, for `thumb`'s option list.
-    static let options: [OptionSpec] = [
-        .flag("trim", "cut away a uniform border (the top-left pixel's colour) before resizing, as vips find_trim"),
-        .value("trim-threshold", "N", "with --trim: how far (0-255) a channel may differ and still be border (default 10)"),
-        .flag("pad", "with --size WxH (or N): pad the fitted picture to exactly W×H with --background (default transparent)"),
-        .flag("flatten", "composite onto --background (default white), leaving no transparency"),
-        .value("overlay", "FILE|URL", "composite this picture (a watermark) over the thumbnail"),
-        .value("overlay-gravity", "SIDE", "where the overlay goes: southeast (default), centre, north, … as --gravity"),
-        .value("overlay-opacity", "X", "the overlay's opacity, 0-1 (default 1)"),
-        .value("overlay-size", "F", "fit the overlay inside F (0-1] of the thumbnail's width and height (default: its own size)"),
-        .value("overlay-offset", "X,Y", "move the overlay X,Y pixels in from the edges it sits on (default 0,0)"),
-    ]
+    /// Whether `--pad` or `--flatten` uses `--background` (so any output format takes it).
+    private(set) var usesBackground = false
 
-    init(_ invocation: Invocation, geometry: ThumbnailGeometry) throws {
-        let background = try invocation.options["background"].map(OutputSettings.colour)
-        if invocation.flag("trim") {
-            let threshold = try invocation.options["trim-threshold"].map { text in
-                guard let value = Double(text), (0...255).contains(value) else {
-                    throw UsageError(message: "--trim-threshold needs a number 0-255, got '\(text)'")
-                }
-                return value
-            }
-            trim = Trim(threshold: threshold ?? 10)
-        } else if invocation.options["trim-threshold"] != nil {
+    /// The options this type reads, in `thumb`'s table.
+    struct Options: OptionGroup {
+        let trim = Flag("trim", .processing, "cut away a uniform border (the top-left pixel's colour) before resizing, as vips find_trim")
+        let trimThreshold = Option("trim-threshold", "N", .processing,
+                                   "with --trim: how far (0-255) a channel may differ and still be border (default 10)",
+                                   ValueParser { text, option in
+                                       guard let value = Double(text), (0...255).contains(value) else {
+                                           throw UsageError(message: "\(option) needs a number 0-255, got '\(text)'")
+                                       }
+                                       return value
+                                   })
+        let pad = Flag("pad", .processing, "with --size WxH (or N): pad the fitted picture to exactly W×H with --background (default transparent)")
+        let flatten = Flag("flatten", .processing, "composite onto --background (default white), leaving no transparency")
+        let overlay = Option("overlay", "FILE|URL", .processing, "composite this picture (a watermark) over the thumbnail", .text)
+        let overlayGravity = Option("overlay-gravity", "SIDE", .processing,
+                                    "where the overlay goes: southeast (default), centre, north, … as --gravity", ThumbnailGeometry.gravityParser)
+        let overlayOpacity = Option("overlay-opacity", "X", .processing, "the overlay's opacity, 0-1 (default 1)", .fraction(allowsZero: true))
+        let overlaySize = Option("overlay-size", "F", .processing,
+                                 "fit the overlay inside F (0-1] of the thumbnail's width and height (default: its own size)",
+                                 .fraction(allowsZero: false))
+        let overlayOffset = Option("overlay-offset", "X,Y", .processing,
+                                   "move the overlay X,Y pixels in from the edges it sits on (default 0,0)",
+                                   ValueParser { text, option in
+                                       let parts = text.split(separator: ",", omittingEmptySubsequences: false)
+                                           .map { Int($0.trimmingCharacters(in: .whitespaces)) }
+                                       guard parts.count == 2, let x = parts[0], let y = parts[1], abs(x) <= 100_000, abs(y) <= 100_000 else {
+                                           throw UsageError(message: "\(option) needs X,Y in whole pixels, got '\(text)'")
+                                       }
+                                       return Offset(x: x, y: y)
+                                   })
+    }
+
+    /// `--overlay-offset`'s value.
+    struct Offset: Sendable {
+        var x: Int, y: Int
+    }
+
+    init(_ invocation: Invocation, _ options: Options, geometry: ThumbnailGeometry) throws {
+        let background = invocation[EncodingOptions.declared.background]
+        if invocation[options.trim] {
+            trim = Trim(threshold: invocation[options.trimThreshold] ?? 10)
+        } else if invocation.has(options.trimThreshold) {
             throw UsageError(message: "--trim-threshold goes with --trim")
         }
-        if invocation.flag("pad") {
+        if invocation[options.pad] {
             guard geometry.contentMode == .fit, case .pixels(let box) = geometry.target, box.width < 1 << 24, box.height < 1 << 24 else {
                 throw UsageError(message: "--pad needs --size WxH or N (a box to pad to), without a crop option")
             }
             padding = (box, background ?? .clear)
         }
-        if invocation.flag("flatten") { flattening = background ?? .white }
-        try parseOverlay(invocation)
+        if invocation[options.flatten] { flattening = background ?? .white }
+        usesBackground = invocation[options.pad] || invocation[options.flatten]
+        try parseOverlay(invocation, options)
     }
 
-    private mutating func parseOverlay(_ invocation: Invocation) throws {
-        let placement = ["overlay-gravity", "overlay-opacity", "overlay-size", "overlay-offset"]
-        guard let source = invocation.options["overlay"] else {
-            if let given = placement.first(where: { invocation.options[$0] != nil }) {
-                throw UsageError(message: "--\(given) goes with --overlay FILE|URL")
+    private mutating func parseOverlay(_ invocation: Invocation, _ options: Options) throws {
+        guard let source = invocation[options.overlay] else {
+            let placement: [any OptionDeclaration] = [options.overlayGravity, options.overlayOpacity, options.overlaySize, options.overlayOffset]
+            if let given = invocation.firstGiven(placement) {
+                throw UsageError(message: "--\(given.name) goes with --overlay FILE|URL")
             }
             return
         }
-        let gravity = try invocation.options["overlay-gravity"].map { try ThumbnailGeometry.gravity($0, option: "--overlay-gravity") }
-        func fraction(_ name: String, allowsZero: Bool) throws -> Double? {
-            guard let text = invocation.options[name] else { return nil }
-            guard let value = Double(text), value <= 1, allowsZero ? value >= 0 : value > 0 else {
-                throw UsageError(message: "--\(name) needs a number \(allowsZero ? "0" : "above 0")-1, got '\(text)'")
-            }
-            return value
-        }
-        var offset = (x: 0, y: 0)
-        if let text = invocation.options["overlay-offset"] {
-            let parts = text.split(separator: ",", omittingEmptySubsequences: false).map { Int($0.trimmingCharacters(in: .whitespaces)) }
-            guard parts.count == 2, let x = parts[0], let y = parts[1], abs(x) <= 100_000, abs(y) <= 100_000 else {
-                throw UsageError(message: "--overlay-offset needs X,Y in whole pixels, got '\(text)'")
-            }
-            offset = (x, y)
-        }
-        overlay = (try Sources.url(source), gravity ?? .bottomRight, offset,
-                   try fraction("overlay-opacity", allowsZero: true) ?? 1, try fraction("overlay-size", allowsZero: false))
+        let offset = invocation[options.overlayOffset] ?? Offset(x: 0, y: 0)
+        overlay = (try Sources.url(source), invocation[options.overlayGravity] ?? .bottomRight, (offset.x, offset.y),
+                   invocation[options.overlayOpacity] ?? 1, invocation[options.overlaySize])
     }
 
     /// Puts the trim on `request`.

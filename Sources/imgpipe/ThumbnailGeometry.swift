@@ -13,31 +13,53 @@ struct ThumbnailGeometry {
     var contentMode: ContentMode
     var anchor: CropAnchor
 
-    /// The options this type reads, for `thumb`'s option list.
-    static let options: [OptionSpec] = [
-        .value("size", "N", "(-s) fit inside N×N pixels; WxH fits inside W×H, Wx only bounds the width, xH the height"),
-        .value("fill", "WxH", "fill exactly W×H pixels, cropped (centre unless a crop option says otherwise)"),
-        .value("smartcrop", "HOW", "with --size WxH: fill the box and crop, keeping: none (fit instead), centre, attention "
-               + "(people, subjects: libvips's attention) or entropy (the most detailed part)"),
-        .flag("crop", "with --size WxH: fill the box, centre-cropped (same as --smartcrop centre)"),
-        .value("gravity", "SIDE", "fill and keep this side or corner: centre, north, south, east, west, northeast, northwest, "
-               + "southeast, southwest (or top, bottom, left, right, top-left, …)"),
-        .value("focal", "X,Y", "fill and centre the crop on this point, X and Y each 0-1 of the picture (0.5,0.5 is the centre)"),
-    ]
+    /// The options this type reads, in `thumb`'s table.
+    struct Options: OptionGroup {
+        let size = Option("size", short: "s", "N", .size,
+                          "fit inside N×N pixels; WxH fits inside W×H, Wx only bounds the width, xH the height", BoxSize.parser)
+        let fill = Option("fill", "WxH", .size, "fill exactly W×H pixels, cropped (centre unless a crop option says otherwise)",
+                          .widthByHeight)
+        let smartcrop = Option("smartcrop", "HOW", .size, "with --size WxH: fill the box and crop, keeping: none (fit instead), centre, "
+                               + "attention (people, subjects: libvips's attention) or entropy (the most detailed part)", SmartCrop.parser)
+        let crop = Flag("crop", .size, "with --size WxH: fill the box, centre-cropped (same as --smartcrop centre)")
+        let gravity = Option("gravity", "SIDE", .size, "fill and keep this side or corner: centre, north, south, east, west, northeast, "
+                             + "northwest, southeast, southwest (or top, bottom, left, right, top-left, …)", ThumbnailGeometry.gravityParser)
+        let focal = Option("focal", "X,Y", .size,
+                           "fill and centre the crop on this point, X and Y each 0-1 of the picture (0.5,0.5 is the centre)",
+                           ThumbnailGeometry.focalParser)
+    }
 
-    init(_ invocation: Invocation) throws {
-        let anchor = try Self.anchor(invocation)
-        if let fill = try invocation.size("fill") {
+    /// `--smartcrop`'s value: an anchor to fill and crop at, or a fit.
+    enum SmartCrop: Sendable {
+        case fit
+        case anchor(CropAnchor)
+
+        static var parser: ValueParser<SmartCrop> {
+            ValueParser { how, option in
+                switch how.lowercased() {
+                case "none": .fit
+                case "centre", "center": .anchor(.center)
+                case "attention": .anchor(.attention)
+                case "entropy": .anchor(.entropy)
+                default: throw UsageError(message: "\(option) needs none, centre, attention or entropy, got '\(how)'")
+                }
+            }
+        }
+    }
+
+    init(_ invocation: Invocation, _ options: Options) throws {
+        let anchor = try Self.anchor(invocation, options)
+        if let fill = invocation[options.fill] {
             guard anchor?.isFit != true else { throw UsageError(message: "--smartcrop none fits; it cannot go with --fill") }
-            self.init(target: .pixels(PixelSize(width: fill.width, height: fill.height)), contentMode: .fill,
-                      anchor: anchor?.anchor ?? .center)
+            self.init(target: .pixels(fill), contentMode: .fill, anchor: anchor?.anchor ?? .center)
             return
         }
         // The free side of `Wx` or `xH` bounds nothing: any picture fits in it (no upscaling).
         let unbounded = 1 << 24
-        guard let box = try invocation.box("size", unbounded: unbounded) else {
+        guard let size = invocation[options.size] else {
             throw UsageError(message: "'imgpipe thumb' needs --size N or --fill WxH")
         }
+        let box = (width: size.width ?? unbounded, height: size.height ?? unbounded)
         let target = TargetSize.pixels(PixelSize(width: box.width, height: box.height))
         guard let anchor, !anchor.isFit else {
             self.init(target: target, contentMode: .fit, anchor: .center)
@@ -56,41 +78,44 @@ struct ThumbnailGeometry {
     }
 
     /// The crop option given (at most one), or `nil`: the anchor, or a fit for `--smartcrop none`.
-    private static func anchor(_ invocation: Invocation) throws -> (anchor: CropAnchor, isFit: Bool, option: String)? {
-        let given = ["smartcrop", "gravity", "focal"].filter { invocation.options[$0] != nil }
-            .map { "--\($0)" } + (invocation.flag("crop") ? ["--crop"] : [])
+    private static func anchor(_ invocation: Invocation, _ options: Options) throws -> (anchor: CropAnchor, isFit: Bool, option: String)? {
+        let crops: [any OptionDeclaration] = [options.smartcrop, options.gravity, options.focal, options.crop]
+        let given = crops.filter { invocation.has($0) }.map { "--" + $0.spec.name }
         guard given.count <= 1 else {
             throw UsageError(message: "give one of --smartcrop, --crop, --gravity and --focal, not \(given.joined(separator: " and "))")
         }
-        if invocation.flag("crop") { return (.center, false, "--crop") }
-        if let how = invocation.options["smartcrop"] {
-            switch how.lowercased() {
-            case "none": return (.center, true, "--smartcrop")
-            case "centre", "center": return (.center, false, "--smartcrop")
-            case "attention": return (.attention, false, "--smartcrop")
-            case "entropy": return (.entropy, false, "--smartcrop")
-            default: throw UsageError(message: "--smartcrop needs none, centre, attention or entropy, got '\(how)'")
-            }
+        if invocation[options.crop] { return (.center, false, "--crop") }
+        switch invocation[options.smartcrop] {
+        case .fit?: return (.center, true, "--smartcrop")
+        case .anchor(let anchor)?: return (anchor, false, "--smartcrop")
+        case nil: break
         }
-        if let side = invocation.options["gravity"] { return (try gravity(side, option: "--gravity"), false, "--gravity") }
-        if let text = invocation.options["focal"] {
-            let parts = text.split(separator: ",", omittingEmptySubsequences: false).map { Double($0.trimmingCharacters(in: .whitespaces)) }
-            guard parts.count == 2, let x = parts[0], let y = parts[1], (0...1).contains(x), (0...1).contains(y) else {
-                throw UsageError(message: "--focal needs X,Y with each 0-1 of the picture (0.5,0.5 is the centre), got '\(text)'")
-            }
-            return (.focalPoint(x: x, y: y), false, "--focal")
-        }
+        if let anchor = invocation[options.gravity] { return (anchor, false, "--gravity") }
+        if let anchor = invocation[options.focal] { return (anchor, false, "--focal") }
         return nil
     }
 
-    /// The anchor a `--gravity`-style value names (`--gravity`, `--overlay-gravity`): ImageMagick's
-    /// compass points or CSS-like sides.
-    static func gravity(_ side: String, option: String) throws -> CropAnchor {
-        guard let anchor = gravities[side.lowercased().replacingOccurrences(of: "_", with: "-")] else {
-            throw UsageError(message: "\(option) needs centre, north, south, east, west, northeast, northwest, southeast "
-                             + "or southwest (or top, bottom, left, right, top-left, …), got '\(side)'")
+    /// `--focal X,Y`: a point, each 0-1 of the picture.
+    static var focalParser: ValueParser<CropAnchor> {
+        ValueParser { text, option in
+            let parts = text.split(separator: ",", omittingEmptySubsequences: false).map { Double($0.trimmingCharacters(in: .whitespaces)) }
+            guard parts.count == 2, let x = parts[0], let y = parts[1], (0...1).contains(x), (0...1).contains(y) else {
+                throw UsageError(message: "\(option) needs X,Y with each 0-1 of the picture (0.5,0.5 is the centre), got '\(text)'")
+            }
+            return .focalPoint(x: x, y: y)
         }
-        return anchor
+    }
+
+    /// A `--gravity`-style value (`--gravity`, `--overlay-gravity`): ImageMagick's compass points
+    /// or CSS-like sides.
+    static var gravityParser: ValueParser<CropAnchor> {
+        ValueParser { side, option in
+            guard let anchor = gravities[side.lowercased().replacingOccurrences(of: "_", with: "-")] else {
+                throw UsageError(message: "\(option) needs centre, north, south, east, west, northeast, northwest, southeast "
+                                 + "or southwest (or top, bottom, left, right, top-left, …), got '\(side)'")
+            }
+            return anchor
+        }
     }
 
     /// `--gravity`'s names: ImageMagick's compass points and CSS-like sides.

@@ -1,26 +1,12 @@
-import CodecGIF
-import CodecHEIF
-import CodecJPEG
-import CodecJXL
-import CodecPNG
-import CodecWebP
 import Foundation
-import PipelineCore
+import ImagePipelineKit
 
-/// The encoders imgpipe writes with, built in this one place. A codec module's encoder is one
-/// `.registering(…)` line here (every codec module is imported already); an output whose
-/// encoder is not registered fails with ``OutputError/noEncoder(format:path:)`` (exit 1)
-/// before anything is loaded. `.pam` is imgpipe's own writer (``OutputFormat/writePAM(_:to:)``).
+/// The encoders imgpipe writes with: the kit's, ``PipelineCore/EncoderRegistry/standard``, and
+/// nothing else. An encoder added there is an output format here, its extension in every list
+/// and message (``OutputFormat/extensions``), with no edit to imgpipe. `.pam` is imgpipe's own
+/// writer (``OutputFormat/writePAM(_:to:)``).
 enum Encoders {
-    // (Each keeps its C library's output off stderr: imgpipe's contract is one line per failure.)
-    static let registry = EncoderRegistry()
-        .registering(PNGEncoder())
-        .registering(JPEGEncoder())  // CodecJPEG: .jpg, .jpeg
-        .registering(WebPEncoder())  // CodecWebP: .webp
-        .registering(HEIFEncoder.heic)  // CodecHEIF: .heic (x265)
-        .registering(HEIFEncoder.avif)  // CodecHEIF: .avif (aom)
-        .registering(GIFEncoder())  // CodecGIF: .gif (stills and animations)
-        .registering(JXLEncoder())  // CodecJXL: .jxl (libjxl; stills)
+    static let registry = EncoderRegistry.standard
 }
 
 /// The request for a picture that imgpipe writes to a file (`thumb`, `decode`, `convert`):
@@ -70,13 +56,35 @@ enum OutputError: Error, CustomStringConvertible {
 }
 
 extension OutputFormat {
-    /// Every extension imgpipe knows, in the order messages list them, and its format.
-    static let extensions: [(name: String, format: OutputFormat)] = [
-        ("jpg", .jpeg), ("jpeg", .jpeg), ("png", .png), ("webp", .webp), ("avif", .avif), ("heic", .heic), ("gif", .gif), ("jxl", .jxl), ("pam", .pam),
-    ]
+    /// Every extension imgpipe writes, in the order messages list them, and its format:
+    /// ``extensions(writtenBy:)`` of ``Encoders/registry``.
+    static let extensions = extensions(writtenBy: Encoders.registry)
+
+    /// The extensions of the formats `registry`'s encoders write, in the order they were
+    /// registered (each format's ``PipelineCore/ImageFormat/fileExtension``, then the other
+    /// spellings users type, ``otherSpellings``), then `pam`.
+    static func extensions(writtenBy registry: EncoderRegistry) -> [(name: String, format: OutputFormat)] {
+        var seen = Set<ImageFormat>(), list: [(name: String, format: OutputFormat)] = []
+        for encoder in registry.all.reversed() where seen.insert(encoder.format).inserted {
+            let format = OutputFormat.encoded(encoder.format)
+            let names = [encoder.format.fileExtension ?? encoder.format.rawValue] + (otherSpellings[encoder.format] ?? [])
+            list += names.map { ($0.lowercased(), format) }
+        }
+        return list + [("pam", .pam)]
+    }
+
+    /// Extensions users type for a format beside its own ``PipelineCore/ImageFormat/fileExtension``.
+    static let otherSpellings: [ImageFormat: [String]] = [.jpeg: ["jpeg"]]
 
     /// `.jpg, .jpeg, .png, .webp, .avif, .heic, .gif, .jxl, .pam`: for messages.
     static var knownExtensionList: String { extensions.map { "." + $0.name }.joined(separator: ", ") }
+
+    /// `jpg, png, webp, avif, heic, gif, jxl or pam`: one extension a format, for help.
+    static var formatNames: String {
+        var names: [String] = []
+        for (name, format) in extensions where !names.contains(format.fileExtension) { names.append(name) }
+        return names.dropLast().joined(separator: ", ") + " or " + (names.last ?? "")
+    }
 
     /// The known extensions whose format this build can write.
     static var writableExtensions: [String] {
@@ -101,40 +109,17 @@ extension OutputFormat {
         self = format
     }
 
-    /// The extension batch outputs get: `jpg`, `png`, `webp`, `avif`, `heic`, `gif`, `jxl`, `pam`.
-    var fileExtension: String {
-        switch self {
-        case .jpeg: "jpg"
-        case .png: "png"
-        case .webp: "webp"
-        case .avif: "avif"
-        case .heic: "heic"
-        case .gif: "gif"
-        case .jxl: "jxl"
-        case .pam: "pam"
-        }
-    }
-
-    /// The format the encoder registry is asked for; `nil` for PAM (imgpipe's own writer).
-    var imageFormat: ImageFormat? {
-        switch self {
-        case .jpeg: .jpeg
-        case .png: .png
-        case .webp: .webp
-        case .avif: .avif
-        case .heic: .heif
-        case .gif: .gif
-        case .jxl: .jxl
-        case .pam: nil
-        }
-    }
+    /// The extension batch outputs get: the format's own (`jpg`, `png`, …), `pam`.
+    var fileExtension: String { imageFormat.map { $0.fileExtension ?? $0.rawValue } ?? "pam" }
 
     /// Formats with a lossy quality setting.
-    var takesQuality: Bool { [.jpeg, .webp, .avif, .heic, .jxl].contains(self) }
+    var takesQuality: Bool { imageFormat.map { [.jpeg, .webp, .avif, .heif, .jxl].contains($0) } ?? false }
     /// Formats that can store pixels exactly: always (PNG, PAM) or on request (WebP, AVIF, HEIC, JPEG XL).
-    var canBeLossless: Bool { self != .jpeg && self != .gif }
+    var canBeLossless: Bool { imageFormat != .jpeg && imageFormat != .gif }
     /// Formats with a progressive mode.
-    var takesProgressive: Bool { self == .jpeg }
+    var takesProgressive: Bool { imageFormat == .jpeg }
+    /// Formats that store a colour profile (every encoder's but GIF's; not PAM).
+    var storesColourProfile: Bool { imageFormat != nil && imageFormat != .gif }
 }
 
 /// How a command writes: the format (from the extension or `--format`), the encoder options
@@ -174,52 +159,46 @@ struct OutputSettings: Sendable {
         self.encoder = encoder
     }
 
-    /// Settings for `format` from the invocation's `--quality`, `--lossless`, `--compression-level`
-    /// and `--progressive`.
-    /// - Throws: ``UsageError`` for a value out of range or an option `format` cannot honour;
-    ///   ``OutputError/noEncoder(format:path:)``.
-    init(format: OutputFormat, invocation: Invocation, path: String) throws {
+    /// Settings for `format` from the invocation's ``EncodingOptions``: `--quality`, `--lossless`,
+    /// `--compression-level`, `--progressive`, `--keep-icc` and `--background` (with `padsOrFlattens`,
+    /// thumb's `--pad` or `--flatten` uses the background).
+    /// - Throws: ``UsageError`` for an option `format` cannot honour; ``OutputError/noEncoder(format:path:)``.
+    init(format: OutputFormat, invocation: Invocation, path: String, padsOrFlattens: Bool = false) throws {
+        let given = EncodingOptions.declared
         var options = EncodeOptions()
         let name = "." + format.fileExtension
-        if let text = invocation.options["quality"] {
-            guard let quality = Int(text), (0...100).contains(quality) else {
-                throw UsageError(message: "--quality needs a whole number from 0 to 100, got '\(text)'")
-            }
+        if let quality = invocation[given.quality] {
             guard format.takesQuality else {
                 throw UsageError(message: "--quality applies to .jpg, .webp, .avif, .heic and .jxl, not \(name) (always lossless)")
             }
             options.quality = quality
         }
-        if invocation.flag("lossless") {
+        if invocation[given.lossless] {
             guard format.canBeLossless else {
                 throw UsageError(message: "--lossless: JPEG is always lossy (use .png, or .webp with --lossless)")
             }
             options.lossless = true
         }
-        if let text = invocation.options["compression-level"] {
-            guard let level = Int(text), (0...9).contains(level) else {
-                throw UsageError(message: "--compression-level needs a whole number from 0 to 9, got '\(text)'")
-            }
-            guard format == .png else { throw UsageError(message: "--compression-level applies to .png only, not \(name)") }
+        if let level = invocation[given.compressionLevel] {
+            guard format == .encoded(.png) else { throw UsageError(message: "--compression-level applies to .png only, not \(name)") }
             options.compressionLevel = level
         }
-        if invocation.flag("progressive") {
+        if invocation[given.progressive] {
             guard format.takesProgressive else {
                 throw UsageError(message: "--progressive applies to .jpg and .jpeg only, not \(name)")
             }
             options.progressive = true
         }
-        let keepsICC = invocation.flag("keep-icc")
-        if keepsICC, format.imageFormat == nil || format == .gif {
+        let keepsICC = invocation[given.keepICC]
+        if keepsICC, !format.storesColourProfile {
             throw UsageError(message: "--keep-icc: \(name) stores no colour profile; write .jpg, .png, .webp, .avif, .heic or .jxl")
         }
-        if let text = invocation.options["background"] {
-            let background = try Self.colour(text)
-            guard format == .jpeg || invocation.flag("pad") || invocation.flag("flatten") else {
+        if let background = invocation[given.background] {
+            guard format == .encoded(.jpeg) || padsOrFlattens else {
                 throw UsageError(message: "--background applies to .jpg and .jpeg (no alpha to flatten) or with thumb's --pad "
                                  + "and --flatten; \(name) keeps the alpha")
             }
-            if format == .jpeg {
+            if format == .encoded(.jpeg) {
                 self.init(format: format, options: options, encoder: JPEGEncoder(background: background))
                 self.keepsICC = keepsICC
                 return
@@ -236,28 +215,6 @@ struct OutputSettings: Sendable {
         if keepsICC { request.processing.convertsToSRGB = false }
         return request
     }
-
-    /// `--background`'s colour, as ``RGBAColor/init(parsing:)`` reads it.
-    static func colour(_ text: String) throws -> RGBAColor {
-        guard let colour = RGBAColor(parsing: text) else {
-            throw UsageError(message: "--background needs a colour name (white, black, red, …), transparent, #RRGGBB, #RRGGBBAA, #RGB or R,G,B[,A] (0-255), got '\(text)'")
-        }
-        return colour
-    }
-
-    /// The options `thumb`, `decode` and `convert` take.
-    static let commandOptions: [OptionSpec] = [
-        .value("quality", "Q", "lossy quality 0-100 for .jpg, .webp, .avif, .heic, .jxl (default: the encoder's)"),
-        .flag("lossless", "store the pixels exactly (.webp, .jxl; .avif/.heic where libheif can)"),
-        .flag("progressive", "write a progressive JPEG"),
-        .value("compression-level", "N", "PNG zlib level 0-9 (default: the encoder's, 6)"),
-        .flag("first-frame", "with an animated source and a .webp or .gif output: write only the first frame "
-              + "(default: every frame, as vipsthumbnail)"),
-        .flag("keep-icc", "keep the picture's colour profile: its pixels are not converted to sRGB and its ICC profile "
-              + "is embedded (default: converted to sRGB, no profile written; EXIF, XMP and comments are never written)"),
-        .value("background", "COLOUR", "the colour of --pad and --flatten, and what .jpg flattens transparency onto: a name (white, red, …), "
-               + "transparent, #RRGGBB[AA] or R,G,B[,A] (defaults: transparent, white, black)"),
-    ]
 
     /// Encodes `bitmap` and writes it to `path` atomically (a temporary file beside it, then
     /// `rename`): a failed write leaves no partial file, and an older file stays until the new
@@ -303,21 +260,22 @@ struct OutputSettings: Sendable {
 }
 
 extension Invocation {
-    /// The `--out` path and how to write it: the format from its extension (exit 2 for an
-    /// unknown one), the encoder options, the encoder (exit 1 when none is registered), and a
-    /// folder that exists (exit 1 otherwise), all before anything is loaded.
+    /// The `--out` path (`option`) and how to write it: the format from its extension (exit 2
+    /// for an unknown one), the encoder options, the encoder (exit 1 when none is registered),
+    /// and a folder that exists (exit 1 otherwise), all before anything is loaded.
     ///
-    /// `--out -` writes to standard output in the format `--format` names (nothing else is
+    /// `--out -` writes to standard output in the format `format` names (nothing else is
     /// written there; notes go to stderr).
-    func outputSettings() throws -> (path: String, settings: OutputSettings) {
-        guard let path = options["out"], !path.isEmpty else { throw UsageError(message: "'imgpipe \(command.name)' needs --out FILE") }
+    func outputSettings(_ option: Option<String>, format: Option<OutputFormat>? = nil,
+                        padsOrFlattens: Bool = false) throws -> (path: String, settings: OutputSettings) {
+        let path = try output(option)
         if path == OutputSettings.standardOutput {
-            guard let name = options["format"], let format = OutputFormat(extension: name) else {
+            guard let format, let named = self[format] else {
                 throw UsageError(message: "--out - writes to stdout: give --format \(OutputFormat.knownExtensionList.replacingOccurrences(of: ".", with: ""))")
             }
-            return (path, try OutputSettings(format: format, invocation: self, path: path))
+            return (path, try OutputSettings(format: named, invocation: self, path: path, padsOrFlattens: padsOrFlattens))
         }
-        let settings = try OutputSettings(format: try OutputFormat(path: path), invocation: self, path: path)
+        let settings = try OutputSettings(format: try OutputFormat(path: path), invocation: self, path: path, padsOrFlattens: padsOrFlattens)
         try OutputFormat.checkFolder(of: path)
         return (path, settings)
     }

@@ -2,10 +2,10 @@
 //
 //   imgpipe info SOURCE... [--json]
 //   imgpipe thumb SOURCE (-s|--size N|WxH|Wx|xH | --fill WxH) (-o|--out) FILE
-//   imgpipe thumb SOURCE... (--size N | --fill WxH) --out-dir DIR [--format jpg|png|webp|avif|heic|pam]
+//   imgpipe thumb SOURCE... (--size N | --fill WxH) --out-dir DIR [--format jpg|png|webp|avif|heic|gif|jxl|pam]
 //   imgpipe decode SOURCE --out FILE
 //   imgpipe convert SOURCE (OUT | --out FILE) [--quality Q] [--lossless] [--progressive]
-//     (FILE's extension picks the format: .jpg/.jpeg, .png, .webp, .avif, .heic, .jxl, .pam)
+//     (FILE's extension picks the format: .jpg/.jpeg, .png, .webp, .avif, .heic, .gif, .jxl, .pam)
 //   imgpipe frames SOURCE --out-dir DIR [--size N] [--format pam|png]
 //   imgpipe sheet [SOURCE...] [--size N] [--columns C] --out FILE.png
 //   imgpipe fetch SOURCE...
@@ -29,7 +29,7 @@ if arguments == ["--version"] || arguments == ["version"] {
 }
 do {
     let invocation = try Invocation.parse(arguments, commands: Command.all)
-    if invocation.flag("help") {
+    if invocation.wantsHelp {
         print(invocation.command.help)
         exit(0)
     }

@@ -25,6 +25,22 @@ struct KitTests {
         #expect(DecoderRegistry.standard.formats.isSuperset(of: [.jpeg, .png, .webp, .heif, .gif, .svg]))
         #expect(LoaderRegistry.standard(accept: "*/*").schemes == ["http", "https", "file", "data"])
         #expect(EncoderRegistry.standard.formats.contains(.png))
+        // Every encoder the package ships (imgpipe writes exactly these): GIF was missing.
+        #expect(EncoderRegistry.standard.formats == [.jpeg, .png, .webp, .avif, .heif, .gif, .jxl])
+        #expect(EncoderRegistry.standard.all.reversed().map(\.format) == [.jpeg, .png, .webp, .avif, .heif, .gif, .jxl])
+    }
+
+    /// `standard(codecStandardError:)` is the same list, with the HEIF and JPEG XL decoders
+    /// told what to do with their libraries' stderr writes.
+    @Test func theQuietStandardDecodersAreTheSameList() {
+        let quiet = DecoderRegistry.standard(codecStandardError: .discardedWhileDecoding)
+        #expect(quiet.all.map { "\(type(of: $0))" } == DecoderRegistry.standard.all.map { "\(type(of: $0))" })
+        #expect(quiet.acceptHeader() == DecoderRegistry.standard.acceptHeader())
+        let heif = quiet.all.compactMap { $0 as? HEIFDecoder }, jxl = quiet.all.compactMap { $0 as? JXLDecoder }
+        #expect(heif.count == 1 && heif.allSatisfy { $0.standardError == .discardedWhileDecoding })
+        #expect(jxl.count == 1 && jxl.allSatisfy { $0.standardError == .discardedWhileDecoding })
+        #expect(DecoderRegistry.standard.all.compactMap { $0 as? HEIFDecoder }.allSatisfy { $0.standardError == .inherited })
+        #expect(DecoderRegistry.standard.all.compactMap { $0 as? JXLDecoder }.allSatisfy { $0.standardError == .inherited })
     }
 
     /// Over HTTP (the fixture server answers `/header/…` only when `Accept` is exactly the
