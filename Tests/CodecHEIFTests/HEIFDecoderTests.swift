@@ -26,18 +26,6 @@ struct HEIFDecoderTests {
         return try PNGDecoder().decode(try Data(contentsOf: out), options: DecodeOptions()).bitmap
     }
 
-    /// The mean absolute difference per channel value (RGBA) of two same-sized bitmaps.
-    static func meanDifference(_ a: Bitmap, _ b: Bitmap) -> Double {
-        var total = 0
-        for y in 0..<a.height {
-            for x in 0..<a.width {
-                let p = a.pixel(x: x, y: y), q = b.pixel(x: x, y: y)
-                total += abs(Int(p.r) - Int(q.r)) + abs(Int(p.g) - Int(q.g)) + abs(Int(p.b) - Int(q.b)) + abs(Int(p.a) - Int(q.a))
-            }
-        }
-        return Double(total) / Double(a.width * a.height * 4)
-    }
-
     @Test func formatsFollowTheAV1Decoder() throws {
         #expect(HEIFDecoder().formats == (HEIFDecoder.decodesAVIF ? [.heif, .avif] : [.heif]))
         #expect(HEIFDecoder().canDecode(try Corpus.data("heif", "example.heic")))
@@ -72,7 +60,7 @@ struct HEIFDecoderTests {
         #expect(small.info.size == PixelSize(width: 1280, height: 854))
         let full = try HEIFDecoder().decode(data, options: DecodeOptions())
         let scaled = Resampler.resample(full.bitmap, to: small.bitmap.size)
-        #expect(Self.meanDifference(scaled, small.bitmap) < 12)
+        #expect(absoluteDifference(scaled, small.bitmap).mean < 12)
         // Exactly the thumbnail's size still uses it; one pixel more needs the primary image,
         // which is resampled to the target while it is read from libheif's plane.
         #expect(try HEIFDecoder().decode(data, options: DecodeOptions(targetSize: PixelSize(width: 320, height: 212))).bitmap.size
@@ -181,7 +169,7 @@ struct HEIFDecoderTests {
         if Self.heifConvert != nil {
             let reference = try Self.reference("rainbow-451x461.heic")
             #expect(reference.size == decoded.bitmap.size)
-            if reference.size == decoded.bitmap.size { #expect(Self.meanDifference(reference, decoded.bitmap) < 1.5) }
+            if reference.size == decoded.bitmap.size { #expect(absoluteDifference(reference, decoded.bitmap).mean < 1.5) }
         }
     }
 
@@ -195,7 +183,7 @@ struct HEIFDecoderTests {
             if Self.heifConvert != nil {
                 let reference = try Self.reference("example.avif")
                 #expect(reference.size == decoded.bitmap.size)
-                if reference.size == decoded.bitmap.size { #expect(Self.meanDifference(reference, decoded.bitmap) < 1.5) }
+                if reference.size == decoded.bitmap.size { #expect(absoluteDifference(reference, decoded.bitmap).mean < 1.5) }
             }
         } else {
             #expect {

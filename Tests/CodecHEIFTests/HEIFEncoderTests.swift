@@ -125,13 +125,7 @@ struct HEIFEncoderTests {
     @Test(arguments: HEIFEncoderFixtures.available)
     func losslessKeepsColourUnderTransparentPixels(_ codec: HEIFEncoder.Codec) throws {
         let size = PixelSize(width: 40, height: 24)
-        var straight = [UInt8](repeating: 0, count: size.pixelCount * 4)
-        for pixel in 0..<size.pixelCount {
-            straight[pixel * 4] = UInt8(pixel % 256)
-            straight[pixel * 4 + 1] = UInt8((pixel * 7) % 256)
-            straight[pixel * 4 + 2] = 200
-            straight[pixel * 4 + 3] = pixel % 3 == 0 ? 0 : UInt8(pixel % 256)
-        }
+        let straight = straightRGBAWithColourUnderTransparency(size)
         let data = try HEIFEncoder(codec: codec).encode(straight: straight, size: size, options: EncodeOptions(lossless: true))
         let decoded = try Self.heifConvert(data, codec)
         let (decodedSize, decodedHasAlpha) = (decoded.size, decoded.hasAlpha)  // not `decoded` in #expect: it would print every pixel
@@ -191,7 +185,7 @@ struct HEIFEncoderTests {
     /// 2 is shared with tests running meanwhile, so only the encoders' own words are looked for.
     @Test func encodersWriteNothingToStandardError() throws {
         let bitmap = try Self.photo(alphaRamp: true)
-        let (_, captured) = try HEIFStandardErrorTests.capturingStandardError {
+        let (_, captured) = try capturingStandardError {
             for codec in Self.available {
                 _ = try HEIFEncoder(codec: codec).encode(bitmap, options: EncodeOptions(effort: 6))
                 _ = try HEIFEncoder(codec: codec).encode(bitmap, options: EncodeOptions(lossless: true))

@@ -72,13 +72,7 @@ struct WebPEncoderTests {
     /// straight bytes, since a premultiplied bitmap has none to keep.
     @Test func losslessKeepsColourUnderTransparentPixels() throws {
         let size = PixelSize(width: 40, height: 24)
-        var straight = [UInt8](repeating: 0, count: size.pixelCount * 4)
-        for pixel in 0..<size.pixelCount {
-            straight[pixel * 4] = UInt8(pixel % 256)
-            straight[pixel * 4 + 1] = UInt8((pixel * 7) % 256)
-            straight[pixel * 4 + 2] = 200
-            straight[pixel * 4 + 3] = pixel % 3 == 0 ? 0 : UInt8(pixel % 256)
-        }
+        let straight = straightRGBAWithColourUnderTransparency(size)
         let data = try WebPEncoder().encode(straight: straight, size: size, options: EncodeOptions(lossless: true))
         let decoded = try Self.dwebpDecode(data)
         let differing = zip(decoded.rgba, straight).filter { $0 != $1 }.count

@@ -20,14 +20,6 @@ struct ImgpipeFramesCompositingTests {
         return GIFWriter.gif(width: 4, height: 4, palette: palette, frames: [first, previous, background, last])
     }
 
-    /// The pixels of a PAM `imgpipe` wrote (after `ENDHDR\n`).
-    func pamPixels(_ url: URL) throws -> [UInt8] {
-        let data = [UInt8](try Data(contentsOf: url))
-        let marker = Array("ENDHDR\n".utf8)
-        let start = try #require(data.indices.first { data[$0...].starts(with: marker) }) + marker.count
-        return Array(data[start...])
-    }
-
     @Test func framesMatchTheDecoderFrameByFrame() async throws {
         try await withTemporaryDirectory(prefix: "imgpipe-frames") { (directory: URL) async throws in
             let file = directory.appendingPathComponent("matrix.gif")
