@@ -67,7 +67,7 @@ final class FrameHasher {
 }
 
 /// Every frame of every valid GIF against the corpus md5s; damaged files end in a typed error.
-@Suite(.enabled(if: Corpus.has("gif"), Corpus.missing("gif")))
+@Suite(.enabled(if: Corpus.has("gif"), Corpus.missing("gif")), .tags(.cpuBound))
 struct GIFConformanceTests {
     @Test func everyFrameOfEveryValidFileMatches() throws {
         let references = try FrameReferences.load("gif")

@@ -6,7 +6,7 @@ import PipelineTestSupport
 import Testing
 
 /// The libheif corpus: header info, full decodes against `heif-convert`, thumbnails, AVIF.
-@Suite(.enabled(if: Corpus.has("heif"), Corpus.missing("heif")))
+@Suite(.enabled(if: Corpus.has("heif"), Corpus.missing("heif")), .tags(.cpuBound))
 struct HEIFDecoderTests {
     static let heifConvert: URL? = FileManager.default.isExecutableFile(atPath: "/usr/bin/heif-convert")
         ? URL(fileURLWithPath: "/usr/bin/heif-convert") : nil

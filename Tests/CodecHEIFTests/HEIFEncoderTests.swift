@@ -10,7 +10,7 @@ import Testing
 /// netpbm's `pngtopam -alphapam` turns into straight RGBA: compared with the straight bytes we
 /// encoded, never after premultiplying. Pictures are small (227×149) because x265 and libaom
 /// are slow.
-@Suite(.enabled(if: HEIFEncoderFixtures.ready, "needs heif-convert (libheif-examples), pngtopam (netpbm) and the corpus's jpeg/testorig.ppm"))
+@Suite(.enabled(if: HEIFEncoderFixtures.ready, "needs heif-convert (libheif-examples), pngtopam (netpbm) and the corpus's jpeg/testorig.ppm"), .tags(.cpuBound))
 struct HEIFEncoderTests {
     static let available = HEIFEncoderFixtures.available
 

@@ -10,7 +10,7 @@ import Testing
 /// fd 2 is shared with every test running in parallel, so the checks look for text only the
 /// code under test writes (dav1d's "Unknown OBU type", unique markers), never for "nothing at
 /// all", and whatever else landed in the capture is written back to stderr afterwards.
-@Suite(.serialized, .enabled(if: Corpus.has("heif"), Corpus.missing("heif")))
+@Suite(.serialized, .enabled(if: Corpus.has("heif"), Corpus.missing("heif")), .tags(.cpuBound))
 struct HEIFStandardErrorTests {
     /// `example.avif` with the first 16 bytes of its `mdat` payload zeroed: the AV1 data starts
     /// with an OBU of type 0, which dav1d's default logger reported on stderr.

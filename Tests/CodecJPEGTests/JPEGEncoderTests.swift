@@ -90,7 +90,7 @@ struct JPEGMarkers {
 }
 
 /// `JPEGEncoder` against libjpeg-turbo's own command-line decoder and encoder.
-@Suite(.enabled(if: JPEGTools.available, JPEGTools.missing))
+@Suite(.enabled(if: JPEGTools.available, JPEGTools.missing), .tags(.cpuBound))
 struct JPEGEncoderTests {
     /// A photo when the corpus is present (libjpeg-turbo's `testorig.ppm`, 227×149: odd sizes,
     /// so partial MCUs are covered), else the smooth test pattern at an odd size.

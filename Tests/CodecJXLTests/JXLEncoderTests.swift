@@ -6,6 +6,7 @@ import PipelineTestSupport
 import Testing
 
 /// `JXLEncoder` against our own decoder (libjxl) and `djxl`.
+@Suite(.tags(.cpuBound))
 struct JXLEncoderTests {
     /// A 64×48 gradient with alpha steps, colour under every alpha value (straight).
     static func gradient(alpha: Bool) throws -> Bitmap {

@@ -14,7 +14,7 @@ import Testing
 /// Serialized: fd 2 is one per process, and the stderr test's capture must not interleave with
 /// the other tests' silencing (a silencer that leaves after the capture began would restore fd
 /// 2 under it).
-@Suite(.serialized, .enabled(if: Corpus.has("jxl"), Corpus.missing("jxl")))
+@Suite(.serialized, .enabled(if: Corpus.has("jxl"), Corpus.missing("jxl")), .tags(.cpuBound))
 struct JXLRobustnessTests {
     static let decoder = JXLDecoder(standardError: .discardedWhileDecoding)
     static let plain = JXLDecoder()

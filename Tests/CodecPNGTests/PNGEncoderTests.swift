@@ -46,7 +46,7 @@ enum PNGTopam {
 }
 
 /// `PNGEncoder` through `encode(_:options:)`, read back by `pngtopam`.
-@Suite(.enabled(if: PNGTopam.path != nil, PNGTopam.missing))
+@Suite(.enabled(if: PNGTopam.path != nil, PNGTopam.missing), .tags(.cpuBound))
 struct PNGEncoderTests {
     /// Every alpha from 0 to 255 against varied colour: a premultiplied bitmap built from
     /// straight pixels (until bitmaps can hold straight alpha themselves).
@@ -142,7 +142,7 @@ struct PNGEncoderTests {
 /// ``EncodeOptions/iccProfile`` in PNG: a real profile (from a corpus picture) round-trips
 /// through our decoder; a too-short one is refused before libpng; one libpng cannot take
 /// fails with its message, not a crash or a file without it.
-@Suite("PNG encoder ICC profiles")
+@Suite("PNG encoder ICC profiles", .tags(.cpuBound))
 struct PNGEncoderICCTests {
     static let picture = Bitmap(zeroed: PixelSize(width: 4, height: 4), pixelFormat: .rgba8Straight)
 

@@ -1,9 +1,11 @@
 import Foundation
+import PipelineTestSupport
 import Testing
 
 /// `Sources/CRSVG/shim.h` declares the librsvg, cairo and GLib functions CodecSVG calls instead
 /// of including their headers (see the comment there). Compiled after the real headers, every
 /// prototype must agree with them: a C compiler rejects a conflicting redeclaration.
+@Suite(.tags(.cpuBound))
 struct DeclarationsTests {
     static let shim = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .appendingPathComponent("../../Sources/CRSVG/shim.h").standardizedFileURL

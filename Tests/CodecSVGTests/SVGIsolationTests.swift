@@ -14,7 +14,7 @@ import Testing
 /// afterwards shows the watch works, and so does rsvg-convert's, which given the document as a
 /// file has a base and loads the image and stylesheet beside it), and draws exactly what the same document
 /// draws without those references.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.timeLimit(.minutes(2)), .tags(.cpuBound))
 struct SVGIsolationTests {
     static let red = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"32\" height=\"32\" id=\"a\"><rect id=\"r\" width=\"32\" height=\"32\" fill=\"red\"/></svg>"
 

@@ -5,6 +5,7 @@ import PipelineTestSupport
 import Testing
 
 /// The signature: XML whose root element is `svg`, whatever comes before it; never other XML.
+@Suite(.tags(.cpuBound))
 struct SVGSignatureTests {
     static func data(_ text: String) -> Data { Data(text.utf8) }
 

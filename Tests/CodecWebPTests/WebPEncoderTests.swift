@@ -6,7 +6,7 @@ import Testing
 
 /// ``WebPEncoder`` against an independent decoder: every file is read back by `dwebp -pam`
 /// (libwebp's own tool, straight RGBA), never by our decoder.
-@Suite(.enabled(if: PortableMap.dwebp != nil, "dwebp (Debian's webp package) is not installed"))
+@Suite(.enabled(if: PortableMap.dwebp != nil, "dwebp (Debian's webp package) is not installed"), .tags(.cpuBound))
 struct WebPEncoderTests {
     /// A 61×47 picture (odd sizes: partial macroblocks) of gradients and hard edges whose alpha
     /// runs through every level, 0 and 255 included.

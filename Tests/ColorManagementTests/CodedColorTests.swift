@@ -5,6 +5,7 @@ import PipelineTestSupport
 import Testing
 
 /// Coded (`nclx`) colour descriptions: Display P3 converts like the published P3 → sRGB matrix.
+@Suite(.tags(.cpuBound))
 struct CodedColorTests {
     @Test func displayP3ConvertsLikeThePublishedMatrix() throws {
         let profile = try #require(ColorManagement.profile(codedPrimaries: 12, transfer: 13))

@@ -8,6 +8,7 @@ import PipelineTestSupport
 import Testing
 
 /// Gray JPEGs with a gray ICC profile: the gray curve is applied (here a linear one).
+@Suite(.tags(.cpuBound))
 struct GrayProfileTests {
     /// A gray profile with a linear (gamma 1) curve, as ICC bytes, made with lcms.
     static func linearGrayProfile() throws -> [UInt8] {

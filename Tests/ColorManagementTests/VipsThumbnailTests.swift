@@ -12,7 +12,7 @@ let vipsThumbnailTool: URL? = FileManager.default.isExecutableFile(atPath: "/usr
     ? URL(fileURLWithPath: "/usr/bin/vipsthumbnail") : nil
 
 @Suite(.enabled(if: Corpus.has(ICC.folder) && vipsThumbnailTool != nil,
-                "needs ../shared/corpus/icc and /usr/bin/vipsthumbnail (Debian libvips-tools, see scripts/bootstrap)"))
+                "needs ../shared/corpus/icc and /usr/bin/vipsthumbnail (Debian libvips-tools, see scripts/bootstrap)"), .tags(.cpuBound))
 struct VipsThumbnailTests {
     static let size = PixelSize(width: 160, height: 100)
 

@@ -10,7 +10,7 @@ import Testing
 /// throw an error that says something, within its deadline, and the process's memory must stay
 /// bounded. A failing case is named so that `swift run -c release ImageFuzz --case …` makes it
 /// again; `scripts/fuzz` runs the same loop for as long as asked.
-@Suite(.enabled(if: FuzzCorpus.isPresent, Corpus.missing("")))
+@Suite(.enabled(if: FuzzCorpus.isPresent, Corpus.missing("")), .tags(.cpuBound))
 struct FuzzTests {
     /// A 4-megapixel limit (every corpus file used here is smaller) keeps a case that sets the
     /// dimensions huge cheap in a debug build; `scripts/fuzz` runs with the default 100 MP.

@@ -1,4 +1,5 @@
 import Foundation
+import PipelineTestSupport
 import Testing
 
 /// "Link only what you import": an app of PipelineCore + CodecPNG + LoaderFile links libpng and

@@ -7,7 +7,7 @@ import Testing
 
 /// `imgpipe frames` writes what the GIF decoder composites: the same canvas (the logical screen
 /// grown to the first frame), every disposal applied, straight RGBA in each PAM.
-@Suite("imgpipe frames compositing", .timeLimit(.minutes(2)))
+@Suite("imgpipe frames compositing", .timeLimit(.minutes(2)), .tags(.cpuBound))
 struct ImgpipeFramesCompositingTests {
     /// A 4×4 screen whose first frame reaches x = 6 (kept), a "previous" frame with transparency,
     /// a "background" frame, and a 1×1 frame that shows what they left.
