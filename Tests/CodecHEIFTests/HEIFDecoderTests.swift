@@ -15,14 +15,9 @@ struct HEIFDecoderTests {
     static func reference(_ name: String) throws -> Bitmap {
         let out = FileManager.default.temporaryDirectory.appendingPathComponent("heif-ref-\(UUID().uuidString).png")
         defer { try? FileManager.default.removeItem(at: out) }
-        let process = Process()
         let convert: URL = try #require(Self.heifConvert)
-        process.executableURL = convert
-        process.arguments = [Corpus.folder("heif").appendingPathComponent(name).path, out.path]
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        try #require(process.terminationStatus == 0, "heif-convert failed on \(name)")
+        let result = try ExternalTool.runBlocking(convert.path, [Corpus.folder("heif").appendingPathComponent(name).path, out.path])
+        try #require(result.status == 0, "heif-convert failed on \(name)")
         return try PNGDecoder().decode(try Data(contentsOf: out), options: DecodeOptions()).bitmap
     }
 
@@ -94,14 +89,8 @@ struct HEIFDecoderTests {
         let png = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Samples/glass-alpha.png")
         let out = FileManager.default.temporaryDirectory.appendingPathComponent("alpha-\(UUID().uuidString).heif")
         defer { try? FileManager.default.removeItem(at: out) }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/heif-enc")
-        process.arguments = encoderArguments + ["-q", "80", png.standardizedFileURL.path, "-o", out.path]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        try #require(process.terminationStatus == 0, "heif-enc failed")
+        let encoded = try ExternalTool.runBlocking("/usr/bin/heif-enc", encoderArguments + ["-q", "80", png.standardizedFileURL.path, "-o", out.path])
+        try #require(encoded.status == 0, "heif-enc failed")
         let data = try Data(contentsOf: out)
         #expect(try HEIFDecoder().readInfo(data).hasAlpha)
         let full = try HEIFDecoder().decode(data, options: DecodeOptions()).bitmap
@@ -130,19 +119,9 @@ struct HEIFDecoderTests {
             ("/usr/bin/heif-convert", [encoded.path, reference.path], nil),
             ("/usr/bin/pngtopam", ["-alphapam", reference.path], pam),
         ] as [(String, [String], URL?)] {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: tool)
-            process.arguments = arguments
-            if let output {
-                try #require(FileManager.default.createFile(atPath: output.path, contents: nil))
-                process.standardOutput = try FileHandle(forWritingTo: output)
-            } else {
-                process.standardOutput = FileHandle.nullDevice
-            }
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            process.waitUntilExit()
-            try #require(process.terminationStatus == 0, "\(tool) failed")
+            let result = try ExternalTool.runBlocking(tool, arguments)
+            try #require(result.status == 0, "\(tool) failed")
+            try output.map { try result.output.write(to: $0) }
         }
         let pamData = try Data(contentsOf: pam)
         let header = try #require(pamData.range(of: Data("ENDHDR\n".utf8)), "pngtopam wrote no PAM")

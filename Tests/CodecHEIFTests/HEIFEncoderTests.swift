@@ -137,17 +137,9 @@ struct HEIFEncoderTests {
     /// Runs `tool`; its stdout, read to the end while it runs.
     @discardableResult
     static func run(_ tool: String, _ arguments: [String]) throws -> Data {
-        let process = Process()
-        let pipe = Pipe()
-        process.executableURL = URL(fileURLWithPath: tool)
-        process.arguments = arguments
-        process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let output = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        try #require(process.terminationStatus == 0, "\(tool) \(arguments) failed")
-        return output
+        let result = try ExternalTool.runBlocking(tool, arguments)
+        try #require(result.status == 0, "\(tool) \(arguments) failed")
+        return result.output
     }
 
     @Test(arguments: HEIFEncoderFixtures.available)

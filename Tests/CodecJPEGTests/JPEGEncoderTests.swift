@@ -20,13 +20,8 @@ enum JPEGTools {
         defer { try? FileManager.default.removeItem(at: file) }
         let out = FileManager.default.temporaryDirectory.appendingPathComponent("jpegenc-out-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: out) }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: tool)
-        process.arguments = arguments + ["-outfile", out.path, file.path]
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        try #require(process.terminationStatus == 0, "\(tool) \(arguments) failed")
+        try #require(try ExternalTool.runBlocking(tool, arguments + ["-outfile", out.path, file.path]).status == 0,
+                     "\(tool) \(arguments) failed")
         return try Data(contentsOf: out)
     }
 

@@ -15,17 +15,9 @@ enum PNGTopam {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("pngenc-\(UUID().uuidString).png")
         try png.write(to: file)
         defer { try? FileManager.default.removeItem(at: file) }
-        let process = Process()
-        let output = Pipe()
-        process.executableURL = URL(fileURLWithPath: tool)
-        process.arguments = ["-alphapam", file.path]
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()  // until pngtopam closes it
-        process.waitUntilExit()
-        try #require(process.terminationStatus == 0, "pngtopam failed")
-        return try #require(pam(data), "pngtopam wrote no PAM")
+        let result = try ExternalTool.runBlocking(tool, ["-alphapam", file.path])
+        try #require(result.status == 0, "pngtopam failed")
+        return try #require(pam(result.output), "pngtopam wrote no PAM")
     }
 
     /// A P7 PAM with MAXVAL 255.

@@ -102,13 +102,7 @@ struct SVGIsolationTests {
                     let document = folder.appendingPathComponent("document.svg")
                     try data.write(to: document)
                     _ = watch.opened()
-                    let process = Process()
-                    process.executableURL = rsvg
-                    process.arguments = [document.path]
-                    process.standardOutput = FileHandle.nullDevice
-                    process.standardError = FileHandle.nullDevice
-                    try process.run()
-                    process.waitUntilExit()
+                    _ = try ExternalTool.runBlocking(rsvg.path, [document.path])
                     #expect(watch.opened() == ["document.svg", "secret.css", "secret.svg"], "rsvg-convert with a base file")
                 }
             }

@@ -245,13 +245,6 @@ enum PortableMap {
 
     /// Runs `tool` with `arguments`; its stdout and stderr are discarded.
     static func run(_ tool: URL, _ arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = tool
-        process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        try #require(process.terminationStatus == 0, "\(tool.lastPathComponent) \(arguments) failed")
+        try #require(try ExternalTool.runBlocking(tool.path, arguments).status == 0, "\(tool.lastPathComponent) \(arguments) failed")
     }
 }

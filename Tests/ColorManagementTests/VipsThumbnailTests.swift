@@ -20,15 +20,11 @@ struct VipsThumbnailTests {
     static func vipsThumbnail(_ file: String) throws -> Bitmap {
         let out = FileManager.default.temporaryDirectory.appendingPathComponent("vips-icc-\(UUID().uuidString).png")
         defer { try? FileManager.default.removeItem(at: out) }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/vipsthumbnail")
-        process.arguments = [Corpus.folder(ICC.folder).appendingPathComponent(file).path, "-s", "\(size.width)x\(size.height)",
-                             "--export-profile", "srgb", "-o", out.path]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        try #require(process.terminationStatus == 0, "vipsthumbnail failed on \(file)")
+        let result = try ExternalTool.runBlocking("/usr/bin/vipsthumbnail", [
+            Corpus.folder(ICC.folder).appendingPathComponent(file).path, "-s", "\(size.width)x\(size.height)", "--export-profile", "srgb",
+            "-o", out.path,
+        ])
+        try #require(result.status == 0, "vipsthumbnail failed on \(file)")
         return try ICC.decoder(for: ".png").decode(try Data(contentsOf: out), options: DecodeOptions(convertsToSRGB: false)).bitmap
     }
 

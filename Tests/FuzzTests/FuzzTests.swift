@@ -121,7 +121,11 @@ struct FuzzTests {
         let (ended, end) = AsyncStream<Void>.makeStream()
         let outcome = await FuzzHarness.race(deadline: 0.2) { () async throws -> Int in
             defer { end.finish() }
-            try await Task.sleep(for: .seconds(3600))  // a stand-in for a decoder that never returns
+            // A stand-in for a decoder that never returns: a stream nothing yields to, which ends
+            // only when the race cancels this task.
+            let (never, source) = AsyncStream<Void>.makeStream()
+            for await _ in never {}
+            withExtendedLifetime(source) {}
             return 0
         }
         guard case .timedOut = outcome else {
