@@ -317,8 +317,7 @@ public final class RedisCache: DataCaching, Sendable {
         let key = entryKey(url), ttl = arg(String(ttlMilliseconds(info)))
         // `false`: too big, or validators too long to read back.
         let stored = data.count > configuration.maxEntryBytes ? false : await onWorker { [self] in
-            let value = self.value(url, data: data, info: info)
-            guard value.count <= readLimit(url) else { return false }
+            guard let value = self.value(url, data: data, info: info), value.count <= readLimit(url) else { return false }
             _ = router.execute([RoutedCommand(key: key, arguments: [arg("SET"), key, value, arg("PX"), ttl])])
             return true
         }
@@ -326,8 +325,9 @@ public final class RedisCache: DataCaching, Sendable {
         await releaseHeldLease(for: url)
     }
 
-    /// The value stored for `url`: the entry, stored now, authenticated under the secret.
-    func value(_ url: URL, data: Data, info: CacheEntryInfo, storedAt: Date? = nil) -> Data {
+    /// The value stored for `url`: the entry, stored now, authenticated under the secret; `nil`
+    /// when the info is too long to encode.
+    func value(_ url: URL, data: Data, info: CacheEntryInfo, storedAt: Date? = nil) -> Data? {
         RedisEntry.encode(url: url, data: data, info: info, mac: mac, storedAt: storedAt ?? now())
     }
 

@@ -1,22 +1,22 @@
 import Foundation
 import PipelineCore
 
-/// The value stored under an entry key: an authenticated record of the URL, validators,
-/// freshness and compressed bytes.
+/// The value stored under an entry key: an authenticated record of the URL, the entry's info
+/// and its compressed bytes.
 ///
-/// Layout (integers big-endian): `"IPR4"`, the time it was stored in Unix milliseconds (i64),
-/// URL (u32 length + UTF-8), ETag and Last-Modified (u32 length + UTF-8, `0xFFFFFFFF` for none),
-/// fresh-until in Unix milliseconds (i64, `Int64.min` for none), a rendition's record (u32
-/// length + `RenditionRecord.serialized`, `0xFFFFFFFF` for none), the placeholder (u32 length +
-/// `ThumbHash.bytes`, `0xFFFFFFFF` for none), bytes (u64 length + bytes), then a 32-byte
-/// HMAC-SHA-256 (``RedisCache/Configuration/Authentication``) of the URL asked for (u32 length +
-/// UTF-8) followed by everything before the code. The code is checked before any field is read:
-/// a value whose code does not match (damaged, planted by a writer without the secret, written
-/// for another URL, or MACed under another secret) is refused, and so is every value of an
-/// older layout (`"IPR1"` to `"IPR3"`, which carried a recomputable FNV-1a checksum). A value
-/// that authenticates but does not parse is corrupt. Either way it is a miss.
+/// Layout (integers big-endian): `"IPR5"`, the time it was stored in Unix milliseconds (i64),
+/// URL (u32 length + UTF-8), the info (u32 length + `CacheEntryInfo.encoded()`, the wire format
+/// the disk cache writes too), bytes (u64 length + bytes), then a 32-byte HMAC-SHA-256
+/// (``RedisCache/Configuration/Authentication``) of the URL asked for (u32 length + UTF-8)
+/// followed by everything before the code. The code is checked before any field is read: a
+/// value whose code does not match (damaged, planted by a writer without the secret, written
+/// for another URL, or MACed under another secret) is refused, and so is every value of a
+/// layout before the MAC (`"IPR1"` to `"IPR3"`, which carried a recomputable FNV-1a checksum).
+/// `"IPR4"` values (the same MAC, the info in a layout of their own:
+/// ``RedisEntry/Version4``) still read. A value that authenticates but does not parse is
+/// corrupt. Either way it is a miss.
 enum RedisEntry {
-    static let magic = Data("IPR4".utf8)
+    static let magic = Data("IPR5".utf8)
     /// Bytes of the code at the end of a value.
     static let codeLength = 32
     /// Room a value has beyond its picture and URL (the fixed fields, validators, rendition
@@ -33,18 +33,15 @@ enum RedisEntry {
     }
 
     /// The value for `data` and `info` under `url`, stored at `storedAt`, authenticated with `mac`
-    /// (a keyed HMAC, copied for this value).
-    static func encode(url: URL, data: Data, info: CacheEntryInfo, mac: HMACSHA256, storedAt: Date) -> Data {
+    /// (a keyed HMAC, copied for this value); `nil` when the info is too long to encode.
+    static func encode(url: URL, data: Data, info: CacheEntryInfo, mac: HMACSHA256, storedAt: Date) -> Data? {
+        guard let info = info.encoded() else { return nil }
         var out = Data()
-        out.reserveCapacity(data.count + 128)
+        out.reserveCapacity(data.count + info.count + 128)
         out.append(magic)
         appendInteger(UInt64(bitPattern: milliseconds(storedAt)), to: &out)
-        appendString(url.absoluteString, to: &out)
-        appendString(info.etag, to: &out)
-        appendString(info.lastModified, to: &out)
-        appendInteger(UInt64(bitPattern: info.freshUntil.map(milliseconds) ?? Int64.min), to: &out)
-        appendBytes(info.rendition?.serialized, to: &out)
-        appendBytes(info.placeholder.map { Data($0.bytes) }, to: &out)
+        appendBytes(Data(url.absoluteString.utf8), to: &out)
+        appendBytes(Data(info), to: &out)
         appendInteger(UInt64(data.count), to: &out)
         out.append(data)
         out.append(contentsOf: code(of: [UInt8](out)[...], for: url, mac: mac))
@@ -56,33 +53,20 @@ enum RedisEntry {
     /// says it was stored later than that).
     static func decode(_ value: Data, expecting url: URL, mac: HMACSHA256, now: Date, maxFreshness: TimeInterval) -> Decoded {
         let bytes = [UInt8](value)
-        guard bytes.count >= magic.count + codeLength, bytes.starts(with: magic) else { return .refused }
+        let isVersion4 = bytes.starts(with: Version4.magic)
+        guard bytes.count >= magic.count + codeLength, bytes.starts(with: magic) || isVersion4 else { return .refused }
         let body = bytes[..<(bytes.count - codeLength)]
         guard HMACSHA256.matches(code(of: body, for: url, mac: mac), bytes[body.endIndex...]) else { return .refused }
         var reader = Reader(bytes: Array(body), position: magic.count)
         guard let storedBits = reader.integer(UInt64.self),
               let storedURL = reader.string(), storedURL == url.absoluteString,
-              let etag = reader.optionalString(), let lastModified = reader.optionalString(),
-              let freshBits = reader.integer(UInt64.self), let record = reader.optionalBytes(),
-              let placeholderBytes = reader.optionalBytes(),
+              var info = isVersion4 ? Version4.info(&reader) : reader.info(),
               let length = reader.integer(UInt64.self), length == UInt64(body.count - reader.position)
         else { return .corrupt }
-        var rendition: RenditionRecord?
-        if let record {
-            guard let parsed = RenditionRecord(serialized: record) else { return .corrupt }
-            rendition = parsed
-        }
-        var placeholder: ThumbHash?
-        if let placeholderBytes {
-            guard let parsed = ThumbHash(bytes: [UInt8](placeholderBytes)) else { return .corrupt }
-            placeholder = parsed
-        }
         let storedAt = min(date(Int64(bitPattern: storedBits)), now)
-        let fresh = Int64(bitPattern: freshBits)
-        let freshUntil = fresh == Int64.min ? nil : min(date(fresh), storedAt.addingTimeInterval(max(0, maxFreshness)))
+        info.freshUntil = info.freshUntil.map { min($0, storedAt.addingTimeInterval(max(0, maxFreshness))) }
         let data = Data(body[(body.startIndex + reader.position)...])
-        return .entry(CachedData(data: data, info: CacheEntryInfo(etag: etag, lastModified: lastModified, freshUntil: freshUntil,
-                                                                  rendition: rendition, placeholder: placeholder)))
+        return .entry(CachedData(data: data, info: info))
     }
 
     /// The code of a value's `body` read for `url`: the URL is MACed apart from the body's own
@@ -90,7 +74,7 @@ enum RedisEntry {
     private static func code(of body: ArraySlice<UInt8>, for url: URL, mac: HMACSHA256) -> [UInt8] {
         var mac = mac
         var prefix = Data()
-        appendString(url.absoluteString, to: &prefix)
+        appendBytes(Data(url.absoluteString.utf8), to: &prefix)
         mac.update(prefix)
         mac.update(body)
         return mac.finalize()
@@ -102,7 +86,7 @@ enum RedisEntry {
         return value.isFinite ? Int64(max(-9.2e18, min(9.2e18, value))) : 0
     }
 
-    private static func date(_ milliseconds: Int64) -> Date { Date(timeIntervalSince1970: Double(milliseconds) / 1000) }
+    static func date(_ milliseconds: Int64) -> Date { Date(timeIntervalSince1970: Double(milliseconds) / 1000) }
 
     /// FNV-1a, 64 bits: the keys' cluster hash tag (a spread, not a defence).
     static func tagHash<C: Collection>(_ bytes: C) -> UInt64 where C.Element == UInt8 {
@@ -112,10 +96,6 @@ enum RedisEntry {
             hash = hash &* 0x0000_0100_0000_01b3
         }
         return hash
-    }
-
-    private static func appendString(_ string: String?, to out: inout Data) {
-        appendBytes(string.map { Data($0.utf8) }, to: &out)
     }
 
     private static func appendBytes(_ bytes: Data?, to out: inout Data) {
@@ -131,7 +111,7 @@ enum RedisEntry {
         withUnsafeBytes(of: value.bigEndian) { out.append(contentsOf: $0) }
     }
 
-    private struct Reader {
+    struct Reader {
         let bytes: [UInt8]
         var position: Int
 
@@ -153,6 +133,13 @@ enum RedisEntry {
 
         mutating func optionalString() -> String?? {
             optionalBytes().map { $0.map { String(decoding: $0, as: UTF8.self) } }
+        }
+
+        /// The info field: a length-prefixed ``CacheEntryInfo/encoded()``; `nil` when cut short or
+        /// not info.
+        mutating func info() -> CacheEntryInfo? {
+            guard let length = integer(UInt32.self), length != UInt32.max, let bytes = read(Int(length)) else { return nil }
+            return bytes.withUnsafeBytes { CacheEntryInfo(encoded: $0) }
         }
 
         mutating func string() -> String? {

@@ -139,7 +139,7 @@ public final class ColorProfile: @unchecked Sendable {
             if let matrixShaper {
                 for y in 0..<height {
                     let row = UnsafeMutableBufferPointer(start: base + y * stride, count: width * 4)
-                    let translucent = premultiplied && ColorProfile.unpremultiply(row)
+                    let translucent = premultiplied && Bitmap.unpremultiply(UnsafeBufferPointer(row), into: row)
                     matrixShaper.convert(base + y * stride, count: width)
                     if translucent { Bitmap.premultiply(row) }
                 }
@@ -152,7 +152,7 @@ public final class ColorProfile: @unchecked Sendable {
             }
             for y in 0..<height {
                 let row = UnsafeMutableBufferPointer(start: base + y * stride, count: width * 4)
-                let translucent = ColorProfile.unpremultiply(row)
+                let translucent = Bitmap.unpremultiply(UnsafeBufferPointer(row), into: row)
                 cmsDoTransform(transform, row.baseAddress, row.baseAddress, cmsUInt32Number(width))
                 if translucent { Bitmap.premultiply(row) }
             }
@@ -175,23 +175,6 @@ public final class ColorProfile: @unchecked Sendable {
                 for _ in 0..<width { pixels[index] = 255; index += 4 }
             }
         }
-    }
-
-    /// Divides alpha out of premultiplied RGBA8 in place; returns whether any pixel had alpha < 255.
-    static func unpremultiply(_ rgba: UnsafeMutableBufferPointer<UInt8>) -> Bool {
-        var any = false
-        var i = 0
-        while i + 3 < rgba.count {
-            let a = Int(rgba[i + 3])
-            if a != 255 {
-                any = true
-                if a > 0 {
-                    for c in 0..<3 { rgba[i + c] = UInt8(min(255, (Int(rgba[i + c]) * 255 + a / 2) / a)) }
-                }
-            }
-            i += 4
-        }
-        return any
     }
 
     /// lcms's error callback: keeps the message in the context's ``ErrorLog``; never prints.

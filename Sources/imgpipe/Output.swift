@@ -43,7 +43,7 @@ struct OutputFormat: Hashable, Sendable {
                         let source = UnsafeBufferPointer(rebasing: pixels[((y + r) * bitmap.bytesPerRow)...].prefix(rowBytes))
                         let target = UnsafeMutableBufferPointer(rebasing: out[(r * rowBytes)..<((r + 1) * rowBytes)])
                         if bitmap.pixelFormat.isPremultiplied {
-                            unpremultiply(source, into: target)
+                            Bitmap.unpremultiply(source, into: target)
                         } else {
                             _ = target.update(fromContentsOf: source)
                         }
@@ -52,24 +52,6 @@ struct OutputFormat: Hashable, Sendable {
                 }
                 y += rows
             }
-        }
-    }
-
-    /// One row of premultiplied RGBA8 as straight RGBA8, rounded as
-    /// ``PipelineCore/Bitmap/unpremultipliedBytes()`` does (a fully transparent pixel is 0, 0, 0, 0).
-    static func unpremultiply(_ row: UnsafeBufferPointer<UInt8>, into out: UnsafeMutableBufferPointer<UInt8>) {
-        var i = 0
-        while i + 3 < row.count {
-            let a = Int(row[i + 3])
-            out[i + 3] = UInt8(a)
-            if a == 255 {  // opaque: the colour is already straight (most pixels; every GIF pixel but clear ones)
-                out[i] = row[i]; out[i + 1] = row[i + 1]; out[i + 2] = row[i + 2]
-            } else if a == 0 {
-                out[i] = 0; out[i + 1] = 0; out[i + 2] = 0
-            } else {
-                for c in 0..<3 { out[i + c] = UInt8(min(255, (Int(row[i + c]) * 255 + a / 2) / a)) }
-            }
-            i += 4
         }
     }
 

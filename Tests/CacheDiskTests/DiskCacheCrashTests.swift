@@ -11,14 +11,12 @@ import Testing
 struct DiskCacheCrashTests {
     static let keys = 24
 
-    func launchWriter(_ directory: TemporaryDirectory, count: Int, seed: Int) throws -> Process {
+    /// A writer; with `reportsStores`, its line after each store can be awaited (else its
+    /// stdout is discarded).
+    func launchWriter(_ directory: TemporaryDirectory, count: Int, seed: Int, reportsStores: Bool = false) throws -> ExternalTool.Child {
         let executable = try #require(helperExecutable("DiskCacheCrashWriter"), "DiskCacheCrashWriter not built")
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = [directory.url.path, "\(Self.keys)", "\(count)", "\(seed)"]
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        return process
+        return try ExternalTool.Child(executable.path, [directory.url.path, "\(Self.keys)", "\(count)", "\(seed)"],
+                                      readsOutput: reportsStores)
     }
 
     /// Reads every key through a new cache; returns how many were present.
@@ -40,18 +38,14 @@ struct DiskCacheCrashTests {
         defer { directory.remove() }
         var strayTemporaries = 0
         for round in 0..<4 {
-            let process = try launchWriter(directory, count: 0, seed: round + 1)
-            // Let it write for a while (past its first entries, however slow the machine is),
-            // then kill it without warning.
-            let deadline = Date().addingTimeInterval(20)
-            while directory.names.filter({ !$0.hasPrefix(".") }).count < 4 * (round + 1), Date() < deadline {
-                try await Task.sleep(nanoseconds: 5_000_000)
-            }
-            try await Task.sleep(nanoseconds: UInt64(50_000_000 + 30_000_000 * round))
-            #expect(process.isRunning)
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            #expect(process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGKILL)
+            let writer = try launchWriter(directory, count: 0, seed: round + 1, reportsStores: true)
+            // Let it write for a while (past its first entries, a later point each round, however
+            // slow the machine is: it reports each store), then kill it without warning while its
+            // four tasks are in their next writes.
+            #expect(try await writer.lines(8 + 12 * round), "the writer stopped on its own")
+            #expect(writer.process.isRunning)
+            writer.kill(SIGKILL)
+            #expect(writer.process.terminationReason == .uncaughtSignal && writer.process.terminationStatus == SIGKILL)
             strayTemporaries += directory.names.filter { $0.hasPrefix(".tmp.") }.count
             let present = try await verifyEveryEntry(directory)
             #expect(present > 0)
@@ -68,7 +62,7 @@ struct DiskCacheCrashTests {
         // Meanwhile this process reads the same keys through its own instance.
         let reader = try makeCache(directory)
         var reads = 0
-        while writers.contains(where: \.isRunning) {
+        while writers.contains(where: \.process.isRunning) {
             for key in 0..<Self.keys {
                 if let entry = await reader.cachedData(for: DiskCachePattern.url(key)) {
                     #expect(DiskCachePattern.isExact(entry, key: key), "key \(key)")
@@ -77,8 +71,8 @@ struct DiskCacheCrashTests {
             }
         }
         for writer in writers {
-            writer.waitUntilExit()
-            #expect(writer.terminationStatus == 0)
+            writer.process.waitUntilExit()
+            #expect(writer.process.terminationStatus == 0)
         }
         #expect(reads > 0)
         #expect(try await verifyEveryEntry(directory) == Self.keys)

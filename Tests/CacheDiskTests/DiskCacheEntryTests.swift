@@ -169,4 +169,68 @@ struct DiskCacheEntryTests {
         #expect(await first.entryCount == 0)
         #expect(await first.totalSize == 0)
     }
+
+    /// An entry stored in header version 2 (the info in that version's own fields) before
+    /// version 3 still serves with all its info; a 304's sidecar applies to it; the next store
+    /// writes version 3.
+    @Test func aVersion2EntryStillReads() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let cache = try makeCache(directory)
+        let url = URL(string: "https://cdn.example.com/old.jpg")!
+        let body = Data((0..<300).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+        let hash = try #require(ThumbHash(base64: "1QcSHQRnh493V4dIh4eXh1h4kJUI"))
+        let info = CacheEntryInfo(etag: "\"old\"", lastModified: "Sun, 06 Nov 1994 08:49:37 GMT",
+                                  freshUntil: Date(timeIntervalSince1970: 1_700_000_123.456), lifetimeIsHeuristic: true,
+                                  rendition: RenditionRecord(originTag: "5-9", originalSize: PixelSize(width: 8, height: 6),
+                                                             format: .jpeg, standalone: false),
+                                  placeholder: hash)
+        let path = directory.entryPath(url)
+        try Self.version2Entry(url: url, info: info, body: body).write(to: URL(fileURLWithPath: path))
+        let entry = try #require(await cache.cachedData(for: url))
+        #expect(entry.data == body && entry.info == info)
+        #expect(await cache.cachedDigest(for: url)?.crc32 == CRC32.checksum(body))
+        let refreshed = CacheEntryInfo(etag: "\"old\"", freshUntil: Date(timeIntervalSince1970: 2_000_000_000))
+        await cache.updateInfo(refreshed, for: url)
+        #expect(await cache.cachedData(for: url)?.info == refreshed)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)).subdata(in: 4..<6) == Data([2, 0]))  // not rewritten
+        await cache.storeData(body, info: info, for: url)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)).subdata(in: 4..<6) == Data([3, 0]))
+        #expect(await cache.cachedData(for: url)?.info == info)
+        // A version-2 file damaged anywhere in its header is still a miss, and removed.
+        try Self.version2Entry(url: url, info: info, body: body).write(to: URL(fileURLWithPath: path))
+        var damaged = try Data(contentsOf: URL(fileURLWithPath: path))
+        damaged[60] ^= 0x20
+        try damaged.write(to: URL(fileURLWithPath: path))
+        #expect(await cache.cachedData(for: url) == nil)
+        #expect(!FileManager.default.fileExists(atPath: path))
+    }
+
+    /// An entry file in header version 2, built here from that version's description
+    /// (`DiskCacheEntry+Version2.swift`).
+    static func version2Entry(url: URL, info: CacheEntryInfo, body: Data) -> Data {
+        func integer<T: FixedWidthInteger>(_ value: T, into out: inout [UInt8]) {
+            withUnsafeBytes(of: value.littleEndian) { out.append(contentsOf: $0) }
+        }
+        let urlBytes = Array(url.absoluteString.utf8), etag = Array((info.etag ?? "").utf8)
+        let lastModified = Array((info.lastModified ?? "").utf8)
+        let record = info.rendition.map { [UInt8]($0.serialized) } ?? [], placeholder = info.placeholder?.bytes ?? []
+        var flags: UInt16 = 0
+        for (bit, present) in [(1, info.freshUntil != nil), (2, info.etag != nil), (4, info.lastModified != nil),
+                               (8, info.rendition != nil), (16, info.placeholder != nil), (32, info.lifetimeIsHeuristic)]
+        where present { flags |= UInt16(bit) }
+        var out = Array("IPDC".utf8)
+        integer(UInt16(2), into: &out)
+        integer(flags, into: &out)
+        integer(UInt32(52 + urlBytes.count + etag.count + lastModified.count + record.count + placeholder.count + 4), into: &out)
+        integer(UInt64(0x1234_5678_9abc_def0), into: &out)
+        integer(UInt64(body.count), into: &out)
+        integer(CRC32.checksum(body), into: &out)
+        integer((info.freshUntil?.timeIntervalSince1970 ?? 0).bitPattern, into: &out)
+        integer(UInt32(urlBytes.count), into: &out)
+        for count in [etag.count, lastModified.count, record.count, placeholder.count] { integer(UInt16(count), into: &out) }
+        out += urlBytes + etag + lastModified + record + placeholder
+        integer(out.withUnsafeBytes { CRC32.checksum($0) }, into: &out)
+        return Data(out) + body
+    }
 }

@@ -8,6 +8,17 @@ import Testing
 struct DiskCacheEvictionTests {
     static func url(_ i: Int) -> URL { URL(string: "test://lru/\(i < 10 ? "0" : "")\(i)")! }
 
+    /// Whether a process waits for a `flock` on the file at `path`: `/proc/locks` lists a
+    /// blocked request as `N: -> FLOCK ADVISORY WRITE <pid> <major>:<minor>:<inode> …`.
+    static func hasLockWaiter(_ path: String) -> Bool {
+        var status = stat()
+        guard stat(path, &status) == 0, let locks = try? String(contentsOfFile: "/proc/locks", encoding: .utf8) else { return false }
+        return locks.split(separator: "\n").contains { line in
+            let fields = line.split(separator: " ")
+            return fields.count > 6 && fields[1] == "->" && fields[2] == "FLOCK" && fields[6].hasSuffix(":\(status.st_ino)")
+        }
+    }
+
     /// The file size of one 1000-byte entry of ``url(_:)``.
     static func entrySize(_ directory: TemporaryDirectory) async throws -> Int {
         let probe = try makeCache(directory)
@@ -42,12 +53,15 @@ struct DiskCacheEvictionTests {
         defer { directory.remove() }
         let size = try await Self.entrySize(directory)
         let writer = try makeCache(directory, accessPersistInterval: 0)
-        for i in 0..<10 {  // apart by more than the kernel's coarse file-time tick
+        // Stored in order, with last-use times a second apart in the past, set here: no waiting
+        // for the kernel's coarse file-time tick to tell them apart.
+        let past = time(nil) - 100
+        for i in 0..<10 {
             await writer.storeData(Data(count: 1000), info: CacheEntryInfo(), for: Self.url(i))
-            try await Task.sleep(nanoseconds: 5_000_000)
+            let times = [timespec(tv_sec: past + i, tv_nsec: 0), timespec(tv_sec: past + i, tv_nsec: 0)]
+            #expect(utimensat(AT_FDCWD, directory.entryPath(Self.url(i)), times, 0) == 0)
         }
         // Reads, persisted as mtimes at once (interval 0), make 2 and 3 the most recent.
-        try await Task.sleep(nanoseconds: 20_000_000)
         _ = await writer.cachedData(for: Self.url(2))
         _ = await writer.cachedData(for: Self.url(3))
         // A new instance with a smaller cap trims on open, ordering by the files' mtimes.
@@ -69,7 +83,9 @@ struct DiskCacheEvictionTests {
         defer { close(lock) }
         #expect(flock(lock, LOCK_EX) == 0)
         for i in 0..<6 { await cache.storeData(Data(count: 1000), info: CacheEntryInfo(), for: Self.url(i)) }
-        try await Task.sleep(nanoseconds: 200_000_000)
+        // The pass the stores started is blocked on the lock (the kernel lists it as a waiter
+        // for the lock file), and has removed nothing.
+        #expect(await eventually { Self.hasLockWaiter(directory.url.appendingPathComponent(".lock").path) })
         #expect(directory.names.filter { !$0.hasPrefix(".") }.count == 6)  // held off while locked
         // Reads and writes do not take the lock.
         #expect(await cache.cachedData(for: Self.url(5)) != nil)

@@ -82,14 +82,13 @@ struct DiskCacheFormatTests {
         #expect(await cache.cachedDigest(for: url)?.info.lifetimeIsHeuristic == true)
         #expect(await cache.cachedData(for: url)?.info.validator?.allowsHeuristicLifetime == true)
 
-        // Without a placeholder the header is what the previous release wrote: same bytes,
-        // placeholder length 0 in the formerly reserved field, flag 16 clear.
+        // A version-2 entry without a placeholder (placeholder length 0 in the field an earlier
+        // release kept reserved, flag 16 clear) reads as one without a placeholder.
         let plain = URL(string: "https://cdn.example.com/plain.jpg")!
-        await cache.storeData(Data([1]), info: CacheEntryInfo(etag: "\"o\""), for: plain)
-        let plainHeader = try Data(contentsOf: URL(fileURLWithPath: directory.entryPath(plain)))
-        #expect(plainHeader[50] == 0 && plainHeader[51] == 0)
-        #expect(plainHeader[6] & 16 == 0)
-        #expect(await cache.cachedData(for: plain)?.info.placeholder == nil)
+        let plainEntry = DiskCacheEntryTests.version2Entry(url: plain, info: CacheEntryInfo(etag: "\"o\""), body: Data([1]))
+        #expect(plainEntry[50] == 0 && plainEntry[51] == 0 && plainEntry[6] & 16 == 0)
+        try plainEntry.write(to: URL(fileURLWithPath: directory.entryPath(plain)))
+        #expect(await cache.cachedData(for: plain)?.info == CacheEntryInfo(etag: "\"o\""))
 
         // A hash byte flipped on disk fails the header's CRC: a miss, not a wrong placeholder.
         let path = directory.entryPath(url)

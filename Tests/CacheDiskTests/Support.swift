@@ -27,17 +27,6 @@ func allocatedBytes(in directory: TemporaryDirectory) -> Int {
     }
 }
 
-/// A pipeline over the test fakes and a real disk cache (the shared ``makePipeline`` with the
-/// configuration's own negative-cache lifetime, which these tests rely on).
-func makePipeline(loader: HeldLoader, diskCache: DiskCache, clock: TestClock) -> ImagePipeline {
-    makePipeline(loader: loader, diskCache: diskCache, negativeCacheLifetime: 10, clock: clock)
-}
-
-/// `test://host/WxH/N`: FakeImage bytes of that size and colour N via `HeldLoader.fakeData`.
-func testURL(_ width: Int = 32, _ height: Int = 32, _ n: Int = 0) -> URL {
-    URL(string: "test://host/\(width)x\(height)/\(n)")!
-}
-
 /// `stat` of `path`: inode, size and mtime, to show a file was not rewritten.
 struct FileIdentity: Equatable {
     var inode: UInt64

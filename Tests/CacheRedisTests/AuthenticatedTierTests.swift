@@ -25,7 +25,7 @@ struct AuthenticatedTierTests {
             let legacy = origin.url("/image/victim-legacy?maxage=600"), current = origin.url("/image/victim-current?maxage=600")
             let plantedLegacy = RedisEntryTests.legacyValue(magic: "IPR3", url: legacy, data: Self.redPixel,
                                                             freshUntilMilliseconds: 4_102_444_800_000)
-            let plantedCurrent = guessed.value(current, data: Self.redPixel, info: CacheEntryInfo(freshUntil: Self.year2100))
+            let plantedCurrent = try #require(guessed.value(current, data: Self.redPixel, info: CacheEntryInfo(freshUntil: Self.year2100)))
             _ = try raw.command([arg("SET"), replica.tier.entryKey(legacy), plantedLegacy])
             _ = try raw.command([arg("SET"), replica.tier.entryKey(current), plantedCurrent])
             for (url, path) in [(legacy, "/image/victim-legacy"), (current, "/image/victim-current")] {
@@ -50,7 +50,8 @@ struct AuthenticatedTierTests {
             let replica = try Replica(redisPort: redis.port, timeout: .seconds(5))
             defer { replica.remove() }
             let victim = origin.url("/image/replayed?maxage=600"), other = URL(string: "https://elsewhere.example/red.timg")!
-            let genuine = replica.tier.value(other, data: Self.redPixel, info: CacheEntryInfo(freshUntil: Date().addingTimeInterval(600)))
+            let genuine = try #require(replica.tier.value(other, data: Self.redPixel,
+                                                          info: CacheEntryInfo(freshUntil: Date().addingTimeInterval(600))))
             let raw = try RedisConnection(host: "127.0.0.1", port: redis.port, timeout: .seconds(5))
             _ = try raw.command([arg("SET"), replica.tier.entryKey(other), genuine])
             #expect(await replica.tier.cachedData(for: other)?.data == Self.redPixel)  // where it belongs

@@ -68,21 +68,18 @@ final class RedisCluster: Sendable {
         }
     }
 
-    /// Polls every node until it reports `cluster_state:ok` and knows all slots (20 s at most).
+    /// Waits until every node reports `cluster_state:ok` and knows all slots (20 s at most).
     private func waitUntilReady() async throws {
-        let deadline = ContinuousClock.now.advanced(by: .seconds(20))
         var last = ""
         for node in nodes {
-            while true {
-                if let connection = try? RedisConnection(host: "127.0.0.1", port: node.port, timeout: .seconds(2)),
-                   case .string(let info) = try? connection.command([arg("CLUSTER"), arg("INFO")]) {
-                    last = String(decoding: info, as: UTF8.self)
-                    if last.contains("cluster_state:ok"), last.contains("cluster_slots_assigned:16384"),
-                       last.contains("cluster_known_nodes:\(nodes.count)") { break }
-                }
-                guard ContinuousClock.now < deadline else { throw Failure.notReady(last) }
-                try await Task.sleep(for: .milliseconds(20))
+            let ready = await eventually(timeout: 20) {
+                guard let connection = try? RedisConnection(host: "127.0.0.1", port: node.port, timeout: .seconds(2)),
+                      case .string(let info) = try? connection.command([arg("CLUSTER"), arg("INFO")]) else { return false }
+                last = String(decoding: info, as: UTF8.self)
+                return last.contains("cluster_state:ok") && last.contains("cluster_slots_assigned:16384")
+                    && last.contains("cluster_known_nodes:\(nodes.count)")
             }
+            guard ready else { throw Failure.notReady(last) }
         }
     }
 
@@ -107,29 +104,9 @@ final class RedisCluster: Sendable {
 
     /// Runs redis-cli with a 20 s deadline (killed after it), on a thread of its own.
     private static func runCLI(_ cli: String, _ arguments: [String]) async throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: cli)
-        process.arguments = arguments
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let timer = Thread {
-            let deadline = Date().addingTimeInterval(20)
-            while process.isRunning, Date() < deadline { usleep(10_000) }
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        }
-        timer.start()
-        let log: Data = await withCheckedContinuation { continuation in
-            Thread {
-                let log = output.fileHandleForReading.readDataToEndOfFile()
-                process.waitUntilExit()
-                continuation.resume(returning: log)
-            }.start()
-        }
-        guard process.terminationStatus == 0, process.terminationReason == .exit else {
-            throw Failure.createFailed(String(decoding: log, as: UTF8.self))
+        let result = try await ExternalTool.run(cli, arguments, timeout: 20)
+        guard result.status == 0, !result.terminatedBySignal else {
+            throw Failure.createFailed(result.stdout + result.stderr)
         }
     }
 }

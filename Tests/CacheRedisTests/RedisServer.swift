@@ -1,4 +1,5 @@
 import Foundation
+import PipelineTestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -8,7 +9,7 @@ import Glibc
 /// socket first: old servers do not support `--port 0`), without persistence.
 final class RedisServer: Sendable {
     let port: Int
-    private let process: Process
+    private let child: ExternalTool.Child
 
     enum Failure: Error { case notInstalled, didNotStart, noPort }
 
@@ -31,35 +32,25 @@ final class RedisServer: Sendable {
         // exited before it was ready). A server that ends before "Ready" is tried again elsewhere.
         for attempt in 1...5 {
             let port = try Self.freePort()
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: executable)
-            process.arguments = ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                                 "--dir", FileManager.default.temporaryDirectory.path] + arguments
-            let stdout = Pipe()
-            process.standardOutput = stdout
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            var log = Data()
-            var ready = true
-            while !log.contains("Ready to accept connections") {
-                let chunk = stdout.fileHandleForReading.availableData
-                guard !chunk.isEmpty else {
-                    ready = false
+            let child = try ExternalTool.Child(executable, [
+                "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir",
+                FileManager.default.temporaryDirectory.path,
+            ] + arguments)
+            var ready = false
+            while let line = try child.firstLine() {
+                if line.contains("Ready to accept connections") {
+                    ready = true
                     break
                 }
-                log.append(chunk)
             }
             guard ready else {
-                process.terminate()
-                process.waitUntilExit()
+                child.kill()
                 if attempt == 5 { throw Failure.didNotStart }
                 continue
             }
-            // Keep draining stdout so the server never blocks on a full pipe.
-            let reader = stdout.fileHandleForReading
-            Thread { while !reader.availableData.isEmpty {} }.start()
+            child.discardRemainingOutput()  // so the server never blocks on a full pipe
             self.port = port
-            self.process = process
+            self.child = child
             return
         }
         throw Failure.didNotStart
@@ -69,13 +60,12 @@ final class RedisServer: Sendable {
     /// to exit. Not SIGTERM: a child started by Foundation's `Process` from a test thread
     /// inherits a signal mask that blocks it, and the server would never exit.
     func stop() async {
-        let process = process
+        let child = child
         // Once only: a second signal could reach another process that got the reaped PID.
-        guard process.isRunning else { return }
-        kill(process.processIdentifier, SIGKILL)
+        guard child.process.isRunning else { return }
         await withCheckedContinuation { continuation in
             Thread {
-                process.waitUntilExit()
+                child.kill(SIGKILL)
                 continuation.resume()
             }.start()
         }
@@ -105,8 +95,4 @@ final class RedisServer: Sendable {
         }
         return bound ? Int(UInt16(bigEndian: address.sin_port)) : nil
     }
-}
-
-extension Data {
-    fileprivate func contains(_ text: String) -> Bool { range(of: Data(text.utf8)) != nil }
 }

@@ -197,8 +197,8 @@ struct SharedTierTests {
             let url = origin.url("/image/huge?maxage=600")
             let limit = replica.tier.configuration.maxEntryBytes
             // Planted directly (the tier would not write it): a valid 6 MB entry.
-            let value = replica.tier.value(url, data: Data(repeating: 7, count: 6_000_000),
-                                                info: CacheEntryInfo(freshUntil: Date().addingTimeInterval(600)))
+            let value = try #require(replica.tier.value(url, data: Data(repeating: 7, count: 6_000_000),
+                                                             info: CacheEntryInfo(freshUntil: Date().addingTimeInterval(600))))
             let raw = try RedisConnection(host: "127.0.0.1", port: redis.port, timeout: .seconds(5))
             _ = try raw.command([arg("SET"), replica.tier.entryKey(url), value])
             let before = try #require(try Self.bytesSent(by: raw))

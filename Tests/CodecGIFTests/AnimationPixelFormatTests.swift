@@ -3,10 +3,12 @@ import Foundation
 import GIFFixtureWriter
 import LoaderFile
 import PipelineCore
+import PipelineTestSupport
 import Testing
 
 /// `pipeline.animation(for:)` delivers frames in the request's `processing.pixelFormat`: straight
 /// when asked (what `imgpipe frames` asks for), premultiplied by default.
+@Suite(.tags(.cpuBound))
 struct AnimationPixelFormatTests {
     /// Two 4×4 frames: an opaque red one kept, then a half-transparent blue checkerboard.
     static var gif: Data {

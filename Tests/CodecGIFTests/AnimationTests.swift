@@ -9,6 +9,7 @@ import Testing
 
 /// Animated WebP through `WebPAnimDecoder` against the corpus md5s, and the pipeline's
 /// `animation(for:)` over real files.
+@Suite(.tags(.cpuBound))
 struct AnimationTests {
     @Test(.enabled(if: Corpus.has("webp-animated"), Corpus.missing("webp-animated")))
     func everyFrameOfEveryAnimatedWebPMatches() throws {

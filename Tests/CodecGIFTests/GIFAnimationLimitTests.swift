@@ -3,11 +3,13 @@ import Foundation
 import GIFFixtureWriter
 import LoaderFile
 import PipelineCore
+import PipelineTestSupport
 import Testing
 
 /// The animation limits on GIFs made here (issue 21, finding 3: a 2.3 MB GIF of 100,000 frames
 /// became 100,000 files): refused from the block walk, which stops one frame past the limits,
 /// before any frame is decoded; a still decode of the same file is not refused.
+@Suite(.tags(.cpuBound))
 struct GIFAnimationLimitTests {
     static let palette: [(UInt8, UInt8, UInt8)] = [(255, 0, 0), (0, 0, 255)]
 

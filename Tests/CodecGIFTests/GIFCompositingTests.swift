@@ -2,10 +2,12 @@ import CodecGIF
 import Foundation
 import GIFFixtureWriter
 import PipelineCore
+import PipelineTestSupport
 import Testing
 
 /// Disposal, transparency, interlacing and clipping on GIFs made here, checked pixel by pixel
 /// against what browsers show.
+@Suite(.tags(.cpuBound))
 struct GIFCompositingTests {
     static let palette: [(UInt8, UInt8, UInt8)] = [(255, 0, 0), (0, 0, 255), (0, 255, 0), (255, 255, 255)]
     static let red = [UInt8]([255, 0, 0, 255]), blue = [UInt8]([0, 0, 255, 255]), green = [UInt8]([0, 255, 0, 255])

@@ -35,12 +35,10 @@ func referenceMD5(_ bitmap: Bitmap) -> String { MD5.hex(referenceBytes(bitmap)) 
 /// big animations, and nothing accumulates here (a test holding hundreds of MB would upset
 /// the memory measurements of tests running beside it).
 final class FrameHasher {
-    private let process = Process()
-    private let input = Pipe(), output = Pipe()
+    private let child: ExternalTool.Child
 
     init(frameLength: Int) throws {
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", """
+        child = try ExternalTool.Child("/usr/bin/env", ["python3", "-c", """
             import hashlib, sys
             sums = []
             while True:
@@ -48,26 +46,20 @@ final class FrameHasher {
                 if not frame: break
                 sums.append(hashlib.md5(frame).hexdigest())
             print("\\n".join(sums))
-            """]
-        process.standardInput = input
-        process.standardOutput = output
-        try process.run()
+            """])
     }
 
     /// Sends one frame's bytes.
-    func add(_ bytes: [UInt8]) throws { try input.fileHandleForWriting.write(contentsOf: Data(bytes)) }
+    func add(_ bytes: [UInt8]) throws { try child.standardInput.write(contentsOf: Data(bytes)) }
 
     /// The sums, in order.
     func finish() throws -> [String] {
-        try input.fileHandleForWriting.close()
-        let result = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return String(decoding: result, as: UTF8.self).split(separator: "\n").map(String.init)
+        String(decoding: child.finish(), as: UTF8.self).split(separator: "\n").map(String.init)
     }
 }
 
 /// Every frame of every valid GIF against the corpus md5s; damaged files end in a typed error.
-@Suite(.enabled(if: Corpus.has("gif"), Corpus.missing("gif")))
+@Suite(.enabled(if: Corpus.has("gif"), Corpus.missing("gif")), .tags(.cpuBound))
 struct GIFConformanceTests {
     @Test func everyFrameOfEveryValidFileMatches() throws {
         let references = try FrameReferences.load("gif")

@@ -198,7 +198,7 @@ enum ChromiumGIFCompositor {
 /// ImageMagick's `-coalesce` and Pillow's frames of the same file where each agrees with
 /// Chromium, and with the Chromium rule (``ChromiumGIFCompositor``) everywhere. Without
 /// ImageMagick or Pillow the comparison with it is skipped, with a message.
-@Suite("GIF disposal matrix", .timeLimit(.minutes(5)))
+@Suite("GIF disposal matrix", .timeLimit(.minutes(5)), .tags(.cpuBound))
 struct GIFDisposalMatrixTests {
     static let convert = ["/usr/bin/convert", "/usr/local/bin/convert"].first(where: ExternalTool.exists)
     /// Debian's python3 when it has Pillow (`python3-pil`).

@@ -1,12 +1,13 @@
 import CodecGIF
 import Foundation
 import PipelineCore
+import PipelineTestSupport
 import Testing
 
 /// `GIFEncoder` read back by `GIFDecoder` (itself checked against the corpus md5s): exact
 /// colours when they fit a palette, one-bit alpha, and the animation session's choices
 /// (changed rectangles, a pixel turned transparent, a repeated frame, loop counts).
-@Suite("GIF encoder")
+@Suite("GIF encoder", .tags(.cpuBound))
 struct GIFEncoderTests {
     /// A `size` straight bitmap whose pixel (x, y) is `colour(x, y)`.
     static func picture(_ size: PixelSize, _ colour: (Int, Int) -> (UInt8, UInt8, UInt8, UInt8)) -> Bitmap {

@@ -6,7 +6,7 @@ import PipelineTestSupport
 import Testing
 
 /// The libheif corpus: header info, full decodes against `heif-convert`, thumbnails, AVIF.
-@Suite(.enabled(if: Corpus.has("heif"), Corpus.missing("heif")))
+@Suite(.enabled(if: Corpus.has("heif"), Corpus.missing("heif")), .tags(.cpuBound))
 struct HEIFDecoderTests {
     static let heifConvert: URL? = FileManager.default.isExecutableFile(atPath: "/usr/bin/heif-convert")
         ? URL(fileURLWithPath: "/usr/bin/heif-convert") : nil
@@ -15,27 +15,10 @@ struct HEIFDecoderTests {
     static func reference(_ name: String) throws -> Bitmap {
         let out = FileManager.default.temporaryDirectory.appendingPathComponent("heif-ref-\(UUID().uuidString).png")
         defer { try? FileManager.default.removeItem(at: out) }
-        let process = Process()
         let convert: URL = try #require(Self.heifConvert)
-        process.executableURL = convert
-        process.arguments = [Corpus.folder("heif").appendingPathComponent(name).path, out.path]
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        try #require(process.terminationStatus == 0, "heif-convert failed on \(name)")
+        let result = try ExternalTool.runBlocking(convert.path, [Corpus.folder("heif").appendingPathComponent(name).path, out.path])
+        try #require(result.status == 0, "heif-convert failed on \(name)")
         return try PNGDecoder().decode(try Data(contentsOf: out), options: DecodeOptions()).bitmap
-    }
-
-    /// The mean absolute difference per channel value (RGBA) of two same-sized bitmaps.
-    static func meanDifference(_ a: Bitmap, _ b: Bitmap) -> Double {
-        var total = 0
-        for y in 0..<a.height {
-            for x in 0..<a.width {
-                let p = a.pixel(x: x, y: y), q = b.pixel(x: x, y: y)
-                total += abs(Int(p.r) - Int(q.r)) + abs(Int(p.g) - Int(q.g)) + abs(Int(p.b) - Int(q.b)) + abs(Int(p.a) - Int(q.a))
-            }
-        }
-        return Double(total) / Double(a.width * a.height * 4)
     }
 
     @Test func formatsFollowTheAV1Decoder() throws {
@@ -72,7 +55,7 @@ struct HEIFDecoderTests {
         #expect(small.info.size == PixelSize(width: 1280, height: 854))
         let full = try HEIFDecoder().decode(data, options: DecodeOptions())
         let scaled = Resampler.resample(full.bitmap, to: small.bitmap.size)
-        #expect(Self.meanDifference(scaled, small.bitmap) < 12)
+        #expect(absoluteDifference(scaled, small.bitmap).mean < 12)
         // Exactly the thumbnail's size still uses it; one pixel more needs the primary image,
         // which is resampled to the target while it is read from libheif's plane.
         #expect(try HEIFDecoder().decode(data, options: DecodeOptions(targetSize: PixelSize(width: 320, height: 212))).bitmap.size
@@ -106,14 +89,8 @@ struct HEIFDecoderTests {
         let png = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Samples/glass-alpha.png")
         let out = FileManager.default.temporaryDirectory.appendingPathComponent("alpha-\(UUID().uuidString).heif")
         defer { try? FileManager.default.removeItem(at: out) }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/heif-enc")
-        process.arguments = encoderArguments + ["-q", "80", png.standardizedFileURL.path, "-o", out.path]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        try #require(process.terminationStatus == 0, "heif-enc failed")
+        let encoded = try ExternalTool.runBlocking("/usr/bin/heif-enc", encoderArguments + ["-q", "80", png.standardizedFileURL.path, "-o", out.path])
+        try #require(encoded.status == 0, "heif-enc failed")
         let data = try Data(contentsOf: out)
         #expect(try HEIFDecoder().readInfo(data).hasAlpha)
         let full = try HEIFDecoder().decode(data, options: DecodeOptions()).bitmap
@@ -142,19 +119,9 @@ struct HEIFDecoderTests {
             ("/usr/bin/heif-convert", [encoded.path, reference.path], nil),
             ("/usr/bin/pngtopam", ["-alphapam", reference.path], pam),
         ] as [(String, [String], URL?)] {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: tool)
-            process.arguments = arguments
-            if let output {
-                try #require(FileManager.default.createFile(atPath: output.path, contents: nil))
-                process.standardOutput = try FileHandle(forWritingTo: output)
-            } else {
-                process.standardOutput = FileHandle.nullDevice
-            }
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            process.waitUntilExit()
-            try #require(process.terminationStatus == 0, "\(tool) failed")
+            let result = try ExternalTool.runBlocking(tool, arguments)
+            try #require(result.status == 0, "\(tool) failed")
+            try output.map { try result.output.write(to: $0) }
         }
         let pamData = try Data(contentsOf: pam)
         let header = try #require(pamData.range(of: Data("ENDHDR\n".utf8)), "pngtopam wrote no PAM")
@@ -181,7 +148,7 @@ struct HEIFDecoderTests {
         if Self.heifConvert != nil {
             let reference = try Self.reference("rainbow-451x461.heic")
             #expect(reference.size == decoded.bitmap.size)
-            if reference.size == decoded.bitmap.size { #expect(Self.meanDifference(reference, decoded.bitmap) < 1.5) }
+            if reference.size == decoded.bitmap.size { #expect(absoluteDifference(reference, decoded.bitmap).mean < 1.5) }
         }
     }
 
@@ -195,7 +162,7 @@ struct HEIFDecoderTests {
             if Self.heifConvert != nil {
                 let reference = try Self.reference("example.avif")
                 #expect(reference.size == decoded.bitmap.size)
-                if reference.size == decoded.bitmap.size { #expect(Self.meanDifference(reference, decoded.bitmap) < 1.5) }
+                if reference.size == decoded.bitmap.size { #expect(absoluteDifference(reference, decoded.bitmap).mean < 1.5) }
             }
         } else {
             #expect {

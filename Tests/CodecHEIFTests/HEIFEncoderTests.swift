@@ -10,7 +10,7 @@ import Testing
 /// netpbm's `pngtopam -alphapam` turns into straight RGBA: compared with the straight bytes we
 /// encoded, never after premultiplying. Pictures are small (227×149) because x265 and libaom
 /// are slow.
-@Suite(.enabled(if: HEIFEncoderFixtures.ready, "needs heif-convert (libheif-examples), pngtopam (netpbm) and the corpus's jpeg/testorig.ppm"))
+@Suite(.enabled(if: HEIFEncoderFixtures.ready, "needs heif-convert (libheif-examples), pngtopam (netpbm) and the corpus's jpeg/testorig.ppm"), .tags(.cpuBound))
 struct HEIFEncoderTests {
     static let available = HEIFEncoderFixtures.available
 
@@ -125,13 +125,7 @@ struct HEIFEncoderTests {
     @Test(arguments: HEIFEncoderFixtures.available)
     func losslessKeepsColourUnderTransparentPixels(_ codec: HEIFEncoder.Codec) throws {
         let size = PixelSize(width: 40, height: 24)
-        var straight = [UInt8](repeating: 0, count: size.pixelCount * 4)
-        for pixel in 0..<size.pixelCount {
-            straight[pixel * 4] = UInt8(pixel % 256)
-            straight[pixel * 4 + 1] = UInt8((pixel * 7) % 256)
-            straight[pixel * 4 + 2] = 200
-            straight[pixel * 4 + 3] = pixel % 3 == 0 ? 0 : UInt8(pixel % 256)
-        }
+        let straight = straightRGBAWithColourUnderTransparency(size)
         let data = try HEIFEncoder(codec: codec).encode(straight: straight, size: size, options: EncodeOptions(lossless: true))
         let decoded = try Self.heifConvert(data, codec)
         let (decodedSize, decodedHasAlpha) = (decoded.size, decoded.hasAlpha)  // not `decoded` in #expect: it would print every pixel
@@ -143,17 +137,9 @@ struct HEIFEncoderTests {
     /// Runs `tool`; its stdout, read to the end while it runs.
     @discardableResult
     static func run(_ tool: String, _ arguments: [String]) throws -> Data {
-        let process = Process()
-        let pipe = Pipe()
-        process.executableURL = URL(fileURLWithPath: tool)
-        process.arguments = arguments
-        process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let output = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        try #require(process.terminationStatus == 0, "\(tool) \(arguments) failed")
-        return output
+        let result = try ExternalTool.runBlocking(tool, arguments)
+        try #require(result.status == 0, "\(tool) \(arguments) failed")
+        return result.output
     }
 
     @Test(arguments: HEIFEncoderFixtures.available)
@@ -191,7 +177,7 @@ struct HEIFEncoderTests {
     /// 2 is shared with tests running meanwhile, so only the encoders' own words are looked for.
     @Test func encodersWriteNothingToStandardError() throws {
         let bitmap = try Self.photo(alphaRamp: true)
-        let (_, captured) = try HEIFStandardErrorTests.capturingStandardError {
+        let (_, captured) = try capturingStandardError {
             for codec in Self.available {
                 _ = try HEIFEncoder(codec: codec).encode(bitmap, options: EncodeOptions(effort: 6))
                 _ = try HEIFEncoder(codec: codec).encode(bitmap, options: EncodeOptions(lossless: true))

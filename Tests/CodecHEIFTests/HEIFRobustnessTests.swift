@@ -5,7 +5,7 @@ import PipelineTestSupport
 import Testing
 
 /// Damaged and hostile HEIF files: a typed error or a picture, never a crash.
-@Suite(.enabled(if: Corpus.has("heif"), Corpus.missing("heif")))
+@Suite(.enabled(if: Corpus.has("heif"), Corpus.missing("heif")), .tags(.cpuBound))
 struct HEIFRobustnessTests {
     static func outcome(_ data: Data, options: DecodeOptions = DecodeOptions(), label: String) -> DecodedImage? {
         do {

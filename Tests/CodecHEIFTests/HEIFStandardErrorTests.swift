@@ -10,25 +10,8 @@ import Testing
 /// fd 2 is shared with every test running in parallel, so the checks look for text only the
 /// code under test writes (dav1d's "Unknown OBU type", unique markers), never for "nothing at
 /// all", and whatever else landed in the capture is written back to stderr afterwards.
-@Suite(.serialized, .enabled(if: Corpus.has("heif"), Corpus.missing("heif")))
+@Suite(.serialized, .enabled(if: Corpus.has("heif"), Corpus.missing("heif")), .tags(.cpuBound))
 struct HEIFStandardErrorTests {
-    /// What was written to fd 2 while `body` ran (fd 2 points at a temporary file meanwhile).
-    static func capturingStandardError<T>(_ body: () throws -> T) throws -> (T, String) {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("stderr-\(UUID().uuidString)").path
-        let file = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        try #require(file >= 0)
-        defer { close(file); unlink(path) }
-        let saved = dup(STDERR_FILENO)
-        try #require(saved >= 0)
-        dup2(file, STDERR_FILENO)
-        let result = Result { try body() }
-        dup2(saved, STDERR_FILENO)
-        close(saved)
-        let captured = try String(decoding: Data(contentsOf: URL(fileURLWithPath: path)), as: UTF8.self)
-        FileHandle.standardError.write(Data(captured.utf8))  // other tests' output, given back
-        return (try result.get(), captured)
-    }
-
     /// `example.avif` with the first 16 bytes of its `mdat` payload zeroed: the AV1 data starts
     /// with an OBU of type 0, which dav1d's default logger reported on stderr.
     static func corruptAVIF() throws -> Data {
@@ -40,7 +23,7 @@ struct HEIFStandardErrorTests {
 
     @Test(.enabled(if: HEIFDecoder.decodesAVIF, "libheif has no AV1 decoder"))
     func dav1dLogsNothingAndItsMessageReachesTheError() throws {
-        let (message, captured) = try Self.capturingStandardError { () -> String in
+        let (message, captured) = try capturingStandardError { () -> String in
             do {
                 _ = try HEIFDecoder().decode(try Self.corruptAVIF(), options: DecodeOptions())
                 return "decoded"
@@ -77,7 +60,7 @@ struct HEIFStandardErrorTests {
     @Test func silencerDiscardsWritesInsideAndRestoresAfter() throws {
         let inside = "inside-\(UUID().uuidString)", nested = "nested-\(UUID().uuidString)"
         let after = "after-\(UUID().uuidString)"
-        let (_, captured) = try Self.capturingStandardError {
+        let (_, captured) = try capturingStandardError {
             StandardErrorSilencer.silenced {
                 FileHandle.standardError.write(Data((inside + "\n").utf8))
                 StandardErrorSilencer.silenced { FileHandle.standardError.write(Data((nested + "\n").utf8)) }
@@ -100,7 +83,7 @@ struct HEIFStandardErrorTests {
         #expect(throws: ImagePipelineError.self) {
             _ = try HEIFDecoder(standardError: .discardedWhileDecoding).decode(data, options: DecodeOptions())
         }
-        let (failed, loud) = try Self.capturingStandardError { () -> Bool in
+        let (failed, loud) = try capturingStandardError { () -> Bool in
             (try? HEIFDecoder().decode(data, options: DecodeOptions())) == nil
         }
         #expect(failed)

@@ -5,7 +5,7 @@ import PipelineTestSupport
 import Testing
 
 /// libjpeg-turbo's own test images and the EXIF orientation set.
-@Suite(.enabled(if: Corpus.has("jpeg"), Corpus.missing("jpeg")))
+@Suite(.enabled(if: Corpus.has("jpeg"), Corpus.missing("jpeg")), .tags(.cpuBound))
 struct JPEGConformanceTests {
     @Test func testorigDecodesCloseToTheReferencePPM() throws {
         let decoded = try JPEGDecoder().decode(Corpus.data("jpeg", "testorig.jpg"), options: DecodeOptions())
@@ -46,7 +46,7 @@ struct JPEGConformanceTests {
 }
 
 /// The same picture stored with each EXIF orientation must come out upright and alike.
-@Suite(.enabled(if: Corpus.has("exif-orientation"), Corpus.missing("exif-orientation")))
+@Suite(.enabled(if: Corpus.has("exif-orientation"), Corpus.missing("exif-orientation")), .tags(.cpuBound))
 struct EXIFOrientationTests {
     static let names = ["Landscape", "Portrait"].flatMap { kind in (0...8).map { "\(kind)_\($0).jpg" } }
     static let box = PixelSize(width: 64, height: 64)

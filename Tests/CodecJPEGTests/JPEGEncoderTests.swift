@@ -20,13 +20,8 @@ enum JPEGTools {
         defer { try? FileManager.default.removeItem(at: file) }
         let out = FileManager.default.temporaryDirectory.appendingPathComponent("jpegenc-out-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: out) }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: tool)
-        process.arguments = arguments + ["-outfile", out.path, file.path]
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        try #require(process.terminationStatus == 0, "\(tool) \(arguments) failed")
+        try #require(try ExternalTool.runBlocking(tool, arguments + ["-outfile", out.path, file.path]).status == 0,
+                     "\(tool) \(arguments) failed")
         return try Data(contentsOf: out)
     }
 
@@ -90,7 +85,7 @@ struct JPEGMarkers {
 }
 
 /// `JPEGEncoder` against libjpeg-turbo's own command-line decoder and encoder.
-@Suite(.enabled(if: JPEGTools.available, JPEGTools.missing))
+@Suite(.enabled(if: JPEGTools.available, JPEGTools.missing), .tags(.cpuBound))
 struct JPEGEncoderTests {
     /// A photo when the corpus is present (libjpeg-turbo's `testorig.ppm`, 227×149: odd sizes,
     /// so partial MCUs are covered), else the smooth test pattern at an odd size.

@@ -14,6 +14,7 @@ import Glibc
 /// Progressive previews (issue 26): `JPEGDecoder.preview(of:)` cuts a progressive JPEG still
 /// arriving after its last complete scan and closes it with an EOI; the cut decodes, through the
 /// ordinary decoder, as libjpeg's buffered-image mode shows the output pass for that scan.
+@Suite(.tags(.cpuBound))
 struct JPEGPreviewTests {
     static let decoder = JPEGDecoder()
 

@@ -6,6 +6,7 @@ import Testing
 
 /// Hostile and damaged input: a typed error or a partial decode with warnings, never a crash,
 /// a hang or an allocation beyond the pixel limit.
+@Suite(.tags(.cpuBound))
 struct JPEGRobustnessTests {
     /// Decodes and reports what happened; any error that is not ours fails the test.
     static func outcome(_ data: Data, options: DecodeOptions = DecodeOptions(), label: String) -> DecodedImage? {

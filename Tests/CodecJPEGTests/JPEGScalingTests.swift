@@ -5,6 +5,7 @@ import PipelineTestSupport
 import Testing
 
 /// DCT scaling, colour layouts and coding modes, on pictures the tests write with libjpeg.
+@Suite(.tags(.cpuBound))
 struct JPEGScalingTests {
     @Test func scaleIsTheSmallestEighthThatCoversTheTarget() throws {
         let data = try #require(Fixtures.jpeg(width: 600, height: 400))

@@ -1,11 +1,13 @@
 import CodecJPEG
 import Foundation
 import PipelineCore
+import PipelineTestSupport
 import Testing
 
 /// The work limit on scans (issue 21, finding 2): a progressive file whose scans would walk the
 /// picture's blocks more than `maxScanPasses` times over is refused from the marker walk, before
 /// libjpeg decodes a scan, on the header path too.
+@Suite(.tags(.cpuBound))
 struct JPEGScanLimitTests {
     /// 64×64 gray: 64 blocks, so the default budget is 16 × 64 = 1,024 blocks.
     static let blocks = 64

@@ -19,7 +19,7 @@ struct MemoryLoader: DataLoading {
 
 /// The JPEG decoder inside the real pipeline: the pipeline reads the header, plans the size,
 /// and the decoder's scaled, upright output is resampled to the exact size.
-@Suite(.enabled(if: Corpus.has("exif-orientation"), Corpus.missing("exif-orientation")))
+@Suite(.enabled(if: Corpus.has("exif-orientation"), Corpus.missing("exif-orientation")), .tags(.cpuBound))
 struct PipelineIntegrationTests {
     @Test func aRotatedPhotoComesOutUprightAtTheRequestedSize() async throws {
         let data = try Corpus.data("exif-orientation", "Portrait_6.jpg")
@@ -71,6 +71,7 @@ struct PipelineIntegrationTests {
 }
 
 /// The strictness a request's initialiser takes (`decoding:`), on a photo cut in half.
+@Suite(.tags(.cpuBound))
 struct DecodingStrictnessTests {
     @Test func aTruncatedJPEGIsShownWithWarningsByDefaultAndFailsStrictly() async throws {
         let sample = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Samples/mandelbrot.jpg")

@@ -14,7 +14,7 @@ import Testing
 /// (`convertsToSRGB` false), as djxl writes their samples as stored; `adobergb-d1` is compared
 /// with its sRGB reference (`djxl --color_space=RGB_D65_SRG_Rel_SRG`), which libjxl gives us by
 /// `JxlDecoderSetPreferredColorProfile`.
-@Suite(.enabled(if: Corpus.has("jxl"), Corpus.missing("jxl")))
+@Suite(.enabled(if: Corpus.has("jxl"), Corpus.missing("jxl")), .tags(.cpuBound))
 struct JXLConformanceTests {
     static let stills = ["abstract-d3", "adobergb-d1", "alpha-lossless", "alpha-lossy", "cartoon-lossless", "gray-d1",
                          "jpeg-recompressed", "photo-d1", "photo-lossless", "progressive-d1", "rgb16-lossless"]

@@ -6,6 +6,7 @@ import PipelineTestSupport
 import Testing
 
 /// `JXLEncoder` against our own decoder (libjxl) and `djxl`.
+@Suite(.tags(.cpuBound))
 struct JXLEncoderTests {
     /// A 64×48 gradient with alpha steps, colour under every alpha value (straight).
     static func gradient(alpha: Bool) throws -> Bitmap {
@@ -73,7 +74,7 @@ struct JXLEncoderTests {
 
     /// djxl 0.7 reads what we write, to the same pixels.
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/djxl"), "djxl is not installed: skipped"))
-    func djxlDecodesOurFiles() throws {
+    func djxlDecodesOurFiles() async throws {
         let bitmap = try Self.gradient(alpha: true)
         let data = try JXLEncoder().encode(bitmap, options: EncodeOptions(lossless: true))
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("jxl-\(UUID().uuidString)")
@@ -81,14 +82,7 @@ struct JXLEncoderTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let input = directory.appendingPathComponent("in.jxl"), output = directory.appendingPathComponent("out.png")
         try data.write(to: input)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/djxl")
-        process.arguments = [input.path, output.path, "--quiet"]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
+        #expect(try await ExternalTool.run("/usr/bin/djxl", [input.path, output.path, "--quiet"]).status == 0)
         let png = try PNGDecoder().decode(Data(contentsOf: output), options: DecodeOptions(convertsToSRGB: false, pixelFormat: .rgba8Straight))
         #expect(png.bitmap.unpremultipliedBytes() == bitmap.bytes)
     }

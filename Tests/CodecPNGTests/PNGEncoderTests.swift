@@ -15,17 +15,9 @@ enum PNGTopam {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("pngenc-\(UUID().uuidString).png")
         try png.write(to: file)
         defer { try? FileManager.default.removeItem(at: file) }
-        let process = Process()
-        let output = Pipe()
-        process.executableURL = URL(fileURLWithPath: tool)
-        process.arguments = ["-alphapam", file.path]
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()  // until pngtopam closes it
-        process.waitUntilExit()
-        try #require(process.terminationStatus == 0, "pngtopam failed")
-        return try #require(pam(data), "pngtopam wrote no PAM")
+        let result = try ExternalTool.runBlocking(tool, ["-alphapam", file.path])
+        try #require(result.status == 0, "pngtopam failed")
+        return try #require(pam(result.output), "pngtopam wrote no PAM")
     }
 
     /// A P7 PAM with MAXVAL 255.
@@ -46,7 +38,7 @@ enum PNGTopam {
 }
 
 /// `PNGEncoder` through `encode(_:options:)`, read back by `pngtopam`.
-@Suite(.enabled(if: PNGTopam.path != nil, PNGTopam.missing))
+@Suite(.enabled(if: PNGTopam.path != nil, PNGTopam.missing), .tags(.cpuBound))
 struct PNGEncoderTests {
     /// Every alpha from 0 to 255 against varied colour: a premultiplied bitmap built from
     /// straight pixels (until bitmaps can hold straight alpha themselves).
@@ -142,7 +134,7 @@ struct PNGEncoderTests {
 /// ``EncodeOptions/iccProfile`` in PNG: a real profile (from a corpus picture) round-trips
 /// through our decoder; a too-short one is refused before libpng; one libpng cannot take
 /// fails with its message, not a crash or a file without it.
-@Suite("PNG encoder ICC profiles")
+@Suite("PNG encoder ICC profiles", .tags(.cpuBound))
 struct PNGEncoderICCTests {
     static let picture = Bitmap(zeroed: PixelSize(width: 4, height: 4), pixelFormat: .rgba8Straight)
 

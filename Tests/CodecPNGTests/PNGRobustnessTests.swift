@@ -5,6 +5,7 @@ import PipelineTestSupport
 import Testing
 
 /// Damaged and hostile PNGs: a typed error, never a crash, a hang or a huge allocation.
+@Suite(.tags(.cpuBound))
 struct PNGRobustnessTests {
     static func outcome(_ data: Data, options: DecodeOptions = DecodeOptions(), label: String) -> DecodedImage? {
         do {

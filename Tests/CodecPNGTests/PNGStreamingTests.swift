@@ -5,6 +5,7 @@ import PipelineTestSupport
 import Testing
 
 /// Row-by-row shrinking, the encoder, and memory.
+@Suite(.tags(.cpuBound))
 struct PNGStreamingTests {
     /// A premultiplied bitmap with a colour pattern and an alpha ramp (some pixels transparent).
     static func pattern(width: Int, height: Int, alpha: Bool = true) -> Bitmap {

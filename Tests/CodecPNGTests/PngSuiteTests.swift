@@ -6,7 +6,7 @@ import Testing
 
 /// PngSuite conformance: every valid file decodes at its own size to the reference pixels,
 /// every `x*.png` (corrupt on purpose) fails with a typed error.
-@Suite(.enabled(if: Corpus.has("png-suite"), Corpus.missing("png-suite")))
+@Suite(.enabled(if: Corpus.has("png-suite"), Corpus.missing("png-suite")), .tags(.cpuBound))
 struct PngSuiteTests {
     static var files: [String] {
         let folder = Corpus.folder("png-suite/png")

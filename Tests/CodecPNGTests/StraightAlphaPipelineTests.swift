@@ -6,7 +6,7 @@ import Testing
 
 /// Straight alpha through the pipeline (``ProcessingOptions/pixelFormat``), with the real PNG
 /// decoder over PngSuite files whose alpha is neither 0 nor 255 in many pixels.
-@Suite(.enabled(if: Corpus.has("png-suite"), Corpus.missing("png-suite")))
+@Suite(.enabled(if: Corpus.has("png-suite"), Corpus.missing("png-suite")), .tags(.cpuBound))
 struct StraightAlphaPipelineTests {
     static let straight = ProcessingOptions(pixelFormat: .rgba8Straight)
 

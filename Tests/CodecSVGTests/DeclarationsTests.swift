@@ -1,9 +1,11 @@
 import Foundation
+import PipelineTestSupport
 import Testing
 
 /// `Sources/CRSVG/shim.h` declares the librsvg, cairo and GLib functions CodecSVG calls instead
 /// of including their headers (see the comment there). Compiled after the real headers, every
 /// prototype must agree with them: a C compiler rejects a conflicting redeclaration.
+@Suite(.tags(.cpuBound))
 struct DeclarationsTests {
     static let shim = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .appendingPathComponent("../../Sources/CRSVG/shim.h").standardizedFileURL
@@ -20,18 +22,7 @@ struct DeclarationsTests {
     }
 
     static func run(_ tool: String, _ arguments: [String], input: String = "") throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: tool)
-        process.arguments = arguments
-        let stdin = Pipe(), stdout = Pipe()
-        process.standardInput = stdin
-        process.standardOutput = stdout
-        process.standardError = stdout
-        try process.run()
-        try stdin.fileHandleForWriting.write(contentsOf: Data(input.utf8))
-        try stdin.fileHandleForWriting.close()
-        let output = stdout.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: output, as: UTF8.self))
+        let result = try ExternalTool.runBlocking(tool, arguments, input: Data(input.utf8))
+        return (result.status, result.stdout + result.stderr)
     }
 }

@@ -9,7 +9,7 @@ import Testing
 /// drawing calls (the canvas, scale and viewport `rsvg-convert -w W -h H -a` uses): the bytes
 /// must be the reference's exactly, by its md5 (straight RGBA, colour zeroed where alpha is 0).
 /// What this checks is the plumbing: size, alpha, channel order, orientation, colour.
-@Suite(.enabled(if: Corpus.has("svg"), Corpus.missing("svg")))
+@Suite(.enabled(if: Corpus.has("svg"), Corpus.missing("svg")), .tags(.cpuBound))
 struct SVGConformanceTests {
     static let folder = Corpus.folder("svg")
 

@@ -7,7 +7,7 @@ import Testing
 /// The nine hostile and broken files of `../shared/corpus/svg/invalid/`, at the natural size and
 /// fitted in 64×64: each outcome one its README accepts (`references.json` `accept`), a typed
 /// error or, where the file may render, exactly the reference picture; each in bounded time.
-@Suite(.enabled(if: Corpus.has("svg"), Corpus.missing("svg")))
+@Suite(.enabled(if: Corpus.has("svg"), Corpus.missing("svg")), .tags(.cpuBound))
 struct SVGHostileTests {
     /// A generous bound for one hostile file on a loaded 2-core machine: rsvg-convert takes
     /// 0.02 s for each, and `-u` (no libxml2 limits) runs the billion laughs past 10 s.

@@ -14,7 +14,7 @@ import Testing
 /// afterwards shows the watch works, and so does rsvg-convert's, which given the document as a
 /// file has a base and loads the image and stylesheet beside it), and draws exactly what the same document
 /// draws without those references.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.timeLimit(.minutes(2)), .tags(.cpuBound))
 struct SVGIsolationTests {
     static let red = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"32\" height=\"32\" id=\"a\"><rect id=\"r\" width=\"32\" height=\"32\" fill=\"red\"/></svg>"
 
@@ -102,13 +102,7 @@ struct SVGIsolationTests {
                     let document = folder.appendingPathComponent("document.svg")
                     try data.write(to: document)
                     _ = watch.opened()
-                    let process = Process()
-                    process.executableURL = rsvg
-                    process.arguments = [document.path]
-                    process.standardOutput = FileHandle.nullDevice
-                    process.standardError = FileHandle.nullDevice
-                    try process.run()
-                    process.waitUntilExit()
+                    _ = try ExternalTool.runBlocking(rsvg.path, [document.path])
                     #expect(watch.opened() == ["document.svg", "secret.css", "secret.svg"], "rsvg-convert with a base file")
                 }
             }

@@ -7,7 +7,7 @@ import Testing
 
 /// Through the pipeline: a vector picture is drawn at the size asked for (larger than its own
 /// too), never decoded small and enlarged; the pixel limit bounds the size drawn.
-@Suite(.enabled(if: Corpus.has("svg"), Corpus.missing("svg")))
+@Suite(.enabled(if: Corpus.has("svg"), Corpus.missing("svg")), .tags(.cpuBound))
 struct SVGPipelineTests {
     static func pipeline(maxPixelCount: Int = 100_000_000) -> ImagePipeline {
         makePipeline(loader: FileDataLoader(), decoders: DecoderRegistry().registering(SVGDecoder()), maxPixelCount: maxPixelCount)

@@ -5,6 +5,7 @@ import PipelineTestSupport
 import Testing
 
 /// The signature: XML whose root element is `svg`, whatever comes before it; never other XML.
+@Suite(.tags(.cpuBound))
 struct SVGSignatureTests {
     static func data(_ text: String) -> Data { Data(text.utf8) }
 
@@ -61,20 +62,6 @@ struct SVGSignatureTests {
     }
 
     static func gzip(_ text: String) throws -> Data {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/gzip")
-        process.arguments = ["-c", "-n"]
-        let input = Pipe(), output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        try process.run()
-        let writer = Thread {
-            try? input.fileHandleForWriting.write(contentsOf: Data(text.utf8))
-            try? input.fileHandleForWriting.close()
-        }
-        writer.start()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return data
+        try ExternalTool.runBlocking("/bin/gzip", ["-c", "-n"], input: Data(text.utf8)).output
     }
 }

@@ -1,9 +1,11 @@
 import CodecSVG
 import Foundation
 import PipelineCore
+import PipelineTestSupport
 import Testing
 
 /// The natural size `info` gives, and how a canvas of another size is covered.
+@Suite(.tags(.cpuBound))
 struct SVGSizeTests {
     static func info(_ text: String) throws -> ImageInfo { try SVGDecoder().readInfo(Data(text.utf8)) }
 

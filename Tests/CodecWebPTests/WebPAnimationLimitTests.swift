@@ -1,12 +1,14 @@
 import CodecWebP
 import Foundation
 import PipelineCore
+import PipelineTestSupport
 import Testing
 
 /// The animation limits on animated WebPs made here from the one 64×64 lossless frame of
 /// `Fixtures/huge-canvas.webp` (issue 21, finding 3: a 46 KB WebP of 1,000 frames on a
 /// 10000×10000 canvas peaked at 1.2 GB): refused from the container's frame count, before
 /// libwebp allocates its canvases or decodes a frame.
+@Suite(.tags(.cpuBound))
 struct WebPAnimationLimitTests {
     /// The fixture's frame: its `ANMF` payload after the 16-byte frame header (the `VP8L` chunk).
     static func frameBitstream() throws -> [UInt8] {

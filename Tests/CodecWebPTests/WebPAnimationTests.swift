@@ -5,7 +5,7 @@ import PipelineTestSupport
 import Testing
 
 /// Animations: frame count from WebPDemux, the first frame on a transparent canvas.
-@Suite(.enabled(if: Corpus.has("webp"), Corpus.missing("webp")))
+@Suite(.enabled(if: Corpus.has("webp"), Corpus.missing("webp")), .tags(.cpuBound))
 struct WebPAnimationTests {
     /// A RIFF chunk, padded to an even size.
     static func chunk(_ fourCC: String, _ payload: [UInt8]) -> [UInt8] {

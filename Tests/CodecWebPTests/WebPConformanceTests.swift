@@ -11,7 +11,7 @@ import Testing
 /// or not, is byte-identical to dwebp's: its md5 must equal the listed one. The default
 /// premultiplied decode (`MODE_rgbA`) must be those straight values premultiplied by libwebp's
 /// own formula, `⌊x · a / 255⌋`, exactly.
-@Suite(.enabled(if: Corpus.has("webp"), Corpus.missing("webp")))
+@Suite(.enabled(if: Corpus.has("webp"), Corpus.missing("webp")), .tags(.cpuBound))
 struct WebPConformanceTests {
     static let folder = "webp"
 

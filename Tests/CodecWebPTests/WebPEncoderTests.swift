@@ -6,7 +6,7 @@ import Testing
 
 /// ``WebPEncoder`` against an independent decoder: every file is read back by `dwebp -pam`
 /// (libwebp's own tool, straight RGBA), never by our decoder.
-@Suite(.enabled(if: PortableMap.dwebp != nil, "dwebp (Debian's webp package) is not installed"))
+@Suite(.enabled(if: PortableMap.dwebp != nil, "dwebp (Debian's webp package) is not installed"), .tags(.cpuBound))
 struct WebPEncoderTests {
     /// A 61×47 picture (odd sizes: partial macroblocks) of gradients and hard edges whose alpha
     /// runs through every level, 0 and 255 included.
@@ -72,13 +72,7 @@ struct WebPEncoderTests {
     /// straight bytes, since a premultiplied bitmap has none to keep.
     @Test func losslessKeepsColourUnderTransparentPixels() throws {
         let size = PixelSize(width: 40, height: 24)
-        var straight = [UInt8](repeating: 0, count: size.pixelCount * 4)
-        for pixel in 0..<size.pixelCount {
-            straight[pixel * 4] = UInt8(pixel % 256)
-            straight[pixel * 4 + 1] = UInt8((pixel * 7) % 256)
-            straight[pixel * 4 + 2] = 200
-            straight[pixel * 4 + 3] = pixel % 3 == 0 ? 0 : UInt8(pixel % 256)
-        }
+        let straight = straightRGBAWithColourUnderTransparency(size)
         let data = try WebPEncoder().encode(straight: straight, size: size, options: EncodeOptions(lossless: true))
         let decoded = try Self.dwebpDecode(data)
         let differing = zip(decoded.rgba, straight).filter { $0 != $1 }.count
@@ -251,13 +245,6 @@ enum PortableMap {
 
     /// Runs `tool` with `arguments`; its stdout and stderr are discarded.
     static func run(_ tool: URL, _ arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = tool
-        process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        try #require(process.terminationStatus == 0, "\(tool.lastPathComponent) \(arguments) failed")
+        try #require(try ExternalTool.runBlocking(tool.path, arguments).status == 0, "\(tool.lastPathComponent) \(arguments) failed")
     }
 }

@@ -7,6 +7,7 @@ import Testing
 /// Issue 22, point 6: an animation's total duration from one walk over the container's chunk
 /// headers. Summing it with libwebp's frame iterator (O(n) per step) took 28 s for a 4.6 MB
 /// file of 100,000 frames; the walk must give libwebp's own durations, in linear time.
+@Suite(.tags(.cpuBound))
 struct WebPFrameHeadersTests {
     /// One `ANMF` chunk per duration: the 64×64 frame of the limit tests' fixture at (0, 0).
     static func animation(durations: [Int]) throws -> Data {

@@ -5,7 +5,7 @@ import PipelineTestSupport
 import Testing
 
 /// Damaged and hostile WebP files: a typed error, never a crash or a huge allocation.
-@Suite(.enabled(if: Corpus.has("webp"), Corpus.missing("webp")))
+@Suite(.enabled(if: Corpus.has("webp"), Corpus.missing("webp")), .tags(.cpuBound))
 struct WebPRobustnessTests {
     static func outcome(_ data: Data, options: DecodeOptions = DecodeOptions(), label: String) -> DecodedImage? {
         do {

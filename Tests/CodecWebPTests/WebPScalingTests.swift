@@ -5,7 +5,7 @@ import PipelineTestSupport
 import Testing
 
 /// libwebp's built-in scaling, and the decoder inside a pipeline.
-@Suite(.enabled(if: Corpus.has("webp"), Corpus.missing("webp")))
+@Suite(.enabled(if: Corpus.has("webp"), Corpus.missing("webp")), .tags(.cpuBound))
 struct WebPScalingTests {
     /// Mean and largest absolute difference per channel of two equal-size bitmaps.
     static func difference(_ a: Bitmap, _ b: Bitmap) -> (mean: Double, max: Int) {

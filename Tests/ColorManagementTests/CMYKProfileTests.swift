@@ -4,9 +4,11 @@ import CodecJPEG
 import ColorManagement
 import Foundation
 import PipelineCore
+import PipelineTestSupport
 import Testing
 
 /// CMYK JPEGs with a CMYK profile: the rows go through the profile, not the naive formula.
+@Suite(.tags(.cpuBound))
 struct CMYKProfileTests {
     /// A CMYK output profile whose A2B0 table is deliberately not the naive formula: cyan ink
     /// also takes away some red *and* green, black only takes away 70%.

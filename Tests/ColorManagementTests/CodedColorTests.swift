@@ -1,16 +1,12 @@
 import ColorManagement
 import Foundation
 import PipelineCore
+import PipelineTestSupport
 import Testing
 
 /// Coded (`nclx`) colour descriptions: Display P3 converts like the published P3 → sRGB matrix.
+@Suite(.tags(.cpuBound))
 struct CodedColorTests {
-    static func decodeSRGB(_ v: Double) -> Double { v <= 0.04045 ? v / 12.92 : pow((v + 0.055) / 1.055, 2.4) }
-    static func encodeSRGB(_ v: Double) -> Double {
-        let c = min(1, max(0, v))
-        return c <= 0.0031308 ? c * 12.92 : 1.055 * pow(c, 1 / 2.4) - 0.055
-    }
-
     @Test func displayP3ConvertsLikeThePublishedMatrix() throws {
         let profile = try #require(ColorManagement.profile(codedPrimaries: 12, transfer: 13))
         #expect(profile.isApplicable)
@@ -21,8 +17,8 @@ struct CodedColorTests {
                                          bytes: samples.flatMap { $0 + [255] }))
         profile.convertToSRGB(&bitmap, hasAlpha: false)
         for (index, sample) in samples.enumerated() {
-            let linear = sample.map { Self.decodeSRGB(Double($0) / 255) }
-            let expected = p3.map { row in Self.encodeSRGB(zip(row, linear).map(*).reduce(0, +)) * 255 }
+            let linear = sample.map { SRGBTransfer.decode(Double($0) / 255) }
+            let expected = p3.map { row in SRGBTransfer.encode(zip(row, linear).map(*).reduce(0, +)) * 255 }
             let got = bitmap.pixel(x: index, y: 0)
             for (value, want) in zip([got.r, got.g, got.b], expected) {
                 #expect(abs(Double(value) - want) <= 2, "\(sample): got \(got), expected \(expected)")

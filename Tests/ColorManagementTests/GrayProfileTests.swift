@@ -4,9 +4,11 @@ import CodecJPEG
 import ColorManagement
 import Foundation
 import PipelineCore
+import PipelineTestSupport
 import Testing
 
 /// Gray JPEGs with a gray ICC profile: the gray curve is applied (here a linear one).
+@Suite(.tags(.cpuBound))
 struct GrayProfileTests {
     /// A gray profile with a linear (gamma 1) curve, as ICC bytes, made with lcms.
     static func linearGrayProfile() throws -> [UInt8] {
@@ -34,8 +36,6 @@ struct GrayProfileTests {
         return Data(encoded.prefix(2) + segment + encoded.dropFirst(2))
     }
 
-    static func encodeSRGB(_ v: Double) -> Double { v <= 0.0031308 ? v * 12.92 : 1.055 * pow(v, 1 / 2.4) - 0.055 }
-
     @Test func grayJPEGsGoThroughTheirGrayProfile() throws {
         let levels: [UInt8] = [0, 16, 64, 128, 200, 255]
         let width = 16 * levels.count, height = 16
@@ -46,7 +46,7 @@ struct GrayProfileTests {
         #expect(decoded.info.colorProfile?.colorSpace == "GRAY")
         for (index, level) in levels.enumerated() {
             let pixel = decoded.bitmap.pixel(x: index * 16 + 8, y: 8)
-            let expected = Self.encodeSRGB(Double(level) / 255) * 255
+            let expected = SRGBTransfer.encode(Double(level) / 255) * 255
             #expect(abs(Double(pixel.r) - expected) <= 3 && pixel.r == pixel.g && pixel.g == pixel.b && pixel.a == 255,
                     "level \(level): \(pixel), expected \(expected)")
         }

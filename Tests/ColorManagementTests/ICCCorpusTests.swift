@@ -38,7 +38,7 @@ enum ICC {
 }
 
 /// Every file of `../shared/corpus/icc/` against its colour-managed reference.
-@Suite(.enabled(if: Corpus.has(ICC.folder), Corpus.missing(ICC.folder)))
+@Suite(.enabled(if: Corpus.has(ICC.folder), Corpus.missing(ICC.folder)), .tags(.cpuBound))
 struct ICCCorpusTests {
     @Test func everyFileIsWithin35dBOfItsSRGBReference() throws {
         for (file, reference) in try ICC.references() {

@@ -4,12 +4,14 @@ import CodecJPEG
 import ColorManagement
 import Foundation
 import PipelineCore
+import PipelineTestSupport
 import Testing
 
 /// The limits on an embedded profile (issue 21, finding 4): its size, checked from the APP2
 /// chunk lengths before they are assembled; its lookup-table entries, read from the tables'
 /// headers before a transform is built; and the transform's memory in the decode estimate,
 /// with `info` building none.
+@Suite(.tags(.cpuBound))
 struct ICCLimitTests {
     /// An input-class RGB → Lab profile with one 16-bit CLUT of `grid`³ points (as
     /// `../shared/hostile/tools/mkicc.c bigclut` makes), described as `name`.

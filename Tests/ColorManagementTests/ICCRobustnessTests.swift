@@ -34,7 +34,7 @@ enum JPEGICCSegments {
     }
 }
 
-@Suite(.enabled(if: Corpus.has(ICC.folder), Corpus.missing(ICC.folder)))
+@Suite(.enabled(if: Corpus.has(ICC.folder), Corpus.missing(ICC.folder)), .tags(.cpuBound))
 struct ICCRobustnessTests {
     static func jpeg(_ name: String = "AdobeRGB1998.jpg") throws -> [UInt8] { [UInt8](try Corpus.data(ICC.folder, name)) }
 
@@ -163,7 +163,7 @@ struct ICCRobustnessTests {
 }
 
 /// One cached profile and its transform serve many threads at once.
-@Suite(.enabled(if: Corpus.has(ICC.folder), Corpus.missing(ICC.folder)))
+@Suite(.enabled(if: Corpus.has(ICC.folder), Corpus.missing(ICC.folder)), .tags(.cpuBound))
 struct ICCConcurrencyTests {
     @Test func concurrentDecodesShareOneProfile() throws {
         let files = ["ProPhotoRGB.jpg", "SwappedRedAndGreen.png", "AdobeRGB1998.webp"]

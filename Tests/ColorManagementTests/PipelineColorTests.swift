@@ -6,7 +6,7 @@ import PipelineTestSupport
 import Testing
 
 /// The request's processing options reach the codecs: sRGB by default, stored values on request.
-@Suite(.enabled(if: Corpus.has(ICC.folder), Corpus.missing(ICC.folder)))
+@Suite(.enabled(if: Corpus.has(ICC.folder), Corpus.missing(ICC.folder)), .tags(.cpuBound))
 struct PipelineColorTests {
     @Test func requestsConvertToSRGBUnlessTurnedOff() async throws {
         let configuration = ImagePipeline.Configuration(decoders: DecoderRegistry([JPEGDecoder()]),

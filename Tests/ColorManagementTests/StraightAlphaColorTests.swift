@@ -7,7 +7,7 @@ import Testing
 /// A straight bitmap's colour goes through the profile as stored: the same colour as an
 /// opaque pixel of that colour gets, whatever its alpha (a premultiplied one is divided out
 /// and multiplied back, losing what premultiplying lost).
-@Suite(.enabled(if: Corpus.has(ICC.folder), Corpus.missing(ICC.folder)))
+@Suite(.enabled(if: Corpus.has(ICC.folder), Corpus.missing(ICC.folder)), .tags(.cpuBound))
 struct StraightAlphaColorTests {
     @Test func straightColourIsConvertedAsStoredWhateverTheAlpha() throws {
         let iccData = try #require(JPEGICCSegments.profile([UInt8](try Corpus.data(ICC.folder, "AdobeRGB1998.jpg"))))

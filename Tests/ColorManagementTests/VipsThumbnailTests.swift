@@ -12,7 +12,7 @@ let vipsThumbnailTool: URL? = FileManager.default.isExecutableFile(atPath: "/usr
     ? URL(fileURLWithPath: "/usr/bin/vipsthumbnail") : nil
 
 @Suite(.enabled(if: Corpus.has(ICC.folder) && vipsThumbnailTool != nil,
-                "needs ../shared/corpus/icc and /usr/bin/vipsthumbnail (Debian libvips-tools, see scripts/bootstrap)"))
+                "needs ../shared/corpus/icc and /usr/bin/vipsthumbnail (Debian libvips-tools, see scripts/bootstrap)"), .tags(.cpuBound))
 struct VipsThumbnailTests {
     static let size = PixelSize(width: 160, height: 100)
 
@@ -20,15 +20,11 @@ struct VipsThumbnailTests {
     static func vipsThumbnail(_ file: String) throws -> Bitmap {
         let out = FileManager.default.temporaryDirectory.appendingPathComponent("vips-icc-\(UUID().uuidString).png")
         defer { try? FileManager.default.removeItem(at: out) }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/vipsthumbnail")
-        process.arguments = [Corpus.folder(ICC.folder).appendingPathComponent(file).path, "-s", "\(size.width)x\(size.height)",
-                             "--export-profile", "srgb", "-o", out.path]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        try #require(process.terminationStatus == 0, "vipsthumbnail failed on \(file)")
+        let result = try ExternalTool.runBlocking("/usr/bin/vipsthumbnail", [
+            Corpus.folder(ICC.folder).appendingPathComponent(file).path, "-s", "\(size.width)x\(size.height)", "--export-profile", "srgb",
+            "-o", out.path,
+        ])
+        try #require(result.status == 0, "vipsthumbnail failed on \(file)")
         return try ICC.decoder(for: ".png").decode(try Data(contentsOf: out), options: DecodeOptions(convertsToSRGB: false)).bitmap
     }
 

@@ -1,6 +1,7 @@
 // A child process for the disk-cache crash and multi-process tests: stores (and re-validates)
 // DiskCachePattern entries in a loop from several tasks at once, until it is killed or has done
-// `count` stores.
+// `count` stores. It writes a line to stdout after each store: the test's signal that it is
+// under way (a line is one `write`, whole even with four tasks writing).
 //
 // Usage: DiskCacheCrashWriter <directory> <keys> <count (0 = forever)> <seed>
 import CacheDisk
@@ -27,6 +28,7 @@ await withTaskGroup(of: Void.self) { group in
                 let info = CacheEntryInfo(etag: DiskCachePattern.etag(version), freshUntil: Date())
                 await cache.storeData(DiskCachePattern.body(key: key, version: version), info: info,
                                       for: DiskCachePattern.url(key))
+                FileHandle.standardOutput.write(Data("stored \(key)\n".utf8))
                 if step % 3 == 0, let entry = await cache.cachedData(for: DiskCachePattern.url(key)) {
                     // A 304 for whatever version is there now: the sidecar must keep its ETag.
                     var refreshed = entry.info

@@ -1,4 +1,5 @@
 import Foundation
+import PipelineTestSupport
 import Testing
 
 /// "Link only what you import": an app of PipelineCore + CodecPNG + LoaderFile links libpng and
@@ -11,15 +12,9 @@ struct LinkageTests {
         let candidates = [directory, directory.deletingLastPathComponent()].map { $0.appendingPathComponent("PNGFromFiles") }
         let binary = try #require(candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) },
                                   "PNGFromFiles is not beside the test bundle (\(directory.path))")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/ldd")
-        process.arguments = [binary.path]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
+        let ldd = try ExternalTool.runBlocking("/usr/bin/ldd", [binary.path])
+        let text = ldd.stdout
+        #expect(ldd.status == 0)
         #expect(text.contains("libpng"), "\(text)")
         #expect(!text.contains("libjpeg") && !text.contains("libturbojpeg"), "\(text)")
         #expect(!text.contains("libcurl"), "\(text)")

@@ -6,7 +6,7 @@ import Testing
 /// files are read back by Pillow (libwebp's `WebPAnimDecoder` and its own GIF reader, which
 /// composite the frames independently of us) and compared with the frames the pipeline
 /// decoded (`imgpipe frames`, the same frames the encoder was given).
-@Suite("imgpipe writes animations", .serialized, .timeLimit(.minutes(5)))
+@Suite("imgpipe writes animations", .serialized, .timeLimit(.minutes(5)), .tags(.cpuBound))
 struct ImgpipeAnimatedOutputTests {
     static let orbit = Imgpipe.samples.appendingPathComponent("orbit.gif")  // 96 × 96, 16 frames of 60 ms, loops
     static let gifCorpus = straightAlphaCorpus.appendingPathComponent("gif")

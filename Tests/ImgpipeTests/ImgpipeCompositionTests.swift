@@ -13,7 +13,7 @@ let magickConvert = ["/usr/bin/convert", "/usr/local/bin/convert"].first(where: 
 
 /// `imgpipe thumb --overlay` against Pillow's `Image.alpha_composite` of the same two pictures
 /// (Pillow 9.4), and `--trim` against libvips 8.14's `find_trim` on bordered photographs.
-@Suite("imgpipe thumb overlay, pad and trim against Pillow and vips", .serialized, .timeLimit(.minutes(5)))
+@Suite("imgpipe thumb overlay, pad and trim against Pillow and vips", .serialized, .timeLimit(.minutes(5)), .tags(.cpuBound))
 struct ImgpipeCompositionTests {
     /// Pillow's composite of `overlay` over `base` at the documented placement, compared with
     /// `ours`: the largest channel difference and the mean, straight, or premultiplied by each

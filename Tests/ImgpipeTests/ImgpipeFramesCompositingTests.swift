@@ -7,7 +7,7 @@ import Testing
 
 /// `imgpipe frames` writes what the GIF decoder composites: the same canvas (the logical screen
 /// grown to the first frame), every disposal applied, straight RGBA in each PAM.
-@Suite("imgpipe frames compositing", .timeLimit(.minutes(2)))
+@Suite("imgpipe frames compositing", .timeLimit(.minutes(2)), .tags(.cpuBound))
 struct ImgpipeFramesCompositingTests {
     /// A 4×4 screen whose first frame reaches x = 6 (kept), a "previous" frame with transparency,
     /// a "background" frame, and a 1×1 frame that shows what they left.
@@ -18,14 +18,6 @@ struct ImgpipeFramesCompositingTests {
         let background = GIFWriter.Frame(x: 4, y: 0, width: 2, height: 2, indices: [3, 3, 3, 3], disposal: 2)
         let last = GIFWriter.Frame(x: 3, y: 3, width: 1, height: 1, indices: [3], disposal: 1)
         return GIFWriter.gif(width: 4, height: 4, palette: palette, frames: [first, previous, background, last])
-    }
-
-    /// The pixels of a PAM `imgpipe` wrote (after `ENDHDR\n`).
-    func pamPixels(_ url: URL) throws -> [UInt8] {
-        let data = [UInt8](try Data(contentsOf: url))
-        let marker = Array("ENDHDR\n".utf8)
-        let start = try #require(data.indices.first { data[$0...].starts(with: marker) }) + marker.count
-        return Array(data[start...])
     }
 
     @Test func framesMatchTheDecoderFrameByFrame() async throws {

@@ -9,7 +9,7 @@ import Testing
 /// Without it, no profile is written.
 @Suite("imgpipe --keep-icc", .serialized, .timeLimit(.minutes(3)),
        .enabled(if: FileManager.default.fileExists(atPath: straightAlphaCorpus.appendingPathComponent("icc").path),
-                "../shared/corpus/icc is absent: skipped"))
+                "../shared/corpus/icc is absent: skipped"), .tags(.cpuBound))
 struct ImgpipeKeepICCTests {
     static let folder = straightAlphaCorpus.appendingPathComponent("icc")
 

@@ -4,12 +4,7 @@ import Testing
 
 /// Runs the built `imgpipe` binary as a user would, capturing its exit status and output.
 struct Imgpipe {
-    struct Result {
-        let status: Int32
-        let terminatedBySignal: Bool
-        let stdout: String
-        let stderr: String
-    }
+    typealias Result = ExternalTool.Outcome
 
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../..").standardizedFileURL
     static let samples = root.appendingPathComponent("Samples")
@@ -33,44 +28,8 @@ struct Imgpipe {
     static func run(_ arguments: [String], stdin: String = "", in directory: URL? = nil,
                     timeout: TimeInterval? = nil, executable: URL = binary,
                     environment: [String: String] = [:]) async throws -> Result {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread {
-                continuation.resume(with: Swift.Result {
-                    try runBlocking(arguments, stdin: stdin, in: directory, timeout: timeout, executable: executable,
-                                    environment: environment)
-                })
-            }.start()
-        }
-    }
-
-    private static func runBlocking(_ arguments: [String], stdin: String, in directory: URL?,
-                                    timeout: TimeInterval?, executable: URL, environment: [String: String]) throws -> Result {
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        if !environment.isEmpty {
-            process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
-        }
-        if let directory { process.currentDirectoryURL = directory }
-        let input = Pipe(), output = Pipe(), error = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = error
-        try process.run()
-        if let timeout {
-            let pid = process.processIdentifier
-            DispatchQueue.global().asyncAfter(deadline: .now() + timeout) { [process] in
-                if process.isRunning && process.processIdentifier == pid { process.terminate() }
-            }
-        }
-        input.fileHandleForWriting.write(Data(stdin.utf8))
-        try input.fileHandleForWriting.close()
-        // Read both pipes to the end before waiting, so a full pipe cannot stall the child.
-        let outData = output.fileHandleForReading.readDataToEndOfFile()
-        let errData = error.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Result(status: process.terminationStatus, terminatedBySignal: process.terminationReason == .uncaughtSignal,
-                      stdout: String(decoding: outData, as: UTF8.self), stderr: String(decoding: errData, as: UTF8.self))
+        try await ExternalTool.run(executable.path, arguments, input: Data(stdin.utf8), environment: environment, directory: directory,
+                                   timeout: timeout)
     }
 }
 
@@ -94,9 +53,8 @@ func pamPixels(_ url: URL) throws -> [UInt8] {
 /// A Python `http.server` serving `directory` on 127.0.0.1 with an ephemeral port; with
 /// `requestLog`, one line per request (`"GET /x HTTP/1.1" 304 -`) appended to that file.
 final class StaticServer {
-    let process = Process()
     let port: Int
-    private let input = Pipe()
+    private let child: ExternalTool.Child
 
     init(directory: URL, requestLog: URL? = nil) throws {
         // The server exits when this process closes its stdin (even if the test crashes).
@@ -113,58 +71,33 @@ final class StaticServer {
         threading.Thread(target=server.serve_forever, daemon=True).start()
         sys.stdin.read()
         """
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", script, directory.path] + (requestLog.map { [$0.path] } ?? [])
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardInput = input
-        try process.run()
-        guard let port = Int(try firstLine(of: output)) else { throw CocoaError(.fileReadUnknown) }
+        child = try ExternalTool.Child("/usr/bin/env", ["python3", "-c", script, directory.path] + (requestLog.map { [$0.path] } ?? []))
+        guard let port = try child.firstLine().flatMap({ Int($0) }) else { throw CocoaError(.fileReadUnknown) }
         self.port = port
     }
 
     func url(_ path: String) -> String { "http://127.0.0.1:\(port)/\(path)" }
 
-    func stop() {
-        try? input.fileHandleForWriting.close()
-        process.waitUntilExit()
-    }
+    func stop() { child.stop() }
 }
 
 /// `scripts/cdn-fixture.py` over `Samples/` on 127.0.0.1 with an ephemeral port (originals only:
 /// no imgpipe to make sizes), writing its request counts to `counts`.
 final class CDNFixture {
-    let process = Process()
     let origin: String
-    private let input = Pipe()
+    private let child: ExternalTool.Child
 
     init(counts: URL) throws {
         // --stdin: it exits when this process closes its stdin (even if the test crashes).
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", Imgpipe.root.appendingPathComponent("scripts/cdn-fixture.py").path,
-                             "--root", Imgpipe.samples.path, "--counts", counts.path, "--stdin"]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardInput = input
-        try process.run()
-        let line = try firstLine(of: output)
-        guard line.hasPrefix("PORT "), let port = Int(line.dropFirst(5)) else { throw CocoaError(.fileReadUnknown) }
+        child = try ExternalTool.Child("/usr/bin/env", ["python3", Imgpipe.root.appendingPathComponent("scripts/cdn-fixture.py").path,
+                                                        "--root", Imgpipe.samples.path, "--counts", counts.path, "--stdin"])
+        guard let line = try child.firstLine(), line.hasPrefix("PORT "), let port = Int(line.dropFirst(5)) else {
+            throw CocoaError(.fileReadUnknown)
+        }
         origin = "http://127.0.0.1:\(port)"
     }
 
-    func stop() {
-        try? input.fileHandleForWriting.close()
-        process.waitUntilExit()
-    }
-}
-
-/// The first line a child writes to `pipe`, without its newline (blocks until it is written).
-private func firstLine(of pipe: Pipe) throws -> String {
-    var line = Data()
-    while let byte = try pipe.fileHandleForReading.read(upToCount: 1), !byte.isEmpty, byte != Data("\n".utf8) {
-        line += byte
-    }
-    return String(decoding: line, as: UTF8.self)
+    func stop() { child.stop() }
 }
 
 extension Imgpipe {

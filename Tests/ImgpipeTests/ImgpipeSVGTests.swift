@@ -6,7 +6,7 @@ import Testing
 /// `imgpipe thumb x.svg --size 512`: the 16-pixel icon drawn at 512 (the decoder's own drawing,
 /// not an enlargement), and the hostile files fail or draw with nothing of librsvg's or GLib's
 /// on stderr (imgpipe's own lines only).
-@Suite("imgpipe thumb of SVG", .timeLimit(.minutes(2)), .enabled(if: Corpus.has("svg"), Corpus.missing("svg")))
+@Suite("imgpipe thumb of SVG", .timeLimit(.minutes(2)), .enabled(if: Corpus.has("svg"), Corpus.missing("svg")), .tags(.cpuBound))
 struct ImgpipeSVGTests {
     @Test func aSixteenPixelIconThumbnailsSharpAt512() async throws {
         try await withTemporaryDirectory(prefix: "imgpipe-svg") { (directory: URL) async throws in

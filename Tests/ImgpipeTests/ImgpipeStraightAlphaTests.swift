@@ -81,15 +81,9 @@ struct ImgpipeStraightAlphaTests {
                 try #require(result.status == 0, "\(file): \(result.stderr)")
             }
             let readBack = directory.appendingPathComponent("back.pam")
-            try #require(FileManager.default.createFile(atPath: readBack.path, contents: nil))
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/pngtopam")
-            process.arguments = ["-alphapam", png.path]
-            process.standardOutput = try FileHandle(forWritingTo: readBack)
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            process.waitUntilExit()
-            try #require(process.terminationStatus == 0, "pngtopam failed on our PNG of \(file)")
+            let pngtopam = try await ExternalTool.run("/usr/bin/pngtopam", ["-alphapam", png.path])
+            try #require(pngtopam.status == 0, "pngtopam failed on our PNG of \(file)")
+            try pngtopam.output.write(to: readBack)
             #expect(try pamPixels(readBack) == (try pamPixels(pam)), "\(file): the PNG's pixels differ from the PAM's")
         }
     }
@@ -113,13 +107,7 @@ struct ImgpipeStraightAlphaTests {
                 outputs.append(out.path)
             }
             // One md5sum for all of them (coreutils).
-            let process = Process(), pipe = Pipe()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/md5sum")
-            process.arguments = outputs
-            process.standardOutput = pipe
-            try process.run()
-            let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            process.waitUntilExit()
+            let text = try await ExternalTool.run("/usr/bin/md5sum", outputs).stdout
             let sums = text.split(separator: "\n").map { String($0.prefix(32)) }
             try #require(sums.count == names.count, "md5sum: \(text)")
             for (name, sum) in zip(names, sums) {

@@ -69,7 +69,7 @@ struct HTTPDataLoaderTests {
             let calls = Counter()
             var configuration = strictLimits
             configuration.authorization = { _, headers in
-                try await Task.sleep(nanoseconds: 5_000_000)  // as if it fetched a token
+                await Task.yield()  // a suspension, as if it fetched a token
                 calls.increment()
                 headers["Authorization"] = "Bearer secret"
             }
@@ -124,16 +124,20 @@ struct HTTPDataLoaderTests {
         try await withFixtureServer { server in
             let loader = HTTPDataLoader(configuration: .init(maxConnectionsPerHost: 1))
             let handles = (0..<60).map { _ in PriorityHandle(.prefetch) }
+            // One raise after each load that finishes: the raises land while the other jobs wait.
+            let (finished, finish) = AsyncStream<Void>.makeStream()
             let raiser = Task.detached {
+                var loads = finished.makeAsyncIterator()
                 for handle in handles.shuffled() {
                     handle.raise(to: .visible)
-                    try? await Task.sleep(nanoseconds: 200_000)
+                    _ = await loads.next()
                 }
             }
             try await withThrowingTaskGroup(of: Int.self) { group in
                 for (index, handle) in handles.enumerated() {
                     group.addTask {
                         let request = DataLoadRequest(url: server.url("/image/p\(index)?size=64"), priority: handle)
+                        defer { finish.yield() }
                         guard case .data(let data, _) = try await loader.load(request) else { return 0 }
                         return data.count
                     }

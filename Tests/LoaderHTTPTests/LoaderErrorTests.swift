@@ -163,7 +163,11 @@ struct LoaderErrorTests {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(filler, $0, length) }
             }
         }
-        try await Task.sleep(nanoseconds: 50_000_000)
+        // The queue is full once the first filler's handshake completed (its socket is writable).
+        #expect(await eventually {
+            var ready = pollfd(fd: fillers[0], events: Int16(POLLOUT), revents: 0)
+            return poll(&ready, 1, 0) == 1 && ready.revents & Int16(POLLOUT) != 0
+        })
         let url = URL(string: "http://127.0.0.1:\(UInt16(bigEndian: address.sin_port))/x")!
         let loader = HTTPDataLoader(configuration: .init(connectTimeout: 0.3, maxRetries: 0))
         let start = Date()

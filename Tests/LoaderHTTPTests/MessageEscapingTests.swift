@@ -9,13 +9,9 @@ import Testing
 /// its whole `Location`.
 @Suite("HTTP error messages with a server's text")
 struct MessageEscapingTests {
-    static func hasRawControl(_ text: String) -> Bool {
-        text.unicodeScalars.contains { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }
-    }
-
     @Test func aCodingWithEscapesIsShownEscaped() {
         let text = HTTPError.unsupportedEncoding("x\u{1B}]0;T\u{07}").description
-        #expect(!Self.hasRawControl(text), "\(text.debugDescription)")
+        #expect(!hasRawControl(text), "\(text.debugDescription)")
         #expect(text.hasSuffix(": x\\u{1B}]0;T\\u{07}"), "\(text)")
     }
 
@@ -24,7 +20,7 @@ struct MessageEscapingTests {
         for error in [HTTPError.network(.forbiddenRedirect, message: "a redirect was refused: ftp://h/" + hostile),
                       .corruptEncoding(message: hostile), .engineFailure(message: hostile), .unsupportedEncoding(hostile)] {
             let text = error.description
-            #expect(!Self.hasRawControl(text) && text.contains("\\u{1B}[2J"), "\(text.prefix(200))")
+            #expect(!hasRawControl(text) && text.contains("\\u{1B}[2J"), "\(text.prefix(200))")
             #expect(text.count < 600, "\(text.count) characters")
         }
     }
@@ -44,7 +40,7 @@ struct MessageEscapingTests {
                     return
                 }
                 let text = "\(error)"
-                #expect(!Self.hasRawControl(text), "\(text.debugDescription)")
+                #expect(!hasRawControl(text), "\(text.debugDescription)")
                 #expect(text.contains("x\\u{1B}]0;title\\u{07}\\u{1B}[31m"), "\(text)")
             }
         }

@@ -1,16 +1,12 @@
 import Foundation
 import PipelineCore
+import PipelineTestSupport
 import Testing
 
 /// Issue 21, finding 5: the text of an error that names outside text (a URL, a file's path, a
 /// codec's message) is bounded, and control characters in it arrive escaped.
 @Suite("error messages with outside text")
 struct ErrorMessageTests {
-    /// Whether `text` holds a character that a terminal acts on or that reorders what it shows.
-    static func hasRawControl(_ text: String) -> Bool {
-        text.unicodeScalars.contains { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) || (0x202A...0x202E).contains($0.value) }
-    }
-
     /// A 13 MB `data:` URL used to make a 13 MB line; a 1 MB one now gives a line that still
     /// names the scheme, the start of the URL and its length.
     @Test func aHugeDataURLIsNamedByItsStartAndLength() throws {
@@ -47,7 +43,7 @@ struct ErrorMessageTests {
         ]
         for error in errors {
             let text = error.description
-            #expect(!Self.hasRawControl(text), "\(text.debugDescription)")
+            #expect(!hasRawControl(text), "\(text.debugDescription)")
             #expect(text.contains("x\\u{1B}]0;TITLE\\u{07}\\u{1B}[31mRED\\u{9B}2J\\u{202E}gnp.exe"), "\(text)")
         }
     }

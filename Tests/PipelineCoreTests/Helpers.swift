@@ -2,11 +2,6 @@ import Foundation
 import PipelineCore
 import PipelineTestSupport
 
-/// `test:///WxH/N`.
-func testURL(_ width: Int = 64, _ height: Int = 64, _ n: Int = 0, scheme: String = "test") -> URL {
-    URL(string: "\(scheme)://host/\(width)x\(height)/\(n)")!
-}
-
 /// The first pixel of a response, to tell pictures apart.
 func firstPixel(_ response: ImageResponse) -> [UInt8] {
     let p = response.bitmap.pixel(x: 0, y: 0)

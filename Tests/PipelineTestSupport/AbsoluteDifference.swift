@@ -18,3 +18,17 @@ public func absoluteDifference(_ a: Bitmap, _ b: Bitmap) -> (mean: Double, max: 
     }
     return (Double(total) / Double(a.width * a.height * 4), largest)
 }
+
+/// Straight RGBA8 for `size` whose every third pixel is fully transparent yet has a colour (and
+/// the others a varying alpha): what a lossless encoder must keep exactly, colour under
+/// transparency included.
+public func straightRGBAWithColourUnderTransparency(_ size: PixelSize) -> [UInt8] {
+    var straight = [UInt8](repeating: 0, count: size.pixelCount * 4)
+    for pixel in 0..<size.pixelCount {
+        straight[pixel * 4] = UInt8(pixel % 256)
+        straight[pixel * 4 + 1] = UInt8((pixel * 7) % 256)
+        straight[pixel * 4 + 2] = 200
+        straight[pixel * 4 + 3] = pixel % 3 == 0 ? 0 : UInt8(pixel % 256)
+    }
+    return straight
+}

@@ -80,15 +80,17 @@ public enum ResidentMemory {
         return try await body()
     }
 
-    /// Takes the memory tests' lock, suspending between tries; the descriptor (or -1 when the
-    /// lock file cannot be opened: the tests then run unguarded).
+    /// Takes the memory tests' lock, waiting for it in `flock` on a thread of its own (never
+    /// on a cooperative thread); the descriptor (or -1 when the lock file cannot be opened: the
+    /// tests then run unguarded).
     private static func lockMemoryTests() async throws -> Int32 {
         let fd = open("/tmp/imagepipeline-codec-memory-tests.lock", O_CREAT | O_RDWR | O_CLOEXEC, 0o644)
-        if fd >= 0 {
-            while flock(fd, LOCK_EX | LOCK_NB) != 0 {
-                guard errno == EWOULDBLOCK || errno == EINTR else { break }
-                try await Task.sleep(nanoseconds: 2_000_000)
-            }
+        guard fd >= 0 else { return fd }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            Thread {
+                while flock(fd, LOCK_EX) != 0 && errno == EINTR {}
+                continuation.resume()
+            }.start()
         }
         return fd
     }

@@ -12,8 +12,7 @@ public final class FixtureServer: Sendable {
     public let baseURL: URL
     /// The port it listens on.
     public let port: Int
-    private let process: Process
-    private let stdin: Pipe
+    private let child: ExternalTool.Child
 
     /// What the server counted, from `/stats`.
     public struct Stats: Decodable {
@@ -43,38 +42,22 @@ public final class FixtureServer: Sendable {
     private init(arguments: [String]) throws {
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
             .appendingPathComponent("../LoaderHTTPTests/Fixtures/fixture_server.py")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", script.path] + arguments
-        let stdout = Pipe(), stdin = Pipe()
-        process.standardOutput = stdout
-        process.standardInput = stdin
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        var line = Data()
-        while !line.contains(UInt8(ascii: "\n")) {
-            let byte = stdout.fileHandleForReading.readData(ofLength: 1)
-            guard !byte.isEmpty else { throw FixtureError.didNotStart }
-            line.append(byte)
-        }
-        let text = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        guard text.hasPrefix("PORT "), let port = Int(text.dropFirst(5)),
+        let child = try ExternalTool.Child("/usr/bin/env", ["python3", script.path] + arguments)
+        guard let text = try child.firstLine()?.trimmingCharacters(in: .whitespacesAndNewlines),
+              text.hasPrefix("PORT "), let port = Int(text.dropFirst(5)),
               let url = URL(string: "\(arguments.isEmpty ? "http" : "https")://127.0.0.1:\(port)")
         else { throw FixtureError.didNotStart }
         self.port = port
         self.baseURL = url
-        self.process = process
-        self.stdin = stdin
+        self.child = child
     }
 
     /// Stops the server and waits (on a thread of its own) for it to exit.
     public func stop() async {
-        try? stdin.fileHandleForWriting.close()
-        process.terminate()
-        let process = process
+        let child = child
         await withCheckedContinuation { continuation in
             Thread {
-                process.waitUntilExit()
+                child.stop()
                 continuation.resume()
             }.start()
         }

@@ -28,3 +28,12 @@ public func makePipeline(
     if let clock { configuration.now = { clock.now } }
     return ImagePipeline(configuration: configuration)
 }
+
+/// `test://host/WxH/N` (or another `scheme`): ``HeldLoader``'s fake picture of that size in
+/// colour N (`HeldLoader.fakeData(for:)`).
+public func testURL(_ width: Int = 64, _ height: Int = 64, _ n: Int = 0, scheme: String = "test") -> URL {
+    guard let url = URL(string: "\(scheme)://host/\(width)x\(height)/\(n)") else {
+        preconditionFailure("not a URL scheme: \(scheme)")
+    }
+    return url
+}

@@ -6,7 +6,7 @@ import Testing
 
 /// The example's QOI decoder and encoder against the reference encoder (qoi.h) and against op
 /// sequences built by hand, whose pixels are worked out from the specification.
-@Suite("QOI conformance")
+@Suite("QOI conformance", .tags(.cpuBound))
 struct QOIConformanceTests {
     @Test(arguments: QOIFixture.names)
     func decodesTheReferenceEncodersFilesToTheExactPixels(_ name: String) throws {

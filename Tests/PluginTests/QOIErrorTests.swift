@@ -6,7 +6,7 @@ import Testing
 
 /// Bad QOI files give the plugin's typed errors (or the core's pixel-limit error) — never a
 /// trap, and never an allocation the data could not fill.
-@Suite("QOI errors")
+@Suite("QOI errors", .tags(.cpuBound))
 struct QOIErrorTests {
     static let pixel: [UInt8] = [0xFE, 1, 2, 3]
 

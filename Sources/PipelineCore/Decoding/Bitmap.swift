@@ -162,25 +162,32 @@ public struct Bitmap: Hashable, Sendable {
     }
 
     /// Divides alpha out of premultiplied RGBA8 `row` into `out` (same length; may be the same
-    /// memory): `c = min(255, round(c × 255 / a))`, and 0, 0, 0, 0 where alpha is 0.
-    public static func unpremultiply(_ row: UnsafeBufferPointer<UInt8>, into out: UnsafeMutableBufferPointer<UInt8>) {
+    /// memory): `c = min(255, round(c × 255 / a))`, and 0, 0, 0, 0 where alpha is 0. Returns
+    /// whether any pixel had alpha below 255. The one unpremultiply: encoders, imgpipe's PAM
+    /// writer, colour conversion and trimming all divide alpha out here.
+    @discardableResult
+    public static func unpremultiply(_ row: UnsafeBufferPointer<UInt8>, into out: UnsafeMutableBufferPointer<UInt8>) -> Bool {
         var i = 0
+        var translucent = false
         let count = min(row.count, out.count)
         while i + 3 < count {
             let a = Int(row[i + 3])
-            if a == 255 {
+            if a == 255 {  // opaque: the colour is already straight (most pixels)
                 out[i] = row[i]; out[i + 1] = row[i + 1]; out[i + 2] = row[i + 2]
             } else if a == 0 {
+                translucent = true
                 out[i] = 0; out[i + 1] = 0; out[i + 2] = 0
             } else {
                 let half = a / 2
                 out[i] = UInt8(min(255, (Int(row[i]) * 255 + half) / a))
                 out[i + 1] = UInt8(min(255, (Int(row[i + 1]) * 255 + half) / a))
                 out[i + 2] = UInt8(min(255, (Int(row[i + 2]) * 255 + half) / a))
+                translucent = true
             }
             out[i + 3] = UInt8(a)
             i += 4
         }
+        return translucent
     }
 
     /// Premultiplies straight RGBA8 bytes in place: `c = round(c × a / 255)`.

@@ -16,11 +16,11 @@ extension Trim {
         return bitmap.withUnsafeBytes { bytes -> PixelRect? in
             let corner = bitmap.pixel(x: 0, y: 0)
             // The border colour as an opaque one, as the top-left pixel straight when none was given.
-            let backdrop = background ?? (premultiplied && corner.a > 0 && corner.a < 255
-                ? RGBAColor(red: UInt8(min(255, Int(corner.r) * 255 / Int(corner.a))),
-                            green: UInt8(min(255, Int(corner.g) * 255 / Int(corner.a))),
-                            blue: UInt8(min(255, Int(corner.b) * 255 / Int(corner.a))))
-                : RGBAColor(red: corner.r, green: corner.g, blue: corner.b))
+            var straight = [corner.r, corner.g, corner.b, corner.a]
+            if premultiplied && corner.a > 0 {
+                straight.withUnsafeMutableBufferPointer { _ = Bitmap.unpremultiply(UnsafeBufferPointer($0), into: $0) }
+            }
+            let backdrop = background ?? RGBAColor(red: straight[0], green: straight[1], blue: straight[2])
             let bg = [Double(backdrop.red), Double(backdrop.green), Double(backdrop.blue)]
             // One channel of the pixel at (x, y) flattened onto the backdrop, edges extended.
             func flat(_ x: Int, _ y: Int, _ c: Int) -> UInt8 {
