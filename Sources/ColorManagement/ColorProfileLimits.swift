@@ -2,8 +2,8 @@ import PipelineCore
 
 /// The limits on one embedded ICC profile, checked before the profile is assembled (its bytes)
 /// and before a transform is built (its lookup tables). A profile over one fails the decode with
-/// `ImagePipelineError.overLimit(_:limit:actual:)` (`SourceLimit.colorProfileBytes`
-/// or `SourceLimit.colorProfileTableEntries`), which is permanent.
+/// `ImagePipelineError.overLimit(_:limit:actual:)` (`Limit.colorProfileBytes`
+/// or `Limit.colorProfileTableEntries`), which is permanent.
 ///
 /// Why a refusal and not the pixels unconverted with a warning: both limits sit far above what
 /// real profiles use, so a profile over them is hostile or broken; refusing is what every other
@@ -32,7 +32,7 @@ public struct ColorProfileLimits: Hashable, Sendable {
     /// The default limits.
     public static let `default` = ColorProfileLimits()
 
-    /// Throws `SourceLimit.colorProfileBytes` when a profile of `byteCount`
+    /// Throws `Limit.colorProfileBytes` when a profile of `byteCount`
     /// bytes is over ``maxByteCount``: call it with the chunk sizes summed, before assembling.
     public func check(byteCount: Int) throws(ImagePipelineError) {
         guard byteCount <= maxByteCount else {

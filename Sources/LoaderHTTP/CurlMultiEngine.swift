@@ -55,7 +55,7 @@ final class CurlMultiEngine: @unchecked Sendable {
     final class Confined {
         var running: [UnsafeMutableRawPointer: CurlTransfer] = [:]
         var runningByID: [UInt64: CurlTransfer] = [:]
-        var perHost: [String: Int] = [:]
+        var perHost: [Origin: Int] = [:]
         let downloadMemory: DownloadMemoryBudget
 
         init(downloadMemory: DownloadMemoryBudget) {

@@ -6,7 +6,7 @@ import Synchronization
 /// A transfer claims room before its body grows into it (``CurlTransfer``: doubling as its
 /// bytes arrive, up to its declared length) and gives it all back when it ends. A claim that does not fit is
 /// refused at once, never waited for: a refused transfer fails
-/// (`ImagePipelineError.overloaded`, `OverloadLimit.downloadMemory`) and frees
+/// (`ImagePipelineError.overloaded`, `Limit.downloadMemory`) and frees
 /// what it held, so no set of transfers can wait on one another. A claim by the transfer that
 /// holds every byte in flight always fits (its own ``HTTPDataLoader/Configuration/maxBodyBytes``
 /// still bounds it), so a large picture alone loads whatever the budget, as a decode larger

@@ -65,9 +65,9 @@ struct PendingQueue {
         }
     }
 
-    private var hosts: [String: HostQueue] = [:]
+    private var hosts: [Origin: HostQueue] = [:]
     /// Host and ``TransferJob/queuedBytes`` of every waiting job, for cancellation and expiry.
-    private var waitingJobs: [UInt64: (host: String, bytes: Int)] = [:]
+    private var waitingJobs: [UInt64: (host: Origin, bytes: Int)] = [:]
     /// Every job queued, in arrival (and so deadline) order, with its deadline; a job that has
     /// left the queue stays until its deadline or a compaction passes it.
     private var deadlines = Line<(deadline: UInt64, id: UInt64)>()
@@ -126,7 +126,7 @@ struct PendingQueue {
     /// more than `host` (the arriving request's): a full queue makes room by dropping from its
     /// longest line, so a flood of requests to slow hosts cannot keep a healthy host's out.
     /// Its newest prefetch goes first, else its newest visible job. O(hosts).
-    mutating func removeNewestOfLongestHost(over host: String) -> TransferJob? {
+    mutating func removeNewestOfLongestHost(over host: Origin) -> TransferJob? {
         let waiting = { (queue: HostQueue) in queue.visible.waiting.count + queue.prefetch.waiting.count }
         guard let (longest, queue) = hosts.max(by: { waiting($0.value) < waiting($1.value) }),
               longest != host, waiting(queue) > hosts[host].map(waiting) ?? 0,
@@ -154,7 +154,7 @@ struct PendingQueue {
     /// Takes the jobs that fit: at most `maxPerHost` running per host (given `running`, the
     /// count per host now) and `maxTotal` overall, of which the last `reserved` only for a host
     /// with nothing running (its first job); visible jobs of every host before prefetches.
-    mutating func take(running: [String: Int], totalRunning: Int, maxPerHost: Int, maxTotal: Int, reserved: Int = 0) -> [TransferJob] {
+    mutating func take(running: [Origin: Int], totalRunning: Int, maxPerHost: Int, maxTotal: Int, reserved: Int = 0) -> [TransferJob] {
         var taken: [TransferJob] = []
         var total = totalRunning
         guard total < maxTotal else { return [] }

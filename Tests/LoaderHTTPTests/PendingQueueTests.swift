@@ -24,7 +24,7 @@ struct PendingQueueTests {
         let continuations = box.list.withLock { $0 }
         var fifo = PendingQueue.FIFO()
         for (id, continuation) in continuations.enumerated() {
-            fifo.append(TransferJob(id: UInt64(id), url: URL(string: "http://h/\(id)")!, requestURL: URL(string: "http://h/\(id)")!, hostKey: "h",
+            fifo.append(TransferJob(id: UInt64(id), url: URL(string: "http://h/\(id)")!, requestURL: URL(string: "http://h/\(id)")!, hostKey: origin("h"),
                                     priority: PriorityHandle(.prefetch), headers: [], progress: nil, didReceiveData: nil,
                                     continuation: continuation))
         }
@@ -58,7 +58,7 @@ struct PendingQueuePriorityTests {
         let handles = [PriorityHandle(.prefetch), PriorityHandle(.visible), PriorityHandle(.prefetch)]
         var queue = PendingQueue()
         for (id, continuation) in continuations.enumerated() {
-            queue.append(TransferJob(id: UInt64(id), url: URL(string: "http://h/\(id)")!, requestURL: URL(string: "http://h/\(id)")!, hostKey: "h",
+            queue.append(TransferJob(id: UInt64(id), url: URL(string: "http://h/\(id)")!, requestURL: URL(string: "http://h/\(id)")!, hostKey: origin("h"),
                                      priority: handles[id], headers: [], progress: nil, didReceiveData: nil, continuation: continuation))
         }
         handles[1].set(.prefetch)  // job 1's visible caller left
@@ -87,7 +87,7 @@ struct PendingQueueBoundsTests {
         let continuations = box.list.withLock { $0 }
         let jobs = continuations.enumerated().map { id, continuation in
             TransferJob(id: UInt64(id), url: URL(string: "http://\(hosts(id))/\(id)")!, requestURL: URL(string: "http://\(hosts(id))/\(id)")!,
-                        hostKey: hosts(id), priority: PriorityHandle(.visible), headers: [], progress: nil, didReceiveData: nil,
+                        hostKey: origin(hosts(id)), priority: PriorityHandle(.visible), headers: [], progress: nil, didReceiveData: nil,
                         continuation: continuation, queueDeadline: deadline(id), queuedBytes: 100 + id)
         }
         body(jobs)
@@ -120,10 +120,13 @@ struct PendingQueueBoundsTests {
             for job in jobs.prefix(5) { queue.append(job) }
             let first = queue.take(running: [:], totalRunning: 0, maxPerHost: 6, maxTotal: 4, reserved: 1)
             #expect(first.map(\.id) == [0, 1, 2])
-            #expect(queue.take(running: ["slow": 3], totalRunning: 3, maxPerHost: 6, maxTotal: 4, reserved: 1).isEmpty)
+            #expect(queue.take(running: [origin("slow"): 3], totalRunning: 3, maxPerHost: 6, maxTotal: 4, reserved: 1).isEmpty)
             for job in jobs.suffix(2) { queue.append(job) }
-            let second = queue.take(running: ["slow": 3], totalRunning: 3, maxPerHost: 6, maxTotal: 4, reserved: 1)
+            let second = queue.take(running: [origin("slow"): 3], totalRunning: 3, maxPerHost: 6, maxTotal: 4, reserved: 1)
             #expect(second.map(\.id) == [5])
         })
     }
 }
+
+/// The origin of `http://host/`.
+private func origin(_ host: String) -> Origin { Origin(scheme: "http", host: host, port: nil) }

@@ -48,7 +48,7 @@ private func isIdle(_ pipeline: ImagePipeline) -> Bool {
 }
 
 /// The `overloaded` error `task` failed with, if it did.
-private func overload(of task: Task<ImageResponse, any Error>) async -> (limit: OverloadLimit, detail: String, url: URL)? {
+private func overload(of task: Task<ImageResponse, any Error>) async -> (limit: Limit, detail: String, url: URL)? {
     guard case .failure(ImagePipelineError.overloaded(let url, let limit, let detail)) = await task.result else { return nil }
     return (limit, detail, url)
 }

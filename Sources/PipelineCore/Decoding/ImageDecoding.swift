@@ -85,13 +85,13 @@ public struct DecodeOptions: Hashable, Sendable {
     public var maxPixelCount: Int
     /// The most frames an animation may have, for ``AnimatedImageDecoding`` (every frame
     /// decoded): checked from the header or container before any frame is decoded, and failing
-    /// with ``ImagePipelineError/overLimit(_:limit:actual:)`` for ``SourceLimit/animationFrames``.
+    /// with ``ImagePipelineError/overLimit(_:limit:actual:)`` for ``Limit/animationFrames``.
     /// Default ``defaultMaxAnimationFrameCount`` (10,000). A still decode of an animated file
     /// (``ImageDecodingSession/decode(_:)``, the first frame only) is not refused by it.
     public var maxAnimationFrameCount: Int
     /// The most pixels an animation's frames may have together, canvas width × height × frames,
     /// for ``AnimatedImageDecoding``: checked with ``maxAnimationFrameCount``, failing with
-    /// ``SourceLimit/animationPixels``. Default ``defaultMaxAnimationPixelCount`` (1,000,000,000).
+    /// ``Limit/animationPixels``. Default ``defaultMaxAnimationPixelCount`` (1,000,000,000).
     /// A still decode of an animated file is not refused by it.
     public var maxAnimationPixelCount: Int
     /// Convert pixels stored with an embedded colour profile to sRGB. Default `true`. With
@@ -167,8 +167,8 @@ public struct DecodeOptions: Hashable, Sendable {
     }
 
     /// Throws ``ImagePipelineError/overLimit(_:limit:actual:)`` when an animation of `frameCount`
-    /// frames on `canvas` is over ``maxAnimationFrameCount`` (``SourceLimit/animationFrames``)
-    /// or ``maxAnimationPixelCount`` (``SourceLimit/animationPixels``), the frame count first.
+    /// frames on `canvas` is over ``maxAnimationFrameCount`` (``Limit/animationFrames``)
+    /// or ``maxAnimationPixelCount`` (``Limit/animationPixels``), the frame count first.
     /// With `exact` `false`, `frameCount` is where a walk stopped counting (at most one more
     /// than ``animationFramesAllowed(on:)``), so the error's `actual` is `nil`: the real count
     /// is not known.

@@ -43,7 +43,7 @@ extension ImagePipeline {
         /// their work) may hold together, each counted at what its tasks hold, measured: about
         /// 64 KiB for a request that starts work, 20 KiB for one that joins it, plus its URL.
         /// Over it a request fails at once with ``ImagePipelineError/overloaded(_:limit:detail:)``
-        /// (``OverloadLimit/requestsInFlight``), unless it is visible and pushing out the newest
+        /// (``Limit/requestsInFlight``), unless it is visible and pushing out the newest
         /// prefetch, or the newest request of the host holding the most, makes room: a flood of
         /// requests to slow hosts cannot keep a healthy host out. `nil` bounds nothing (each
         /// request still holds its memory). Default
@@ -54,12 +54,12 @@ extension ImagePipeline {
         public var maxPixelCount: Int
         /// The most frames an animation may have (``ImagePipeline/animation(for:)``, checked from
         /// its header before any frame is decoded; over it fails with
-        /// ``ImagePipelineError/overLimit(_:limit:actual:)``, ``SourceLimit/animationFrames``).
+        /// ``ImagePipelineError/overLimit(_:limit:actual:)``, ``Limit/animationFrames``).
         /// `image(for:)` of an animated file gives its first frame and is not refused by it.
         /// Default ``DecodeOptions/defaultMaxAnimationFrameCount`` (10,000; the reason is there).
         public var maxAnimationFrameCount = DecodeOptions.defaultMaxAnimationFrameCount
         /// The most pixels an animation's frames may have together, canvas width × height ×
-        /// frames (``ImagePipeline/animation(for:)``; ``SourceLimit/animationPixels``), checked
+        /// frames (``ImagePipeline/animation(for:)``; ``Limit/animationPixels``), checked
         /// with ``maxAnimationFrameCount``. `image(for:)` is not refused by it. Default
         /// ``DecodeOptions/defaultMaxAnimationPixelCount`` (1,000,000,000; the reason is there).
         public var maxAnimationPixelCount = DecodeOptions.defaultMaxAnimationPixelCount

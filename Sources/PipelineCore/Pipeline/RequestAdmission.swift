@@ -17,7 +17,7 @@ import Synchronization
 /// callers of one picture hold a third of what ten thousand pictures do.
 ///
 /// Over the budget a request fails at once with ``ImagePipelineError/overloaded(_:limit:detail:)``
-/// (``OverloadLimit/requestsInFlight``), unless it is visible and room can be made: the newest
+/// (``Limit/requestsInFlight``), unless it is visible and room can be made: the newest
 /// prefetch in flight is pushed out first (by its priority now; never a caller of the newcomer's
 /// own key, whose work it would join), then the newest request of the host whose requests hold the most, while that
 /// host still holds at least as much as the newcomer's afterwards. A flood to a few slow hosts
@@ -39,7 +39,7 @@ final class RequestAdmission: Sendable {
     private struct Caller {
         let url: URL
         let key: ImageKey
-        let host: String
+        let host: Origin
         /// Its own bytes (``callerCost`` and the URL's), and, until it waits, the work's it may start.
         var cost: Int
         /// What the work it may start is counted at (``workCost`` and its URL twice).
@@ -62,7 +62,7 @@ final class RequestAdmission: Sendable {
 
     /// A started work's cost, held while any counted caller waits for it.
     private struct Work {
-        let host: String
+        let host: Origin
         let cost: Int
         var callers: Int
     }
@@ -102,8 +102,8 @@ final class RequestAdmission: Sendable {
         var bytes = 0
         var callers: [UInt64: Caller] = [:]
         var works: [UInt64: Work] = [:]
-        var hostBytes: [String: Int] = [:]
-        var hostCallers: [String: Arrivals] = [:]
+        var hostBytes: [Origin: Int] = [:]
+        var hostCallers: [Origin: Arrivals] = [:]
         var prefetches = Arrivals()
         /// Callers in flight by key: one arriving for a key in this is taken to join its work.
         var keys: [ImageKey: Int] = [:]
@@ -166,12 +166,12 @@ final class RequestAdmission: Sendable {
             return caller
         }
 
-        private mutating func count(_ cost: Int, of host: String) {
+        private mutating func count(_ cost: Int, of host: Origin) {
             bytes += cost
             hostBytes[host, default: 0] += cost
         }
 
-        private mutating func uncount(_ cost: Int, of host: String) {
+        private mutating func uncount(_ cost: Int, of host: Origin) {
             bytes -= cost
             hostBytes[host, default: 0] -= cost
             if hostBytes[host] == 0 { hostBytes[host] = nil }
@@ -183,10 +183,10 @@ final class RequestAdmission: Sendable {
         /// holds at least as much as `host` afterwards. Never a caller of `key` (whose work the
         /// newcomer would join: pushing out its last waiter would cancel it), never one that
         /// does not wait yet. Planned without changing the books.
-        func victims(for key: ImageKey, host: String, cost: Int, budget: Int) -> [UInt64]? {
+        func victims(for key: ImageKey, host: Origin, cost: Int, budget: Int) -> [UInt64]? {
             var chosen: [UInt64] = [], removed = Set<UInt64>()
-            var freedBytes = 0, freedByHost: [String: Int] = [:], leftWorks: [UInt64: Int] = [:]
-            let held = { (host: String) in (hostBytes[host] ?? 0) - (freedByHost[host] ?? 0) }
+            var freedBytes = 0, freedByHost: [Origin: Int] = [:], leftWorks: [UInt64: Int] = [:]
+            let held = { (host: Origin) in (hostBytes[host] ?? 0) - (freedByHost[host] ?? 0) }
             while bytes - freedBytes + cost > budget {
                 let isCandidate = { (id: UInt64) in
                     !removed.contains(id) && callers[id].map { $0.token != nil && $0.key != key } == true
@@ -242,7 +242,7 @@ final class RequestAdmission: Sendable {
     /// - Throws: ``ImagePipelineError/overloaded(_:limit:detail:)`` when it does not fit.
     func admit(_ id: UInt64, url: URL, key: ImageKey, priority: ImagePriority) throws -> [(WaiterToken, ImagePipelineError)] {
         // Computed before the lock, which every request at the door takes.
-        let urlBytes = url.absoluteString.utf8.count, host = url.originKey
+        let urlBytes = url.absoluteString.utf8.count, host = url.origin
         let workCost = Self.workCost + 2 * urlBytes, isPrefetch = priority < .visible
         let budget = budget
         return try books.withLock { books in
