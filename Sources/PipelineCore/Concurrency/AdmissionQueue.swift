@@ -370,19 +370,17 @@ package struct AdmissionQueue<Group: Hashable, Entry> {
         guard handled > 0, changes != priorityChangesSeen else { return }
         priorityChangesSeen = changes
         for group in Array(groups.keys) {
-            guard var lines = groups[group] else { continue }
+            guard var lines = groups[group],
+                  lines.visible.waiting.contains(where: { slots[$0].map { $0.priority != .visible } ?? false })
+                    || lines.prefetch.waiting.contains(where: { slots[$0]?.priority == .visible }) else { continue }
             // One pass that reads each entry's priority once: an entry must land in exactly one line.
-            var visible: [UInt64] = [], prefetch: [UInt64] = [], moved = false
+            var visible: [UInt64] = [], prefetch: [UInt64] = []
             for id in Array(lines.visible.waiting) + Array(lines.prefetch.waiting) {
                 guard let slot = slots[id] else { continue }
                 let isVisible = slot.priority == .visible
-                if isVisible != slot.inVisibleLine {
-                    moved = true
-                    slots[id]?.inVisibleLine = isVisible
-                }
+                slots[id]?.inVisibleLine = isVisible
                 if isVisible { visible.append(id) } else { prefetch.append(id) }
             }
-            guard moved else { continue }
             lines.visible = Line(visible.sorted())
             lines.prefetch = Line(prefetch.sorted())
             lines.stale = 0

@@ -4,7 +4,7 @@ import Synchronization
 /// A bounded pool of dedicated threads for blocking work (decoding, resampling, file I/O), so
 /// that such work never runs on an actor or blocks Swift's cooperative thread pool.
 ///
-/// Jobs wait in the line of an ``AdmissionQueue`` and start highest ``PriorityHandle/current``
+/// Jobs wait in the line of an `AdmissionQueue` and start highest ``PriorityHandle/current``
 /// first (FIFO within a priority), so a prefetch that a visible caller joined moves ahead. Threads are started on
 /// demand up to ``maxConcurrent`` and exit when the queue is empty, or after ``idleTimeout``
 /// without work (so a stream of short jobs, like disk-cache reads, does not start a thread per
