@@ -60,7 +60,7 @@ struct RequestAdmissionTests {
     @Test func aJoiningCallerCostsAFractionAndEveryEndUncounts() async throws {
         let (distinct, joiner) = try await costs()
         #expect(distinct > 60_000 && distinct < 70_000, "\(distinct) bytes for a request starting work")
-        #expect(joiner > 16_000 && joiner * 3 < distinct, "\(joiner) bytes for a joining caller")
+        #expect(joiner > 16_000 && joiner * 2 < distinct, "\(joiner) bytes for a joining caller")
 
         let loader = HeldLoader()
         let pipeline = pipeline(loader, budget: nil)
