@@ -331,12 +331,21 @@ package struct AdmissionQueue<Group: Hashable, Entry> {
                 also = slots[victim].flatMap { alsoFrees(victim, $0.entry) }
             } else {
                 guard let longest = groups.keys.max(by: { held($0)[keyPath: fairness] < held($1)[keyPath: fairness] }), longest != group,
-                      let newest = groups[longest].flatMap({ lines in
-                          [lines.visible.newest(where: candidate), lines.prefetch.newest(where: candidate)].compactMap { $0 }.max()
-                      }), let slot = slots[newest] else { return nil }
+                      let lines = groups[longest] else { return nil }
+                let newest: UInt64
+                switch (lines.visible.newest(where: candidate), lines.prefetch.newest(where: candidate)) {
+                case (let visible?, let prefetch?): newest = max(visible, prefetch)
+                case (let visible?, nil): newest = visible
+                case (nil, let prefetch?): newest = prefetch
+                case (nil, nil): return nil
+                }
+                guard let slot = slots[newest] else { return nil }
+                // What it frees besides its own cost only matters when its own leaves enough.
+                let after = (held(group) + cost)[keyPath: fairness]
+                guard (held(longest) - slot.cost)[keyPath: fairness] >= after else { return nil }
                 also = alsoFrees(newest, slot.entry)
                 let leaving = slot.cost + (also.map { $0.0 == longest ? $0.1 : Usage() } ?? Usage())
-                guard (held(longest) - leaving)[keyPath: fairness] >= (held(group) + cost)[keyPath: fairness] else { return nil }
+                guard (held(longest) - leaving)[keyPath: fairness] >= after else { return nil }
                 (victim, reason) = (newest, .fairness)
             }
             guard let slot = slots[victim] else { return nil }
@@ -354,9 +363,13 @@ package struct AdmissionQueue<Group: Hashable, Entry> {
 
     /// The newest entry below visible priority now that `isCandidate` accepts, of any group.
     private func newestLowPriority(where isCandidate: (UInt64) -> Bool) -> UInt64? {
-        groups.values.compactMap { lines in
-            lines.prefetch.newest { isCandidate($0) && slots[$0]?.priority != .visible }
-        }.max()
+        var newest: UInt64?
+        for lines in groups.values {
+            if let id = lines.prefetch.newest(where: { isCandidate($0) && slots[$0]?.priority != .visible }), newest.map({ id > $0 }) ?? true {
+                newest = id
+            }
+        }
+        return newest
     }
 
     /// Moves entries whose priority changed while they waited into the line of their current
