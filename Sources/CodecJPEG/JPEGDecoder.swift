@@ -29,35 +29,30 @@ import PipelineCore
 /// their own (`ProgressiveDecoding`), which this decoder decodes as libjpeg's buffered-image
 /// mode shows those scans.
 public struct JPEGDecoder: ImageDecoding {
-    /// How many times over all scans together may walk the picture's blocks (each component's
-    /// 8×8 blocks once), counted at full size whatever the DCT scale: libjpeg entropy-decodes
-    /// every coefficient of every scan. Over it, decoding fails with
-    /// `ImagePipelineError.overLimit(.decodeWork, limit:actual:)` (in blocks) before it starts.
-    ///
-    /// Default 16. libjpeg-turbo's own progressive script (`cjpeg`/`jpegtran -progressive`:
-    /// 10 scans for colour, 6 for gray, `4 × components + 2` otherwise) walks the blocks 4.7–6
-    /// times over (measured on the corpus's pictures made progressive), the spectral-selection
-    /// script in libjpeg's `wizard.txt` 4 times; mozjpeg's scan search picks among two AC bands
-    /// and up to three successive-approximation bits, well under 16 (not measured: no mozjpeg
-    /// here). A crafted file walks them once per scan (1,000 scans of a 10000×10000 picture
-    /// took 117 s); one at 16 passes costs about as much entropy decoding as 16 sequential
-    /// decodes (2.1 s and 233 MB, most of it libjpeg's coefficients, for a 10000×10000 one with a
-    /// release build).
+    /// How many times over all scans together may walk the picture's blocks: over it, decoding
+    /// fails with `ImagePipelineError.overLimit(.decodeWork, limit:actual:)` (in blocks) before
+    /// it starts. Default `Limits.default.maxScanPasses` (16; the reason is there).
     public var maxScanPasses: Int
-    /// The most scans (SOS markers) a file may have. Default 500, as TurboJPEG's
-    /// `TJFLAG_LIMITSCANS` (djpeg's `-maxscans` leaves the number to the caller); real encoders
-    /// write 1–20. Over it: `ImagePipelineError.overLimit(.scans, limit:actual:)`.
+    /// The most scans (SOS markers) a file may have: over it,
+    /// `ImagePipelineError.overLimit(.scans, limit:actual:)`. Default `Limits.default.maxScans`
+    /// (500; the reason is there).
     public var maxScans: Int
-    /// The limits on the embedded ICC profile (default `ColorProfileLimits.default`):
+    /// The limits on the embedded ICC profile (default `Limits.default`'s):
     /// its size is checked from the APP2 chunk lengths before they are assembled.
     public var colorProfileLimits: ColorProfileLimits
 
-    /// Creates a JPEG decoder with these limits (the defaults are documented on each). It holds
+    /// Creates a JPEG decoder with these limits (the defaults are `Limits.default`'s). It holds
     /// no other state; one value serves every thread.
-    public init(maxScanPasses: Int = 16, maxScans: Int = 500, colorProfileLimits: ColorProfileLimits = .default) {
+    public init(maxScanPasses: Int = Limits.default.maxScanPasses, maxScans: Int = Limits.default.maxScans,
+                colorProfileLimits: ColorProfileLimits = .default) {
         self.maxScanPasses = maxScanPasses
         self.maxScans = maxScans
         self.colorProfileLimits = colorProfileLimits
+    }
+
+    /// A JPEG decoder with the scan and colour profile limits of `limits`.
+    public init(limits: Limits) {
+        self.init(maxScanPasses: limits.maxScanPasses, maxScans: limits.maxScans, colorProfileLimits: ColorProfileLimits(limits))
     }
 
     /// JPEG: `FF D8 FF`.

@@ -100,7 +100,7 @@ public struct JXLDecoder: ImageDecoding {
             self.bytes = bytes
             self.threads = threads
             self.quiet = quiet
-            header = try JXLHeader(bytes, maxFrames: DecodeOptions.defaultMaxAnimationFrameCount, threads: threads, quiet: quiet)
+            header = try JXLHeader(bytes, maxFrames: Limits.default.maxAnimationFrameCount, threads: threads, quiet: quiet)
             profile = try header.originalICC.map { try ColorManagement.profile(iccData: $0, limits: .default) }
             var info = header.info
             info.colorProfile = profile?.info

@@ -55,7 +55,7 @@ final class CurlMultiEngine: @unchecked Sendable {
     final class Confined {
         var running: [UnsafeMutableRawPointer: CurlTransfer] = [:]
         var runningByID: [UInt64: CurlTransfer] = [:]
-        var perHost: [String: Int] = [:]
+        var perHost: [Origin: Int] = [:]
         let downloadMemory: DownloadMemoryBudget
 
         init(downloadMemory: DownloadMemoryBudget) {
@@ -68,7 +68,7 @@ final class CurlMultiEngine: @unchecked Sendable {
     private let confined: Confined
     /// A failure a test asked the next call of a kind to report instead of running.
     private let injectedFault = Mutex<(call: MultiCall, code: CURLMcode)?>(nil)
-    private let shared = Mutex(Shared())
+    private let shared: Mutex<Shared>
     private let configuration: HTTPDataLoader.Configuration
     /// How long the thread waits for new work before it ends, in seconds.
     private let lingerSeconds = 2.0
@@ -76,6 +76,7 @@ final class CurlMultiEngine: @unchecked Sendable {
     init(configuration: HTTPDataLoader.Configuration) {
         _ = curlGlobalInit
         self.configuration = configuration
+        self.shared = Mutex(Shared(pending: PendingQueue(maxCount: configuration.maxQueuedRequests, maxBytes: configuration.maxQueuedBytes)))
         self.confined = Confined(downloadMemory: DownloadMemoryBudget(limit: configuration.maxDownloadMemory))
         self.multi = curl_multi_init()
         guard let multi else { return }
@@ -122,26 +123,16 @@ final class CurlMultiEngine: @unchecked Sendable {
         var pushedOut: [(job: TransferJob, error: ImagePipelineError)] = []
         let (startThread, wake, refusal) = shared.withLock { state -> (Bool, Bool, ImagePipelineError?) in
             // A visible request pushes the newest prefetches out of a full queue, then the
-            // newest requests of the host with the most waiting when that is not its own (they
-            // fail as overloaded instead), unless it could never fit: visible work first, and no
-            // host's flood keeps another host out, under load too. Tried on a copy first: jobs
-            // are pushed out only when that makes room.
-            if job.priority.current == .visible && job.queuedBytes <= limits.maxQueuedBytes {
-                var trial = state.pending
-                var removed: [(job: TransferJob, error: ImagePipelineError)] = []
-                while let full = Self.refusal(of: job, by: trial, limits: limits), case .overloaded(_, let limit, let detail) = full {
-                    if let prefetch = trial.removeNewestPrefetch() {
-                        removed.append((prefetch, .overloaded(prefetch.requestURL, limit: limit, detail: "pushed out by a visible request: " + detail)))
-                    } else if let flooding = trial.removeNewestOfLongestHost(over: job.hostKey) {
-                        removed.append((flooding, .overloaded(flooding.requestURL, limit: limit,
-                                                              detail: "pushed out for a host with fewer requests waiting: " + detail)))
-                    } else {
-                        break
-                    }
-                }
-                if !removed.isEmpty && Self.refusal(of: job, by: trial, limits: limits) == nil {
-                    state.pending = trial
-                    pushedOut = removed
+            // newest requests of the host with the most waiting when that is not its own and it
+            // keeps at least as many (they fail as overloaded instead), unless it could never fit:
+            // visible work first, and no host's flood keeps another host out, under load too.
+            // The queue's push-out policy plans first: jobs are pushed out only when that makes room.
+            if job.priority.current == .visible && job.queuedBytes <= limits.maxQueuedBytes,
+               case .overloaded(_, let limit, let detail)? = Self.refusal(of: job, by: state.pending, limits: limits),
+               let victims = state.pending.pushOut(for: job) {
+                pushedOut = victims.map { victim in
+                    let why = victim.reason == .lowerPriority ? "pushed out by a visible request: " : "pushed out for a host with fewer requests waiting: "
+                    return (victim.job, .overloaded(victim.job.requestURL, limit: limit, detail: why + detail))
                 }
             }
             if let refusal = Self.refusal(of: job, by: state.pending, limits: limits) { return (false, false, refusal) }

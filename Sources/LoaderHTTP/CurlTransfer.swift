@@ -26,7 +26,7 @@ struct TransferJob: Sendable {
     /// The URL the caller asked for, which a 404 names.
     let requestURL: URL
     /// Scheme, host and port: the unit of the per-host connection limit.
-    let hostKey: String
+    let hostKey: Origin
     let priority: PriorityHandle
     /// Every header to send, validators and auth included.
     let headers: [(name: String, value: String)]

@@ -1,4 +1,6 @@
 import CCurl
+import Foundation
+import PipelineCore
 
 #if canImport(Glibc)
 import Glibc
@@ -19,6 +21,13 @@ enum CurlURL {
         guard let host = part(CURLUPART_HOST, of: handle, flags: 0).flatMap(lookupName) else { return nil }
         let port = part(CURLUPART_PORT, of: handle, flags: UInt32(CURLU_DEFAULT_PORT)).map { String(decoding: $0, as: UTF8.self) }
         return (ConnectionPolicy.normalized(host: host), port.flatMap { Int($0) })
+    }
+
+    /// The ``Origin`` of `url` with the host and port libcurl reads (``hostAndPort(of:)``), or
+    /// `nil` when curl does not parse it.
+    static func origin(of url: URL) -> Origin? {
+        guard let (host, port) = hostAndPort(of: url.absoluteString) else { return nil }
+        return Origin(scheme: url.scheme ?? "", host: host, port: port)
     }
 
     /// The name libcurl resolves for `host` (its URL parser's reading, as bytes, percent-decoded).

@@ -23,7 +23,7 @@ extension HTTPDataLoader {
         /// hosts still start at once. At most ``maxTotalConnections`` − 1.
         public var connectionsReservedForNewHosts: Int
         /// The most requests that may wait for a connection slot; one more fails at once with
-        /// `ImagePipelineError.overloaded(_:limit:detail:)` (`OverloadLimit.queuedRequests`),
+        /// `ImagePipelineError.overloaded(_:limit:detail:)` (`Limit.queuedRequests`),
         /// before anything is sent. Default 4,096: a few screens of prefetches, and about
         /// 26 MB of queue at ``queuedRequestBaseBytes`` plus a typical URL and headers each.
         /// Every request passes through the queue, if only until the engine's next turn: at
@@ -34,14 +34,14 @@ extension HTTPDataLoader {
         /// The most bytes the requests waiting for a connection slot may hold together, each
         /// counted as ``queuedRequestBaseBytes`` plus its URLs' and headers' UTF-8 bytes; over it
         /// fails at once with `ImagePipelineError.overloaded(_:limit:detail:)`
-        /// (`OverloadLimit.queuedBytes`). Default 32 MiB: ``maxQueuedRequests``
+        /// (`Limit.queuedBytes`). Default 32 MiB: ``maxQueuedRequests``
         /// requests with URLs and headers of 2 KB each, or 500 with 60 KB URLs.
         public var maxQueuedBytes: Int
         /// The most body bytes all transfers in flight may hold together (each holds the room
         /// its body grew to, doubling as the bytes arrive, up to its declared `Content-Length`:
         /// a declared length is not claimed before its bytes come).
         /// A transfer whose body does not fit fails at once with
-        /// `ImagePipelineError.overloaded(_:limit:detail:)` (`OverloadLimit.downloadMemory`)
+        /// `ImagePipelineError.overloaded(_:limit:detail:)` (`Limit.downloadMemory`)
         /// and gives its bytes back; nothing waits, so transfers cannot wait on each other. A
         /// transfer holding the only bytes in flight always grows (up to ``maxBodyBytes``), so a
         /// picture within ``maxBodyBytes`` loads when it is alone. Once a transfer ends its body
@@ -71,14 +71,14 @@ extension HTTPDataLoader {
         /// one, queued again, so a whole request may take up to (1 + ``maxRetries``) ×
         /// (1 + ``maxRedirects``) times this, plus the retries' delays). An attempt
         /// still waiting at its deadline fails with `ImagePipelineError.overloaded(_:limit:detail:)`
-        /// (`OverloadLimit.queueTime`); one sent is over it with
+        /// (`Limit.queueTime`); one sent is over it with
         /// `ImagePipelineError.timeout(_:)`. `nil` for none (a request may then wait
         /// indefinitely). Default 60: a 5 MB picture needs 700 kbit/s to make it; raise it for
         /// large downloads over slow links.
         public var totalTimeout: TimeInterval?
         /// The longest a request may wait for a connection slot, in seconds (the earlier of this
         /// and ``totalTimeout`` applies); a request still waiting then fails with
-        /// `ImagePipelineError.overloaded(_:limit:detail:)` (`OverloadLimit.queueTime`),
+        /// `ImagePipelineError.overloaded(_:limit:detail:)` (`Limit.queueTime`),
         /// on time even while no slot frees. `nil`: only ``totalTimeout``. Default 30, half the
         /// default total: a request that waited that long still has as long for its transfer,
         /// and its caller learns "overloaded, try later" instead of a timeout at the very end.

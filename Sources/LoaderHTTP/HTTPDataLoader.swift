@@ -133,7 +133,7 @@ public final class HTTPDataLoader: DataLoading {
             try Task.checkCancellation()
         }
         let id = lastID.add(1, ordering: .relaxed).newValue
-        let hostKey = url.originKey
+        let hostKey = url.origin
         let engine = engine
         let sent = headers.sorted { $0.key < $1.key }.map { (name: $0.key, value: $0.value) }
         let queuedBytes = TransferJob.estimatedQueuedBytes(url: url.absoluteString, requestURL: url == request.url ? nil : request.url.absoluteString,
@@ -193,12 +193,11 @@ public final class HTTPDataLoader: DataLoading {
     /// server sent raw) are percent-encoded, as curl does, before the URL is parsed.
     private static let locationCharacters = CharacterSet.urlQueryAllowed.union(CharacterSet(charactersIn: "#%[]"))
 
-    /// Whether `a` and `b` have one origin: scheme, and host and port as libcurl reads them
-    /// (the scheme's port when none is written).
+    /// Whether `a` and `b` have one ``Origin``, their hosts and ports as libcurl reads them
+    /// (``CurlURL/origin(of:)``).
     static func sameOrigin(_ a: URL, _ b: URL) -> Bool {
-        guard a.scheme?.lowercased() == b.scheme?.lowercased(), let first = CurlURL.hostAndPort(of: a.absoluteString),
-              let second = CurlURL.hostAndPort(of: b.absoluteString) else { return false }
-        return first.host == second.host && first.port == second.port
+        guard let first = CurlURL.origin(of: a), let second = CurlURL.origin(of: b) else { return false }
+        return first == second
     }
 
     /// Connection failures (a connection that closed inside the headers is one), 5xx and 429

@@ -4,43 +4,11 @@ import PipelineCore
 import Synchronization
 import Testing
 
-@Suite("Pending queue")
-struct PendingQueueTests {
+/// What the pending queue's tests share (its lines' own test is `AdmissionQueueTests`'s, in the core).
+enum PendingQueueTests {
     final class Continuations: Sendable {
         let list = Mutex<[CheckedContinuation<TransferOutcome, Never>]>([])
         var count: Int { list.withLock { $0.count } }
-    }
-
-    /// `removeAll(where:)` must ask its predicate once per job: a priority can change between
-    /// two asks (another thread raises it), and asking twice both kept and removed a job, which
-    /// then started twice and resumed its continuation twice (found by the FlingGrid example).
-    @Test func removeAllAsksOncePerJobSoAJobIsNeverBothKeptAndRemoved() async {
-        // Jobs need real continuations; four waiting tasks provide them and are answered at the end.
-        let box = Continuations()
-        let waiters = (0..<4).map { _ in
-            Task { _ = await withCheckedContinuation { continuation in box.list.withLock { $0.append(continuation) } } }
-        }
-        while box.count < 4 { await Task.yield() }
-        let continuations = box.list.withLock { $0 }
-        var fifo = PendingQueue.FIFO()
-        for (id, continuation) in continuations.enumerated() {
-            fifo.append(TransferJob(id: UInt64(id), url: URL(string: "http://h/\(id)")!, requestURL: URL(string: "http://h/\(id)")!, hostKey: "h",
-                                    priority: PriorityHandle(.prefetch), headers: [], progress: nil, didReceiveData: nil,
-                                    continuation: continuation))
-        }
-        // A predicate whose answer for a job changes after it was first asked, like a priority
-        // raised by another thread in the middle of the pass.
-        var asks: [UInt64: Int] = [:]
-        let removed = fifo.removeAll { job in
-            asks[job.id, default: 0] += 1
-            return asks[job.id]! > 1
-        }
-        let kept = Array(fifo.waiting)
-        #expect(asks.values.allSatisfy { $0 == 1 })
-        #expect(removed.count + kept.count == 4)
-        #expect(Set(removed.map(\.id)).isDisjoint(with: kept.map(\.id)))
-        for continuation in continuations { continuation.resume(returning: .cancelled) }
-        for waiter in waiters { await waiter.value }
     }
 }
 
@@ -58,7 +26,7 @@ struct PendingQueuePriorityTests {
         let handles = [PriorityHandle(.prefetch), PriorityHandle(.visible), PriorityHandle(.prefetch)]
         var queue = PendingQueue()
         for (id, continuation) in continuations.enumerated() {
-            queue.append(TransferJob(id: UInt64(id), url: URL(string: "http://h/\(id)")!, requestURL: URL(string: "http://h/\(id)")!, hostKey: "h",
+            queue.append(TransferJob(id: UInt64(id), url: URL(string: "http://h/\(id)")!, requestURL: URL(string: "http://h/\(id)")!, hostKey: origin("h"),
                                      priority: handles[id], headers: [], progress: nil, didReceiveData: nil, continuation: continuation))
         }
         handles[1].set(.prefetch)  // job 1's visible caller left
@@ -87,7 +55,7 @@ struct PendingQueueBoundsTests {
         let continuations = box.list.withLock { $0 }
         let jobs = continuations.enumerated().map { id, continuation in
             TransferJob(id: UInt64(id), url: URL(string: "http://\(hosts(id))/\(id)")!, requestURL: URL(string: "http://\(hosts(id))/\(id)")!,
-                        hostKey: hosts(id), priority: PriorityHandle(.visible), headers: [], progress: nil, didReceiveData: nil,
+                        hostKey: origin(hosts(id)), priority: PriorityHandle(.visible), headers: [], progress: nil, didReceiveData: nil,
                         continuation: continuation, queueDeadline: deadline(id), queuedBytes: 100 + id)
         }
         body(jobs)
@@ -120,10 +88,13 @@ struct PendingQueueBoundsTests {
             for job in jobs.prefix(5) { queue.append(job) }
             let first = queue.take(running: [:], totalRunning: 0, maxPerHost: 6, maxTotal: 4, reserved: 1)
             #expect(first.map(\.id) == [0, 1, 2])
-            #expect(queue.take(running: ["slow": 3], totalRunning: 3, maxPerHost: 6, maxTotal: 4, reserved: 1).isEmpty)
+            #expect(queue.take(running: [origin("slow"): 3], totalRunning: 3, maxPerHost: 6, maxTotal: 4, reserved: 1).isEmpty)
             for job in jobs.suffix(2) { queue.append(job) }
-            let second = queue.take(running: ["slow": 3], totalRunning: 3, maxPerHost: 6, maxTotal: 4, reserved: 1)
+            let second = queue.take(running: [origin("slow"): 3], totalRunning: 3, maxPerHost: 6, maxTotal: 4, reserved: 1)
             #expect(second.map(\.id) == [5])
         })
     }
 }
+
+/// The origin of `http://host/`.
+private func origin(_ host: String) -> Origin { Origin(scheme: "http", host: host, port: nil) }

@@ -84,8 +84,9 @@ struct WaitingRequestMemoryTests {
     /// (a task keeps every slab of frames it allocated until it ends). Before: 79 KB a
     /// request (debug and release builds alike; the load benchmark's 81 KB, for requests the
     /// HTTP loader queues or refuses), 31 KB of it `DecodeStage.perform`'s frame and 20 KB
-    /// `RenditionStage.lookUp`'s. Now about 52 KB of heap. Then 4,000 callers of one picture:
-    /// about 19 KB each (both with the caller's own task). Each is at most what the pipeline counts it at against
+    /// `RenditionStage.lookUp`'s. Then about 52 KB of heap, and 57.5 KB at fcd2a17 (issue 36's
+    /// re-measure). Then 4,000 callers of one picture: about 19 KB each, 22 KB at fcd2a17 (both
+    /// with the caller's own task). Each is at most what the pipeline counts it at against
     /// `requestMemoryBudget` (`RequestAdmission`), so that budget bounds the memory.
     /// `MEASURE_MEMORY_COST=1 swift test --skip-build --filter aWaitingRequest` (run alone:
     /// other tests allocate meanwhile).

@@ -4,22 +4,20 @@ import Synchronization
 /// A bounded pool of dedicated threads for blocking work (decoding, resampling, file I/O), so
 /// that such work never runs on an actor or blocks Swift's cooperative thread pool.
 ///
-/// Jobs wait in one queue and start highest ``PriorityHandle/current`` first (FIFO within a
-/// priority), so a prefetch that a visible caller joined moves ahead. Threads are started on
+/// Jobs wait in the line of an `AdmissionQueue` and start highest ``PriorityHandle/current``
+/// first (FIFO within a priority), so a prefetch that a visible caller joined moves ahead. Threads are started on
 /// demand up to ``maxConcurrent`` and exit when the queue is empty, or after ``idleTimeout``
 /// without work (so a stream of short jobs, like disk-cache reads, does not start a thread per
 /// job). A job cancelled while it waits is dropped and its caller gets `CancellationError` at
 /// once; a running job finishes.
 public final class WorkerPool: Sendable {
     private struct Job {
-        let id: UInt64
-        let priority: PriorityHandle
         let run: @Sendable () -> Void
         let cancel: @Sendable () -> Void
     }
 
     private struct State {
-        var queue: [Job] = []
+        var queue = AdmissionQueue<OneGroup, Job>()
         /// Threads started and not yet exited (idle ones included).
         var running = 0
         /// Idle threads waiting on `wakeups` that no job has claimed yet.
@@ -33,7 +31,7 @@ public final class WorkerPool: Sendable {
     public let idleTimeout: TimeInterval
     private let name: String
     private let state = Mutex(State())
-    /// Signalled once for each idle thread claimed by ``enqueue(_:)``.
+    /// Signalled once for each idle thread claimed by `enqueue`.
     private let wakeups = DispatchSemaphore(value: 0)
 
     /// Creates a pool of at most `maxConcurrent` threads (at least 1) named `name`, whose idle
@@ -53,9 +51,9 @@ public final class WorkerPool: Sendable {
         }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-                enqueue(Job(id: id, priority: priority,
-                            run: { continuation.resume(with: Result { try work() }) },
-                            cancel: { continuation.resume(throwing: CancellationError()) }))
+                enqueue(Job(run: { continuation.resume(with: Result { try work() }) },
+                            cancel: { continuation.resume(throwing: CancellationError()) }),
+                        id: id, priority: priority)
                 // A task cancelled before this point ran its handler when nothing was queued:
                 // take the job back now. (A handler racing with this finds nothing the second time.)
                 if Task.isCancelled { cancel(id) }
@@ -68,9 +66,9 @@ public final class WorkerPool: Sendable {
     /// The number of jobs waiting (not running).
     public var queuedCount: Int { state.withLock { $0.queue.count } }
 
-    private func enqueue(_ job: Job) {
+    private func enqueue(_ job: Job, id: UInt64, priority: PriorityHandle) {
         let (startThread, wake) = state.withLock { state -> (Bool, Bool) in
-            state.queue.append(job)
+            state.queue.append(job, id: id, group: .all, cost: .one(0), priority: priority)
             if state.idle > 0 {
                 state.idle -= 1
                 return (false, true)
@@ -88,11 +86,8 @@ public final class WorkerPool: Sendable {
     }
 
     private func cancel(_ id: UInt64) {
-        let job = state.withLock { state -> Job? in
-            // Not queued: not yet enqueued (`run` checks again after enqueueing), running, or done.
-            guard let index = state.queue.firstIndex(where: { $0.id == id }) else { return nil }
-            return state.queue.remove(at: index)
-        }
+        // Not queued: not yet enqueued (`run` checks again after enqueueing), running, or done.
+        let job = state.withLock { $0.queue.remove(id) }
         job?.cancel()
     }
 
@@ -120,20 +115,11 @@ public final class WorkerPool: Sendable {
 
     private func next() -> Job? {
         state.withLock { state -> Job? in
-            guard !state.queue.isEmpty else {
+            guard let job = state.queue.popMostUrgent() else {
                 if idleTimeout > 0 { state.idle += 1 } else { state.running -= 1 }
                 return nil
             }
-            var best = 0
-            var bestPriority = state.queue[0].priority.current
-            if bestPriority != .visible {
-                for index in state.queue.indices.dropFirst() where state.queue[index].priority.current > bestPriority {
-                    best = index
-                    bestPriority = state.queue[index].priority.current
-                    if bestPriority == .visible { break }
-                }
-            }
-            return state.queue.remove(at: best)
+            return job
         }
     }
 }

@@ -80,20 +80,26 @@ public struct DecodeOptions: Hashable, Sendable {
     public var appliesOrientation: Bool
     /// Fail on corrupt-but-decodable data instead of returning it with warnings. Default `false`.
     public var strict: Bool
-    /// The largest stored pixel count (width × height) the decoder may accept, checked from
-    /// the header before any pixel buffer is allocated. Default 100 megapixels.
-    public var maxPixelCount: Int
-    /// The most frames an animation may have, for ``AnimatedImageDecoding`` (every frame
-    /// decoded): checked from the header or container before any frame is decoded, and failing
-    /// with ``ImagePipelineError/overLimit(_:limit:actual:)`` for ``SourceLimit/animationFrames``.
-    /// Default ``defaultMaxAnimationFrameCount`` (10,000). A still decode of an animated file
-    /// (``ImageDecodingSession/decode(_:)``, the first frame only) is not refused by it.
-    public var maxAnimationFrameCount: Int
-    /// The most pixels an animation's frames may have together, canvas width × height × frames,
-    /// for ``AnimatedImageDecoding``: checked with ``maxAnimationFrameCount``, failing with
-    /// ``SourceLimit/animationPixels``. Default ``defaultMaxAnimationPixelCount`` (1,000,000,000).
-    /// A still decode of an animated file is not refused by it.
-    public var maxAnimationPixelCount: Int
+    /// What the source may cost (``Limits``): its pixel count, an animation's frames and
+    /// pixels, a codec's work and its colour profile. Default ``Limits/default``.
+    public var limits: Limits
+    /// ``Limits/maxPixelCount`` of ``limits``.
+    public var maxPixelCount: Int {
+        get { limits.maxPixelCount }
+        set { limits.maxPixelCount = newValue }
+    }
+    /// ``Limits/maxAnimationFrameCount`` of ``limits``: for ``AnimatedImageDecoding``, failing
+    /// with ``ImagePipelineError/overLimit(_:limit:actual:)`` for ``Limit/animationFrames``.
+    public var maxAnimationFrameCount: Int {
+        get { limits.maxAnimationFrameCount }
+        set { limits.maxAnimationFrameCount = newValue }
+    }
+    /// ``Limits/maxAnimationPixelCount`` of ``limits``: checked with ``maxAnimationFrameCount``,
+    /// failing with ``Limit/animationPixels``.
+    public var maxAnimationPixelCount: Int {
+        get { limits.maxAnimationPixelCount }
+        set { limits.maxAnimationPixelCount = newValue }
+    }
     /// Convert pixels stored with an embedded colour profile to sRGB. Default `true`. With
     /// `false` the stored values are returned unchanged; ``ImageInfo/colorProfile`` still
     /// reports the profile.
@@ -111,37 +117,25 @@ public struct DecodeOptions: Hashable, Sendable {
     /// pipeline converts them.
     public var pixelFormat: PixelFormat
 
-    /// The default ``maxAnimationFrameCount``: 10,000 frames. Real animations are far shorter:
-    /// the longest in the GIF and animated WebP corpora has 380 frames; a Telegram sticker is
-    /// at most 3 s at 60 fps (180 frames); a minute of GIF at its fastest common rate (2 cs a
-    /// frame, 50 fps) is 3,000. giflib and gifsicle set no count, and imgproxy's
-    /// `MAX_ANIMATION_FRAMES` of 1 keeps only stills. 10,000 lets every real sticker and GIF
-    /// through while a 2.3 MB GIF of 100,000 tiny frames (100,000 output files) is refused
-    /// before its first frame.
-    public static let defaultMaxAnimationFrameCount = 10_000
+    /// The default ``maxAnimationFrameCount`` (``Limits/maxAnimationFrameCount``, where the reason is).
+    public static var defaultMaxAnimationFrameCount: Int { Limits.default.maxAnimationFrameCount }
 
-    /// The default ``maxAnimationPixelCount``: 1,000,000,000 pixels, ten times the still
-    /// picture limit (``maxPixelCount``), so one animation costs at most what ten of the largest
-    /// stills do (decoding and compositing every frame; 4 GB of straight RGBA written out at
-    /// canvas size). Real ones need a small part of it: the largest in the corpora has 53 MP
-    /// in all (380 frames of 472×298), a 512×512 sticker of 180 frames 47 MP; 1080p fits for
-    /// 480 frames. libvips refuses past 268 MP (every frame stacked), imgproxy sums the frames
-    /// against its 50 MP source resolution. A 46 KB WebP of 1,000 frames on a 10000×10000 canvas
-    /// (10¹¹ pixels) is refused from its container.
-    public static let defaultMaxAnimationPixelCount = 1_000_000_000
+    /// The default ``maxAnimationPixelCount`` (``Limits/maxAnimationPixelCount``, where the reason is).
+    public static var defaultMaxAnimationPixelCount: Int { Limits.default.maxAnimationPixelCount }
 
-    /// Creates options.
+    /// Creates options with `limits`, of which `maxPixelCount`, `maxAnimationFrameCount` and
+    /// `maxAnimationPixelCount`, when given, replace theirs.
     public init(targetSize: PixelSize? = nil, appliesOrientation: Bool = true, strict: Bool = false,
-                maxPixelCount: Int = 100_000_000,
-                maxAnimationFrameCount: Int = DecodeOptions.defaultMaxAnimationFrameCount,
-                maxAnimationPixelCount: Int = DecodeOptions.defaultMaxAnimationPixelCount, convertsToSRGB: Bool = true,
+                limits: Limits = .default, maxPixelCount: Int? = nil, maxAnimationFrameCount: Int? = nil,
+                maxAnimationPixelCount: Int? = nil, convertsToSRGB: Bool = true,
                 resamplingFilter: ResamplingFilter = .default, pixelFormat: PixelFormat = .rgba8Premultiplied) {
         self.targetSize = targetSize
         self.appliesOrientation = appliesOrientation
         self.strict = strict
-        self.maxPixelCount = maxPixelCount
-        self.maxAnimationFrameCount = maxAnimationFrameCount
-        self.maxAnimationPixelCount = maxAnimationPixelCount
+        self.limits = limits
+        if let maxPixelCount { self.limits.maxPixelCount = maxPixelCount }
+        if let maxAnimationFrameCount { self.limits.maxAnimationFrameCount = maxAnimationFrameCount }
+        if let maxAnimationPixelCount { self.limits.maxAnimationPixelCount = maxAnimationPixelCount }
         self.convertsToSRGB = convertsToSRGB
         self.resamplingFilter = resamplingFilter
         self.pixelFormat = pixelFormat
@@ -167,8 +161,8 @@ public struct DecodeOptions: Hashable, Sendable {
     }
 
     /// Throws ``ImagePipelineError/overLimit(_:limit:actual:)`` when an animation of `frameCount`
-    /// frames on `canvas` is over ``maxAnimationFrameCount`` (``SourceLimit/animationFrames``)
-    /// or ``maxAnimationPixelCount`` (``SourceLimit/animationPixels``), the frame count first.
+    /// frames on `canvas` is over ``maxAnimationFrameCount`` (``Limit/animationFrames``)
+    /// or ``maxAnimationPixelCount`` (``Limit/animationPixels``), the frame count first.
     /// With `exact` `false`, `frameCount` is where a walk stopped counting (at most one more
     /// than ``animationFramesAllowed(on:)``), so the error's `actual` is `nil`: the real count
     /// is not known.

@@ -1,63 +1,52 @@
 import Synchronization
 
-/// Admits decodes by the memory they will take, not by thread count: a decode starts only
-/// while the sum of the estimates of running decodes (``ImageDecodingSession/estimatedPeakMemory(_:)``)
-/// plus its own fits ``budget``; the others wait, the highest current priority first (FIFO
-/// within a priority). A decode larger than the whole budget starts when nothing else runs,
-/// so nothing waits forever. Waiting suspends the task, never a thread.
+/// Admits decodes by the memory they will take, not by thread count: an ``AdmissionQueue``
+/// whose budget is bytes. A decode starts only while the sum of the estimates of running
+/// decodes (``ImageDecodingSession/estimatedPeakMemory(_:)``) plus its own fits ``budget``; the
+/// others wait in its line, the highest current priority first (FIFO within a priority). A
+/// decode larger than the whole budget starts when nothing else runs, so nothing waits
+/// forever. Waiting suspends the task, never a thread.
 ///
 /// An animation's frame sequence (``ImageAnimation/frames()``) is admitted the same way, by
 /// its codec's canvases (``AnimatedImageDecoding/estimatedAnimationMemory(_:)``) plus the
-/// scaled frame, and holds its bytes from its first frame until it ends, fails or is dropped:
-/// those canvases live that long.
+/// scaled frame (``cost(_:)``), and holds its bytes from its first frame until it ends, fails
+/// or is dropped: those canvases live that long.
 final class DecodeAdmission: Sendable {
-    private struct Waiter {
-        let id: UInt64
-        let bytes: Int
-        let priority: PriorityHandle
-        let continuation: CheckedContinuation<Void, any Error>
-    }
-
-    private struct State {
-        var inUse = 0
-        var running = 0
-        var waiters: [Waiter] = []
-        var nextID: UInt64 = 0
-        var peakInUse = 0
-    }
+    private typealias Queue = AdmissionQueue<OneGroup, CheckedContinuation<Void, any Error>>
 
     /// The most estimated bytes that run at once.
     let budget: Int
-    private let state = Mutex(State())
+    private let queue: Mutex<Queue>
+    private let ids = Atomic<UInt64>(0)
 
     init(budget: Int) {
         self.budget = max(1, budget)
+        queue = Mutex(Queue(budget: .init(bytes: max(1, budget))))
+    }
+
+    /// What a decode of these parts (the session's estimate, the resampled output, a trimmed
+    /// copy, an animation's canvases and scaled frame) is admitted at: their sum, at least 1 and
+    /// at most the whole budget (a larger decode runs alone either way).
+    func cost(_ parts: Int...) -> Int {
+        var total = 0
+        for part in parts { total = min(total + min(max(part, 0), budget), budget) }
+        return max(1, total)
     }
 
     /// Takes `bytes` now if they fit (or nothing runs); `false` when the caller must wait
     /// with ``acquire(_:priority:)``. Never jumps ahead of a waiter.
     func tryAcquire(_ bytes: Int) -> Bool {
-        state.withLock { state in
-            guard state.waiters.isEmpty, Self.fits(bytes, in: state, budget: budget) else { return false }
-            Self.take(bytes, in: &state)
-            return true
-        }
+        queue.withLock { $0.tryAdmit(bytes) }
     }
 
     /// Suspends until `bytes` fit; throws `CancellationError` if the task is cancelled first.
     func acquire(_ bytes: Int, priority: PriorityHandle) async throws {
-        let id = state.withLock { state -> UInt64 in
-            state.nextID += 1
-            return state.nextID
-        }
+        let id = ids.add(1, ordering: .relaxed).newValue
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                let admitted = state.withLock { state -> Bool in
-                    if state.waiters.isEmpty, Self.fits(bytes, in: state, budget: budget) {
-                        Self.take(bytes, in: &state)
-                        return true
-                    }
-                    state.waiters.append(Waiter(id: id, bytes: bytes, priority: priority, continuation: continuation))
+                let admitted = queue.withLock { queue -> Bool in
+                    if queue.tryAdmit(bytes) { return true }
+                    queue.append(continuation, id: id, group: .all, cost: .one(bytes), priority: priority)
                     return false
                 }
                 if admitted { continuation.resume() } else if Task.isCancelled { cancel(id) }
@@ -70,64 +59,28 @@ final class DecodeAdmission: Sendable {
     /// Gives back `bytes` taken by ``tryAcquire(_:)`` or ``acquire(_:priority:)`` and admits
     /// the waiters that now fit, most urgent first.
     func release(_ bytes: Int) {
-        let admitted = state.withLock { state -> [CheckedContinuation<Void, any Error>] in
-            state.inUse -= bytes
-            state.running -= 1
-            return admitFitting(&state)
+        let admitted = queue.withLock { queue in
+            queue.release(bytes)
+            return queue.admitWaiting()
         }
         for continuation in admitted { continuation.resume() }
     }
 
     /// Estimated bytes of the decodes running now.
-    var bytesInUse: Int { state.withLock { $0.inUse } }
+    var bytesInUse: Int { queue.withLock { $0.admitted.bytes } }
     /// The most estimated bytes that ran at once so far.
-    var peakBytesInUse: Int { state.withLock { $0.peakInUse } }
+    var peakBytesInUse: Int { queue.withLock { $0.peakAdmittedBytes } }
     /// Decodes waiting for memory.
-    var waitingCount: Int { state.withLock { $0.waiters.count } }
+    var waitingCount: Int { queue.withLock { $0.count } }
 
     private func cancel(_ id: UInt64) {
-        let (waiter, admitted) = state.withLock { state -> (Waiter?, [CheckedContinuation<Void, any Error>]) in
-            guard let index = state.waiters.firstIndex(where: { $0.id == id }) else { return (nil, []) }
-            let waiter = state.waiters.remove(at: index)
+        let (waiter, admitted) = queue.withLock { queue -> (CheckedContinuation<Void, any Error>?, [CheckedContinuation<Void, any Error>]) in
+            guard let waiter = queue.remove(id) else { return (nil, []) }
             // A cancelled head of the line may have held back waiters that fit now.
-            return (waiter, admitFitting(&state))
+            return (waiter, queue.admitWaiting())
         }
-        waiter?.continuation.resume(throwing: CancellationError())
+        waiter?.resume(throwing: CancellationError())
         for continuation in admitted { continuation.resume() }
-    }
-
-    /// Takes the most urgent waiters off the line while they fit; their continuations are
-    /// resumed by the caller, outside the lock.
-    private func admitFitting(_ state: inout State) -> [CheckedContinuation<Void, any Error>] {
-        var admitted: [CheckedContinuation<Void, any Error>] = []
-        while let index = Self.mostUrgent(state.waiters), Self.fits(state.waiters[index].bytes, in: state, budget: budget) {
-            let waiter = state.waiters.remove(at: index)
-            Self.take(waiter.bytes, in: &state)
-            admitted.append(waiter.continuation)
-        }
-        return admitted
-    }
-
-    private static func fits(_ bytes: Int, in state: State, budget: Int) -> Bool {
-        state.running == 0 || state.inUse + bytes <= budget
-    }
-
-    private static func take(_ bytes: Int, in state: inout State) {
-        state.inUse += bytes
-        state.running += 1
-        state.peakInUse = max(state.peakInUse, state.inUse)
-    }
-
-    /// The waiter with the highest current priority, the earliest among equals.
-    private static func mostUrgent(_ waiters: [Waiter]) -> Int? {
-        guard !waiters.isEmpty else { return nil }
-        var best = 0
-        var bestPriority = waiters[0].priority.current
-        for index in waiters.indices.dropFirst() where waiters[index].priority.current > bestPriority {
-            best = index
-            bestPriority = waiters[index].priority.current
-        }
-        return best
     }
 }
 

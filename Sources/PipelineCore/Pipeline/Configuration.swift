@@ -41,28 +41,41 @@ extension ImagePipeline {
         public var decodeMemoryBudget: Int? = Configuration.defaultDecodeMemoryBudget()
         /// The most memory, in bytes, that requests in flight (past the memory cache, waiting for
         /// their work) may hold together, each counted at what its tasks hold, measured: about
-        /// 64 KiB for a request that starts work, 20 KiB for one that joins it, plus its URL.
+        /// 64 KiB for a request that starts work, 23 KiB for one that joins it, plus its URL.
         /// Over it a request fails at once with ``ImagePipelineError/overloaded(_:limit:detail:)``
-        /// (``OverloadLimit/requestsInFlight``), unless it is visible and pushing out the newest
+        /// (``Limit/requestsInFlight``), unless it is visible and pushing out the newest
         /// prefetch, or the newest request of the host holding the most, makes room: a flood of
         /// requests to slow hosts cannot keep a healthy host out. `nil` bounds nothing (each
         /// request still holds its memory). Default
         /// ``defaultRequestMemoryBudget(cgroupRoot:physicalMemory:)``.
         public var requestMemoryBudget: Int? = Configuration.defaultRequestMemoryBudget()
+        /// What one source may cost (``Limits``, where each default and its reason is): its
+        /// pixel count, an animation's frames and pixels, a codec's work, its colour profile.
+        /// The pipeline's decodes carry them (``DecodeOptions/limits``). Default ``Limits/default``.
+        public var limits = Limits.default
         /// The largest stored picture accepted, in pixels (checked from the header before
-        /// decoding). Default 100,000,000.
-        public var maxPixelCount: Int
+        /// decoding): ``Limits/maxPixelCount`` of ``limits``.
+        public var maxPixelCount: Int {
+            get { limits.maxPixelCount }
+            set { limits.maxPixelCount = newValue }
+        }
         /// The most frames an animation may have (``ImagePipeline/animation(for:)``, checked from
         /// its header before any frame is decoded; over it fails with
-        /// ``ImagePipelineError/overLimit(_:limit:actual:)``, ``SourceLimit/animationFrames``).
+        /// ``ImagePipelineError/overLimit(_:limit:actual:)``, ``Limit/animationFrames``).
         /// `image(for:)` of an animated file gives its first frame and is not refused by it.
-        /// Default ``DecodeOptions/defaultMaxAnimationFrameCount`` (10,000; the reason is there).
-        public var maxAnimationFrameCount = DecodeOptions.defaultMaxAnimationFrameCount
+        /// ``Limits/maxAnimationFrameCount`` of ``limits``.
+        public var maxAnimationFrameCount: Int {
+            get { limits.maxAnimationFrameCount }
+            set { limits.maxAnimationFrameCount = newValue }
+        }
         /// The most pixels an animation's frames may have together, canvas width × height ×
-        /// frames (``ImagePipeline/animation(for:)``; ``SourceLimit/animationPixels``), checked
-        /// with ``maxAnimationFrameCount``. `image(for:)` is not refused by it. Default
-        /// ``DecodeOptions/defaultMaxAnimationPixelCount`` (1,000,000,000; the reason is there).
-        public var maxAnimationPixelCount = DecodeOptions.defaultMaxAnimationPixelCount
+        /// frames (``ImagePipeline/animation(for:)``; ``Limit/animationPixels``), checked
+        /// with ``maxAnimationFrameCount``. `image(for:)` is not refused by it.
+        /// ``Limits/maxAnimationPixelCount`` of ``limits``.
+        public var maxAnimationPixelCount: Int {
+            get { limits.maxAnimationPixelCount }
+            set { limits.maxAnimationPixelCount = newValue }
+        }
         /// ``DecodingStrictness/strict`` makes every request strict (a damaged file fails
         /// instead of coming back partly grey), whatever the request says; ``DecodingStrictness/lenient``,
         /// the default, leaves it to each request (`decoding:` in its initialiser). A server that
@@ -134,7 +147,7 @@ extension ImagePipeline {
                     memoryCache: MemoryCache<ImageKey, ImageContainer> = MemoryCache(),
                     diskCache: (any DataCaching)? = nil,
                     maxConcurrentDecodes: Int = ProcessInfo.processInfo.activeProcessorCount,
-                    maxPixelCount: Int = 100_000_000,
+                    maxPixelCount: Int? = nil,
                     negativeCacheLifetime: TimeInterval = 10,
                     eventHandler: (@Sendable (ImagePipelineEvent) -> Void)? = nil,
                     now: @escaping @Sendable () -> Date = { Date() }) {
@@ -144,7 +157,7 @@ extension ImagePipeline {
             self.memoryCache = memoryCache
             self.diskCache = diskCache
             self.maxConcurrentDecodes = maxConcurrentDecodes
-            self.maxPixelCount = maxPixelCount
+            if let maxPixelCount { self.limits.maxPixelCount = maxPixelCount }
             self.negativeCacheLifetime = negativeCacheLifetime
             self.eventHandler = eventHandler
             self.now = now

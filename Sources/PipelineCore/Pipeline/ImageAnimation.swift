@@ -111,19 +111,17 @@ private final class FrameCursor: Sendable {
     /// Whether frames are scaled or cropped to the plan (the scaled frame is memory of its own).
     private var resamples: Bool { info.canvasSize != plan.outputSize || plan.crop != PixelRect(plan.sourceSize) }
 
-    /// What the sequence reserves: the codec's canvases and the scaled frame, at most the whole
-    /// budget (a larger one runs alone, as a still does).
-    private func reservation(budget: Int) -> Int {
-        // Each part is at most the budget, so the sum cannot overflow.
-        let canvases = min(max(decoder.estimatedAnimationMemory(info), 0), budget)
-        let output = resamples ? min(plan.outputSize.pixelCount, budget / 4) * 4 : 0
-        return max(1, min(canvases + output, budget))
+    /// What the sequence reserves: the codec's canvases and the scaled frame, admitted as a
+    /// still decode's parts are (``DecodeAdmission/cost(_:)``).
+    private func reservation(in admission: DecodeAdmission) -> Int {
+        let (output, overflow) = plan.outputSize.pixelCount.multipliedReportingOverflow(by: 4)
+        return admission.cost(decoder.estimatedAnimationMemory(info), resamples ? (overflow ? .max : output) : 0)
     }
 
     func next() async throws -> AnimationFrame? {
         try Task.checkCancellation()
         if let admission, state.withLock({ !$0.finished && $0.reserved == 0 }) {
-            let bytes = reservation(budget: admission.budget)
+            let bytes = reservation(in: admission)
             try await admission.acquire(bytes, priority: priority)
             state.withLock { $0.reserved = bytes }
         }

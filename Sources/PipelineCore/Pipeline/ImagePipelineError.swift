@@ -52,18 +52,18 @@ public enum ImagePipelineError: Error, Sendable, CustomStringConvertible, Locali
     /// The header declares more pixels than the configured maximum.
     case tooManyPixels(PixelSize, limit: Int)
     /// The source would cost more than one of the limits on a source other than pixels and
-    /// body bytes (``SourceLimit``): `actual` is what was counted when the decoder stopped, at
+    /// body bytes (``Limit``): `actual` is what was counted when the decoder stopped, at
     /// least `limit + 1` when it stopped counting there, or `nil` when it is not known.
-    case overLimit(SourceLimit, limit: Int, actual: Int?)
+    case overLimit(Limit, limit: Int, actual: Int?)
     /// A connect, idle or total timeout, with what timed out.
     case timeout(String)
     /// The pipeline or the loader of `URL` refused the request because it is at one of its load
-    /// limits (``OverloadLimit``: the pipeline's requests in flight hold their memory budget; the
+    /// limits (``Limit``: the pipeline's requests in flight hold their memory budget; the
     /// loader's queue is full, the request's deadline passed while it waited for a connection,
     /// its downloads hold their memory budget): "try again later", not a failure of the origin,
     /// which may never have been asked. `detail` says what was counted. Never
     /// permanent (not negatively cached); a loader does not retry it itself.
-    case overloaded(URL, limit: OverloadLimit, detail: String)
+    case overloaded(URL, limit: Limit, detail: String)
     /// A local file could not be read: a directory, not permitted, not a regular file.
     case fileUnreadable(path: String, reason: String)
     /// The request asked for cached data only and there was none.
@@ -181,7 +181,7 @@ public enum ImagePipelineError: Error, Sendable, CustomStringConvertible, Locali
     }
 
     /// "URL was not loaded (fetched as …), overloaded (limit): detail; try again later".
-    private static func overloaded(_ url: URL, limit: OverloadLimit, detail: String, fetchedAs fetched: URL?) -> String {
+    private static func overloaded(_ url: URL, limit: Limit, detail: String, fetchedAs fetched: URL?) -> String {
         let via = fetched.map { " (fetched as \(name($0)))" } ?? ""
         return "\(name(url)) was not loaded\(via), overloaded (\(MessageText.escaped(limit.rawValue, limit: 64))): "
             + "\(MessageText.escaped(detail)); try again later"
