@@ -412,7 +412,6 @@ extension ImagePipeline.Configuration {
 
     /// The options an animation is opened with: the configured limits and `resamplingFilter`.
     func decodeOptions(resamplingFilter: ResamplingFilter) -> DecodeOptions {
-        DecodeOptions(maxPixelCount: maxPixelCount, maxAnimationFrameCount: maxAnimationFrameCount,
-                      maxAnimationPixelCount: maxAnimationPixelCount, resamplingFilter: resamplingFilter)
+        DecodeOptions(limits: limits, resamplingFilter: resamplingFilter)
     }
 }

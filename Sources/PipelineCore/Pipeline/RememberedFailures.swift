@@ -2,7 +2,7 @@ import Foundation
 
 /// The permanent failures the pipeline remembers (``Configuration/negativeCacheLifetime``), by
 /// kind, each written by the stage that meets it: downloads by the URL fetched (`FetchStage`),
-/// decodes and processors by key (`DecodeStage`, `ProcessingStage`). Sendable, so a request
+/// decodes and processors by key (`DecodeStage`, `ImageStage`). Sendable, so a request
 /// is answered from them at the door, off the actor, as from the memory cache.
 struct RememberedFailures: Sendable {
     /// Download failures (a 404), by the URL fetched: a request with a fresh signature deserves

@@ -8,7 +8,8 @@ import Foundation
 struct PoolDecoder: Sendable {
     let pool: WorkerPool
     let decoders: DecoderRegistry
-    let maxPixelCount: Int
+    /// The configured limits, which every decode's options carry.
+    let limits: Limits
     let clock: @Sendable () -> Date
     /// Admits decodes by their estimated memory; `nil` without a budget.
     let admission: DecodeAdmission?
@@ -18,7 +19,7 @@ struct PoolDecoder: Sendable {
     init(configuration: ImagePipeline.Configuration) {
         pool = WorkerPool(maxConcurrent: configuration.maxConcurrentDecodes, name: "ImagePipeline.decode")
         decoders = configuration.decoders
-        maxPixelCount = configuration.maxPixelCount
+        limits = configuration.limits
         clock = configuration.now
         admission = configuration.decodeMemoryBudget.map { DecodeAdmission(budget: $0) }
         makesPlaceholders = configuration.makesPlaceholders
@@ -34,12 +35,12 @@ struct PoolDecoder: Sendable {
     func decode(_ data: Data, source: ImageSource, key: ImageKey, priority: PriorityHandle,
                 origin: CacheEntryInfo? = nil, placeholder: Bool = true,
                 then followUps: @escaping @Sendable () -> [FollowUp] = { [] }) async throws -> DecodeJobResult {
-        let decoders = decoders, maxPixels = maxPixelCount, clock = clock, admission = admission
+        let decoders = decoders, limits = limits, clock = clock, admission = admission
         let hashes = placeholder && makesPlaceholders
         /// One decode job: the decode, then the follow-ups when it decoded.
         @Sendable func job(reserved: Int?) throws -> DecodeOutcome {
             let start = clock()
-            let outcome = try Self.decode(data, source: source, key: key, decoders: decoders, maxPixelCount: maxPixels,
+            let outcome = try Self.decode(data, source: source, key: key, decoders: decoders, limits: limits,
                                           admission: admission, reserved: reserved, placeholder: hashes)
                 .timed(since: start, clock: clock).tagged(data, origin)
             guard case .decoded(var result) = outcome else { return outcome }
@@ -64,7 +65,7 @@ struct PoolDecoder: Sendable {
     /// before they replace a stored copy nobody is waiting for.
     func decodes(_ data: Data) async -> Bool {
         let decoders = decoders
-        let options = DecodeOptions(targetSize: PixelSize(width: 64, height: 64), maxPixelCount: maxPixelCount)
+        let options = DecodeOptions(targetSize: PixelSize(width: 64, height: 64), limits: limits)
         let decoded: Bool? = try? await pool.run(priority: PriorityHandle(.prefetch)) {
             _ = try decoders.requireDecoder(for: data).decode(data, options: options)
             return true
@@ -79,13 +80,13 @@ struct PoolDecoder: Sendable {
     /// A decoded preview is reported as ``ImagePipelineEvent/previewDecoded(_:steps:seconds:)``.
     func preview(of partial: Data, key: ImageKey, after steps: Int, priority: PriorityHandle,
                  events: (@Sendable (ImagePipelineEvent) -> Void)?) async -> (ImageResponse, Int)? {
-        let decoders = decoders, maxPixels = maxPixelCount, admission = admission, clock = clock
+        let decoders = decoders, limits = limits, admission = admission, clock = clock
         let made: (ImageResponse, Int)?? = try? await pool.run(priority: priority) {
             let start = clock()
             guard let decoder = decoders.decoder(for: partial) as? any ProgressiveDecoding,
                   let preview = decoder.preview(of: partial), preview.steps > steps,
                   case .decoded(let result) = try Self.decode(preview.data, source: .network, key: key, decoders: decoders,
-                                                          maxPixelCount: maxPixels, admission: admission, reserved: nil,
+                                                          limits: limits, admission: admission, reserved: nil,
                                                           placeholder: false)
             else { return nil }
             var response = result.response
@@ -161,12 +162,12 @@ struct PoolDecoder: Sendable {
     /// With `placeholder`, the response gets the placeholder hash of the decoded picture, whole
     /// and upright (before the crop of a fill).
     static func decode(_ data: Data, source: ImageSource, key: ImageKey, decoders: DecoderRegistry,
-                       maxPixelCount: Int, admission: DecodeAdmission?, reserved: Int?, placeholder: Bool) throws -> DecodeOutcome {
+                       limits: Limits, admission: DecodeAdmission?, reserved: Int?, placeholder: Bool) throws -> DecodeOutcome {
         let decoder = try decoders.requireDecoder(for: data)
         return try decoder.withSession(for: data) { session -> DecodeOutcome in
             let info = session.info
             var options = DecodeOptions(appliesOrientation: key.processing.appliesOrientation,
-                                        strict: key.processing.strictDecoding, maxPixelCount: maxPixelCount,
+                                        strict: key.processing.strictDecoding, limits: limits,
                                         convertsToSRGB: key.processing.convertsToSRGB,
                                         resamplingFilter: key.processing.resamplingFilter)
             // A vector picture's limit is checked against the size it renders at, in `decodeChecked`.
