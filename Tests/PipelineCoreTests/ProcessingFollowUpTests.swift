@@ -57,7 +57,7 @@ private struct LoggingProcessor: ImageProcessing {
         try await withThrowingTaskGroup(of: Int.self) { group in
             for request in requests { group.addTask { try await pipeline.image(for: request).bitmap.width } }
             // The first decode holds the only thread until the two others wait in the queue.
-            #expect(await eventually { await pipeline.decoder.pool.queuedCount == 2 })
+            #expect(await eventually { pipeline.decoder.pool.queuedCount == 2 })
             decoder.gate.signal()
             var widths: [Int] = []
             for try await width in group { widths.append(width) }
@@ -104,7 +104,7 @@ private struct LoggingProcessor: ImageProcessing {
         let processed = ImageRequest(url: testURL(41, 41, 41), priority: priority, processors: [LoggingProcessor(log: log)])
         try await withThrowingTaskGroup(of: Void.self) { group in
             for request in plain { group.addTask { _ = try await pipeline.image(for: request) } }
-            #expect(await eventually { await pipeline.decoder.pool.queuedCount == 2 })
+            #expect(await eventually { pipeline.decoder.pool.queuedCount == 2 })
             group.addTask { _ = try await pipeline.image(for: processed) }
             #expect(await eventually { pipeline.decodeSubscriberCount(for: plain[1]) == 2 })  // its image work and the processing one
             decoder.gate.signal()
