@@ -25,16 +25,18 @@ private func pipeline(_ loader: any DataLoading, maxPixelCount: Int = 100_000_00
 struct ErrorKindTests {
     @Test("an HTTP 404 or 410 is .notFound", arguments: ["/status/404", "/status/410"])
     func httpNotFound(_ path: String) async throws {
-        let server = try await SharedFixtureServer.instance.server()
-        let url = server.url(path)
-        let error = try #require(await caught(url, from: pipeline(HTTPDataLoader())) as? ImagePipelineError)
-        #expect({ if case .notFound = error.kind { true } else { false } }(), "\(error)")
-        #expect(error.url == url)
-        guard case .loadingFailed(_, let underlying as ImagePipelineError) = error, case .notFound = underlying else {
-            Issue.record("the loader's error is no longer inside: \(error)")
-            return
+        // A server of its own: LoaderErrorTests counts the shared server's hits of these paths.
+        try await withFixtureServer { server in
+            let url = server.url(path)
+            let error = try #require(await caught(url, from: pipeline(HTTPDataLoader())) as? ImagePipelineError)
+            #expect({ if case .notFound = error.kind { true } else { false } }(), "\(error)")
+            #expect(error.url == url)
+            guard case .loadingFailed(_, let underlying as ImagePipelineError) = error, case .notFound = underlying else {
+                Issue.record("the loader's error is no longer inside: \(error)")
+                return
+            }
+            #expect(error.kind.httpStatus == 404)
         }
-        #expect(error.kind.httpStatus == 404)
     }
 
     @Test func aMissingFileIsNotFound() async throws {
@@ -59,9 +61,10 @@ struct ErrorKindTests {
     }
 
     @Test func anOrigin403AndAnUnknownSchemeAreRefused() async throws {
-        let server = try await SharedFixtureServer.instance.server()
-        let forbidden = try #require(await caught(server.url("/status/403"), from: pipeline(HTTPDataLoader())))
-        #expect(ImagePipelineError.Kind(forbidden) == .refused, "\(forbidden)")
+        try await withFixtureServer { server in  // its own: LoaderErrorTests counts the shared server's 403s
+            let forbidden = try #require(await caught(server.url("/status/403"), from: pipeline(HTTPDataLoader())))
+            #expect(ImagePipelineError.Kind(forbidden) == .refused, "\(forbidden)")
+        }
         let noLoader = try #require(await caught(URL(string: "ftp://127.0.0.1/a.png")!, from: pipeline(HTTPDataLoader())))
         #expect(ImagePipelineError.Kind(noLoader) == .refused, "\(noLoader)")
     }
