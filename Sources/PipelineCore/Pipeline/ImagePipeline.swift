@@ -397,21 +397,3 @@ public actor ImagePipeline {
         configuration.emit(event)
     }
 }
-
-extension ImagePipeline.Configuration {
-    /// Sends `event` to the ``eventHandler``, if any.
-    func emit(_ event: ImagePipelineEvent) {
-        eventHandler?(event)
-    }
-
-    /// Until when a permanent failure is remembered from now, or `nil` with no negative cache.
-    func failureLifetime() -> Date? {
-        guard negativeCacheLifetime > 0 else { return nil }
-        return now().addingTimeInterval(negativeCacheLifetime)
-    }
-
-    /// The options an animation is opened with: the configured limits and `resamplingFilter`.
-    func decodeOptions(resamplingFilter: ResamplingFilter) -> DecodeOptions {
-        DecodeOptions(limits: limits, resamplingFilter: resamplingFilter)
-    }
-}

@@ -284,10 +284,11 @@ final class StageWork<Partial: Sendable>: Sendable {
         upstream.withLock { $0 = (token, table) }
     }
 
-    /// Moves this work's place in the work it waits on to `priority`.
-    fileprivate func propagate(_ priority: ImagePriority) {
+    /// Moves this work's place in the work it waits on to its priority now (read here, not
+    /// when it changed: two changes racing each other still leave the latest below).
+    fileprivate func propagate(_: ImagePriority) {
         guard let (token, table) = upstream.withLock({ $0 }) else { return }
-        table.setWaiterPriority(token, to: priority)
+        table.setWaiterPriority(token, to: priority.current)
     }
 }
 
