@@ -103,8 +103,12 @@ private struct LoggingProcessor: ImageProcessing {
         let plain = [40, 41, 42].map { ImageRequest(url: testURL($0, $0, $0)) }
         let processed = ImageRequest(url: testURL(41, 41, 41), priority: priority, processors: [LoggingProcessor(log: log)])
         try await withThrowingTaskGroup(of: Void.self) { group in
-            for request in plain { group.addTask { _ = try await pipeline.image(for: request) } }
-            #expect(await eventually { pipeline.decoder.pool.queuedCount == 2 })
+            // One after another, so the pool has them in this order: the first holds the only
+            // thread, the second and third wait in the queue.
+            for (n, request) in plain.enumerated() {
+                group.addTask { _ = try await pipeline.image(for: request) }
+                #expect(await eventually { n == 0 ? decoder.gateIsHeld : pipeline.decoder.pool.queuedCount == n })
+            }
             group.addTask { _ = try await pipeline.image(for: processed) }
             #expect(await eventually { pipeline.decodeSubscriberCount(for: plain[1]) == 2 })  // its image work and the processing one
             decoder.gate.signal()
@@ -116,7 +120,8 @@ private struct LoggingProcessor: ImageProcessing {
     /// A processed request that joins a decode still waiting in the queue is run by that
     /// decode's job, ahead of the decode queued after it.
     @Test func aRequestJoiningAQueuedDecodeIsProcessedInItsJob() async throws {
-        #expect(try await joinQueuedDecode(processedAt: .visible) == ["decode 40", "decode 41", "process 41", "decode 42"])
+        let order = try await joinQueuedDecode(processedAt: .visible)
+        #expect(order == ["decode 40", "decode 41", "process 41", "decode 42"], "\(order)")
     }
 
     /// A prefetch's processors do not delay a visible picture of the same decode: they run in a

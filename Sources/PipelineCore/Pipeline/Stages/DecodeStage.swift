@@ -41,26 +41,40 @@ final class DecodeStage: Sendable {
                  dependent: any DependentWork) async throws -> DecodedPicture {
         try await decodes.value(for: resolved.key, cachePolicy: resolved.request.cachePolicy, subscription: subscription,
                                 dependent: dependent) { [self] work in
-            try Task.checkCancellation()
-            let previews = configuration.previewPolicy.map { PreviewThrottle(policy: $0, priority: work.priority, send: work.partial) }
-            // The bytes are all here (or did not come): no preview after this, so none after the final.
-            defer { previews?.finish() }
-            let bodyGrew = previews.map { previews in { @Sendable (body: ArrivingBody) in self.offerPreview(of: body, to: previews, for: resolved.key, work: work) } }
-            let loaded = try await fetch.data(for: resolved, FetchStage.Subscription(
-                priority: work.priority.current, demand: (), events: { work.forward($0, partial: bodyGrew) },
-                wantsPartials: previews != nil), dependent: work)
-            previews?.finish()
-            try Task.checkCancellation()
-            let storesOriginal: @Sendable () -> Bool = { [decodes] in decodes.demands(of: work).contains { $0.demand.storesOriginal } }
-            // The follow-ups of the subscribers at the job's priority when it runs: a prefetch's
-            // processors do not delay the picture a visible subscriber of the same decode waits for.
-            let followUps: @Sendable () -> [FollowUp] = { [decodes] in
-                let current = work.priority.current
-                return decodes.demands(of: work).filter { $0.priority >= current }.compactMap(\.demand.followUp)
-            }
-            return try await decode(loaded, for: resolved, priority: work.priority, storesOriginal: storesOriginal,
-                                    followUps: followUps)
+            try await perform(resolved, work: work)
         }
+    }
+
+    /// A decode work's task: the bytes (previews of them as they arrive), then ``decode(_:for:priority:storesOriginal:remembersFailure:followUps:)``.
+    private func perform(_ resolved: ResolvedRequest, work: StageWork<ImageResponse>) async throws -> DecodedPicture {
+        try Task.checkCancellation()
+        let loaded = try await bytes(for: resolved, work: work)
+        try Task.checkCancellation()
+        let decodes = decodes
+        let storesOriginal: @Sendable () -> Bool = { decodes.demands(of: work).contains { $0.demand.storesOriginal } }
+        // The follow-ups of the subscribers at the job's priority when it runs: a prefetch's
+        // processors do not delay the picture a visible subscriber of the same decode waits for.
+        let followUps: @Sendable () -> [FollowUp] = {
+            let current = work.priority.current
+            return decodes.demands(of: work).filter { $0.priority >= current }.compactMap(\.demand.followUp)
+        }
+        return try await decode(loaded, for: resolved, priority: work.priority, storesOriginal: storesOriginal,
+                                followUps: followUps)
+    }
+
+    /// The work's bytes from the fetch stage, with previews of the body as it arrives. Never
+    /// inlined: a decode waiting for its bytes holds only this frame's few locals.
+    @inline(never)
+    private func bytes(for resolved: ResolvedRequest, work: StageWork<ImageResponse>) async throws -> LoadedData {
+        let previews = configuration.previewPolicy.map { PreviewThrottle(policy: $0, priority: work.priority, send: work.partial) }
+        // The bytes are all here (or did not come): no preview after this, so none after the final.
+        defer { previews?.finish() }
+        let bodyGrew = previews.map { previews in
+            { @Sendable (body: ArrivingBody) in self.offerPreview(of: body, to: previews, for: resolved.key, work: work) }
+        }
+        return try await fetch.data(for: resolved, FetchStage.Subscription(
+            priority: work.priority.current, demand: (), events: { work.forward($0, partial: bodyGrew) },
+            wantsPartials: previews != nil), dependent: work)
     }
 
     /// A preview of the body that has arrived, when the throttle lets one be made.

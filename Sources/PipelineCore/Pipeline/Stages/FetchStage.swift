@@ -64,25 +64,22 @@ final class FetchStage: Sendable {
     /// else the loader, its progress and body sent to the work's subscribers.
     private func perform(_ resolved: ResolvedRequest, work: StageWork<ArrivingBody>) async throws -> LoadedData {
         try Task.checkCancellation()
-        let progress: @Sendable (Int64, Int64?) -> Void = { work.progress(ImageTask.Progress(completed: $0, total: $1)) }
-        // The body's pieces, kept only while a subscriber wants them (a decode that shows previews).
-        let body = ArrivingBody()
-        var didReceiveData: (@Sendable (Data, Int64) -> Void)?
-        if configuration.previewPolicy != nil {
-            didReceiveData = { chunk, offset in
-                if work.wantsPartials, body.append(chunk, at: offset) { work.partial(body) }
-            }
-        }
         let disk = Self.disk(for: resolved, configuration: configuration)
         // A URL the loader refuses is refused from the caches too (a shared tier may hold it).
         try configuration.loaders.checkAllowed(resolved.fetchURL)
-        if work.readsCaches, let disk, let stored = try await cached(resolved, disk: disk, priority: work.priority, progress: progress) {
-            return stored
-        }
+        if work.readsCaches, let disk, let stored = try await cached(resolved, disk: disk, work: work) { return stored }
         if resolved.cacheOnly { throw ImagePipelineError.notCached }
         try Task.checkCancellation()
+        return try await load(resolved, disk: disk, work: work)
+    }
+
+    /// The loader's answer for `resolved`, with the work's progress and body. Never inlined
+    /// into ``perform(_:work:)`` (see ``cached(_:disk:work:)``).
+    @inline(never)
+    private func load(_ resolved: ResolvedRequest, disk: (any DataCaching)?, work: StageWork<ArrivingBody>) async throws -> LoadedData {
         let loader = try configuration.loaders.requireLoader(for: resolved.fetchURL)
-        let request = resolved.loadRequest(priority: work.priority, progress: progress, didReceiveData: didReceiveData)
+        let request = resolved.loadRequest(priority: work.priority, progress: Self.progress(of: work),
+                                           didReceiveData: configuration.previewPolicy == nil ? nil : Self.body(of: work))
         switch try await loader.load(request) {
         case .data(let data, let metadata):
             configuration.emit(.loaded(resolved.fetchURL, bytes: data.count))
@@ -103,6 +100,20 @@ final class FetchStage: Sendable {
         }
     }
 
+    /// A loader's progress callback that sends `work`'s progress.
+    private static func progress(of work: StageWork<ArrivingBody>) -> @Sendable (Int64, Int64?) -> Void {
+        { work.progress(ImageTask.Progress(completed: $0, total: $1)) }
+    }
+
+    /// A loader's body callback that keeps the body's pieces, only while a subscriber wants
+    /// them (a decode that shows previews), and sends the body as `work`'s partial value.
+    private static func body(of work: StageWork<ArrivingBody>) -> @Sendable (Data, Int64) -> Void {
+        let body = ArrivingBody()
+        return { chunk, offset in
+            if work.wantsPartials, body.append(chunk, at: offset) { work.partial(body) }
+        }
+    }
+
     /// A download work's answer from the disk cache under the cache identity, if it holds
     /// one: fresh, stale (revalidated now or in the background, as the request says), or for
     /// a cache-only request. `nil` when the disk holds none.
@@ -112,8 +123,7 @@ final class FetchStage: Sendable {
     /// so a download waiting for its loader (each of many thousand requests to slow hosts, or
     /// queued in the loader) does not hold this part's frame.
     @inline(never)
-    private func cached(_ resolved: ResolvedRequest, disk: any DataCaching, priority: PriorityHandle,
-                        progress: @escaping @Sendable (Int64, Int64?) -> Void) async throws -> LoadedData? {
+    private func cached(_ resolved: ResolvedRequest, disk: any DataCaching, work: StageWork<ArrivingBody>) async throws -> LoadedData? {
         let read = ledger.current  // before the read: a replacement during it counts
         guard let cached = await disk.cachedData(for: resolved.cacheURL) else { return nil }
         let fresh = cached.info.isFresh(at: configuration.now())
@@ -128,7 +138,8 @@ final class FetchStage: Sendable {
             return stored
         }
         do {
-            return try await revalidator.revalidateOriginal(cached, for: resolved, disk: disk, priority: priority, progress: progress)
+            return try await revalidator.revalidateOriginal(cached, for: resolved, disk: disk, priority: work.priority,
+                                                            progress: Self.progress(of: work))
         } catch is CancellationError {
             throw CancellationError()
         } catch {

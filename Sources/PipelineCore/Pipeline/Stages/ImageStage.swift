@@ -50,30 +50,37 @@ final class ImageStage: Sendable {
         }
     }
 
-    /// A work's task.
+    /// A work's task: a memory hit, else one of the paths below, each a function of its own.
+    ///
+    /// Why apart: the frame of an async function holds every local of its body for as long as
+    /// it runs, and a task keeps the largest frames it ever held, so a work waiting for its
+    /// decode (each of many thousand requests to slow hosts) holds only the locals of the path
+    /// it takes.
     private func perform(_ resolved: ResolvedRequest, work: StageWork<ImageResponse>) async throws -> ImageResponse {
         try Task.checkCancellation()
-        let key = resolved.key
-        if resolved.readsCaches, let container = memoryCache.value(for: key) {
+        if resolved.readsCaches, let container = memoryCache.value(for: resolved.key) {
             return ImageResponse(container: container, source: .memory)
         }
-        let generation = ledger.current
         let policy = resolved.request.diskCachePolicy ?? configuration.diskCachePolicy
-        let lookup = policy.makesRendition(for: key) ? try await renditions.lookUp(resolved, priority: work.priority)
-            : RenditionCache.Lookup()
-        if let (answer, read) = lookup.answer {
-            keep(answer, for: key, madeFrom: read)
-            return answer
-        }
-        let made = Made(lookup: lookup, storesOriginal: policy.storesOriginal(for: key))
-        if let (loaded, _) = lookup.renewed {
-            return try await renewed(loaded, made, for: resolved, work: work)
-        }
-        guard !key.processors.isEmpty else {
-            let decoded = try await decoding.picture(for: resolved, decodeSubscription(work, made, followUp: nil), dependent: work)
-            return await keep(decoded.response, made, madeFrom: decoded.generation, for: key, priority: work.priority)
-        }
-        let base = resolved.unprocessed
+        let made = Made(store: nil, storesOriginal: policy.storesOriginal(for: resolved.key))
+        if policy.makesRendition(for: resolved.key) { return try await withRendition(resolved, made, work: work) }
+        if resolved.key.processors.isEmpty { return try await decoded(resolved, made, work: work) }
+        return try await processed(resolved, made, generation: ledger.current, work: work)
+    }
+
+    /// A key without processors: its decode, kept.
+    @inline(never)
+    private func decoded(_ resolved: ResolvedRequest, _ made: Made, work: StageWork<ImageResponse>) async throws -> ImageResponse {
+        let decoded = try await decoding.picture(for: resolved, decodeSubscription(work, made, followUp: nil), dependent: work)
+        return await keep(decoded.response, made, madeFrom: decoded.generation, for: resolved.key, priority: work.priority)
+    }
+
+    /// A key with processors: the unprocessed picture from memory, else from the decode it
+    /// shares (whose job runs the processors when it can); both kept.
+    @inline(never)
+    private func processed(_ resolved: ResolvedRequest, _ made: Made, generation: UInt64,
+                           work: StageWork<ImageResponse>) async throws -> ImageResponse {
+        let key = resolved.key, base = resolved.unprocessed
         if resolved.readsCaches, let container = memoryCache.value(for: base.key) {
             let input = ImageResponse(container: container, source: .processedFromMemory)
             return try await process(input, made, followed: nil, generation: generation, for: resolved, work: work)
@@ -87,10 +94,26 @@ final class ImageStage: Sendable {
                                  for: resolved, work: work)
     }
 
-    /// What a work makes besides its picture: its rendition (where the lookup says) and the
-    /// original (when its policy keeps originals).
+    /// A work that makes a rendition: its stored rendition answers, or a standalone one's new
+    /// bytes are decoded, or the work goes the plain way and stores its result.
+    @inline(never)
+    private func withRendition(_ resolved: ResolvedRequest, _ made: Made, work: StageWork<ImageResponse>) async throws -> ImageResponse {
+        let generation = ledger.current
+        let lookup = try await renditions.lookUp(resolved, priority: work.priority)
+        if let (answer, read) = lookup.answer {
+            keep(answer, for: resolved.key, madeFrom: read)
+            return answer
+        }
+        let made = Made(store: lookup.store, storesOriginal: made.storesOriginal)
+        if let (loaded, _) = lookup.renewed { return try await renewed(loaded, from: lookup, made, for: resolved, work: work) }
+        if resolved.key.processors.isEmpty { return try await decoded(resolved, made, work: work) }
+        return try await processed(resolved, made, generation: generation, work: work)
+    }
+
+    /// What a work makes besides its picture: its rendition (where it is kept, if it makes
+    /// one) and the original (when its policy keeps originals).
     private struct Made {
-        let lookup: RenditionCache.Lookup
+        let store: RenditionStore?
         let storesOriginal: Bool
     }
 
@@ -123,12 +146,9 @@ final class ImageStage: Sendable {
     /// A standalone rendition's revalidation brought new bytes: they are decoded here (a
     /// stale rendition answering if they do not decode), then processed.
     ///
-    /// Never inlined, as ``process(_:_:followed:generation:for:work:)``: the frame of an async
-    /// function holds its whole body's locals for as long as it runs, and a task keeps the
-    /// largest frames it ever held, so a work waiting for its decode does not hold these
-    /// parts' frames.
+    /// Never inlined, as the other paths (``perform(_:work:)``).
     @inline(never)
-    private func renewed(_ loaded: LoadedData, _ made: Made, for resolved: ResolvedRequest,
+    private func renewed(_ loaded: LoadedData, from lookup: RenditionCache.Lookup, _ made: Made, for resolved: ResolvedRequest,
                          work: StageWork<ImageResponse>) async throws -> ImageResponse {
         let key = resolved.key
         let input = key.processors.isEmpty ? resolved : resolved.unprocessed
@@ -137,7 +157,7 @@ final class ImageStage: Sendable {
             decoded = try await decoding.decode(loaded, for: input, priority: work.priority, storesOriginal: { made.storesOriginal },
                                                 remembersFailure: false)
         } catch let error as ImagePipelineError {
-            guard let answer = await renditions.fallBack(from: made.lookup, after: error, key: key, priority: work.priority)
+            guard let answer = await renditions.fallBack(from: lookup, after: error, key: key, priority: work.priority)
             else { throw error }
             return answer
         }
@@ -184,7 +204,7 @@ final class ImageStage: Sendable {
     /// its rendition; returns it.
     private func keep(_ response: ImageResponse, _ made: Made, madeFrom generation: UInt64?, for key: ImageKey,
                       priority: PriorityHandle) async -> ImageResponse {
-        if keep(response, for: key, madeFrom: generation), let store = made.lookup.store {
+        if keep(response, for: key, madeFrom: generation), let store = made.store {
             // Bytes fresh from the origin are the newest; from here on a purge still stops the rendition.
             await renditions.store(response, in: store, key: key, priority: priority, madeFrom: generation ?? ledger.current,
                                    standalone: !made.storesOriginal)

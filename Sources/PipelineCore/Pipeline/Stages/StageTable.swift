@@ -45,13 +45,20 @@ final class StageTable<Key: Hashable & Sendable, Value: Sendable, Partial: Senda
         var terms: Subscription
     }
 
-    private struct Entry {
+    /// A work in the table: a reference, so the tables hold a pointer per work (what most
+    /// works never use, the latest values, is boxed apart).
+    private final class Entry {
         let key: Key
         let work: Work
         var subscribers: [UInt64: Subscriber] = [:]
         var task: Task<Void, Never>?
-        var latestProgress: ImageTask.Progress?
-        var latestPartial: Partial?
+        /// The latest progress and partial value, once the work sent one: for late subscribers.
+        var latest: (progress: ImageTask.Progress?, partial: Partial?)?
+
+        init(key: Key, work: Work) {
+            self.key = key
+            self.work = work
+        }
     }
 
     private struct State {
@@ -96,7 +103,7 @@ final class StageTable<Key: Hashable & Sendable, Value: Sendable, Partial: Senda
                         let work = Work(priority: subscription.priority, cachePolicy: cachePolicy, table: self)
                         workID = work.id
                         state.joinable[key] = work.id
-                        var entry = Entry(key: key, work: work)
+                        let entry = Entry(key: key, work: work)
                         entry.task = Task(priority: subscription.priority == .visible ? nil : .low) {
                             let result: Result<Value, any Error>
                             do { result = .success(try await perform(work)) } catch { result = .failure(error) }
@@ -106,14 +113,13 @@ final class StageTable<Key: Hashable & Sendable, Value: Sendable, Partial: Senda
                     }
                     let token = WaiterToken(table: id, workID: workID, waiterID: waiterID)
                     if let priority = joined?(token, existing) { terms.priority = priority }
-                    guard var entry = state.live[workID] else { return (token, nil) }
+                    guard let entry = state.live[workID] else { return (token, nil) }
                     if terms.wantsPartials { entry.work.partialsWanted.store(true, ordering: .relaxed) }
                     if let events = terms.events {
-                        if let progress = entry.latestProgress { events(.progress(progress)) }
-                        if terms.wantsPartials, let partial = entry.latestPartial { events(.partial(partial)) }
+                        if let progress = entry.latest?.progress { events(.progress(progress)) }
+                        if terms.wantsPartials, let partial = entry.latest?.partial { events(.partial(partial)) }
                     }
                     entry.subscribers[waiterID] = Subscriber(continuation: continuation, terms: terms)
-                    state.live[workID] = entry
                     state.waiting[waiterID] = workID
                     return (token, Self.updatePriority(of: entry))
                 }
@@ -133,15 +139,12 @@ final class StageTable<Key: Hashable & Sendable, Value: Sendable, Partial: Senda
         // The work's task is cancelled outside the lock: its cancellation handlers leave the
         // stage below, whose events come up through this table's lock.
         let (upstream, cancelled) = state.withLock { state -> ((Work, ImagePriority)?, Task<Void, Never>?) in
-            guard var entry = state.live[token.workID] else { return (nil, nil) }
+            guard let entry = state.live[token.workID] else { return (nil, nil) }
             if let subscriber = entry.subscribers.removeValue(forKey: token.waiterID) {
                 state.waiting[token.waiterID] = nil
                 subscriber.continuation.resume(throwing: error)
             }
-            guard entry.subscribers.isEmpty else {
-                state.live[token.workID] = entry
-                return (Self.updatePriority(of: entry), nil)
-            }
+            guard entry.subscribers.isEmpty else { return (Self.updatePriority(of: entry), nil) }
             Self.remove(token.workID, key: entry.key, from: &state)
             return (nil, entry.task)
         }
@@ -158,9 +161,8 @@ final class StageTable<Key: Hashable & Sendable, Value: Sendable, Partial: Senda
     /// Moves one subscriber to `priority`, and its work (and that work's upstream) with it.
     func setWaiterPriority(_ token: WaiterToken, to priority: ImagePriority) {
         let upstream = state.withLock { state -> (Work, ImagePriority)? in
-            guard var entry = state.live[token.workID], entry.subscribers[token.waiterID] != nil else { return nil }
+            guard let entry = state.live[token.workID], entry.subscribers[token.waiterID] != nil else { return nil }
             entry.subscribers[token.waiterID]?.terms.priority = priority
-            state.live[token.workID] = entry
             return Self.updatePriority(of: entry)
         }
         if let (work, priority) = upstream { work.propagate(priority) }
@@ -170,12 +172,11 @@ final class StageTable<Key: Hashable & Sendable, Value: Sendable, Partial: Senda
     /// values only to those that want them), and keeps it for those that subscribe later.
     fileprivate func emit(_ event: StageEvent<Partial>, from workID: UInt64) {
         state.withLock { state in
-            guard var entry = state.live[workID] else { return }
+            guard let entry = state.live[workID] else { return }
             switch event {
-            case .progress(let progress): entry.latestProgress = progress
-            case .partial(let partial): entry.latestPartial = partial
+            case .progress(let progress): entry.latest = (progress, entry.latest?.partial)
+            case .partial(let partial): entry.latest = (entry.latest?.progress, partial)
             }
-            state.live[workID] = entry
             for subscriber in entry.subscribers.values {
                 guard let events = subscriber.terms.events else { continue }
                 if case .partial = event, !subscriber.terms.wantsPartials { continue }
