@@ -1,5 +1,6 @@
 import Foundation
 import PipelineCore
+import PipelineTestSupport
 import Synchronization
 import Testing
 
@@ -24,7 +25,7 @@ struct WorkerPoolIdleTests {
             #expect(sum == 199 * 200 / 2, "round \(round)")
             // Sequential jobs reuse the idle threads; then every thread times out and exits.
             for i in 0..<50 { #expect(try await pool.run(priority: PriorityHandle(.visible)) { i } == i) }
-            try await Task.sleep(nanoseconds: 120_000_000)
+            #expect(await eventually { pool.threadCount == 0 }, "round \(round): every idle thread timed out")
         }
         #expect(running.state.withLock { $0.peak } <= 2)
     }

@@ -66,6 +66,9 @@ public final class WorkerPool: Sendable {
     /// The number of jobs waiting (not running).
     public var queuedCount: Int { state.withLock { $0.queue.count } }
 
+    /// Threads started and not yet exited, idle ones included (0 once every idle thread timed out).
+    package var threadCount: Int { state.withLock { $0.running } }
+
     private func enqueue(_ job: Job, id: UInt64, priority: PriorityHandle) {
         let (startThread, wake) = state.withLock { state -> (Bool, Bool) in
             state.queue.append(job, id: id, group: .all, cost: .one(0), priority: priority)
