@@ -86,7 +86,7 @@ private struct LoggingProcessor: ImageProcessing {
         #expect(await eventually { decoder.gateIsHeld })
         async let processedResponse = pipeline.image(for: processed)
         #expect(await pipeline.waitForWaiters(1, for: processed))
-        #expect(await eventually { pipeline.decodeSubscriberCount(for: plain) == 2 })  // the plain image work and the processing one
+        #expect(await eventually { pipeline.waiterCount(for: plain) == 2 })  // the caller and the processing work
         decoder.gate.signal()
         let (a, b) = try await (plainResponse, processedResponse)
         #expect(a.bitmap.width == 40 && b.bitmap.width == 40)
@@ -110,7 +110,7 @@ private struct LoggingProcessor: ImageProcessing {
                 #expect(await eventually { n == 0 ? decoder.gateIsHeld : pipeline.decoder.pool.queuedCount == n })
             }
             group.addTask { _ = try await pipeline.image(for: processed) }
-            #expect(await eventually { pipeline.decodeSubscriberCount(for: plain[1]) == 2 })  // its image work and the processing one
+            #expect(await eventually { pipeline.waiterCount(for: plain[1]) == 2 })  // its caller and the processing work
             decoder.gate.signal()
             try await group.waitForAll()
         }

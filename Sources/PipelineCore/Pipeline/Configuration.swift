@@ -41,7 +41,7 @@ extension ImagePipeline {
         public var decodeMemoryBudget: Int? = Configuration.defaultDecodeMemoryBudget()
         /// The most memory, in bytes, that requests in flight (past the memory cache, waiting for
         /// their work) may hold together, each counted at what its tasks hold, measured: about
-        /// 75 KiB for a request that starts work, 23 KiB for one that joins it, plus its URL.
+        /// 64 KiB for a request that starts work, 24 KiB for one that joins it, plus its URL.
         /// Over it a request fails at once with ``ImagePipelineError/overloaded(_:limit:detail:)``
         /// (``Limit/requestsInFlight``), unless it is visible and pushing out the newest
         /// prefetch, or the newest request of the host holding the most, makes room: a flood of

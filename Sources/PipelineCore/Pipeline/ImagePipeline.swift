@@ -57,14 +57,14 @@ public actor ImagePipeline {
         let decoder = PoolDecoder(configuration: configuration)
         let ledger = ReplacementLedger(memoryCache: configuration.memoryCache)
         let revalidator = Revalidator(configuration: configuration, ledger: ledger, decoder: decoder)
-        let fetch = FetchStage(tableID: 2, failures: failures.downloads, revalidator: revalidator, ledger: ledger,
+        let fetch = FetchStage(tableID: 1, failures: failures.downloads, revalidator: revalidator, ledger: ledger,
                                configuration: configuration)
-        let decoding = DecodeStage(tableID: 1, failures: failures.decodes, fetch: fetch, decoder: decoder, ledger: ledger,
+        let decoding = DecodeStage(failures: failures.decodes, fetch: fetch, decoder: decoder, ledger: ledger,
                                    configuration: configuration)
         let renditions = RenditionCache(configuration: configuration, decoder: decoder, revalidator: revalidator, ledger: ledger)
         images = ImageStage(tableID: 0, failures: failures.processing, decoding: decoding, renditions: renditions,
                             ledger: ledger, configuration: configuration)
-        let tables: [any WaiterTable] = [images.works, decoding.decodes, fetch.downloads]
+        let tables: [any WaiterTable] = [images.works, fetch.downloads]
         assert(tables.indices.allSatisfy { tables[$0].id == $0 }, "a table's id is its index in `tables`")
         self.tables = tables
     }
@@ -162,8 +162,10 @@ public actor ImagePipeline {
                                            priority: task?.priority ?? resolved.request.priority)
         defer { requests.release(id) }
         for (token, error) in pushedOut { tables[token.table].leave(token, failing: error) }
-        let subscription = ImageStage.Subscription(priority: resolved.request.priority, demand: (), events: task?.follow,
-                                                   wantsPartials: task != nil)
+        let storesOriginal = resolved.diskCachePolicy(in: configuration).storesOriginal(for: resolved.key)
+        let subscription = ImageStage.Subscription(priority: resolved.request.priority,
+                                                   demand: ImageDemand(storesOriginal: storesOriginal, followUp: nil),
+                                                   events: task?.follow, wantsPartials: task != nil)
         let requests = requests
         return try await images.response(for: resolved, subscription, waiterID: id) { token, existing in
             // The priority now, as the waiter registers: a task's change before this never
@@ -361,21 +363,14 @@ public actor ImagePipeline {
 
     // MARK: Diagnostics for tests (package)
 
-    /// The number of callers waiting for the image work `request` would join (0 when none is
-    /// in flight): for tests that must know a caller has joined before they go on, instead of
-    /// sleeping.
+    /// The number of subscribers of the image work `request` would join (0 when none is in
+    /// flight): its callers, and for an unprocessed key the processed works that wait on it. For
+    /// tests that must know a caller has joined before they go on, instead of sleeping.
     package nonisolated func waiterCount(for request: ImageRequest) -> Int {
         images.works.waiterCount(for: key(for: request))
     }
 
-    /// The number of image works waiting for the decode of `request`'s unprocessed picture
-    /// (its own, and each processor list's).
-    package nonisolated func decodeSubscriberCount(for request: ImageRequest) -> Int {
-        let resolved = resolve(request)
-        return images.decoding.decodes.waiterCount(for: resolved.key.processors.isEmpty ? resolved.key : resolved.unprocessed.key)
-    }
-
-    /// The number of decodes waiting for the download of `url` (a cache identity).
+    /// The number of image works waiting for the download of `url` (a cache identity).
     package nonisolated func downloadWaiterCount(for url: URL) -> Int {
         images.decoding.fetch.downloads.waiterCount(for: url)
     }

@@ -11,7 +11,7 @@ import Synchronization
 /// What a request holds is mostly its tasks' async frames (the Swift task allocator keeps each
 /// task's largest frames until the task ends), which no API reports, so it is counted at sizes
 /// measured (`MemoryBudgetTests`, `Benchmarks/load.sh`): ``callerCost`` for the caller, and
-/// ``workCost`` once for the work it starts (its image, decode and download tasks), both with the
+/// ``workCost`` once for the work it starts (its image work's and download's tasks), both with the
 /// URL's bytes. It is admitted at both unless another caller of its key is in flight (then at
 /// its own), and given the work's back on the actor if it joins work after all, so ten thousand
 /// callers of one picture hold under two fifths of what ten thousand pictures do.
@@ -30,15 +30,16 @@ import Synchronization
 /// pushed out, so nobody is unless that makes room.
 final class RequestAdmission: Sendable {
     /// The bytes a caller waiting in the pipeline is counted at, besides its URL: its task's
-    /// async frames down the stages and its place in the work's waiters (21.9–22.3 KB of heap
-    /// measured at fcd2a17, with the caller's own task; 19 KB when first measured).
-    static let callerCost = 23 << 10
+    /// async frames down the stages and its place in the work's subscribers (23.9 KB of heap
+    /// measured on issue 36's stages, with the caller's own task; 22 KB at fcd2a17, 19 KB when
+    /// first measured).
+    static let callerCost = 24 << 10
     /// The bytes a started work is counted at, besides its URL twice (the fetch URL and the
-    /// cache identity it is kept by): the image, decode and download tasks with their frames
-    /// and the tables' entries (51.3 KB of heap measured on issue 36's stages, a starting
-    /// request's 73.4 KB less a caller's 22.1 KB; 35.5 KB at fcd2a17, which had no image task
-    /// for a plain key). With ``callerCost``, 75 KiB.
-    static let workCost = 52 << 10
+    /// cache identity it is kept by): the image work's and download's tasks with their frames
+    /// and the tables' entries (38.7 KB of heap measured on issue 36's stages, a starting
+    /// request's 62.6 KB less a caller's; 35.5 KB at fcd2a17; a processed request's
+    /// unprocessed work too). With ``callerCost``, 64 KiB.
+    static let workCost = 40 << 10
 
     /// One caller in flight.
     private struct Caller {

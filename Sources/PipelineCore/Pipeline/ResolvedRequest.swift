@@ -48,6 +48,11 @@ struct ResolvedRequest: Sendable {
     /// Whether the request may answer from the caches (every policy but `reloadIgnoringCaches`).
     var readsCaches: Bool { request.cachePolicy != .reloadIgnoringCaches }
 
+    /// What the disk cache keeps for the request: its own policy, else the configuration's.
+    func diskCachePolicy(in configuration: ImagePipeline.Configuration) -> DiskCachePolicy {
+        request.diskCachePolicy ?? configuration.diskCachePolicy
+    }
+
     /// Whether the request may not load (`returnCacheDataDontLoad`).
     var cacheOnly: Bool { request.cachePolicy == .returnCacheDataDontLoad }
 

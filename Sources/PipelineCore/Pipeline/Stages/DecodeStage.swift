@@ -1,11 +1,11 @@
 import Foundation
 
-/// The decoding stage: a picture's bytes (``FetchStage``) decoded and resampled to an
-/// unprocessed key's size on the decode pool (``PoolDecoder``), one decode per key however
-/// many image works wait. A subscriber may ask the decode's job to run its processors straight
-/// after decoding (``DecodeDemand/followUp``): "decode, then these processors" is one job. Its
-/// stream: the download's progress, and previews of the arriving body as partial values,
-/// throttled here (``PreviewThrottle``). Knows only the fetch stage below it.
+/// The decoding stage: an image work's bytes (``FetchStage``) decoded and resampled to its
+/// unprocessed key's size on the decode pool (``PoolDecoder``), in the image work's own task
+/// (the image stage's table is what shares one decode among every caller and processor list of
+/// a key). "Decode, then these processors" is one job: the follow-ups the work's subscribers ask
+/// for. Previews of the arriving body are sent as the work's partial values, throttled here
+/// (``PreviewThrottle``). Knows only the fetch stage below it.
 ///
 /// Bytes a loader returned reach the disk cache only here, once they decoded: a broken body
 /// (a truncated or mislabelled answer from a CDN edge) is never stored. When new bytes from a
@@ -13,10 +13,6 @@ import Foundation
 /// stored as the original when a subscriber keeps originals or they replace a stored
 /// original. A permanent decode failure (undecodable bytes) is remembered for this key only.
 final class DecodeStage: Sendable {
-    typealias Subscription = StageSubscription<ImageResponse, DecodeDemand>
-
-    /// Decodes in flight, by key (keys without processors).
-    let decodes: StageTable<ImageKey, DecodedPicture, ImageResponse, DecodeDemand>
     /// Remembered permanent decode failures, by key (``RememberedFailures/decodes``).
     let failures: NegativeCache<ImageKey>
     /// The stage below.
@@ -25,9 +21,8 @@ final class DecodeStage: Sendable {
     private let configuration: ImagePipeline.Configuration
     private let ledger: ReplacementLedger
 
-    init(tableID: Int, failures: NegativeCache<ImageKey>, fetch: FetchStage, decoder: PoolDecoder, ledger: ReplacementLedger,
+    init(failures: NegativeCache<ImageKey>, fetch: FetchStage, decoder: PoolDecoder, ledger: ReplacementLedger,
          configuration: ImagePipeline.Configuration) {
-        decodes = StageTable(id: tableID)
         self.failures = failures
         self.fetch = fetch
         self.decoder = decoder
@@ -35,35 +30,20 @@ final class DecodeStage: Sendable {
         self.configuration = configuration
     }
 
-    /// The picture for `resolved`'s key: joins its decode or starts one, and waits as
-    /// `subscription` says, on behalf of `dependent` (the image work whose priority it follows).
-    func picture(for resolved: ResolvedRequest, _ subscription: Subscription,
-                 dependent: any DependentWork) async throws -> DecodedPicture {
-        try await decodes.value(for: resolved.key, cachePolicy: resolved.request.cachePolicy, subscription: subscription,
-                                dependent: dependent) { [self] work in
-            try await perform(resolved, work: work)
-        }
-    }
-
-    /// A decode work's task: the bytes (previews of them as they arrive), then ``decode(_:for:priority:storesOriginal:remembersFailure:followUps:)``.
-    private func perform(_ resolved: ResolvedRequest, work: StageWork<ImageResponse>) async throws -> DecodedPicture {
+    /// The picture of the image work `work` (`resolved`'s key, without processors): its bytes,
+    /// with previews of them as they arrive, then decoded with `followUps`' processors in the
+    /// same job. `storesOriginal` is asked once they decoded.
+    func picture(for resolved: ResolvedRequest, work: StageWork<ImageResponse>, storesOriginal: @escaping @Sendable () -> Bool,
+                 followUps: @escaping @Sendable () -> [FollowUp]) async throws -> DecodedPicture {
         try Task.checkCancellation()
         let loaded = try await bytes(for: resolved, work: work)
         try Task.checkCancellation()
-        let decodes = decodes
-        let storesOriginal: @Sendable () -> Bool = { decodes.demands(of: work).contains { $0.demand.storesOriginal } }
-        // The follow-ups of the subscribers at the job's priority when it runs: a prefetch's
-        // processors do not delay the picture a visible subscriber of the same decode waits for.
-        let followUps: @Sendable () -> [FollowUp] = {
-            let current = work.priority.current
-            return decodes.demands(of: work).filter { $0.priority >= current }.compactMap(\.demand.followUp)
-        }
         return try await decode(loaded, for: resolved, priority: work.priority, storesOriginal: storesOriginal,
                                 followUps: followUps)
     }
 
     /// The work's bytes from the fetch stage, with previews of the body as it arrives. Never
-    /// inlined: a decode waiting for its bytes holds only this frame's few locals.
+    /// inlined: a work waiting for its bytes holds only this frame's few locals.
     @inline(never)
     private func bytes(for resolved: ResolvedRequest, work: StageWork<ImageResponse>) async throws -> LoadedData {
         let previews = configuration.previewPolicy.map { PreviewThrottle(policy: $0, priority: work.priority, send: work.partial) }
@@ -192,22 +172,25 @@ final class DecodeStage: Sendable {
     }
 }
 
-/// What a subscriber asks of a decode beyond its picture.
-struct DecodeDemand: Sendable {
-    /// Keep the loaded bytes as the original on disk once they decode (``DiskCachePolicy``).
-    var storesOriginal: Bool
-    /// Processors for the decode's job to run straight after decoding.
-    var followUp: FollowUp?
-}
-
-/// What a decode work hands the image stage: the picture, what its job's follow-ups made, and
-/// when the bytes it was decoded from were read.
+/// What an image work hands its subscribers: the picture, what its decode job's follow-ups
+/// made (for the processed works subscribed to it), and when the bytes it was decoded from
+/// were read.
 struct DecodedPicture: Sendable {
-    /// The decode job's result: the unprocessed picture and the follow-ups' outcomes.
+    /// The decode job's result: the picture and the follow-ups' outcomes.
     var job: DecodeJobResult
     /// The ledger's count when these stored bytes were read (``ReplacementLedger``), `nil` for
     /// bytes fresh from the origin.
     var generation: UInt64?
+
+    init(job: DecodeJobResult, generation: UInt64?) {
+        self.job = job
+        self.generation = generation
+    }
+
+    /// A picture made without a decode job here (from memory, a rendition, processors).
+    init(_ response: ImageResponse) {
+        self.init(job: DecodeJobResult(response: response), generation: nil)
+    }
 
     var response: ImageResponse { job.response }
 }

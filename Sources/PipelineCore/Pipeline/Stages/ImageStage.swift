@@ -5,18 +5,20 @@ import Foundation
 /// the memory insert (only of results whose bytes were not replaced meanwhile,
 /// ``ReplacementLedger``), the renditions (``RenditionCache``) and the remembered processor
 /// failures. Its stream: the download's progress and previews (partial pictures, through the
-/// key's processors). Knows only the decode stage below it.
+/// key's processors). Below it: the decode stage, which decodes a work's bytes in the work's
+/// own task.
 ///
 /// A work reads, in order: the memory cache (a work that started after another finished is
 /// answered from memory, not done twice), its stored rendition when the request's
-/// ``DiskCachePolicy`` makes one, then the decode of its key. A key with processors asks for
-/// the unprocessed picture (from memory, else the decode it shares with every other processor
-/// list of the picture, which runs the processors in its own job when it can) and keeps both.
+/// ``DiskCachePolicy`` makes one, then its bytes, decoded. A key with processors subscribes to
+/// the work of its unprocessed key (which every processor list of the picture shares, as Nuke's
+/// processed `TaskLoadImage` depends on the unprocessed one), asking its decode job to run the
+/// processors straight after decoding (``ImageDemand/followUp``).
 final class ImageStage: Sendable {
-    typealias Subscription = StageSubscription<ImageResponse, Void>
+    typealias Subscription = StageSubscription<ImageResponse, ImageDemand>
 
     /// Image works in flight, by key.
-    let works: StageTable<ImageKey, ImageResponse, ImageResponse, Void>
+    let works: StageTable<ImageKey, DecodedPicture, ImageResponse, ImageDemand>
     /// Remembered processor failures, by key (``RememberedFailures/processing``): processors
     /// are deterministic (equal identifiers, equal pixels), so a failure repeats for the key
     /// unless the error says it is temporary.
@@ -46,101 +48,103 @@ final class ImageStage: Sendable {
                   joined: @escaping (WaiterToken, Bool) -> ImagePriority?) async throws -> ImageResponse {
         try await works.value(for: resolved.key, cachePolicy: resolved.request.cachePolicy, subscription: subscription,
                               waiterID: waiterID, joined: joined) { [self] work in
-            try await perform(resolved, work: work)
-        }
+            try await perform(resolved, asBase: false, work: work)
+        }.response
     }
 
     /// A work's task: a memory hit, else one of the paths below, each a function of its own.
+    /// `asBase`: the unprocessed work a processed one started, which makes no rendition of its
+    /// own and keeps the original as its subscribers ask.
     ///
     /// Why apart: the frame of an async function holds every local of its body for as long as
     /// it runs, and a task keeps the largest frames it ever held, so a work waiting for its
-    /// decode (each of many thousand requests to slow hosts) holds only the locals of the path
+    /// bytes (each of many thousand requests to slow hosts) holds only the locals of the path
     /// it takes.
-    private func perform(_ resolved: ResolvedRequest, work: StageWork<ImageResponse>) async throws -> ImageResponse {
+    private func perform(_ resolved: ResolvedRequest, asBase: Bool, work: StageWork<ImageResponse>) async throws -> DecodedPicture {
         try Task.checkCancellation()
         if resolved.readsCaches, let container = memoryCache.value(for: resolved.key) {
-            return ImageResponse(container: container, source: .memory)
+            return DecodedPicture(ImageResponse(container: container, source: .memory))
         }
-        let policy = resolved.request.diskCachePolicy ?? configuration.diskCachePolicy
-        let made = Made(store: nil, storesOriginal: policy.storesOriginal(for: resolved.key))
-        if policy.makesRendition(for: resolved.key) { return try await withRendition(resolved, made, work: work) }
-        if resolved.key.processors.isEmpty { return try await decoded(resolved, made, work: work) }
-        return try await processed(resolved, made, generation: ledger.current, work: work)
+        let policy = resolved.diskCachePolicy(in: configuration)
+        if !asBase, policy.makesRendition(for: resolved.key) { return try await withRendition(resolved, work: work) }
+        if resolved.key.processors.isEmpty { return try await decoded(resolved, store: nil, work: work) }
+        return try await processed(resolved, store: nil, generation: ledger.current, work: work)
     }
 
-    /// A key without processors: its decode, kept.
+    /// A key without processors: its bytes decoded (with the follow-ups its subscribers ask
+    /// for), kept.
     @inline(never)
-    private func decoded(_ resolved: ResolvedRequest, _ made: Made, work: StageWork<ImageResponse>) async throws -> ImageResponse {
-        let decoded = try await decoding.picture(for: resolved, decodeSubscription(work, made, followUp: nil), dependent: work)
-        return await keep(decoded.response, made, madeFrom: decoded.generation, for: resolved.key, priority: work.priority)
+    private func decoded(_ resolved: ResolvedRequest, store: RenditionStore?, work: StageWork<ImageResponse>) async throws -> DecodedPicture {
+        let works = works
+        let storesOriginal: @Sendable () -> Bool = { works.demands(of: work).contains { $0.demand.storesOriginal } }
+        // The follow-ups of the subscribers at the job's priority when it runs: a prefetch's
+        // processors do not delay the picture a visible subscriber of the same work waits for.
+        let followUps: @Sendable () -> [FollowUp] = {
+            let current = work.priority.current
+            return works.demands(of: work).filter { $0.priority >= current }.compactMap(\.demand.followUp)
+        }
+        let decoded = try await decoding.picture(for: resolved, work: work, storesOriginal: storesOriginal, followUps: followUps)
+        _ = await keep(decoded.response, store: store, standalone: !storesOriginal(), madeFrom: decoded.generation,
+                       for: resolved.key, priority: work.priority)
+        return decoded
     }
 
-    /// A key with processors: the unprocessed picture from memory, else from the decode it
-    /// shares (whose job runs the processors when it can); both kept.
+    /// A key with processors: the unprocessed picture from memory, else from the work of the
+    /// unprocessed key (whose job runs the processors when it can), then processed and kept.
     @inline(never)
-    private func processed(_ resolved: ResolvedRequest, _ made: Made, generation: UInt64,
-                           work: StageWork<ImageResponse>) async throws -> ImageResponse {
+    private func processed(_ resolved: ResolvedRequest, store: RenditionStore?, generation: UInt64,
+                           work: StageWork<ImageResponse>) async throws -> DecodedPicture {
         let key = resolved.key, base = resolved.unprocessed
         if resolved.readsCaches, let container = memoryCache.value(for: base.key) {
             let input = ImageResponse(container: container, source: .processedFromMemory)
-            return try await process(input, made, followed: nil, generation: generation, for: resolved, work: work)
+            return try await process(input, store: store, followed: nil, generation: generation, for: resolved, work: work)
         }
         // Bytes that did not decode for this base are remembered: no new download for them.
         if resolved.readsCaches, let error = decoding.failures.error(for: base.key, now: configuration.now()) { throw error }
-        let decoded = try await decoding.picture(for: base, decodeSubscription(work, made, followUp: FollowUp(key: key)),
-                                                 dependent: work)
-        keep(decoded.response, for: base.key, madeFrom: decoded.generation)
-        return try await process(decoded.response, made, followed: decoded.job.processed[key], generation: generation,
+        let storesOriginal = resolved.diskCachePolicy(in: configuration).storesOriginal(for: key)
+        let subscription = Subscription(priority: work.priority.current,
+                                        demand: ImageDemand(storesOriginal: storesOriginal, followUp: FollowUp(key: key)),
+                                        events: { work.forward($0, partial: self.processedPreviews(for: key, work: work)) },
+                                        wantsPartials: configuration.previewPolicy != nil)
+        let picture = try await works.value(for: base.key, cachePolicy: base.request.cachePolicy, subscription: subscription,
+                                            dependent: work) { [self] baseWork in
+            try await perform(base, asBase: true, work: baseWork)
+        }
+        return try await process(picture.response, store: store, followed: picture.job.processed[key], generation: generation,
                                  for: resolved, work: work)
+    }
+
+    /// Where the previews of the unprocessed work go for a processed one: through its
+    /// processors, one at a time (``PreviewThrottle``), as its own partial values; `nil`
+    /// without previews.
+    private func processedPreviews(for key: ImageKey, work: StageWork<ImageResponse>) -> (@Sendable (ImageResponse) -> Void)? {
+        guard let policy = configuration.previewPolicy else { return nil }
+        let previews = PreviewThrottle(policy: policy, priority: work.priority, send: work.partial)
+        let decoder = decoding.decoder
+        return { preview in
+            previews.offer(bytes: nil) { steps in
+                guard let (processed, _) = try? await decoder.process(preview, with: key.processors,
+                                                                     pixelFormat: key.processing.pixelFormat,
+                                                                     priority: work.priority)
+                else { return nil }
+                return (processed, steps + 1)
+            }
+        }
     }
 
     /// A work that makes a rendition: its stored rendition answers, or a standalone one's new
     /// bytes are decoded, or the work goes the plain way and stores its result.
     @inline(never)
-    private func withRendition(_ resolved: ResolvedRequest, _ made: Made, work: StageWork<ImageResponse>) async throws -> ImageResponse {
+    private func withRendition(_ resolved: ResolvedRequest, work: StageWork<ImageResponse>) async throws -> DecodedPicture {
         let generation = ledger.current
         let lookup = try await renditions.lookUp(resolved, priority: work.priority)
         if let (answer, read) = lookup.answer {
             keep(answer, for: resolved.key, madeFrom: read)
-            return answer
+            return DecodedPicture(answer)
         }
-        let made = Made(store: lookup.store, storesOriginal: made.storesOriginal)
-        if let (loaded, _) = lookup.renewed { return try await renewed(loaded, from: lookup, made, for: resolved, work: work) }
-        if resolved.key.processors.isEmpty { return try await decoded(resolved, made, work: work) }
-        return try await processed(resolved, made, generation: generation, work: work)
-    }
-
-    /// What a work makes besides its picture: its rendition (where it is kept, if it makes
-    /// one) and the original (when its policy keeps originals).
-    private struct Made {
-        let store: RenditionStore?
-        let storesOriginal: Bool
-    }
-
-    /// A work's subscription to its decode: its priority, whether it keeps the original, the
-    /// processors the decode's job may run for it; progress forwarded, and previews (through
-    /// the key's processors, throttled) as its own partial values.
-    private func decodeSubscription(_ work: StageWork<ImageResponse>, _ made: Made,
-                                    followUp: FollowUp?) -> DecodeStage.Subscription {
-        var forwardPreview: (@Sendable (ImageResponse) -> Void)? = configuration.previewPolicy == nil ? nil : work.partial
-        if let followUp, let policy = configuration.previewPolicy {
-            let previews = PreviewThrottle(policy: policy, priority: work.priority, send: work.partial)
-            let decoder = decoding.decoder, key = followUp.key
-            forwardPreview = { preview in
-                previews.offer(bytes: nil) { steps in
-                    guard let (processed, _) = try? await decoder.process(preview, with: key.processors,
-                                                                         pixelFormat: key.processing.pixelFormat,
-                                                                         priority: work.priority)
-                    else { return nil }
-                    return (processed, steps + 1)
-                }
-            }
-        }
-        let previews = forwardPreview
-        return DecodeStage.Subscription(priority: work.priority.current,
-                                        demand: DecodeDemand(storesOriginal: made.storesOriginal, followUp: followUp),
-                                        events: { work.forward($0, partial: previews) },
-                                        wantsPartials: previews != nil)
+        if let (loaded, _) = lookup.renewed { return try await renewed(loaded, from: lookup, for: resolved, work: work) }
+        if resolved.key.processors.isEmpty { return try await decoded(resolved, store: lookup.store, work: work) }
+        return try await processed(resolved, store: lookup.store, generation: generation, work: work)
     }
 
     /// A standalone rendition's revalidation brought new bytes: they are decoded here (a
@@ -148,35 +152,38 @@ final class ImageStage: Sendable {
     ///
     /// Never inlined, as the other paths (``perform(_:work:)``).
     @inline(never)
-    private func renewed(_ loaded: LoadedData, from lookup: RenditionCache.Lookup, _ made: Made, for resolved: ResolvedRequest,
-                         work: StageWork<ImageResponse>) async throws -> ImageResponse {
+    private func renewed(_ loaded: LoadedData, from lookup: RenditionCache.Lookup, for resolved: ResolvedRequest,
+                         work: StageWork<ImageResponse>) async throws -> DecodedPicture {
         let key = resolved.key
         let input = key.processors.isEmpty ? resolved : resolved.unprocessed
+        let storesOriginal = resolved.diskCachePolicy(in: configuration).storesOriginal(for: key)
         let decoded: DecodedPicture
         do {
-            decoded = try await decoding.decode(loaded, for: input, priority: work.priority, storesOriginal: { made.storesOriginal },
+            decoded = try await decoding.decode(loaded, for: input, priority: work.priority, storesOriginal: { storesOriginal },
                                                 remembersFailure: false)
         } catch let error as ImagePipelineError {
             guard let answer = await renditions.fallBack(from: lookup, after: error, key: key, priority: work.priority)
             else { throw error }
-            return answer
+            return DecodedPicture(answer)
         }
         // New bytes replace those the rendition (and any decoded copy) was made from.
         ledger.replace(resolved.cacheURL)
         guard !key.processors.isEmpty else {
-            return await keep(decoded.response, made, madeFrom: nil, for: key, priority: work.priority)
+            return DecodedPicture(await keep(decoded.response, store: lookup.store, standalone: !storesOriginal, madeFrom: nil,
+                                             for: key, priority: work.priority))
         }
         // Read after this work's own replacement: a purge from now on still keeps the
         // processed result out of memory and off the disk.
-        return try await process(decoded.response, made, followed: nil, generation: ledger.current, for: resolved, work: work)
+        return try await process(decoded.response, store: lookup.store, followed: nil, generation: ledger.current, for: resolved,
+                                 work: work)
     }
 
     /// The processors run on `input` (or their outcome taken from the decode job that ran
     /// them, `followed`), a failure remembered, the result kept in memory and as a rendition.
     @inline(never)
-    private func process(_ input: ImageResponse, _ made: Made, followed: Result<ProcessedPixels, any Error>?,
+    private func process(_ input: ImageResponse, store: RenditionStore?, followed: Result<ProcessedPixels, any Error>?,
                          generation: UInt64, for resolved: ResolvedRequest,
-                         work: StageWork<ImageResponse>) async throws -> ImageResponse {
+                         work: StageWork<ImageResponse>) async throws -> DecodedPicture {
         let key = resolved.key
         var (response, seconds) = (input, 0.0)
         do {
@@ -197,17 +204,19 @@ final class ImageStage: Sendable {
         }
         failures.removeValue(for: key)
         configuration.emit(.processed(key, seconds: seconds))
-        return await keep(response, made, madeFrom: generation, for: key, priority: work.priority)
+        let standalone = !resolved.diskCachePolicy(in: configuration).storesOriginal(for: key)
+        return DecodedPicture(await keep(response, store: store, standalone: standalone, madeFrom: generation, for: key,
+                                         priority: work.priority))
     }
 
     /// Keeps `response` in memory under `key` and, when it was kept and the work makes one, as
-    /// its rendition; returns it.
-    private func keep(_ response: ImageResponse, _ made: Made, madeFrom generation: UInt64?, for key: ImageKey,
-                      priority: PriorityHandle) async -> ImageResponse {
-        if keep(response, for: key, madeFrom: generation), let store = made.store {
+    /// its rendition (`store`; `standalone` when the work keeps no original); returns it.
+    private func keep(_ response: ImageResponse, store: RenditionStore?, standalone: Bool, madeFrom generation: UInt64?,
+                      for key: ImageKey, priority: PriorityHandle) async -> ImageResponse {
+        if keep(response, for: key, madeFrom: generation), let store {
             // Bytes fresh from the origin are the newest; from here on a purge still stops the rendition.
             await renditions.store(response, in: store, key: key, priority: priority, madeFrom: generation ?? ledger.current,
-                                   standalone: !made.storesOriginal)
+                                   standalone: standalone)
         }
         return response
     }
@@ -230,4 +239,13 @@ final class ImageStage: Sendable {
         if let hash = memoryCache.value(for: resolved.key)?.placeholder { return hash }
         return await renditions.placeholder(for: resolved)
     }
+}
+
+/// What a subscriber asks of an image work beyond its picture.
+struct ImageDemand: Sendable {
+    /// Keep the loaded bytes as the original on disk once they decode (``DiskCachePolicy``).
+    var storesOriginal: Bool
+    /// Processors for the work's decode job to run straight after decoding (a processed work
+    /// subscribed to its unprocessed one).
+    var followUp: FollowUp?
 }

@@ -32,10 +32,11 @@ struct StageSubscription<Partial: Sendable, Demand: Sendable>: Sendable {
 /// A shared work runs at the highest priority of its current subscribers, and that priority
 /// moves down to the work it waits on (``StageWork/upstream``). A subscriber that cancels
 /// leaves at once with `CancellationError`; the work is cancelled when its last subscriber
-/// leaves. Thread-safe: its state is behind one lock, events are delivered in order under it
-/// (they only ever go up, to a higher stage's table or a task's stream), and nothing that may
-/// reach a lower stage (a priority's move, a task's cancellation) runs while it is held: locks
-/// are only ever taken bottom up, so no cycle.
+/// leaves. Thread-safe: its state is behind one lock, held only to read and write it (nothing
+/// that may reach another work runs under it: a priority's move, a task's cancellation, a
+/// continuation's resumption aside). Each work's stream has a lock of its own, under which its
+/// events are delivered in order; they only ever go up (to a higher work's stream, which may
+/// be in the same table, or a task's), so those locks are taken bottom up, never in a cycle.
 final class StageTable<Key: Hashable & Sendable, Value: Sendable, Partial: Sendable, Demand: Sendable>: WaiterTable {
     typealias Subscription = StageSubscription<Partial, Demand>
     typealias Work = StageWork<Partial>
@@ -45,15 +46,12 @@ final class StageTable<Key: Hashable & Sendable, Value: Sendable, Partial: Senda
         var terms: Subscription
     }
 
-    /// A work in the table: a reference, so the tables hold a pointer per work (what most
-    /// works never use, the latest values, is boxed apart).
+    /// A work in the table: a reference, so the tables hold a pointer per work.
     private final class Entry {
         let key: Key
         let work: Work
         var subscribers: [UInt64: Subscriber] = [:]
         var task: Task<Void, Never>?
-        /// The latest progress and partial value, once the work sent one: for late subscribers.
-        var latest: (progress: ImageTask.Progress?, partial: Partial?)?
 
         init(key: Key, work: Work) {
             self.key = key
@@ -92,7 +90,7 @@ final class StageTable<Key: Hashable & Sendable, Value: Sendable, Partial: Senda
                perform: @escaping @Sendable (Work) async throws -> Value) async throws -> Value {
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                let (token, upstream) = state.withLock { state -> (WaiterToken, (Work, ImagePriority)?) in
+                let (token, work, upstream) = state.withLock { state -> (WaiterToken, Work?, (Work, ImagePriority)?) in
                     var terms = subscription
                     var existing = true
                     let workID: UInt64
@@ -113,15 +111,15 @@ final class StageTable<Key: Hashable & Sendable, Value: Sendable, Partial: Senda
                     }
                     let token = WaiterToken(table: id, workID: workID, waiterID: waiterID)
                     if let priority = joined?(token, existing) { terms.priority = priority }
-                    guard let entry = state.live[workID] else { return (token, nil) }
-                    if terms.wantsPartials { entry.work.partialsWanted.store(true, ordering: .relaxed) }
-                    if let events = terms.events {
-                        if let progress = entry.latest?.progress { events(.progress(progress)) }
-                        if terms.wantsPartials, let partial = entry.latest?.partial { events(.partial(partial)) }
-                    }
+                    guard let entry = state.live[workID] else { return (token, nil, nil) }
                     entry.subscribers[waiterID] = Subscriber(continuation: continuation, terms: terms)
                     state.waiting[waiterID] = workID
-                    return (token, Self.updatePriority(of: entry))
+                    return (token, entry.work, Self.updatePriority(of: entry))
+                }
+                // Outside the table's lock: the work's stream has a lock of its own, taken bottom
+                // up (a work's events go to the works above it, which may share this table).
+                if let work, let events = subscription.events {
+                    work.follow(as: waiterID, events, partials: subscription.wantsPartials)
                 }
                 dependent?.link(upstream: token, in: self)
                 if let (work, priority) = upstream { work.propagate(priority) }
@@ -138,16 +136,17 @@ final class StageTable<Key: Hashable & Sendable, Value: Sendable, Partial: Senda
     func leave(_ token: WaiterToken, failing error: any Error) {
         // The work's task is cancelled outside the lock: its cancellation handlers leave the
         // stage below, whose events come up through this table's lock.
-        let (upstream, cancelled) = state.withLock { state -> ((Work, ImagePriority)?, Task<Void, Never>?) in
-            guard let entry = state.live[token.workID] else { return (nil, nil) }
+        let (upstream, cancelled, work) = state.withLock { state -> ((Work, ImagePriority)?, Task<Void, Never>?, Work?) in
+            guard let entry = state.live[token.workID] else { return (nil, nil, nil) }
             if let subscriber = entry.subscribers.removeValue(forKey: token.waiterID) {
                 state.waiting[token.waiterID] = nil
                 subscriber.continuation.resume(throwing: error)
             }
-            guard entry.subscribers.isEmpty else { return (Self.updatePriority(of: entry), nil) }
+            guard entry.subscribers.isEmpty else { return (Self.updatePriority(of: entry), nil, entry.work) }
             Self.remove(token.workID, key: entry.key, from: &state)
-            return (nil, entry.task)
+            return (nil, entry.task, entry.work)
         }
+        work?.unfollow(token.waiterID)
         cancelled?.cancel()
         if let (work, priority) = upstream { work.propagate(priority) }
     }
@@ -166,23 +165,6 @@ final class StageTable<Key: Hashable & Sendable, Value: Sendable, Partial: Senda
             return Self.updatePriority(of: entry)
         }
         if let (work, priority) = upstream { work.propagate(priority) }
-    }
-
-    /// Sends `event` from the work `workID` to its subscribers that follow events (partial
-    /// values only to those that want them), and keeps it for those that subscribe later.
-    fileprivate func emit(_ event: StageEvent<Partial>, from workID: UInt64) {
-        state.withLock { state in
-            guard let entry = state.live[workID] else { return }
-            switch event {
-            case .progress(let progress): entry.latest = (progress, entry.latest?.partial)
-            case .partial(let partial): entry.latest = (entry.latest?.progress, partial)
-            }
-            for subscriber in entry.subscribers.values {
-                guard let events = subscriber.terms.events else { continue }
-                if case .partial = event, !subscriber.terms.wantsPartials { continue }
-                events(event)
-            }
-        }
     }
 
     /// The demands of `work`'s current subscribers, with the priority each waits at.
@@ -208,12 +190,14 @@ final class StageTable<Key: Hashable & Sendable, Value: Sendable, Partial: Senda
     /// Hands `result` to every subscriber of the work and forgets it; the slot is cleared only
     /// if it still holds this same work (a reload may have taken it over).
     private func finish(_ workID: UInt64, with result: Result<Value, any Error>) {
-        let subscribers = state.withLock { state -> [Subscriber] in
-            guard let entry = state.live[workID] else { return [] }
+        let (work, subscribers) = state.withLock { state -> (Work?, [Subscriber]) in
+            guard let entry = state.live[workID] else { return (nil, []) }
             Self.remove(workID, key: entry.key, from: &state)
             for waiterID in entry.subscribers.keys { state.waiting[waiterID] = nil }
-            return Array(entry.subscribers.values)
+            return (entry.work, Array(entry.subscribers.values))
         }
+        // Nothing of the stream after the value: a preview still on its way is dropped.
+        work?.unfollowAll()
         for subscriber in subscribers { subscriber.continuation.resume(with: result) }
     }
 
@@ -243,8 +227,21 @@ final class StageWork<Partial: Sendable>: Sendable {
     /// `false` for work started by a `returnCacheDataDontLoad` request: it never starts a load.
     let mayLoad: Bool
     /// Whether a subscriber ever asked for partial values.
-    fileprivate let partialsWanted = Atomic<Bool>(false)
-    private let send: @Sendable (StageEvent<Partial>, UInt64) -> Void
+    private let partialsWanted = Atomic<Bool>(false)
+    /// The subscribers that follow the stream, and its latest values for those that come later.
+    private let stream = Mutex(Stream())
+
+    private struct Stream {
+        var sinks: [UInt64: (send: @Sendable (StageEvent<Partial>) -> Void, partials: Bool)] = [:]
+        var progress: ImageTask.Progress?
+        /// Boxed: most works never send one, and a picture is large.
+        var partial: Latest?
+    }
+
+    private final class Latest: Sendable {
+        let value: Partial
+        init(_ value: Partial) { self.value = value }
+    }
     /// This work's own place among the subscribers of the work it waits on, and that table.
     private let upstream = Mutex<(WaiterToken, any WaiterTable)?>(nil)
 
@@ -253,7 +250,6 @@ final class StageWork<Partial: Sendable>: Sendable {
         self.priority = PriorityHandle(priority)
         self.readsCaches = cachePolicy != .reloadIgnoringCaches
         self.mayLoad = cachePolicy != .returnCacheDataDontLoad
-        self.send = { [weak table] event, id in table?.emit(event, from: id) }
     }
 
     /// Whether a request with `cachePolicy` may join this work: a reload joins only work that
@@ -267,10 +263,46 @@ final class StageWork<Partial: Sendable>: Sendable {
     var wantsPartials: Bool { partialsWanted.load(ordering: .relaxed) }
 
     /// Sends download progress to the subscribers.
-    func progress(_ progress: ImageTask.Progress) { send(.progress(progress), id) }
+    func progress(_ progress: ImageTask.Progress) { send(.progress(progress)) }
 
     /// Sends a partial value to the subscribers that want them.
-    func partial(_ partial: Partial) { send(.partial(partial), id) }
+    func partial(_ partial: Partial) { send(.partial(partial)) }
+
+    /// Delivers `event` in order, under the stream's lock, and keeps it for later subscribers.
+    /// A subscriber's sink only ever goes up (to a higher work's stream, a task's), so the
+    /// stream locks are taken bottom up.
+    private func send(_ event: StageEvent<Partial>) {
+        stream.withLock { stream in
+            switch event {
+            case .progress(let progress): stream.progress = progress
+            case .partial(let partial): stream.partial = Latest(partial)
+            }
+            for sink in stream.sinks.values {
+                if case .partial = event, !sink.partials { continue }
+                sink.send(event)
+            }
+        }
+    }
+
+    /// Adds subscriber `id`'s sink, which gets the latest values first.
+    fileprivate func follow(as id: UInt64, _ send: @escaping @Sendable (StageEvent<Partial>) -> Void, partials: Bool) {
+        if partials { partialsWanted.store(true, ordering: .relaxed) }
+        stream.withLock { stream in
+            if let progress = stream.progress { send(.progress(progress)) }
+            if partials, let partial = stream.partial { send(.partial(partial.value)) }
+            stream.sinks[id] = (send, partials)
+        }
+    }
+
+    /// Removes subscriber `id`'s sink: nothing reaches it after this returns.
+    fileprivate func unfollow(_ id: UInt64) {
+        _ = stream.withLock { $0.sinks.removeValue(forKey: id) }
+    }
+
+    /// Removes every sink (the work has its value).
+    fileprivate func unfollowAll() {
+        stream.withLock { $0.sinks = [:] }
+    }
 
     /// Forwards an event of the work this one waits on: progress as is; a partial value through
     /// `partial` (what this work makes of it), when given.
