@@ -16,15 +16,16 @@ import Synchronization
 /// stage. The stages below, each a type in a file named for it that knows only the stage
 /// below it and sends its subscribers one typed stream (progress, partial values, the value):
 ///
-/// 1. `ImageStage`: the key's picture; owns the memory insert and the renditions
-///    (`RenditionCache`); a key with processors asks for the unprocessed picture;
-/// 2. `DecodeStage`: the bytes decoded to the key's size on the decode pool (`PoolDecoder`),
-///    with the processors of its subscribers in the same job; previews of the arriving body;
-/// 3. `FetchStage`: the bytes from the disk cache or the loader, with `Revalidator` for
-///    stale entries.
+/// 1. `ImageStage`: the key's picture, one work per key; owns the memory insert and the
+///    renditions (`RenditionCache`); a key with processors subscribes to the work of its
+///    unprocessed key, whose decode job runs its processors;
+/// 2. `DecodeStage`: an image work's bytes decoded to its size on the decode pool
+///    (`PoolDecoder`), in that work's own task; previews of the arriving body;
+/// 3. `FetchStage`: the bytes from the disk cache or the loader, one download per cache
+///    identity, with `Revalidator` for stale entries.
 ///
-/// Each stage keeps its works in a `StageTable`: many callers asking for the same picture
-/// share one download and one decode. A caller that cancels gets `CancellationError` at once;
+/// The image and fetch stages keep their works in a `StageTable`: many callers asking for the
+/// same picture share one download and one decode. A caller that cancels gets `CancellationError` at once;
 /// the shared work goes on while anyone still waits, and is cancelled when the last waiter
 /// leaves. No slow step runs on this actor or on a caller's thread.
 public actor ImagePipeline {
