@@ -66,9 +66,12 @@ final class ImageStage: Sendable {
             return DecodedPicture(ImageResponse(container: container, source: .memory))
         }
         let policy = resolved.diskCachePolicy(in: configuration)
-        if !asBase, policy.makesRendition(for: resolved.key) { return try await withRendition(resolved, work: work) }
+        let storesOriginal = policy.storesOriginal(for: resolved.key)
+        if !asBase, policy.makesRendition(for: resolved.key) {
+            return try await withRendition(resolved, storesOriginal: storesOriginal, work: work)
+        }
         if resolved.key.processors.isEmpty { return try await decoded(resolved, store: nil, work: work) }
-        return try await processed(resolved, store: nil, generation: ledger.current, work: work)
+        return try await processed(resolved, store: nil, storesOriginal: storesOriginal, generation: ledger.current, work: work)
     }
 
     /// A key without processors: its bytes decoded (with the follow-ups its subscribers ask
@@ -92,16 +95,16 @@ final class ImageStage: Sendable {
     /// A key with processors: the unprocessed picture from memory, else from the work of the
     /// unprocessed key (whose job runs the processors when it can), then processed and kept.
     @inline(never)
-    private func processed(_ resolved: ResolvedRequest, store: RenditionStore?, generation: UInt64,
+    private func processed(_ resolved: ResolvedRequest, store: RenditionStore?, storesOriginal: Bool, generation: UInt64,
                            work: StageWork<ImageResponse>) async throws -> DecodedPicture {
         let key = resolved.key, base = resolved.unprocessed
         if resolved.readsCaches, let container = memoryCache.value(for: base.key) {
             let input = ImageResponse(container: container, source: .processedFromMemory)
-            return try await process(input, store: store, followed: nil, generation: generation, for: resolved, work: work)
+            return try await process(input, store: store, standalone: !storesOriginal, followed: nil, generation: generation,
+                                     for: resolved, work: work)
         }
         // Bytes that did not decode for this base are remembered: no new download for them.
         if resolved.readsCaches, let error = decoding.failures.error(for: base.key, now: configuration.now()) { throw error }
-        let storesOriginal = resolved.diskCachePolicy(in: configuration).storesOriginal(for: key)
         let subscription = Subscription(priority: work.priority.current,
                                         demand: ImageDemand(storesOriginal: storesOriginal, followUp: FollowUp(key: key)),
                                         events: { work.forward($0, partial: self.processedPreviews(for: key, work: work)) },
@@ -110,8 +113,8 @@ final class ImageStage: Sendable {
                                             dependent: work) { [self] baseWork in
             try await perform(base, asBase: true, work: baseWork)
         }
-        return try await process(picture.response, store: store, followed: picture.job.processed[key], generation: generation,
-                                 for: resolved, work: work)
+        return try await process(picture.response, store: store, standalone: !storesOriginal,
+                                 followed: picture.job.processed[key], generation: generation, for: resolved, work: work)
     }
 
     /// Where the previews of the unprocessed work go for a processed one: through its
@@ -135,16 +138,19 @@ final class ImageStage: Sendable {
     /// A work that makes a rendition: its stored rendition answers, or a standalone one's new
     /// bytes are decoded, or the work goes the plain way and stores its result.
     @inline(never)
-    private func withRendition(_ resolved: ResolvedRequest, work: StageWork<ImageResponse>) async throws -> DecodedPicture {
+    private func withRendition(_ resolved: ResolvedRequest, storesOriginal: Bool,
+                               work: StageWork<ImageResponse>) async throws -> DecodedPicture {
         let generation = ledger.current
         let lookup = try await renditions.lookUp(resolved, priority: work.priority)
         if let (answer, read) = lookup.answer {
             keep(answer, for: resolved.key, madeFrom: read)
             return DecodedPicture(answer)
         }
-        if let (loaded, _) = lookup.renewed { return try await renewed(loaded, from: lookup, for: resolved, work: work) }
+        if let (loaded, _) = lookup.renewed {
+            return try await renewed(loaded, from: lookup, storesOriginal: storesOriginal, for: resolved, work: work)
+        }
         if resolved.key.processors.isEmpty { return try await decoded(resolved, store: lookup.store, work: work) }
-        return try await processed(resolved, store: lookup.store, generation: generation, work: work)
+        return try await processed(resolved, store: lookup.store, storesOriginal: storesOriginal, generation: generation, work: work)
     }
 
     /// A standalone rendition's revalidation brought new bytes: they are decoded here (a
@@ -152,11 +158,10 @@ final class ImageStage: Sendable {
     ///
     /// Never inlined, as the other paths (``perform(_:work:)``).
     @inline(never)
-    private func renewed(_ loaded: LoadedData, from lookup: RenditionCache.Lookup, for resolved: ResolvedRequest,
-                         work: StageWork<ImageResponse>) async throws -> DecodedPicture {
+    private func renewed(_ loaded: LoadedData, from lookup: RenditionCache.Lookup, storesOriginal: Bool,
+                         for resolved: ResolvedRequest, work: StageWork<ImageResponse>) async throws -> DecodedPicture {
         let key = resolved.key
         let input = key.processors.isEmpty ? resolved : resolved.unprocessed
-        let storesOriginal = resolved.diskCachePolicy(in: configuration).storesOriginal(for: key)
         let decoded: DecodedPicture
         do {
             decoded = try await decoding.decode(loaded, for: input, priority: work.priority, storesOriginal: { storesOriginal },
@@ -174,14 +179,15 @@ final class ImageStage: Sendable {
         }
         // Read after this work's own replacement: a purge from now on still keeps the
         // processed result out of memory and off the disk.
-        return try await process(decoded.response, store: lookup.store, followed: nil, generation: ledger.current, for: resolved,
-                                 work: work)
+        return try await process(decoded.response, store: lookup.store, standalone: !storesOriginal, followed: nil,
+                                 generation: ledger.current, for: resolved, work: work)
     }
 
     /// The processors run on `input` (or their outcome taken from the decode job that ran
     /// them, `followed`), a failure remembered, the result kept in memory and as a rendition.
     @inline(never)
-    private func process(_ input: ImageResponse, store: RenditionStore?, followed: Result<ProcessedPixels, any Error>?,
+    private func process(_ input: ImageResponse, store: RenditionStore?, standalone: Bool,
+                         followed: Result<ProcessedPixels, any Error>?,
                          generation: UInt64, for resolved: ResolvedRequest,
                          work: StageWork<ImageResponse>) async throws -> DecodedPicture {
         let key = resolved.key
@@ -204,7 +210,6 @@ final class ImageStage: Sendable {
         }
         failures.removeValue(for: key)
         configuration.emit(.processed(key, seconds: seconds))
-        let standalone = !resolved.diskCachePolicy(in: configuration).storesOriginal(for: key)
         return DecodedPicture(await keep(response, store: store, standalone: standalone, madeFrom: generation, for: key,
                                          priority: work.priority))
     }

@@ -90,7 +90,7 @@ final class StageTable<Key: Hashable & Sendable, Value: Sendable, Partial: Senda
                perform: @escaping @Sendable (Work) async throws -> Value) async throws -> Value {
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                let (token, work, upstream) = state.withLock { state -> (WaiterToken, Work?, (Work, ImagePriority)?) in
+                let (token, work, moved) = state.withLock { state -> (WaiterToken, Work?, Work?) in
                     var terms = subscription
                     var existing = true
                     let workID: UInt64
@@ -98,7 +98,7 @@ final class StageTable<Key: Hashable & Sendable, Value: Sendable, Partial: Senda
                         workID = id
                     } else {
                         existing = false
-                        let work = Work(priority: subscription.priority, cachePolicy: cachePolicy, table: self)
+                        let work = Work(priority: subscription.priority, cachePolicy: cachePolicy)
                         workID = work.id
                         state.joinable[key] = work.id
                         let entry = Entry(key: key, work: work)
@@ -122,7 +122,7 @@ final class StageTable<Key: Hashable & Sendable, Value: Sendable, Partial: Senda
                     work.follow(as: waiterID, events, partials: subscription.wantsPartials)
                 }
                 dependent?.link(upstream: token, in: self)
-                if let (work, priority) = upstream { work.propagate(priority) }
+                moved?.propagatePriority()
                 if Task.isCancelled { leave(token, failing: CancellationError()) }
             }
         } onCancel: {
@@ -135,8 +135,8 @@ final class StageTable<Key: Hashable & Sendable, Value: Sendable, Partial: Senda
     /// the table) if nobody else waits, else its priority falls to the highest left.
     func leave(_ token: WaiterToken, failing error: any Error) {
         // The work's task is cancelled outside the lock: its cancellation handlers leave the
-        // stage below, whose events come up through this table's lock.
-        let (upstream, cancelled, work) = state.withLock { state -> ((Work, ImagePriority)?, Task<Void, Never>?, Work?) in
+        // works below it, which may be in this same table.
+        let (moved, cancelled, work) = state.withLock { state -> (Work?, Task<Void, Never>?, Work?) in
             guard let entry = state.live[token.workID] else { return (nil, nil, nil) }
             if let subscriber = entry.subscribers.removeValue(forKey: token.waiterID) {
                 state.waiting[token.waiterID] = nil
@@ -148,7 +148,7 @@ final class StageTable<Key: Hashable & Sendable, Value: Sendable, Partial: Senda
         }
         work?.unfollow(token.waiterID)
         cancelled?.cancel()
-        if let (work, priority) = upstream { work.propagate(priority) }
+        moved?.propagatePriority()
     }
 
     /// The cancellation handler's leave: it knows the subscriber, not the work.
@@ -159,12 +159,12 @@ final class StageTable<Key: Hashable & Sendable, Value: Sendable, Partial: Senda
 
     /// Moves one subscriber to `priority`, and its work (and that work's upstream) with it.
     func setWaiterPriority(_ token: WaiterToken, to priority: ImagePriority) {
-        let upstream = state.withLock { state -> (Work, ImagePriority)? in
+        let moved = state.withLock { state -> Work? in
             guard let entry = state.live[token.workID], entry.subscribers[token.waiterID] != nil else { return nil }
             entry.subscribers[token.waiterID]?.terms.priority = priority
             return Self.updatePriority(of: entry)
         }
-        if let (work, priority) = upstream { work.propagate(priority) }
+        moved?.propagatePriority()
     }
 
     /// The demands of `work`'s current subscribers, with the priority each waits at.
@@ -206,12 +206,12 @@ final class StageTable<Key: Hashable & Sendable, Value: Sendable, Partial: Senda
         if state.joinable[key] == workID { state.joinable[key] = nil }
     }
 
-    /// The work's priority set to the highest of its subscribers'; the work and its new
-    /// priority when it changed (to move its upstream, outside the lock).
-    private static func updatePriority(of entry: Entry) -> (Work, ImagePriority)? {
+    /// The work's priority set to the highest of its subscribers'; the work when it changed
+    /// (to move its place below, outside the lock).
+    private static func updatePriority(of entry: Entry) -> Work? {
         guard let highest = entry.subscribers.values.lazy.map(\.terms.priority).max(),
               entry.work.priority.set(highest) else { return nil }
-        return (entry.work, highest)
+        return entry.work
     }
 }
 
@@ -245,8 +245,7 @@ final class StageWork<Partial: Sendable>: Sendable {
     /// This work's own place among the subscribers of the work it waits on, and that table.
     private let upstream = Mutex<(WaiterToken, any WaiterTable)?>(nil)
 
-    fileprivate init<Key, Value, Demand>(priority: ImagePriority, cachePolicy: CachePolicy,
-                                         table: StageTable<Key, Value, Partial, Demand>) {
+    fileprivate init(priority: ImagePriority, cachePolicy: CachePolicy) {
         self.priority = PriorityHandle(priority)
         self.readsCaches = cachePolicy != .reloadIgnoringCaches
         self.mayLoad = cachePolicy != .returnCacheDataDontLoad
@@ -319,7 +318,7 @@ final class StageWork<Partial: Sendable>: Sendable {
 
     /// Moves this work's place in the work it waits on to its priority now (read here, not
     /// when it changed: two changes racing each other still leave the latest below).
-    fileprivate func propagate(_: ImagePriority) {
+    fileprivate func propagatePriority() {
         guard let (token, table) = upstream.withLock({ $0 }) else { return }
         table.setWaiterPriority(token, to: priority.current)
     }
