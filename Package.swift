@@ -35,6 +35,9 @@ var targets: [Target] = [
     // Requires.private pull libhwy's -DHWY_SHARED_DEFINE into --cflags, which CJXL's headers do
     // not use; the module map links libjxl and libjxl_threads.
     .systemLibrary(name: "CJXL", providers: [.apt(["libjxl-dev"])]),
+    // No pkgConfig: libmicrohttpd.pc's Cflags add p11-kit's include folder, which the header does
+    // not need; the module map links libmicrohttpd.
+    .systemLibrary(name: "CMicroHTTPD", providers: [.apt(["libmicrohttpd-dev"])]),
 
     .target(name: "CJPEGShim", dependencies: ["CJPEG"]),
     .target(name: "CPNGShim", dependencies: ["CPNG"]),
@@ -53,6 +56,9 @@ var targets: [Target] = [
     .target(name: "CacheDisk", dependencies: ["PipelineCore"]),
     .target(name: "CacheRedis", dependencies: ["PipelineCore", "CHiredis"]),
     .target(name: "MemoryPressureLinux", dependencies: ["PipelineCore"]),
+    // The image server's handler (no HTTP library in its API) and its libmicrohttpd transport.
+    .target(name: "ImageServer", dependencies: ["PipelineCore"]),
+    .target(name: "ImageServerHTTP", dependencies: ["ImageServer", "CMicroHTTPD"]),
     .target(name: "ImagePipelineKit", dependencies: ["PipelineCore", "CodecJPEG", "CodecPNG", "CodecWebP", "CodecHEIF",
                                                    "CodecGIF", "CodecSVG", "CodecJXL", "LoaderFile", "LoaderHTTP", "CacheDisk"]),
     // Published test support: no Swift Testing or XCTest inside, so apps use it from either.
@@ -96,6 +102,8 @@ var targets: [Target] = [
     .testTarget(name: "LoaderHTTPTests", dependencies: ["PipelineCore", "CacheDisk", "LoaderHTTP", "LoaderFile", "CodecPNG", "CodecJPEG",
                                                       "PipelineTestSupport"],
                 exclude: ["Fixtures"]),
+    .testTarget(name: "ImageServerTests", dependencies: ["ImageServer", "ImagePipelineKit", "PipelineCore", "PipelineTestSupport"]),
+    .testTarget(name: "ImageServerHTTPTests", dependencies: ["ImageServerHTTP", "ImageServer", "PipelineTestSupport"]),
     .testTarget(name: "LoaderFileTests", dependencies: ["PipelineCore", "LoaderFile", "CodecPNG", "PipelineTestSupport"]),
 
     // The codecs, loaders and disk cache come through the kit (its registries are imgpipe's list of them).
@@ -139,6 +147,8 @@ let package = Package(
         .library(name: "CacheDisk", targets: ["CacheDisk"]),
         .library(name: "CacheRedis", targets: ["CacheRedis"]),
         .library(name: "MemoryPressureLinux", targets: ["MemoryPressureLinux"]),
+        .library(name: "ImageServer", targets: ["ImageServer"]),
+        .library(name: "ImageServerHTTP", targets: ["ImageServerHTTP"]),
         .library(name: "ImagePipelineKit", targets: ["ImagePipelineKit"]),
         .library(name: "ImagePipelineTesting", targets: ["ImagePipelineTesting"]),
         .executable(name: "imgpipe", targets: ["imgpipe"]),
