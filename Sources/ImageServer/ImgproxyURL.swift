@@ -38,7 +38,7 @@ public struct ImgproxyURL: Sendable, Hashable {
         if let first = segments.first, RenderOptions.ResizingType(rawValue: String(first)) != nil {
             throw ServerError(.badRequest, "imgproxy's deprecated basic URL format is not supported: use rs:\(first):…")
         }
-        let parser = OptionParser(presets: presets)
+        var parser = OptionParser(presets: presets)
         var options = RenderOptions()
         if presets.byName["default"] != nil { try parser.apply("preset", ["default"], to: &options) }
         var index = 0

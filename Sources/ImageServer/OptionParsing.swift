@@ -16,11 +16,18 @@ struct OptionParser {
     static let maxBlur = 100.0
     /// How deep presets may name presets.
     static let maxPresetDepth = 8
+    /// How many option segments presets may expand to in one URL: presets that name others
+    /// several times each would otherwise grow exponentially with the depth.
+    static let maxPresetSegments = 1_000
 
     let presets: Presets
+    /// The option segments presets have expanded to so far.
+    private var expanded = 0
+
+    init(presets: Presets) { self.presets = presets }
 
     /// Applies one option segment's name and arguments. `chain` is the presets being expanded.
-    func apply(_ name: String, _ args: [String], to options: inout RenderOptions, chain: [String] = []) throws(ServerError) {
+    mutating func apply(_ name: String, _ args: [String], to options: inout RenderOptions, chain: [String] = []) throws(ServerError) {
         // A segment always has an argument (it has a `:`); a preset set by hand in `byName` may not.
         let args = args.isEmpty ? [""] : args
         let option = Option(name: name, args: args)
@@ -236,7 +243,7 @@ struct OptionParser {
         options.filename = name.isEmpty ? nil : name
     }
 
-    private func preset(_ option: Option, _ options: inout RenderOptions, chain: [String]) throws(ServerError) {
+    private mutating func preset(_ option: Option, _ options: inout RenderOptions, chain: [String]) throws(ServerError) {
         for name in option.args {
             guard let segments = presets.byName[name] else {
                 throw ServerError(.badRequest, "unknown preset \(Option.quoted(name))")
@@ -248,6 +255,10 @@ struct OptionParser {
                 throw ServerError(.badRequest, "presets nest deeper than \(Self.maxPresetDepth) at \(Option.quoted(name))")
             }
             for segment in segments {
+                expanded += 1
+                guard expanded <= Self.maxPresetSegments else {
+                    throw ServerError(.badRequest, "presets expand to more than \(Self.maxPresetSegments) options at \(Option.quoted(name))")
+                }
                 let parts = segment.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
                 try apply(parts[0], Array(parts.dropFirst()), to: &options, chain: chain + [name])
             }

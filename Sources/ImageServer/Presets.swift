@@ -45,8 +45,8 @@ public struct Presets: Sendable, Hashable {
             }
             byName[name] = segments
         }
-        let parser = OptionParser(presets: self)
         for name in byName.keys.sorted() {
+            var parser = OptionParser(presets: self)
             var options = RenderOptions()
             do {
                 try parser.apply("preset", [name], to: &options)

@@ -44,6 +44,12 @@ import Testing
         let chain = (0..<20).map { "p\($0)=w:\($0)/pr:p\($0 + 1)" }.joined(separator: ",") + ",p20=q:1"
         let error = #expect(throws: Presets.ConfigurationError.self) { try Presets(parsing: chain) }
         #expect(error?.message.contains("deeper than") == true)
+        // Presets that name others several times each would expand exponentially: refused at a bound, at once.
+        let fan = (0..<7).map { "f\($0)=pr:" + Array(repeating: "f\($0 + 1)", count: 10).joined(separator: ":") }.joined(separator: ",") + ",f7=q:1"
+        let start = ContinuousClock.now
+        let fanError = #expect(throws: Presets.ConfigurationError.self) { try Presets(parsing: fan) }
+        #expect(fanError?.message.contains("more than 1000 options") == true, "\(fanError?.message ?? "")")
+        #expect(ContinuousClock.now - start < .seconds(5))
         // Presets set by hand are not checked at init: a loop among them is still an error, not a hang.
         var byHand = Presets()
         byHand.byName = ["a": ["pr:b"], "b": ["pr:a"], "c": ["plain"]]
