@@ -35,41 +35,27 @@ struct OptionParser {
         case "resize", "rs": try resize(option, &options)
         case "size", "s": try size(option, 0, &options)
         case "resizing_type", "rt": options.resizingType = try resizingType(option, 0)
-        case "width", "w":
-            try option.expect(max: 1)
-            options.width = try option.size(0)
-        case "height", "h":
-            try option.expect(max: 1)
-            options.height = try option.size(0)
+        case "width", "w": options.width = try option.onlySize()
+        case "height", "h": options.height = try option.onlySize()
         case "dpr":
-            try option.expect(max: 1)
-            let dpr = try option.double(0)
+            let dpr = try option.onlyDouble()
             guard dpr > 0, dpr <= Self.maxDPR else { throw option.invalid(0, "a number in (0, 8]") }
             options.dpr = dpr
-        case "enlarge", "el":
-            try option.expect(max: 1)
-            options.enlarge = try option.bool(0)
+        case "enlarge", "el": options.enlarge = try option.onlyBool()
         case "extend", "ex": try extend(option, 0, &options)
         case "gravity", "g": options.gravity = try gravity(option, from: 0, allowed: .crop)
         case "crop", "c": try crop(option, &options)
         case "trim", "t": try trim(option, &options)
         case "padding", "pd": try padding(option, &options)
-        case "auto_rotate", "ar":
-            try option.expect(max: 1)
-            options.autoRotate = try option.bool(0)
+        case "auto_rotate", "ar": options.autoRotate = try option.onlyBool()
         case "background", "bg": try background(option, &options)
         case "blur", "bl":
-            try option.expect(max: 1)
-            let sigma = try option.double(0)
+            let sigma = try option.onlyDouble()
             guard sigma > 0, sigma <= Self.maxBlur else { throw option.invalid(0, "a sigma in (0, 100]") }
             options.blur = sigma
         case "watermark", "wm": try watermark(option, &options)
-        case "strip_metadata", "sm":
-            try option.expect(max: 1)
-            options.stripMetadata = try option.bool(0)
-        case "strip_color_profile", "scp":
-            try option.expect(max: 1)
-            options.stripColorProfile = try option.bool(0)
+        case "strip_metadata", "sm": options.stripMetadata = try option.onlyBool()
+        case "strip_color_profile", "scp": options.stripColorProfile = try option.onlyBool()
         case "quality", "q":
             try option.expect(max: 1)
             options.quality = try option.quality(0)
@@ -85,13 +71,10 @@ struct OptionParser {
             guard let seconds = Int64(args[0]), seconds >= 0 else { throw option.invalid(0, "unix seconds") }
             options.expires = seconds == 0 ? nil : Date(timeIntervalSince1970: TimeInterval(seconds))
         case "filename", "fn": try filename(option, &options)
-        case "return_attachment", "att":
-            try option.expect(max: 1)
-            options.returnAttachment = try option.bool(0)
+        case "return_attachment", "att": options.returnAttachment = try option.onlyBool()
         case "preset", "pr": try preset(option, &options, chain: chain)
         case "max_src_resolution", "msr":
-            try option.expect(max: 1)
-            let megapixels = try option.double(0)
+            let megapixels = try option.onlyDouble()
             guard megapixels > 0, megapixels <= 1_000_000 else { throw option.invalid(0, "megapixels above 0") }
             options.maxSourceResolution = megapixels
         case "max_animation_frames", "maf":
@@ -349,6 +332,24 @@ private struct Option {
 
     func wrongCount(_ expected: String) -> ServerError {
         ServerError(.badRequest, "\(args.count) arguments to \(name): expected \(expected)")
+    }
+
+    /// The one argument of a boolean option.
+    func onlyBool() throws(ServerError) -> Bool {
+        try expect(max: 1)
+        return try bool(0)
+    }
+
+    /// The one argument of a size option.
+    func onlySize() throws(ServerError) -> Int {
+        try expect(max: 1)
+        return try size(0)
+    }
+
+    /// The one argument of a number option.
+    func onlyDouble() throws(ServerError) -> Double {
+        try expect(max: 1)
+        return try double(0)
     }
 
     /// A number, finite (Swift's `Double("nan")` is one).

@@ -92,25 +92,9 @@ public struct URLSigning: Sendable, Hashable {
     /// The bytes of an even number (at least two) of hexadecimal digits, or `nil`.
     private static func bytes(hex: String) -> [UInt8]? {
         let digits = Array(hex.utf8)
-        guard !digits.isEmpty, digits.count.isMultiple(of: 2) else { return nil }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(digits.count / 2)
-        var index = 0
-        while index < digits.count {
-            guard let high = hexValue(digits[index]), let low = hexValue(digits[index + 1]) else { return nil }
-            bytes.append(high << 4 | low)
-            index += 2
-        }
-        return bytes
-    }
-
-    private static func hexValue(_ digit: UInt8) -> UInt8? {
-        switch digit {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return digit - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return digit - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): return digit - UInt8(ascii: "A") + 10
-        default: return nil
-        }
+        guard !digits.isEmpty, digits.count.isMultiple(of: 2), digits.allSatisfy({ Character(Unicode.Scalar($0)).isHexDigit }) else { return nil }
+        let bytes = stride(from: 0, to: digits.count, by: 2).compactMap { UInt8(String(decoding: digits[$0..<$0 + 2], as: UTF8.self), radix: 16) }
+        return bytes.count == digits.count / 2 ? bytes : nil
     }
 
     public static func == (lhs: URLSigning, rhs: URLSigning) -> Bool {

@@ -30,14 +30,11 @@ import Testing
     }()
 
     /// One URL the library builds: its constructor's arguments and the advanced options.
+    /// (Python's keyword names.)
     struct Case: Encodable, Sendable {
-        var url: String
-        var resizing_type: String
-        var width: Int
-        var height: Int
-        var gravity: String
-        var enlarge: Bool
-        var `extension`: String
+        var url, resizing_type: String
+        var width, height: Int
+        var gravity: String, enlarge: Bool, `extension`: String
         var advanced: [String]
     }
 

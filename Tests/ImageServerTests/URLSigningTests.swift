@@ -69,6 +69,8 @@ import Testing
     @Test(arguments: [
         (["73656"], ["68"], "key 1 is not hexadecimal"),
         (["7x"], ["68"], "key 1 is not hexadecimal"),
+        (["+f"], ["68"], "key 1 is not hexadecimal"),
+        (["ａｂ"], ["68"], "key 1 is not hexadecimal"),
         ([""], ["68"], "key 1 is not hexadecimal"),
         (["aa", "bb"], ["cc", "d"], "salt 2 is not hexadecimal"),
         (["aa", "bb"], ["cc"], "as many salts as keys (2 keys, 1 salts)"),
