@@ -54,7 +54,8 @@ public struct ImgproxyURL: Sendable, Hashable {
         return ImgproxyURL(options: options, source: source)
     }
 
-    /// The output format for an extension or `f:` name: jpg jpeg png webp avif gif jxl heic (heif).
+    /// The output format for an extension or `f:` name, imgproxy's names of the formats we
+    /// encode: jpg jpeg png webp avif gif jxl heic.
     static func format(named name: String) -> ImageFormat? {
         switch name.lowercased() {
         case "jpg", "jpeg": return .jpeg
@@ -63,7 +64,7 @@ public struct ImgproxyURL: Sendable, Hashable {
         case "avif": return .avif
         case "gif": return .gif
         case "jxl": return jxl
-        case "heic", "heif": return .heif
+        case "heic": return .heif
         default: return nil
         }
     }

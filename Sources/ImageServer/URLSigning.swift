@@ -31,6 +31,7 @@ public struct URLSigning: Sendable, Hashable {
         }
     }
 
+    /// The key and salt pairs (bytes, decoded from hex), any of which may sign; empty: no signing.
     public var pairs: [(key: [UInt8], salt: [UInt8])]
     /// 1–32 bytes of HMAC-SHA256 kept (imgproxy's `IMGPROXY_SIGNATURE_SIZE`, default 32).
     public var size: Int
@@ -68,6 +69,12 @@ public struct URLSigning: Sendable, Hashable {
     public func signature(for path: String) -> String? {
         guard let pair = pairs.first else { return nil }
         return Base64URL.encoded(Self.code(for: path, key: pair.key, salt: pair.salt, size: size))
+    }
+
+    /// `path` (from its `/`, percent-encoded) behind its signature segment: `/<signature><path>`,
+    /// or `/insecure<path>` without signing. What a page or a test links to.
+    public func signedPath(_ path: String) -> String {
+        "/" + (signature(for: path) ?? "insecure") + path
     }
 
     /// Whether `signature` signs `path` under any pair (always, without signing). Every pair's

@@ -45,7 +45,7 @@ func refusal(_ path: String, presets: Presets = Presets()) -> ServerError? {
         #expect(try options("f:\(name)").format?.mimeType == format.mimeType)
     }
 
-    @Test(arguments: ["bmp", "tiff", "svg", "best", "mp4", "ico", "JPG2"])
+    @Test(arguments: ["bmp", "tiff", "svg", "best", "mp4", "ico", "heif", "JPG2"])
     func otherFormatsAreRefused(name: String) {
         #expect(refusal("f:\(name)")?.kind == .badRequest)
         let error = #expect(throws: ServerError.self) { try ImgproxyURL.parse("/x/plain/https://e.com/a.png@\(name)", signing: URLSigning(), presets: Presets()) }

@@ -43,6 +43,8 @@ import Testing
         let signature = try #require(first.signature(for: path))
         #expect(throws: Never.self) { try ImgproxyURL.parse("/\(signature)\(path)", signing: signing, presets: Presets()) }
         #expect(signing.verifies(signature, for: path) && !signing.verifies(signature, for: path + "x"))
+        #expect(first.signedPath(path) == "/\(signature)\(path)")
+        #expect(URLSigning().signedPath(path) == "/insecure\(path)")
     }
 
     @Test func aTruncatedSignatureIsTheHMACsFirstBytes() throws {
