@@ -1,4 +1,0 @@
-// Replaced by the URL grammar's canonical text when it lands.
-extension RenderOptions {
-    var canonical: String { String(describing: self) }
-}
