@@ -154,6 +154,28 @@ final class DecodeStage: Sendable {
         return animation
     }
 
+    /// What the header of `resolved`'s picture says (format, stored size, orientation, alpha,
+    /// frame count), without decoding its pixels: its bytes from the fetch stage (joining a
+    /// download in flight), the header parsed on the decode pool. The bytes reach the disk
+    /// cache once the header read, as for an animation.
+    func info(for resolved: ResolvedRequest) async throws -> ImageInfo {
+        let request = resolved.request, url = resolved.fetchURL
+        let loaded = try await fetch.data(for: resolved, FetchStage.Subscription(priority: request.priority, demand: ()))
+        let info: ImageInfo
+        do {
+            let data = loaded.data, decoders = configuration.decoders
+            info = try await decoder.pool.run(priority: PriorityHandle(request.priority)) {
+                try decoders.requireDecoder(for: data).withSession(for: data) { $0.info }
+            }
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            throw ImagePipelineError.wrap(error, decoding: url)
+        }
+        await loaded.pendingStore?.storeOnce()
+        return info
+    }
+
     /// The animation header of `data` from the decoder `decoders` choose, checked against
     /// `options`' limits. Blocks (the codec parses its container): runs on the decode pool.
     private static func readAnimationHeader(
