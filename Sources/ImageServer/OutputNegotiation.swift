@@ -21,6 +21,12 @@ struct OutputNegotiation: Sendable {
 
     static let jxl = ImageFormat("jxl", mimeType: "image/jxl", fileExtension: "jxl")
 
+    /// A negotiation over formats known to work (tests).
+    init(encodable: Set<ImageFormat>, animatable: Set<ImageFormat>) {
+        self.encodable = encodable
+        self.animatable = animatable
+    }
+
     /// Probes every format of `encoders` that a response may be negotiated to, once.
     init(encoders: EncoderRegistry) {
         var encodable = Set<ImageFormat>()

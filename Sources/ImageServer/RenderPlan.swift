@@ -63,17 +63,16 @@ struct RenderPlan: Sendable {
         // 2. The scale.
         let (wscale, hscale, dprScale) = Self.scale(width: regionW, height: regionH, options: options, isVector: isVector)
         self.dprScale = dprScale
-        scaledSize = PixelSize(width: max(1, Int((Double(regionW) * wscale).rounded())),
-                               height: max(1, Int((Double(regionH) * hscale).rounded())))
+        scaledSize = PixelSize(width: max(1, Self.integer(Double(regionW) * wscale)), height: max(1, Self.integer(Double(regionH) * hscale)))
         // 3. The result crop, at the gravity.
         var resultW = Self.scaled(options.width, dprScale), resultH = Self.scaled(options.height, dprScale)
         if options.resizingType == .fillDown {
             let diffW = Double(resultW) / Double(scaledSize.width), diffH = Double(resultH) / Double(scaledSize.height)
             if diffW > diffH, diffW > 1 {
-                resultH = Int((Double(scaledSize.width) * Double(resultH) / Double(resultW)).rounded())
+                resultH = Self.integer(Double(scaledSize.width) * Double(resultH) / Double(resultW))
                 resultW = scaledSize.width
             } else if diffH > diffW, diffH > 1 {
-                resultW = Int((Double(scaledSize.height) * Double(resultW) / Double(resultH)).rounded())
+                resultW = Self.integer(Double(scaledSize.height) * Double(resultW) / Double(resultH))
                 resultH = scaledSize.height
             }
         }
@@ -118,9 +117,9 @@ struct RenderPlan: Sendable {
     /// the side (at least one pixel).
     static func cropSide(_ side: Int, _ value: Double) -> Int {
         switch value {
-        case ..<0, 0: return 0
-        case 1...: return Int(min(value, Double(Int32.max)))
-        default: return max(1, Int((Double(side) * value).rounded()))
+        case _ where !(value > 0): return 0
+        case 1...: return integer(value)
+        default: return max(1, integer(Double(side) * value))
         }
     }
 
@@ -129,7 +128,14 @@ struct RenderPlan: Sendable {
 
     /// `value` × `scale`, rounded (imgproxy's `imath.Scale`).
     static func scaled(_ value: Int, _ scale: Double) -> Int {
-        value == 0 ? 0 : Int(min(Double(Int32.max), (Double(value) * scale).rounded()))
+        value == 0 ? 0 : integer(Double(value) * scale)
+    }
+
+    /// `value` rounded, within ±`Int32.max` (a size no limit allows, refused later) and 0 for
+    /// what is not a number: no option, however large or odd, traps a conversion.
+    static func integer(_ value: Double, rule: FloatingPointRoundingRule = .toNearestOrAwayFromZero) -> Int {
+        guard !value.isNaN else { return 0 }
+        return Int(max(-Double(Int32.max), min(Double(Int32.max), value.rounded(rule))))
     }
 
     /// imgproxy's `calcScale` for a region of `width` × `height`: the horizontal and vertical
@@ -182,7 +188,7 @@ struct RenderPlan: Sendable {
         let compass: Set<Double> = [0, 0.5, 1]
         if compass.contains(fx), compass.contains(fy) {
             func offset(_ value: Double, _ side: Int) -> Int {
-                abs(value) >= 1 ? Int((value * dpr).rounded(.toNearestOrEven)) : Int((Double(side) * value).rounded(.toNearestOrEven))
+                abs(value) >= 1 ? integer(value * dpr, rule: .toNearestOrEven) : integer(Double(side) * value, rule: .toNearestOrEven)
             }
             let offX = offset(gravity.offsetX, outer.width), offY = offset(gravity.offsetY, outer.height)
             func along(_ f: Double, _ outer: Int, _ inner: Int, _ offset: Int) -> Int {
@@ -195,8 +201,8 @@ struct RenderPlan: Sendable {
             left = along(fx, outer.width, inner.width, offX)
             top = along(fy, outer.height, inner.height, offY)
         } else {
-            left = Int((Double(outer.width) * fx).rounded()) - inner.width / 2
-            top = Int((Double(outer.height) * fy).rounded()) - inner.height / 2
+            left = integer(Double(outer.width) * fx) - inner.width / 2
+            top = integer(Double(outer.height) * fy) - inner.height / 2
         }
         left = max(0, min(left, outer.width - inner.width))
         top = max(0, min(top, outer.height - inner.height))

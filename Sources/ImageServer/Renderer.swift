@@ -104,6 +104,7 @@ struct Renderer: Sendable {
         let hasAlpha = info.hasAlpha && options.background == nil
         let format = try negotiation.format(for: choice, source: info.format, hasAlpha: hasAlpha, animates: wantsAnimation)
         let plan = RenderPlan(source: upright, options: options, isVector: info.isVector)
+        try checkResultSize(plan, source: source)
         Self.configureGeometry(&request, plan: plan, options: options)
         request.processors += postProcessors(options, plan: plan, format: format, trimmed: options.trim != nil).map { $0 as any ImageProcessing }
 
@@ -117,6 +118,16 @@ struct Renderer: Sendable {
                                                             iccProfile: options.stripColorProfile ? nil : response.iccProfile)
         let data = try encoders.requireEncoder(for: format).encode(response.bitmap, options: encodeOptions)
         return RenderedImage(data: data, format: format, sourceValidator: validator)
+    }
+
+    /// A result (or the scaled picture it is cut from) over the pipeline's pixel limit: 422
+    /// before anything is decoded (`enlarge` with a huge box, a large `extend` or padding).
+    private func checkResultSize(_ plan: RenderPlan, source: URL) throws(ServerError) {
+        let limit = pipeline.configuration.maxPixelCount
+        for size in [plan.scaledSize, plan.outputSize] where size.width > limit / max(1, size.height) {
+            throw ServerError(.unprocessable, "the result would be \(size.width)×\(size.height), over the limit of \(limit) pixels: "
+                              + MessageText.url(source))
+        }
     }
 
     /// Options whose value this renderer cannot honour: 400, naming them.
@@ -170,8 +181,8 @@ struct Renderer: Sendable {
         }
         // The whole source at the larger of the two scales (the region is cut from it).
         let scale = max(Double(plan.scaledSize.width) / plan.region.width, Double(plan.scaledSize.height) / plan.region.height)
-        let box = PixelSize(width: max(1, Int((Double(source.width) * scale).rounded())),
-                            height: max(1, Int((Double(source.height) * scale).rounded())))
+        let box = PixelSize(width: max(1, RenderPlan.integer(Double(source.width) * scale)),
+                            height: max(1, RenderPlan.integer(Double(source.height) * scale)))
         request.targetSize = .pixels(box)
         request.contentMode = .fit
         request.processing.allowsUpscaling = scale > 1
@@ -240,8 +251,8 @@ struct Renderer: Sendable {
             list.append(.flattened(onto: .white))
         }
         if let placement = options.watermark, let watermark {
-            let offset = (x: Int((placement.position.offsetX * plan.dprScale).rounded()),
-                          y: Int((placement.position.offsetY * plan.dprScale).rounded()))
+            let offset = (x: RenderPlan.integer(placement.position.offsetX * plan.dprScale),
+                          y: RenderPlan.integer(placement.position.offsetY * plan.dprScale))
             list.append(.overlay(watermark, id: watermarkID, gravity: placement.position.anchor, offset: offset, opacity: placement.opacity,
                                  relativeSize: placement.scale > 0 ? placement.scale : nil))
         }
