@@ -93,7 +93,11 @@ struct Renderer: Sendable {
         // An animation is written as one where the format can, unless `maf:1` asks for a still
         // or `trim:` (each frame would trim differently) is given.
         let wantsAnimation = info.frameCount > 1 && frameLimit != 1 && options.trim == nil
-        let framesUsed = wantsAnimation ? info.frameCount : 1
+        let hasAlpha = info.hasAlpha && options.background == nil
+        let format = try negotiation.format(for: choice, source: info.format, hasAlpha: hasAlpha, animates: wantsAnimation)
+        let animates = wantsAnimation && negotiation.animatable.contains(format)
+        // Every frame counts when every frame is processed.
+        let framesUsed = animates ? info.frameCount : 1
         if let megapixels = options.maxSourceResolution,
            Double(upright.width) * Double(upright.height) * Double(framesUsed) > megapixels * 1_000_000 {
             throw ServerError(.unprocessable, "source is \(upright.width)×\(upright.height)"
@@ -101,16 +105,13 @@ struct Renderer: Sendable {
                               + ", over max_src_resolution \(megapixels) megapixels: \(MessageText.url(source))")
         }
 
-        let hasAlpha = info.hasAlpha && options.background == nil
-        let format = try negotiation.format(for: choice, source: info.format, hasAlpha: hasAlpha, animates: wantsAnimation)
         let plan = RenderPlan(source: upright, options: options, isVector: info.isVector)
         try checkResultSize(plan, source: source)
         Self.configureGeometry(&request, plan: plan, options: options)
         request.processors += postProcessors(options, plan: plan, format: format, trimmed: options.trim != nil).map { $0 as any ImageProcessing }
 
         let validator = await sourceValidator(for: request)
-        if wantsAnimation, negotiation.animatable.contains(format),
-           let animated = try await renderAnimation(request, options: options, format: format, plan: plan, source: source) {
+        if animates, let animated = try await renderAnimation(request, options: options, format: format, plan: plan, source: source) {
             return RenderedImage(data: animated, format: format, sourceValidator: validator)
         }
         let response = try await pipeline.image(for: request)

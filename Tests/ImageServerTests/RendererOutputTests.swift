@@ -139,6 +139,22 @@ struct RendererOutputTests {
         #expect(failure?.kind == .forbidden)
     }
 
+    /// The source's validator comes from its disk-cache entry (the file loader's ETag, when
+    /// `file` is a disk-cached scheme); no disk cache: `nil`.
+    @Test func sourceValidatorFromTheDiskCache() async throws {
+        let source = try RenderFixture.writePicture(PixelSize(width: 20, height: 20)) { _, _ in (1, 2, 3, 255) }
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("renderer-cache-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        var configuration = ImagePipeline.Configuration(decoders: RenderFixture.decoders, loaders: LoaderRegistry([FileDataLoader()]),
+                                                        diskCache: try DiskCache(directory: folder))
+        configuration.diskCachedSchemes.insert("file")
+        let renderer = Renderer(pipeline: ImagePipeline(configuration: configuration), encoders: .standard)
+        let first = try await renderer.render(Self.small(), source: source, choice: OutputChoice(explicit: .png, accepted: []))
+        let validator = try #require(first.sourceValidator)
+        #expect(validator.hasPrefix("\"") && validator.hasSuffix("\""))
+        #expect(try await RenderFixture.render(Self.small(), source).sourceValidator == nil)
+    }
+
     /// `strip_color_profile:false` keeps the Adobe RGB profile (and the unconverted pixels); the
     /// default converts to sRGB and embeds none.
     @Test(.enabled(if: Corpus.has("icc"), Corpus.missing("icc")))
