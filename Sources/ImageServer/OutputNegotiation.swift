@@ -32,9 +32,9 @@ struct OutputNegotiation: Sendable {
         var encodable = Set<ImageFormat>()
         for format in encoders.formats {
             guard let encoder = encoders.encoder(for: format) else { continue }
-            // A 2 × 2 transparent picture: an encoder that cannot run here (libheif without
+            // A 16 × 16 transparent picture: an encoder that cannot run here (libheif without
             // libaom) throws, and the format is never negotiated to.
-            let probe = Bitmap(zeroed: PixelSize(width: 2, height: 2), pixelFormat: .rgba8Straight)
+            let probe = Bitmap(zeroed: PixelSize(width: 16, height: 16), pixelFormat: .rgba8Straight)
             guard (try? encoder.encode(probe, options: EncodeOptions(effort: 0))) != nil else { continue }
             encodable.insert(format)
         }
