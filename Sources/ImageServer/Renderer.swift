@@ -43,8 +43,10 @@ public struct RenderedImage: Sendable {
 ///    full-size pixels, so a trimmed source is decoded at full size.
 /// 3. Processors after the geometry, in imgproxy's order: blur, extend, padding, flatten
 ///    (`background:`, or white for a format without alpha), watermark.
-/// 4. The encode (``OutputNegotiation``): an animation stays animated where the format can,
-///    every frame through the same processors.
+/// 4. The encode (``OutputNegotiation``) on a pool of its own threads; an animation stays
+///    animated where the format can, every frame through the same processors, decoded and
+///    encoded one at a time in the calling task (as the pipeline's ``PipelineCore/ImageAnimation``
+///    decodes them), so its memory is a few canvases whatever the frame count.
 struct Renderer: Sendable {
     let pipeline: ImagePipeline
     let encoders: EncoderRegistry
@@ -53,6 +55,9 @@ struct Renderer: Sendable {
     /// The watermark's name in the cache keys (a digest of its pixels, made once).
     let watermarkID: String?
     let negotiation: OutputNegotiation
+    /// Where still pictures are encoded: threads of their own, never Swift's cooperative ones
+    /// (an AVIF encode takes tens of milliseconds), one per core.
+    let encodePool: WorkerPool
 
     init(pipeline: ImagePipeline, encoders: EncoderRegistry, watermark: Bitmap? = nil) {
         self.pipeline = pipeline
@@ -60,6 +65,7 @@ struct Renderer: Sendable {
         self.watermark = watermark
         watermarkID = watermark.map { "imgserver.watermark." + ImageProcessor.overlay($0).identifier }
         negotiation = OutputNegotiation(encoders: encoders)
+        encodePool = WorkerPool(maxConcurrent: ProcessInfo.processInfo.activeProcessorCount, name: "ImageServer.encode", idleTimeout: 1)
     }
 
     func render(_ options: RenderOptions, source: URL, choice: OutputChoice) async throws(ServerError) -> RenderedImage {
@@ -117,7 +123,8 @@ struct Renderer: Sendable {
         let response = try await pipeline.image(for: request)
         let encodeOptions = OutputNegotiation.encodeOptions(format, options: options,
                                                             iccProfile: options.stripColorProfile ? nil : response.iccProfile)
-        let data = try encoders.requireEncoder(for: format).encode(response.bitmap, options: encodeOptions)
+        let encoder = try encoders.requireEncoder(for: format), bitmap = response.bitmap
+        let data = try await encodePool.run(priority: PriorityHandle(.visible)) { try encoder.encode(bitmap, options: encodeOptions) }
         return RenderedImage(data: data, format: format, sourceValidator: validator)
     }
 
