@@ -295,18 +295,8 @@ struct Renderer: Sendable {
             throw ServerError(.unprocessable, "the animation would be \(plan.outputSize.width)×\(plan.outputSize.height) × \(frames) frames, "
                               + "over the limit of \(limit) pixels: \(MessageText.url(source))")
         }
-        let processors = request.processors.map(ImageProcessor.init)
         let encodeOptions = OutputNegotiation.encodeOptions(format, options: options, iccProfile: nil)
-        var session: (any AnimationEncodingSession)?
-        for try await frame in animation.frames() {
-            var bitmap = frame.bitmap
-            for processor in processors { bitmap = try processor.process(bitmap) }
-            let current = try session ?? encoder.makeAnimationSession(size: bitmap.size, loopCount: animation.info.loopCount,
-                                                                      options: encodeOptions)
-            session = current
-            try current.add(bitmap, durationMilliseconds: frame.displayMilliseconds)
-        }
-        return try session?.finish()
+        return try await encoder.encode(animation, processors: request.processors.map(ImageProcessor.init), options: encodeOptions)?.data
     }
 
     /// The source's validator from the disk cache's entry (its `ETag`, else `Last-Modified`),
