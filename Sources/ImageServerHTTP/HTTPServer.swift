@@ -27,10 +27,11 @@ public final class HTTPServer: Sendable {
         /// How long the handler may take before the client gets 504 and the handler's task is
         /// cancelled; default 10 seconds (imgproxy's `IMGPROXY_TIMEOUT`).
         public var requestTimeout: Duration
-        /// Most connections open at once; further ones are closed as they arrive. Default 1024.
+        /// Most connections open at once; at the limit MHD stops accepting, so further ones wait
+        /// in the kernel's listen backlog until one closes. Default 1024.
         public var connectionLimit: Int
         /// How long a connection may stay idle (keep-alive, or a slow client) before it is
-        /// closed, in whole seconds; default 10 (imgproxy's `IMGPROXY_KEEP_ALIVE_TIMEOUT`).
+        /// closed, rounded up to whole seconds; default 10 (imgproxy's `IMGPROXY_KEEP_ALIVE_TIMEOUT`).
         public var idleTimeout: Duration
         /// Memory per connection for the request line, headers and response headers, bytes;
         /// default 32 KiB. A longer URL is answered 414, longer headers 431.
@@ -95,8 +96,13 @@ public final class HTTPServer: Sendable {
     public func shutdown(gracePeriod: Duration = .seconds(10)) async {
         let task = stopping.withLock { task in
             if let task { return task }
-            let core = core
-            let started = Task { await core.shutdown(gracePeriod: gracePeriod) }
+            // The task keeps the settings MHD's logger reads alive until the daemon stops, even
+            // when the server is dropped before it ends.
+            let core = core, settings = settings
+            let started = Task {
+                await core.shutdown(gracePeriod: gracePeriod)
+                withExtendedLifetime(settings) {}
+            }
             task = started
             return started
         }
@@ -121,13 +127,19 @@ private final class Settings: Sendable {
         pointer = .allocate(capacity: 1)
         pointer.initialize(to: cmhd_settings(
             host: nil, port: UInt16(configuration.port), connection_limit: UInt32(clamping: max(configuration.connectionLimit, 1)),
-            idle_timeout_seconds: UInt32(clamping: configuration.idleTimeout.components.seconds),
+            idle_timeout_seconds: Self.wholeSeconds(configuration.idleTimeout),
             memory_limit: max(configuration.connectionMemoryLimit, 4096),
             access: accessCallback, completed: completedCallback, target: targetCallback, log: logCallback,
             context: Unmanaged.passUnretained(core).toOpaque()))
     }
 
     deinit { pointer.deallocate() }
+
+    /// `duration` rounded up to whole seconds (MHD's unit, where 0 would mean never), at least 1.
+    private static func wholeSeconds(_ duration: Duration) -> UInt32 {
+        let (seconds, attoseconds) = duration.components
+        return max(1, UInt32(clamping: seconds + (attoseconds > 0 ? 1 : 0)))
+    }
 }
 
 private func server(_ context: UnsafeMutableRawPointer?) -> ServerCore? {

@@ -91,6 +91,27 @@ final class RawConnection: Sendable {
         }
     }
 
+    /// One response, read up to its `Content-Length` (the connection stays open); `nil` when the
+    /// server closed first.
+    func readResponse() async -> RawResponse? {
+        await withCheckedContinuation { continuation in
+            Thread {
+                var received: [UInt8] = []
+                var buffer = [UInt8](repeating: 0, count: 65536)
+                while true {
+                    if let response = RawResponse(received), response.body.count >= Int(response.headers["content-length"] ?? "0") ?? 0 {
+                        continuation.resume(returning: response)
+                        return
+                    }
+                    let count = recv(self.socket, &buffer, buffer.count, 0)
+                    if count <= 0 { break }
+                    received += buffer[..<count]
+                }
+                continuation.resume(returning: nil)
+            }.start()
+        }
+    }
+
     func close() { Glibc.close(socket) }
 }
 
