@@ -54,7 +54,9 @@ struct MHD_Daemon *cmhd_start(const struct cmhd_settings *settings, enum cmhd_st
         {MHD_OPTION_UNESCAPE_CALLBACK, (intptr_t)keep_escaped, NULL},
         {MHD_OPTION_END, 0, NULL},
     };
-    struct MHD_Daemon *daemon = MHD_start_daemon(flags, 0, NULL, NULL, settings->access, settings->context,
+    // The port is bound through MHD_OPTION_SOCK_ADDR; given here too, it names the port in
+    // MHD's bind failure message.
+    struct MHD_Daemon *daemon = MHD_start_daemon(flags, settings->port, NULL, NULL, settings->access, settings->context,
                                                  MHD_OPTION_ARRAY, options, MHD_OPTION_END);
     *error = daemon == NULL ? CMHD_START_FAILED : CMHD_START_OK;
     return daemon;

@@ -103,6 +103,21 @@ extension HTTPServerTests {
             #expect(outcome.stdout == "/one\n1 /two\n0 ")
         }
 
+        @Test func pipelinedRequestsAreAnsweredInOrder() async throws {
+            let server = try HTTPServer(configuration: HTTPServer.Configuration()) { request in
+                if request.path == "/first" { await Task.yield() }
+                return .text(200, request.path)
+            }
+            let connection = try RawConnection(port: server.port)
+            connection.send("GET /first HTTP/1.1\r\nHost: x\r\n\r\nGET /second HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            let bytes = await connection.readToEnd()
+            connection.close()
+            await server.shutdown()
+            let text = String(decoding: bytes, as: UTF8.self)
+            let first = try #require(text.range(of: "\r\n\r\n/first\n")), second = try #require(text.range(of: "\r\n\r\n/second\n"))
+            #expect(first.lowerBound < second.lowerBound)
+        }
+
         @Test func servesTwoHundredConcurrentRequests() async throws {
             let distinct = Mutex<Set<String>>([])
             let server = try HTTPServer(configuration: HTTPServer.Configuration()) { request in
@@ -314,13 +329,15 @@ extension HTTPServerTests {
             let messages = Mutex<[String]>([])
             let first = try HTTPServer(configuration: HTTPServer.Configuration()) { _ in ServerResponse(status: 204) }
             let configuration = HTTPServer.Configuration(port: first.port) { line in messages.withLock { $0.append(line) } }
-            #expect {
-                _ = try HTTPServer(configuration: configuration) { _ in ServerResponse(status: 204) }
-            } throws: { error in
-                guard case .cannotListen(let address, let reason) = error as? HTTPServerError else { return false }
-                return address == "127.0.0.1:\(first.port)" && reason.contains("in use")
+            // MHD's message reaches the configured sink and the error, never stderr.
+            let (result, stderr) = try capturingStandardError(givesBack: { !$0.contains("Failed to bind") }) {
+                Result { try HTTPServer(configuration: configuration) { _ in ServerResponse(status: 204) } }
+            }
+            #expect(throws: HTTPServerError.cannotListen(address: "127.0.0.1:\(first.port)", reason: "Failed to bind to port \(first.port): Address already in use")) {
+                try result.get()
             }
             #expect(messages.withLock { $0.contains { $0.contains("in use") } })
+            #expect(!stderr.contains("Failed to bind"))
             #expect(throws: HTTPServerError.invalidHost("localhost")) {
                 _ = try HTTPServer(configuration: HTTPServer.Configuration(host: "localhost")) { _ in ServerResponse(status: 204) }
             }
