@@ -330,7 +330,8 @@ extension HTTPServerTests {
             let first = try HTTPServer(configuration: HTTPServer.Configuration()) { _ in ServerResponse(status: 204) }
             let configuration = HTTPServer.Configuration(port: first.port) { line in messages.withLock { $0.append(line) } }
             // MHD's message reaches the configured sink and the error, never stderr.
-            let (result, stderr) = try capturingStandardError(givesBack: { !$0.contains("Failed to bind") }) {
+            let othersLines: (Substring) -> Bool = { !$0.contains("Failed to bind") }
+            let (result, stderr) = try capturingStandardError(givesBack: othersLines) {
                 Result { try HTTPServer(configuration: configuration) { _ in ServerResponse(status: 204) } }
             }
             #expect(throws: HTTPServerError.cannotListen(address: "127.0.0.1:\(first.port)", reason: "Failed to bind to port \(first.port): Address already in use")) {
