@@ -146,3 +146,16 @@ func serverDescriptorCount() -> Int {
         return target.hasPrefix("socket:") || target == "anon_inode:[eventpoll]" || target == "anon_inode:[eventfd]"
     }
 }
+
+/// Whether this machine has an IPv6 loopback to listen on (some containers have none).
+func ipv6LoopbackAvailable() -> Bool {
+    let fd = Glibc.socket(AF_INET6, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    guard fd >= 0 else { return false }
+    defer { Glibc.close(fd) }
+    var address = sockaddr_in6()
+    address.sin6_family = sa_family_t(AF_INET6)
+    address.sin6_addr = in6addr_loopback
+    return withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) == 0 }
+    }
+}
