@@ -53,7 +53,8 @@ final class ServerCore: Sendable {
                 self?.answerInstead(id, .text(504, "Gateway Timeout: the request took too long"))
             },
             closed: { [weak self] id in
-                self?.answerInstead(id, .text(503, "Service Unavailable: the client closed the connection"))
+                // Nobody reads an answer: the connection is closed without one.
+                self?.answerInstead(id, nil)
             })
         self.watcher.withLock { $0 = watcher }
     }
@@ -148,15 +149,16 @@ final class ServerCore: Sendable {
 
     // MARK: Answers (any thread)
 
-    /// Answers a running request with `response` and resumes its connection; does nothing when
-    /// it was answered already (the handler finishing after its deadline, say).
-    func answer(_ exchange: Exchange, with response: ServerResponse, cancelling: Bool) {
+    /// Answers a running request with `response` (`nil`: close the connection without one) and
+    /// resumes its connection; does nothing when it was answered already (the handler finishing
+    /// after its deadline, say).
+    func answer(_ exchange: Exchange, with response: ServerResponse?, cancelling: Bool) {
         let running = state.withLock { _ in
             if case .running = exchange.phase { true } else { false }
         }
         guard running else { return }
         // Built outside the lock: it copies the body.
-        let prepared = Self.prepare(response, closing: state.withLock { $0.refusing })
+        let prepared = response.flatMap { Self.prepare($0, closing: state.withLock { $0.refusing }) }
         let outcome = state.withLock { _ -> (answered: Bool, task: Task<Void, Never>?) in
             guard case .running = exchange.phase, let connection = exchange.connection else { return (false, nil) }
             exchange.phase = .answered(prepared)
@@ -171,7 +173,7 @@ final class ServerCore: Sendable {
     }
 
     /// Answers request `id` with `response` if it still runs, and cancels its handler.
-    private func answerInstead(_ id: UInt64, _ response: ServerResponse) {
+    private func answerInstead(_ id: UInt64, _ response: ServerResponse?) {
         guard let exchange = state.withLock({ $0.unsent[id] }) else { return }
         answer(exchange, with: response, cancelling: true)
     }

@@ -112,6 +112,9 @@ final class RawConnection: Sendable {
         }
     }
 
+    /// Shuts down the sending side (the server reads end-of-stream), keeping the socket to read.
+    func shutdownSending() { Glibc.shutdown(socket, Int32(SHUT_WR)) }
+
     func close() { Glibc.close(socket) }
 }
 

@@ -235,6 +235,24 @@ extension HTTPServerTests {
             await server.shutdown()
             #expect(cancelled.isFired)
         }
+
+        @Test func aClientThatEndsItsSideIsClosedWithoutAnAnswer() async throws {
+            let started = Latch(), cancelled = Latch()
+            let server = try HTTPServer(configuration: HTTPServer.Configuration(requestTimeout: .seconds(600))) { _ in
+                started.fire()
+                await withTaskCancellationHandler { await cancelled.wait() } onCancel: { cancelled.fire() }
+                return .text(200, "nobody listens")
+            }
+            let connection = try RawConnection(port: server.port)
+            connection.send("GET /held HTTP/1.1\r\nHost: x\r\n\r\n")
+            try await withDeadline { await started.wait() }
+            connection.shutdownSending()
+            let answer = await connection.readToEnd()
+            connection.close()
+            try await withDeadline { await cancelled.wait() }
+            await server.shutdown()
+            #expect(answer.isEmpty)
+        }
     }
 
     @Suite struct HTTPServerShutdownTests {
