@@ -162,7 +162,7 @@ final class ServerCore: Sendable {
         let outcome = state.withLock { _ -> (answered: Bool, task: Task<Void, Never>?) in
             guard case .running = exchange.phase, let connection = exchange.connection else { return (false, nil) }
             exchange.phase = .answered(prepared)
-            watcher.withLock { $0?.forget(socket: exchange.socket) }
+            watcher.withLock { $0?.forget(id: exchange.id, socket: exchange.socket) }
             MHD_resume_connection(connection)
             exchange.connection = nil
             defer { exchange.task = nil }

@@ -14,12 +14,15 @@ import Glibc
 /// happened by request id; the server decides what that means.
 ///
 /// Deadlines come in the order requests start and share one timeout, so a FIFO is a priority
-/// queue here; a request answered before its deadline is skipped when its turn comes (the
-/// server no longer knows the id).
+/// queue here. A request answered before its deadline stays queued until its turn comes, or
+/// until the queue holds twice as many entries as watched requests and is compacted, so it
+/// stays within about twice the requests in flight.
 final class SuspensionWatcher: Sendable {
     private struct Deadlines {
         var queue: [(deadline: UInt64, id: UInt64)] = []
         var head = 0
+        /// The requests watched now.
+        var watched: Set<UInt64> = []
         var stopped = false
     }
 
@@ -67,16 +70,27 @@ final class SuspensionWatcher: Sendable {
         let wasEmpty = deadlines.withLock { state in
             let wasEmpty = state.head == state.queue.count
             state.queue.append((deadline, id))
+            state.watched.insert(id)
+            let queued = state.queue.count - state.head
+            if queued > 1024 && queued > 2 * state.watched.count {
+                state.queue = state.queue[state.head...].filter { state.watched.contains($0.id) }
+                state.head = 0
+            }
             return wasEmpty
         }
         if wasEmpty { _ = eventfd_write(wakeup, 1) }
     }
 
-    /// Stops watching `socket`; called under the server's lock before the connection is
-    /// resumed, so MHD never closes (and the kernel never reuses) a descriptor still watched.
-    func forget(socket: Int32) {
+    /// Stops watching request `id` and its `socket`; called under the server's lock before the
+    /// connection is resumed, so MHD never closes (and the kernel never reuses) a descriptor
+    /// still watched.
+    func forget(id: UInt64, socket: Int32) {
         if socket >= 0 { _ = epoll_ctl(poller, EPOLL_CTL_DEL, socket, nil) }
+        deadlines.withLock { _ = $0.watched.remove(id) }
     }
+
+    /// Deadlines queued, answered or not (for tests).
+    var queuedCount: Int { deadlines.withLock { $0.queue.count - $0.head } }
 
     /// Ends the thread and waits for it; idempotent.
     func stop() {
@@ -117,7 +131,8 @@ final class SuspensionWatcher: Sendable {
                 let now = DispatchTime.now().uptimeNanoseconds
                 var due: [UInt64] = []
                 while state.head < state.queue.count && state.queue[state.head].deadline <= now {
-                    due.append(state.queue[state.head].id)
+                    let id = state.queue[state.head].id
+                    if state.watched.contains(id) { due.append(id) }
                     state.head += 1
                 }
                 if state.head > 1024 && state.head * 2 > state.queue.count {
