@@ -175,6 +175,26 @@ extension HTTPServerTests {
             #expect(idle >= .milliseconds(900) && idle < .seconds(30))
         }
 
+        @Test func aHandlerSlowerThanTheIdleTimeoutStillAnswers() async throws {
+            // A suspended connection is not idle: MHD restarts its idle clock on resume.
+            let release = Latch()
+            let server = try HTTPServer(configuration: HTTPServer.Configuration(idleTimeout: .seconds(1))) { _ in
+                await release.wait()
+                return .text(200, "slow but fine")
+            }
+            let idle = try RawConnection(port: server.port)
+            let busy = try RawConnection(port: server.port)
+            busy.send("GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
+            // The idle connection closing says the idle timeout has passed for the busy one too.
+            #expect(await idle.readToEnd().isEmpty)
+            idle.close()
+            release.fire()
+            let answer = await busy.readResponse()
+            busy.close()
+            await server.shutdown()
+            #expect(answer?.status == 200)
+        }
+
         @Test func aConnectionOverTheLimitWaitsForAFreeSlot() async throws {
             // MHD stops accepting at the limit, so a further connection waits in the kernel's backlog.
             let slotFreed = Latch()
