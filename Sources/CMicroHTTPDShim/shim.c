@@ -86,3 +86,17 @@ int cmhd_connection_address(struct MHD_Connection *connection, char *buffer, siz
     }
     return inet_ntop(address->sa_family, bytes, buffer, (socklen_t)size) == NULL ? -1 : 0;
 }
+
+// Never called: MHD skips the body of a response to HEAD. Ends the response with an error if it
+// ever were.
+static ssize_t no_body(void *cls, uint64_t position, char *buffer, size_t size) {
+    (void)cls;
+    (void)position;
+    (void)buffer;
+    (void)size;
+    return MHD_CONTENT_READER_END_WITH_ERROR;
+}
+
+struct MHD_Response *cmhd_create_head_response(uint64_t size) {
+    return MHD_create_response_from_callback(size, 1024, no_body, NULL, NULL);
+}

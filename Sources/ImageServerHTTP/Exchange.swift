@@ -36,6 +36,8 @@ final class Exchange: @unchecked Sendable {
     var connection: OpaquePointer?
     /// The connection's socket, watched while suspended; -1 when MHD did not say.
     var socket: Int32 = -1
+    /// A HEAD request (set before the handler runs).
+    var isHead = false
     /// The handler's task, cancelled when the request is answered without it.
     var task: Task<Void, Never>?
 

@@ -97,6 +97,7 @@ final class ServerCore: Sendable {
             return queueAtOnce(exchange, connection, .text(503, "Service Unavailable: the server is shutting down"))
         }
         let request = Self.request(exchange.target, method: method, connection: connection)
+        exchange.isHead = method == "HEAD"  // before the exchange is published under the lock below
         MHD_suspend_connection(connection)
         let socket = cmhd_connection_fd(connection)
         let deadline = DispatchTime.now().uptimeNanoseconds &+ UInt64(Self.nanoseconds(requestTimeout))
@@ -158,7 +159,7 @@ final class ServerCore: Sendable {
         }
         guard running else { return }
         // Built outside the lock: it copies the body.
-        let prepared = response.flatMap { Self.prepare($0, closing: state.withLock { $0.refusing }) }
+        let prepared = response.flatMap { Self.prepare($0, closing: state.withLock { $0.refusing }, head: exchange.isHead) }
         let outcome = state.withLock { _ -> (answered: Bool, task: Task<Void, Never>?) in
             guard case .running = exchange.phase, let connection = exchange.connection else { return (false, nil) }
             exchange.phase = .answered(prepared)
@@ -304,10 +305,16 @@ final class ServerCore: Sendable {
 
     /// `response` as an `MHD_Response` (the body copied once: see ``HTTPServer``), with
     /// `Connection: close` when `closing`; `nil` when MHD cannot allocate it. A status outside
-    /// 100…999, which MHD refuses, becomes 500.
-    static func prepare(_ response: ServerResponse, closing: Bool) -> PreparedResponse? {
-        let pointer = response.body.withUnsafeBytes { body in
-            MHD_create_response_from_buffer(body.count, UnsafeMutableRawPointer(mutating: body.baseAddress), .RESPMEM_MUST_COPY)
+    /// 100…999, which MHD refuses, becomes 500. An answer to HEAD (`head`) with an empty body
+    /// announces the length its `Content-Length` field states (MHD sets that field itself).
+    static func prepare(_ response: ServerResponse, closing: Bool, head: Bool = false) -> PreparedResponse? {
+        let pointer: OpaquePointer?
+        if head, response.body.isEmpty, let stated = response.headers["Content-Length"].flatMap({ UInt64($0) }), stated > 0 {
+            pointer = cmhd_create_head_response(stated)
+        } else {
+            pointer = response.body.withUnsafeBytes { body in
+                MHD_create_response_from_buffer(body.count, UnsafeMutableRawPointer(mutating: body.baseAddress), .RESPMEM_MUST_COPY)
+            }
         }
         guard let pointer else { return nil }
         // MHD refuses (and so drops) a field with CR or LF in it, or one it sets itself.

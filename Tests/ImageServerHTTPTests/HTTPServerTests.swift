@@ -61,6 +61,23 @@ extension HTTPServerTests {
             #expect(seen.all.map(\.method) == ["HEAD"])
         }
 
+        @Test func headWithAnEmptyBodyAnnouncesTheLengthTheHandlerStates() async throws {
+            let server = try HTTPServer(configuration: HTTPServer.Configuration()) { request in
+                request.method == "HEAD"
+                    ? ServerResponse(status: 200, headers: ["Content-Type": "image/avif", "Content-Length": "4321"])
+                    : ServerResponse(status: 200, body: Data(repeating: 1, count: 4321))
+            }
+            let connection = try RawConnection(port: server.port)
+            connection.send("HEAD /thumb HTTP/1.1\r\nHost: x\r\n\r\nHEAD /again HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            let bytes = await connection.readToEnd()
+            connection.close()
+            await server.shutdown()
+            let text = String(decoding: bytes, as: UTF8.self)
+            #expect(text.components(separatedBy: "HTTP/1.1 200").count == 3)  // both answered, on one connection
+            #expect(text.components(separatedBy: "Content-Length: 4321\r\n").count == 3)
+            #expect(text.hasSuffix("\r\n\r\n"))  // no body
+        }
+
         @Test func thePathAndQueryArriveByteForByte() async throws {
             let seen = RequestLog()
             let server = try HTTPServer(configuration: HTTPServer.Configuration()) { request in

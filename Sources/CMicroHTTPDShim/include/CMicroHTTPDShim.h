@@ -69,4 +69,8 @@ int cmhd_connection_fd(struct MHD_Connection *connection);
 /// MHD does not know it or it is not IPv4 or IPv6.
 int cmhd_connection_address(struct MHD_Connection *connection, char *buffer, size_t size);
 
+/// A response to HEAD that announces `size` bytes of body (`Content-Length: size`) without
+/// holding them: MHD never reads a HEAD response's body. NULL when MHD cannot allocate it.
+struct MHD_Response *cmhd_create_head_response(uint64_t size);
+
 #endif
