@@ -16,7 +16,8 @@ import Glibc
 /// response is copied once into MHD's buffer on the thread that finished it, and the connection
 /// resumed. A watcher thread keeps each request's deadline and notices a client that closes
 /// while its request is suspended (MHD does neither for a suspended connection), cancelling the
-/// handler's task in both cases. Request bodies are refused (413); any method reaches the handler.
+/// handler's task in both cases (a client gone is closed without an answer; a late one gets
+/// 504). Request bodies are refused (413); any method reaches the handler.
 public final class HTTPServer: Sendable {
     /// What the server accepts.
     public struct Configuration: Sendable {
@@ -36,8 +37,8 @@ public final class HTTPServer: Sendable {
         /// Memory per connection for the request line, headers and response headers, bytes;
         /// default 32 KiB. A longer URL is answered 414, longer headers 431.
         public var connectionMemoryLimit: Int
-        /// Receives libmicrohttpd's own error messages (never written to stderr); default drops
-        /// them.
+        /// Receives libmicrohttpd's own error messages (never written to stderr), on MHD's
+        /// thread: keep it quick. Default drops them.
         public var errorLog: @Sendable (String) -> Void
 
         /// Creates a configuration.
