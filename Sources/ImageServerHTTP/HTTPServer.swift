@@ -12,7 +12,7 @@ import Glibc
 ///
 /// libmicrohttpd reads and writes on one polling thread of its own (epoll). When a request's
 /// headers are in, the server copies method, target, headers and client address into a
-/// ``ServerRequest``, suspends the connection and runs the handler in a task; the task's
+/// `ServerRequest`, suspends the connection and runs the handler in a task; the task's
 /// response is copied once into MHD's buffer on the thread that finished it, and the connection
 /// resumed. A watcher thread keeps each request's deadline and notices a client that closes
 /// while its request is suspended (MHD does neither for a suspended connection), cancelling the

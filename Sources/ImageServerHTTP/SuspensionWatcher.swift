@@ -61,7 +61,7 @@ final class SuspensionWatcher: Sendable {
     }
 
     /// Watches `socket` for a disconnect and `id` for its `deadline` (`DispatchTime`
-    /// nanoseconds). Called under the server's lock, so that it never races ``forget(_:)``.
+    /// nanoseconds). Called under the server's lock, so that it never races ``forget(id:socket:)``.
     func watch(id: UInt64, socket: Int32, deadline: UInt64) {
         if socket >= 0 {
             var event = epoll_event(events: EPOLLRDHUP.rawValue | EPOLLONESHOT.rawValue, data: epoll_data_t(u64: id))
