@@ -258,15 +258,7 @@ extension HTTPServerTests {
         }
 
         @Test func aClientThatHangsUpCancelsItsHandler() async throws {
-            let started = Latch(), cancelled = Latch()
-            let server = try HTTPServer(configuration: HTTPServer.Configuration(requestTimeout: .seconds(600))) { _ in
-                started.fire()
-                await withTaskCancellationHandler { await cancelled.wait() } onCancel: { cancelled.fire() }
-                return .text(200, "nobody listens")
-            }
-            let connection = try RawConnection(port: server.port)
-            connection.send("GET /held HTTP/1.1\r\nHost: x\r\n\r\n")
-            try await withDeadline { await started.wait() }
+            let (server, connection, cancelled) = try await heldRequest()
             connection.close()
             try await withDeadline { await cancelled.wait() }
             await server.shutdown()
@@ -274,6 +266,18 @@ extension HTTPServerTests {
         }
 
         @Test func aClientThatEndsItsSideIsClosedWithoutAnAnswer() async throws {
+            let (server, connection, cancelled) = try await heldRequest()
+            connection.shutdownSending()
+            let answer = await connection.readToEnd()
+            connection.close()
+            try await withDeadline { await cancelled.wait() }
+            await server.shutdown()
+            #expect(answer.isEmpty)
+        }
+
+        /// A server whose handler runs until cancelled, a connection whose request it holds now,
+        /// and the latch its cancellation fires.
+        private func heldRequest() async throws -> (HTTPServer, RawConnection, Latch) {
             let started = Latch(), cancelled = Latch()
             let server = try HTTPServer(configuration: HTTPServer.Configuration(requestTimeout: .seconds(600))) { _ in
                 started.fire()
@@ -283,12 +287,7 @@ extension HTTPServerTests {
             let connection = try RawConnection(port: server.port)
             connection.send("GET /held HTTP/1.1\r\nHost: x\r\n\r\n")
             try await withDeadline { await started.wait() }
-            connection.shutdownSending()
-            let answer = await connection.readToEnd()
-            connection.close()
-            try await withDeadline { await cancelled.wait() }
-            await server.shutdown()
-            #expect(answer.isEmpty)
+            return (server, connection, cancelled)
         }
     }
 
