@@ -108,7 +108,7 @@ var targets: [Target] = [
     .testTarget(name: "LoaderFileTests", dependencies: ["PipelineCore", "LoaderFile", "CodecPNG", "PipelineTestSupport"]),
 
     // The codecs, loaders and disk cache come through the kit (its registries are imgpipe's list of them).
-    .executableTarget(name: "imgpipe", dependencies: ["PipelineCore", "ImagePipelineKit"]),
+    .executableTarget(name: "imgpipe", dependencies: ["PipelineCore", "ImagePipelineKit", "ImageServer", "ImageServerHTTP", "CacheRedis"]),
 
     .executableTarget(name: "PNGFromFiles", dependencies: ["PipelineCore", "CodecPNG", "LoaderFile"],
                       path: "Examples/PNGFromFiles"),

@@ -94,7 +94,7 @@ public final class ImageServer: Sendable {
     public init(configuration: Configuration) {
         self.configuration = configuration
         metrics = ServerMetrics(namespace: configuration.metricsNamespace)
-        renderer = Renderer(pipeline: configuration.pipeline, encoders: configuration.encoders)
+        renderer = Renderer(pipeline: configuration.pipeline, encoders: configuration.encoders, watermark: configuration.watermark)
         gate = RequestGate(workers: configuration.workers, queueSize: configuration.queueSize)
         results = ResultStore(memoryBytes: configuration.resultMemoryBytes, shared: configuration.resultCache,
                               decoders: configuration.pipeline.configuration.decoders)

@@ -97,7 +97,7 @@ public struct URLSigning: Sendable, Hashable {
     }
 
     /// The bytes of an even number (at least two) of hexadecimal digits, or `nil`.
-    private static func bytes(hex: String) -> [UInt8]? {
+    public static func bytes(hex: String) -> [UInt8]? {
         let digits = Array(hex.utf8)
         guard !digits.isEmpty, digits.count.isMultiple(of: 2), digits.allSatisfy({ Character(Unicode.Scalar($0)).isHexDigit }) else { return nil }
         let bytes = stride(from: 0, to: digits.count, by: 2).compactMap { UInt8(String(decoding: digits[$0..<$0 + 2], as: UTF8.self), radix: 16) }
