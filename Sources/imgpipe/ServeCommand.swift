@@ -145,9 +145,13 @@ struct ServeSetup {
         if !allowedHosts.isEmpty { policy.allowedHosts = allowedHosts.map { HostPattern($0) } }
         let decoders = Environment.decoders
         let networkTimeout = try settings[common.timeout] ?? 5
-        var loaders = LoaderRegistry().registering(HTTPDataLoader(configuration: HTTPDataLoader.Configuration(
+        // A fleet shares sources and results through Redis; its fetch lease makes one origin
+        // fetch per source URL across every replica at a time.
+        let shared = try settings[options.redisURL].map { try Self.redis($0, secret: try settings[options.redisSecret]) }
+        let http = HTTPDataLoader(configuration: HTTPDataLoader.Configuration(
             connectTimeout: networkTimeout, idleTimeout: networkTimeout, headers: ["Accept": decoders.acceptHeader()],
-            connectionPolicy: policy)))
+            connectionPolicy: policy))
+        var loaders = LoaderRegistry().registering(shared.map { SharedTierLoader(base: http, tier: $0) } ?? http)
         var schemes: Set<String> = ["http", "https"]
         if let root = try settings[options.localRoot] {
             loaders.register(try RootedFileLoader(root: URL(fileURLWithPath: root)))
@@ -164,10 +168,7 @@ struct ServeSetup {
                 throw UsageError(message: "cannot use \(directory ?? "the user cache directory") as a disk cache: \(error.localizedDescription)")
             }
         }
-        if let redis = try settings[options.redisURL] {
-            let shared = try Self.redis(redis, secret: try settings[options.redisSecret])
-            dataCache = dataCache.map { TieredDataCache(local: $0, shared: shared) } ?? shared
-        }
+        if let shared { dataCache = dataCache.map { TieredDataCache(local: $0, shared: shared) } ?? shared }
         let memoryMB = try settings[common.memoryCacheMB] ?? 256
         var configuration = ImagePipeline.Configuration(
             decoders: decoders, loaders: loaders, memoryCache: MemoryCache(costLimit: min(memoryMB, 1 << 30) << 20),
