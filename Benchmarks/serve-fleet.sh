@@ -21,15 +21,7 @@ replicas="${2:-3}"
 bench_bootstrap nginx-light redis-server
 require_tools nginx redis-server redis-cli curl
 
-work="$(mktemp -d /tmp/serve-fleet.XXXXXX)"
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do
-    if kill -0 "$pid" 2>/dev/null; then kill "$pid"; wait "$pid" 2>/dev/null || true; fi
-  done
-  rm -rf "$work"
-}
-trap cleanup EXIT
+bench_workdir serve-fleet
 mkdir -p "$work/www/img" "$work/logs" "$work/tmp" "$work/front/logs" "$work/front/tmp"
 chmod 755 "$work"
 
