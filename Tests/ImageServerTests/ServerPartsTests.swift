@@ -1,5 +1,6 @@
 import Foundation
 import PipelineCore
+import PipelineTestSupport
 import Synchronization
 import Testing
 
@@ -30,22 +31,6 @@ private final class Latch: Sendable {
     }
 }
 
-/// A counter tasks share.
-private final class Counter: Sendable {
-    private let value = Mutex(0)
-    func add() { value.withLock { $0 += 1 } }
-    var count: Int { value.withLock { $0 } }
-}
-
-/// Waits (bounded by yields, not time) until `condition` holds.
-private func eventually(_ condition: () -> Bool) async -> Bool {
-    for _ in 0..<100_000 {
-        if condition() { return true }
-        await Task.yield()
-    }
-    return condition()
-}
-
 @Suite("ImageServer parts")
 struct ServerPartsTests {
     @Test func theGateRunsWorkersAtOnceQueuesUpToItsLimitAndRefusesTheRest() async throws {
@@ -55,13 +40,13 @@ struct ServerPartsTests {
         let running = (0..<3).map { _ in
             Task {
                 try await gate.run {
-                    started.add()
+                    started.increment()
                     await release.wait()
                 }
             }
         }
         #expect(await eventually { gate.load == (2, 1) })
-        #expect(started.count == 2)
+        #expect(started.current == 2)
         do {
             try await gate.run {}
             Issue.record("a fourth request was admitted with 2 workers busy and the queue full")
@@ -70,7 +55,7 @@ struct ServerPartsTests {
         }
         release.open()
         for task in running { try await task.value }
-        #expect(started.count == 3)
+        #expect(started.current == 3)
         #expect(gate.load == (0, 0))
     }
 
@@ -97,20 +82,20 @@ struct ServerPartsTests {
         let runs = Counter()
         let release = Latch()
         let work: @Sendable () async throws -> Int = {
-            runs.add()
+            runs.increment()
             await release.wait()
             try Task.checkCancellation()
             return 42
         }
         let first = Task { try await flights.value(for: "a", work) }
         let second = Task { try await flights.value(for: "a", work) }
-        #expect(await eventually { runs.count == 1 })
+        #expect(await eventually { runs.current == 1 })
         // One waiter leaving does not stop the work the other still needs.
         first.cancel()
         await #expect(throws: CancellationError.self) { try await first.value }
         release.open()
         #expect(try await second.value == 42)
-        #expect(runs.count == 1)
+        #expect(runs.current == 1)
 
         // Alone, a cancelled waiter cancels the work.
         let blocked = Latch()
