@@ -173,7 +173,8 @@ public final class ImageServer: Sendable {
             defer { metrics.imageFinished() }
             let started = ContinuousClock.now
             let image = try await renderer.render(options, source: source, choice: choice)
-            metrics.span("processing", seconds: Self.seconds(since: started))
+            metrics.span("downloading", seconds: image.downloadSeconds)
+            metrics.span("processing", seconds: max(0, Self.seconds(since: started) - image.downloadSeconds))
             let validator = image.sourceValidator ?? SHA256.hexDigest(image.data)
             let etag = "\"" + SHA256.hexDigest(Array("\(key)\n\(validator)".utf8)).prefix(32) + "\""
             let freshUntil = configuration.pipeline.configuration.now().addingTimeInterval(TimeInterval(configuration.ttl))

@@ -26,6 +26,9 @@ public struct RenderedImage: Sendable {
     /// The source's validator (its `ETag`, else `Last-Modified`), or `nil`: what the response's
     /// own `ETag` is derived from, with the options.
     public var sourceValidator: String?
+    /// Seconds spent getting the source's bytes and header (from a cache or its origin): the
+    /// `downloading` span of the metrics; the rest of the render is `processing`.
+    public var downloadSeconds: Double = 0
 }
 
 /// Turns a source and its ``RenderOptions`` into encoded bytes through the pipeline, as
@@ -90,7 +93,10 @@ struct Renderer: Sendable {
         request.processing.pixelFormat = .rgba8Straight
         if let trim = options.trim { request.processing.trim = Trim(threshold: trim.threshold, background: trim.color) }
 
+        let loading = ContinuousClock.now
         let info = try await pipeline.info(for: request)
+        let loaded = ContinuousClock.now - loading
+        let downloadSeconds = Double(loaded.components.seconds) + Double(loaded.components.attoseconds) / 1e18
         let upright = options.autoRotate ? info.uprightSize : info.size
         let frameLimit = options.maxAnimationFrames
         if let frameLimit, frameLimit > 1, info.frameCount > frameLimit {
@@ -118,14 +124,14 @@ struct Renderer: Sendable {
 
         let validator = await sourceValidator(for: request)
         if animates, let animated = try await renderAnimation(request, options: options, format: format, plan: plan, source: source) {
-            return RenderedImage(data: animated, format: format, sourceValidator: validator)
+            return RenderedImage(data: animated, format: format, sourceValidator: validator, downloadSeconds: downloadSeconds)
         }
         let response = try await pipeline.image(for: request)
         let encodeOptions = OutputNegotiation.encodeOptions(format, options: options,
                                                             iccProfile: options.stripColorProfile ? nil : response.iccProfile)
         let encoder = try encoders.requireEncoder(for: format), bitmap = response.bitmap
         let data = try await encodePool.run(priority: PriorityHandle(.visible)) { try encoder.encode(bitmap, options: encodeOptions) }
-        return RenderedImage(data: data, format: format, sourceValidator: validator)
+        return RenderedImage(data: data, format: format, sourceValidator: validator, downloadSeconds: downloadSeconds)
     }
 
     /// A result (or the scaled picture it is cut from) over the pipeline's pixel limit: 422

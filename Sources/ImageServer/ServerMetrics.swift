@@ -10,10 +10,10 @@ import Synchronization
 /// | `status_codes_total{status}` | counter | responses by status |
 /// | `errors_total{type}` | counter | failed requests by kind (`bad_request`, `forbidden`, `not_found`, `unprocessable`, `too_many_requests`, `timeout`, `bad_gateway`, `internal`, `unavailable`) |
 /// | `request_duration_seconds` | histogram | whole request |
-/// | `request_span_duration_seconds{span}` | histogram | `queue` (waiting for a worker) and `processing` (loading, decoding, encoding) |
+/// | `request_span_duration_seconds{span}` | histogram | `queue` (waiting for a worker), `downloading` (the source's bytes and header, from a cache or its origin) and `processing` (decoding, processing, encoding) |
 /// | `requests_in_progress` | gauge | requests being answered |
 /// | `images_in_progress` | gauge | pictures being made (past the queue) |
-/// | `cache_hits_total{tier}` | counter | answers from `result_memory`, `result_store` (disk or Redis), and sources from `memory`, `disk`, `network` |
+/// | `cache_hits_total{tier}` | counter | answers from the result store: `result_memory`, or `result_store` (disk, or Redis behind it) |
 /// | `process_resident_memory_bytes` | gauge | the process's resident memory (`/proc/self/statm`) |
 public final class ServerMetrics: Sendable {
     /// A histogram's upper bounds in seconds: imgproxy's defaults.
@@ -74,7 +74,7 @@ public final class ServerMetrics: Sendable {
     /// Requests answered with `status` so far.
     public func count(status: Int) -> Int { state.withLock { $0.statuses[status] ?? 0 } }
 
-    /// Hits of `tier` so far (`result_memory`, `result_store`, `memory`, `disk`, `network`).
+    /// Hits of `tier` so far (`result_memory`, `result_store`).
     public func hits(_ tier: String) -> Int { state.withLock { $0.hits[tier] ?? 0 } }
 
     static func name(of kind: ServerError.Kind) -> String {
