@@ -3,8 +3,9 @@ import PipelineCore
 
 /// The processing options of one server URL, typed: what imgproxy's URL grammar says
 /// (`/<signature>/rs:fill:300:200/g:sm/q:80/plain/<source>@webp`), after presets are expanded.
-/// `ImgproxyURL` parses it; the renderer turns it into an ``ImageRequest``, its processors and
-/// an encode. Every default is imgproxy's.
+/// `ImgproxyURL` parses it; the renderer turns it into an
+/// [`ImageRequest`](/documentation/pipelinecore/imagerequest), its processors and an encode.
+/// Every default is imgproxy's.
 public struct RenderOptions: Hashable, Sendable {
     /// imgproxy's `resizing_type`.
     public enum ResizingType: String, Hashable, Sendable, CaseIterable {

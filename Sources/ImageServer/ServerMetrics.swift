@@ -2,19 +2,11 @@ import Foundation
 import Synchronization
 
 /// The server's counters, exposed in Prometheus's text format (``prometheusText()``), under
-/// imgproxy's metric names where they fit so its dashboards read them:
-///
-/// | metric | type | what |
-/// | --- | --- | --- |
-/// | `requests_total` | counter | picture requests (not `/health` or `/metrics`) |
-/// | `status_codes_total{status}` | counter | responses by status |
-/// | `errors_total{type}` | counter | failed requests by kind (`bad_request`, `forbidden`, `not_found`, `unprocessable`, `too_many_requests`, `timeout`, `bad_gateway`, `internal`, `unavailable`) |
-/// | `request_duration_seconds` | histogram | whole request |
-/// | `request_span_duration_seconds{span}` | histogram | `queue` (waiting for a worker), `downloading` (the source's bytes and header, from a cache or its origin) and `processing` (decoding, processing, encoding) |
-/// | `requests_in_progress` | gauge | requests being answered |
-/// | `images_in_progress` | gauge | pictures being made (past the queue) |
-/// | `cache_hits_total{tier}` | counter | answers from the result store: `result_memory`, or `result_store` (disk, or Redis behind it) |
-/// | `process_resident_memory_bytes` | gauge | the process's resident memory (`/proc/self/statm`) |
+/// imgproxy's metric names where they fit so its dashboards read them: `requests_total`,
+/// `status_codes_total`, `errors_total`, `request_duration_seconds`,
+/// `request_span_duration_seconds`, `requests_in_progress`, `images_in_progress`,
+/// `cache_hits_total` and `process_resident_memory_bytes` (what each counts: the
+/// [module page's table](/documentation/imageserver#Metrics)).
 public final class ServerMetrics: Sendable {
     /// A histogram's upper bounds in seconds: imgproxy's defaults.
     static let buckets: [Double] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]

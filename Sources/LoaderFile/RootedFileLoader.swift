@@ -11,10 +11,10 @@ import Darwin
 /// `IMGPROXY_LOCAL_FILESYSTEM_ROOT`, for an image server whose sources are its own files.
 ///
 /// `local:///photos/a.jpg` reads `<root>/photos/a.jpg`. Refused, before any file is opened,
-/// with ``RootedFileLoader/Refusal`` (kind ``PipelineCore/ImagePipelineError/Kind/refused``):
+/// with ``RootedFileLoader/Refusal`` (kind `ImagePipelineError.Kind.refused`):
 /// a `..` or `.` component, an encoded separator (`%2F`, `%5C`), a NUL or other control
 /// character, a host (`local://host/…`), and a path whose resolved location (symbolic links
-/// followed) lies outside the root. A missing file is ``PipelineCore/ImagePipelineError/notFound(_:status:)``
+/// followed) lies outside the root. A missing file is `ImagePipelineError.notFound(_:status:)`
 /// naming the `local:` URL, never the server's own path. Reads as ``FileDataLoader`` does
 /// (chunked, cancellable, on its own threads, bounded), with the same validator.
 ///
@@ -44,7 +44,7 @@ public struct RootedFileLoader: DataLoading {
     public var schemes: Set<String> { [scheme] }
 
     /// A loader for `scheme:///…` below `root`.
-    /// - Throws: ``PipelineCore/ImagePipelineError/fileUnreadable(path:reason:)`` when `root` is not an existing folder.
+    /// - Throws: `ImagePipelineError.fileUnreadable(path:reason:)` when `root` is not an existing folder.
     public init(root: URL, scheme: String = "local", maxBodyBytes: Int64 = 50_000_000) throws {
         guard let resolved = realpath(root.path, nil) else {
             throw ImagePipelineError.fileUnreadable(path: root.path, reason: "cannot serve it: \(String(cString: strerror(errno)))")

@@ -16,6 +16,7 @@ struct ReadmeTests {
         "Tests/PluginTests/FarbfeldDecoder.swift": "Sources/PipelineCore/PipelineCore.docc/WritingADecoder.md",
         "Examples/CustomLoader/AssetLoader.swift": "Sources/PipelineCore/PipelineCore.docc/WritingALoader.md",
         "Tests/LoaderHTTPTests/ErrorStatusExample.swift": "Sources/PipelineCore/PipelineCore.docc/ErrorsAndFailures.md",
+        "Tests/ImageServerTests/ImageServerPageExample.swift": "Sources/ImageServer/ImageServer.docc/ImageServer.md",
     ]
 
     /// README.md and every DocC catalog page, relative to the package root.
