@@ -25,13 +25,16 @@ struct Command: Sendable {
     let run: @Sendable (Invocation) async throws -> Int32
 
     /// A command whose options are `options`' declarations; `run` reads their values through them.
+    /// `ignoredCommon` names ``CommonOptions`` the command has no use for (left out of its table,
+    /// so giving one is a usage error, not silently ignored).
     init<Options: OptionGroup>(name: String, synopsis: String, summary: String, positionals: Positionals, options: Options,
+                               ignoredCommon: Set<String> = [],
                                run: @escaping @Sendable (Options, Invocation) async throws -> Int32) {
         self.name = name
         self.synopsis = synopsis
         self.summary = summary
         self.positionals = positionals
-        table = options.table + CommonOptions.declared.table
+        table = options.table + CommonOptions.declared.table.filter { !ignoredCommon.contains($0.name) }
         self.run = { invocation in try await run(options, invocation) }
     }
 

@@ -41,6 +41,7 @@ struct ServeOptions: OptionGroup {
     let maxClients = Option("max-clients", "N", .server, "open connections at most (default 2048)", .positiveInteger)
     let gracePeriod = Option("shutdown-grace", "S", .server, "on SIGTERM, seconds in-flight requests may finish (default 2 × request timeout)",
                              .positiveSeconds)
+    let prometheusNamespace = Option("prometheus-namespace", "NAME", .server, "prefix of every metric name (default: none)", .text)
     let quiet = Flag("quiet", .server, "write no access-log line per request")
 
     /// The environment variable of each option (imgproxy's names with `IMGPIPE_`), and the
@@ -52,7 +53,7 @@ struct ServeOptions: OptionGroup {
         "ttl": "IMGPIPE_TTL", "workers": "IMGPIPE_WORKERS", "queue-size": "IMGPIPE_REQUESTS_QUEUE_SIZE",
         "request-timeout": "IMGPIPE_TIMEOUT", "auto-webp": "IMGPIPE_AUTO_WEBP", "auto-avif": "IMGPIPE_AUTO_AVIF",
         "auto-jxl": "IMGPIPE_AUTO_JXL", "presets": "IMGPIPE_PRESETS", "allow-origin": "IMGPIPE_ALLOW_ORIGIN",
-        "prometheus-bind": "IMGPIPE_PROMETHEUS_BIND", "redis-url": "IMGPIPE_REDIS_URL", "redis-secret": "IMGPIPE_REDIS_SECRET",
+        "prometheus-bind": "IMGPIPE_PROMETHEUS_BIND", "prometheus-namespace": "IMGPIPE_PROMETHEUS_NAMESPACE", "redis-url": "IMGPIPE_REDIS_URL", "redis-secret": "IMGPIPE_REDIS_SECRET",
         "watermark": "IMGPIPE_WATERMARK_PATH", "max-clients": "IMGPIPE_MAX_CLIENTS", "shutdown-grace": "IMGPIPE_GRACEFUL_STOP_TIMEOUT",
         "cache-dir": "IMGPIPE_CACHE_DIR", "max-pixels": "IMGPIPE_MAX_SRC_RESOLUTION_PIXELS", "timeout": "IMGPIPE_DOWNLOAD_TIMEOUT",
         "memory-cache-mb": "IMGPIPE_MEMORY_CACHE_MB",
@@ -110,6 +111,9 @@ extension Command {
         name: "serve", synopsis: "",
         summary: "serve pictures over HTTP with imgproxy's URLs (/SIGNATURE/OPTIONS/plain/SOURCE@EXT), caching results",
         positionals: .count(0...0), options: ServeOptions(),
+        // Always public-only (loopback and private networks by their own flags); each request is
+        // one picture; the access log replaces --verbose.
+        ignoredCommon: ["public-only", "concurrency", "verbose"],
         run: { options, invocation in
             let settings = ServeSettings(invocation: invocation, environment: ProcessInfo.processInfo.environment)
             let server = try await ServeSetup(options, settings)
@@ -191,6 +195,7 @@ struct ServeSetup {
         server.autoAVIF = try settings[options.autoAVIF] ?? true
         server.autoJXL = try settings[options.autoJXL] ?? false
         server.allowOrigin = try settings[options.allowOrigin]
+        server.metricsNamespace = try settings[options.prometheusNamespace] ?? ""
         if let path = try settings[options.watermark] {
             do {
                 server.watermark = try await pipeline.image(for: WriteRequest.make(URL(fileURLWithPath: path))).bitmap
@@ -218,8 +223,9 @@ struct ServeSetup {
                     : .text(404, "only /metrics is served here")
             }
         }
-        ServeLog.write("imgpipe serve: listening on http://\(bind.host):\(http.port)"
-                       + (metrics.map { " (metrics on http://\(metricsBind?.host ?? ""):\($0.port)/metrics)" } ?? ""))
+        func shown(_ host: String, _ port: Int) -> String { "http://" + (host.contains(":") ? "[\(host)]" : host) + ":\(port)" }
+        ServeLog.write("imgpipe serve: listening on \(shown(bind.host, http.port))"
+                       + (metrics.map { " (metrics on \(shown(metricsBind?.host ?? "", $0.port))/metrics)" } ?? ""))
         await StopSignal.wait()
         ServeLog.write("imgpipe serve: stopping (in-flight requests have \(Int(gracePeriod)) s)")
         await http.shutdown(gracePeriod: .seconds(gracePeriod))
