@@ -15,18 +15,12 @@ import Testing
 
     /// The venv's python with the library, made once; `nil` (and a message) where it cannot be.
     static let python: String? = {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let script = root.appendingPathComponent("scripts/python-venv").path
-        do {
-            let outcome = try ExternalTool.runBlocking(script, ["imgproxy-client", "imgproxy==1.0.0"], timeout: 90)
-            let path = outcome.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-            if outcome.status == 0, ExternalTool.exists(path) { return path }
-            print("ImgproxyURLPythonClientTests skipped: scripts/python-venv could not install PyPI's imgproxy (no PyPI?): "
-                  + outcome.stderr.split(separator: "\n").suffix(2).joined(separator: " | "))
-        } catch {
-            print("ImgproxyURLPythonClientTests skipped: scripts/python-venv did not run: \(error)")
+        switch PythonVenv.python("imgproxy-client", ["imgproxy==1.0.0"]) {
+        case .success(let path): return path
+        case .failure(let error):
+            print("ImgproxyURLPythonClientTests skipped: \(error)")
+            return nil
         }
-        return nil
     }()
 
     /// One URL the library builds: its constructor's arguments and the advanced options.
