@@ -10,18 +10,8 @@ import Testing
 @Suite("imgpipe serve with PyPI's imgproxy URLs", .tags(.cpuBound), .timeLimit(.minutes(3)),
        .enabled(if: Curl.exists, "needs curl (scripts/bootstrap)"))
 struct ServeURLBuilderTests {
-    /// imgproxy's documentation's example key and salt.
-    static let key = "943b421c9eb07c830af81030552c86009268de4e532ba2ee2eab8247c6da0881"
-    static let salt = "520f986b998545b4785e0defbc4f3c1203f22de2374a3d53cb7a7fe9fea309c5"
-
-    static let python: String? = {
-        switch PythonVenv.python("imgproxy-client", ["imgproxy==1.0.0"]) {
-        case .success(let path): return path
-        case .failure(let error):
-            print("ServeURLBuilderTests skipped: \(error)")
-            return nil
-        }
-    }()
+    static let key = ImgproxyPythonClient.key, salt = ImgproxyPythonClient.salt
+    static let python = ImgproxyPythonClient.python
 
     /// One URL the library builds (its constructor's keyword arguments and the advanced
     /// options), and what the answer must be for `local:///aurora.png` (480×320).
