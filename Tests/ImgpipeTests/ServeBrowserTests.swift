@@ -57,12 +57,15 @@ struct ServeBrowserTests {
             let logged = await server.waitForLog { lines in paths.allSatisfy { path in lines.contains { $0.contains(" \(path) ") } } }
             #expect(logged, "\(server.lines)")
             var accepts = Set<String>()
+            var sizes: [String: String] = [:]
             for path in paths {
                 let line = try #require(server.lines.first { $0.contains(" \(path) ") })
                 #expect(line.contains(" \(path) 200 "), "\(line)")
                 let accept = try #require(line.components(separatedBy: " accept=").last)
-                #expect(accept.contains("image/avif") && accept.contains("image/webp"), "\(line)")
+                // Chromium's own: the formats it decodes, APNG among them (curl's is */*).
+                #expect(accept.contains("image/avif") && accept.contains("image/webp") && accept.contains("image/apng"), "\(line)")
                 accepts.insert(accept)
+                sizes[path] = line.components(separatedBy: " \(path) 200 ").last?.split(separator: " ").first.map(String.init)
             }
             #expect(accepts.count == 1, "one Accept for every picture: \(accepts)")
 
@@ -76,6 +79,7 @@ struct ServeBrowserTests {
                 #expect([ImageFormat.avif, .webp].contains(info.format), "\(picture.name): \(info)")
                 #expect(answer[header: "Content-Type"] == info.format.mimeType, "\(picture.name)")
                 #expect(max(info.size.width, info.size.height) == picture.box, "\(picture.name): \(info)")
+                #expect(sizes[path] == "\(answer.body.count)B", "Chromium was sent these bytes: \(picture.name)")
             }
         }
     }
