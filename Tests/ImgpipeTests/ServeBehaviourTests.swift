@@ -203,18 +203,19 @@ struct ServeBehaviourTests {
     @Test func sigtermLetsTheRequestInFlightFinish() async throws {
         try await withFixtureServer { origin in
             let source = Self.held(origin, "drain")
-            let server = try await ServeProcess.start(["IMGPIPE_ALLOW_LOOPBACK_SOURCE_ADDRESSES": "true"])
-            let request = Task { try await Curl.get(server.url(Serve.path("rs:fit:40:40", source, format: "png"))) }
-            try await origin.awaitHits("/steps/drain")
-            kill(server.pid, SIGTERM)
-            let stopping = await server.waitForLog { $0.contains { $0.contains("stopping") } }
-            try await origin.release("drain.1")
-            let answer = try await request.value
-            let end = await server.stop()
-            #expect(stopping)
-            #expect(answer.status == 200)
-            #expect(try Serve.info(answer.body).size == PixelSize(width: 40, height: 27))
-            #expect(end.status == 0 && !end.bySignal, "\(end)")
+            try await ServeProcess.with(["IMGPIPE_ALLOW_LOOPBACK_SOURCE_ADDRESSES": "true"]) { server in
+                let request = Task { try await Curl.get(server.url(Serve.path("rs:fit:40:40", source, format: "png"))) }
+                try await origin.awaitHits("/steps/drain")
+                kill(server.pid, SIGTERM)
+                let stopping = await server.waitForLog { $0.contains { $0.contains("stopping") } }
+                try await origin.release("drain.1")
+                let answer = try await request.value
+                let end = await server.stop(sending: nil)
+                #expect(stopping)
+                #expect(answer.status == 200)
+                #expect(try Serve.info(answer.body).size == PixelSize(width: 40, height: 27))
+                #expect(end.status == 0 && !end.bySignal, "\(end)")
+            }
         }
     }
 

@@ -105,15 +105,16 @@ final class ServeProcess: Sendable {
     /// The process id, to signal it.
     var pid: pid_t { child.process.processIdentifier }
 
-    /// Sends SIGTERM (once) and waits, on a thread of its own, for the server to exit (SIGKILL
-    /// after a minute); returns how it ended. Removes its disk cache folder.
-    func stop() async -> (status: Int32, bySignal: Bool) {
+    /// Sends `signal` (SIGTERM; `nil`: none, the test sent it) and waits, on a thread of its
+    /// own, for the server to exit (SIGKILL after a minute); returns how it ended. Removes its
+    /// disk cache folder.
+    func stop(sending signal: Int32? = SIGTERM) async -> (status: Int32, bySignal: Bool) {
         let (process, folder) = (child.process, cacheFolder)
         return await withCheckedContinuation { continuation in
             Thread {
                 if process.isRunning {
-                    kill(process.processIdentifier, SIGTERM)
                     let pid = process.processIdentifier
+                    if let signal { kill(pid, signal) }
                     DispatchQueue.global().asyncAfter(deadline: .now() + 60) { if process.isRunning { kill(pid, SIGKILL) } }
                 }
                 process.waitUntilExit()
