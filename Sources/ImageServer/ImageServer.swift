@@ -134,7 +134,9 @@ public final class ImageServer: Sendable {
         if let log = configuration.accessLog {
             let path = MessageText.escaped(request.path, limit: MessageText.urlLimit)
             let milliseconds = String(format: "%.1f", Self.seconds(since: started) * 1000)
-            log("\(requestID) \(MessageText.escaped(request.method, limit: 16)) \(path) \(response.status) \(response.body.count)B \(milliseconds)ms")
+            // The client's Accept last (it may hold spaces), so that negotiation can be checked from the log.
+            let accept = request.headers["Accept"].map { MessageText.escaped($0, limit: MessageText.urlLimit) } ?? "-"
+            log("\(requestID) \(MessageText.escaped(request.method, limit: 16)) \(path) \(response.status) \(response.body.count)B \(milliseconds)ms accept=\(accept)")
         }
         return response
     }

@@ -9,25 +9,8 @@ import Testing
 /// library meant. It writes `/<signature>/<advanced…>/g:<gravity>/rs:<type>:<w>:<h>:<enlarge>/<base64 source>[.<ext>]`.
 /// Skipped, with a printed reason, where `scripts/python-venv` cannot install it (no PyPI).
 @Suite struct ImgproxyURLPythonClientTests {
-    /// imgproxy's documentation's example key and salt.
-    static let key = "943b421c9eb07c830af81030552c86009268de4e532ba2ee2eab8247c6da0881"
-    static let salt = "520f986b998545b4785e0defbc4f3c1203f22de2374a3d53cb7a7fe9fea309c5"
-
-    /// The venv's python with the library, made once; `nil` (and a message) where it cannot be.
-    static let python: String? = {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let script = root.appendingPathComponent("scripts/python-venv").path
-        do {
-            let outcome = try ExternalTool.runBlocking(script, ["imgproxy-client", "imgproxy==1.0.0"], timeout: 90)
-            let path = outcome.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-            if outcome.status == 0, ExternalTool.exists(path) { return path }
-            print("ImgproxyURLPythonClientTests skipped: scripts/python-venv could not install PyPI's imgproxy (no PyPI?): "
-                  + outcome.stderr.split(separator: "\n").suffix(2).joined(separator: " | "))
-        } catch {
-            print("ImgproxyURLPythonClientTests skipped: scripts/python-venv did not run: \(error)")
-        }
-        return nil
-    }()
+    static let key = ImgproxyPythonClient.key, salt = ImgproxyPythonClient.salt
+    static let python = ImgproxyPythonClient.python
 
     /// One URL the library builds: its constructor's arguments and the advanced options.
     /// (Python's keyword names.)

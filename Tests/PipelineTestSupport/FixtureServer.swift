@@ -68,6 +68,14 @@ public final class FixtureServer: Sendable {
         _ = try await get("/release/\(name)")
     }
 
+    /// Waits until `path` was asked for `count` times (the server gives up after 60 s) and
+    /// returns how many times it was: a test waits for its request to reach the origin.
+    @discardableResult
+    public func awaitHits(_ path: String, count: Int = 1) async throws -> Int {
+        let query = path.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
+        return Int(String(decoding: try await get("/awaithits/?path=\(query)&count=\(count)"), as: UTF8.self)) ?? 0
+    }
+
     /// Moves `/version/<name>` to its next version: new bytes and validators (with `junk`,
     /// bytes no decoder accepts).
     public func bump(_ name: String, junk: Bool = false) async throws {

@@ -60,6 +60,9 @@ Endpoints (the query string selects behaviour; counters are kept per path, query
                                   first request of <name>; default 30 days), as Python's
                                   http.server sends files; a bare 304 (Date only) when
                                   If-Modified-Since is not older
+  /awaithits/?path=P&count=N      waits until path P was asked for N times (at most 60 s), then
+                                  answers its count as text (not counted): a test waits for a
+                                  request to reach the origin without polling
   /stats                          JSON: hits per path, statuses, arrival log, client ports,
                                   most requests in progress at once, slow-body disconnect times
 """
@@ -74,6 +77,7 @@ from urllib.parse import parse_qs, urlsplit
 
 LAST_MODIFIED = "Sat, 01 Jan 2022 00:00:00 GMT"
 LOCK = threading.Lock()
+HIT = threading.Condition(LOCK)  # notified on every counted request
 HOLDS = {}
 VERSIONS = {}
 MODIFIED = {}
@@ -138,7 +142,7 @@ class Handler(BaseHTTPRequestHandler):
         segments = [s for s in parts.path.split("/") if s]
         kind = segments[0] if segments else ""
         name = segments[1] if len(segments) > 1 else ""
-        if kind in ("stats", "release", "bump"):
+        if kind in ("stats", "release", "bump", "awaithits"):
             return getattr(self, "route_" + kind)(name)
         with LOCK:
             STATS["hits"][self.route] = STATS["hits"].get(self.route, 0) + 1
@@ -148,6 +152,7 @@ class Handler(BaseHTTPRequestHandler):
             STATS["headers"][self.route] = {name.lower(): value for name, value in self.headers.items()}
             STATS["active"] += 1
             STATS["max_active"] = max(STATS["max_active"], STATS["active"])
+            HIT.notify_all()
         try:
             getattr(self, "route_" + kind, self.route_missing)(name)
         finally:
@@ -171,6 +176,18 @@ class Handler(BaseHTTPRequestHandler):
             event = HOLDS.setdefault(name, threading.Event())
         event.wait(60)
         self.image(name)
+
+    def route_awaithits(self, name):
+        path, count = self.query.get("path", [""])[0], int(self.query.get("count", ["1"])[0])
+        with HIT:
+            HIT.wait_for(lambda: STATS["hits"].get(path, 0) >= count, timeout=60)
+            hits = STATS["hits"].get(path, 0)
+        body = str(hits).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
 
     def route_release(self, name):
         with LOCK:
