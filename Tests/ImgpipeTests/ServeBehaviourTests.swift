@@ -243,10 +243,9 @@ struct ServeBehaviourTests {
                 #expect(arrived)
                 #expect(outcomes.map(\.status) == [200, 200, 200, 200])
                 let fetches = try await origin.hits("/steps/sizes")
-                #expect((1...2).contains(fetches))
-                withKnownIssue("a pixel request can miss the header read's download before its disk store lands", isIntermittent: true) {
-                    #expect(fetches == 1)
-                }
+                // Every caller that decoded the download returns only once its disk store has
+                // landed (PendingStore.storeOnce), so no pixel request misses both.
+                #expect(fetches == 1)
                 let answer = try await Curl.get(server.url(Serve.path("rs:fit:120:120", source, format: "webp")))
                 #expect(try Serve.info(answer.body).size == PixelSize(width: 120, height: 80))
                 #expect(try await origin.hits("/steps/sizes") == fetches, "a later size is made from the disk cache")

@@ -44,7 +44,15 @@ final class PendingStore: Sendable {
     /// The bytes came from the disk cache itself, marked ``CachedData/promotesAfterDecode``:
     /// they go back through ``DataCaching/promoteData(_:info:for:)``, not a store.
     let promotes: Bool
-    private let claimed = Atomic<Bool>(false)
+    /// Who stores: nobody yet, the first claimant while it writes (with the callers that wait
+    /// for its write), or done.
+    private enum StoreState {
+        case unclaimed
+        case storing(waiters: [UInt64: CheckedContinuation<Void, Never>])
+        case stored
+    }
+
+    private let state = Mutex<(store: StoreState, nextWaiter: UInt64)>((.unclaimed, 0))
 
     init(disk: any DataCaching, url: URL, data: Data, info: CacheEntryInfo, replacesStoredBytes: Bool, promotes: Bool = false) {
         self.disk = disk
@@ -61,15 +69,22 @@ final class PendingStore: Sendable {
         return PendingStore(disk: disk, url: url, data: cached.data, info: cached.info, replacesStoredBytes: false, promotes: true)
     }
 
-    /// `true` exactly once: for the caller that stores the bytes.
-    func claim() -> Bool {
-        !claimed.exchange(true, ordering: .acquiringAndReleasing)
-    }
-
     /// Stores the bytes if nobody has yet: they decoded, so they are a complete answer. With
-    /// the `placeholder` of the picture they decoded to, kept in the entry's info.
-    func storeOnce(placeholder: ThumbHash? = nil) async {
-        guard claim() else { return }
+    /// the `placeholder` of the picture they decoded to, kept in the entry's info; or, when
+    /// given, `write` does the writing (for the caller that claims only).
+    ///
+    /// Returns once the bytes are in the cache, whoever wrote them: a caller that decoded them
+    /// too waits for the first one's write, so a request made after it answers (another size
+    /// of the same download) finds the entry instead of loading the bytes again.
+    func storeOnce(placeholder: ThumbHash? = nil, write: (@Sendable (PendingStore) async -> Void)? = nil) async {
+        let claimed = state.withLock { state -> Bool in
+            guard case .unclaimed = state.store else { return false }
+            state.store = .storing(waiters: [:])
+            return true
+        }
+        guard claimed else { return await waitForStore() }
+        defer { finishStore() }
+        if let write { return await write(self) }
         var info = info
         info.placeholder = placeholder ?? info.placeholder
         if promotes {
@@ -77,6 +92,41 @@ final class PendingStore: Sendable {
         } else {
             await disk.storeData(data, info: info, for: url)
         }
+    }
+
+    /// Waits until the claimant's write ends (or this task is cancelled).
+    private func waitForStore() async {
+        let id = state.withLock { state -> UInt64 in
+            state.nextWaiter += 1
+            return state.nextWaiter
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let waits = state.withLock { state -> Bool in
+                    guard case .storing(var waiters) = state.store, !Task.isCancelled else { return false }
+                    waiters[id] = continuation
+                    state.store = .storing(waiters: waiters)
+                    return true
+                }
+                if !waits { continuation.resume() }
+            }
+        } onCancel: {
+            let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+                guard case .storing(var waiters) = state.store, let waiter = waiters.removeValue(forKey: id) else { return nil }
+                state.store = .storing(waiters: waiters)
+                return waiter
+            }
+            waiter?.resume()
+        }
+    }
+
+    private func finishStore() {
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            defer { state.store = .stored }
+            guard case .storing(let waiters) = state.store else { return [] }
+            return Array(waiters.values)
+        }
+        for waiter in waiters { waiter.resume() }
     }
 
     /// Tells the disk cache a loader's bytes will not be stored (they did not decode); bytes

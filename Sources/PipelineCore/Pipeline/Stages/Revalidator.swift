@@ -111,9 +111,12 @@ final class Revalidator: Sendable {
         guard let cached = await disk.cachedData(for: resolved.cacheURL),
               let loaded = try? await revalidateOriginal(cached, for: resolved, disk: disk, priority: PriorityHandle(.prefetch)),
               let store = loaded.pendingStore else { return }
-        if await decoder.decodes(loaded.data), store.claim() {
-            ledger.replace(resolved.cacheURL)
-            await disk.storeData(store.data, info: store.info, for: resolved.cacheURL)
+        if await decoder.decodes(loaded.data) {
+            let ledger = ledger
+            await store.storeOnce { store in
+                ledger.replace(resolved.cacheURL)
+                await disk.storeData(store.data, info: store.info, for: resolved.cacheURL)
+            }
         }
     }
 
