@@ -173,7 +173,11 @@ struct ServeSetup {
             }
         }
         if let shared { dataCache = dataCache.map { TieredDataCache(local: $0, shared: shared) } ?? shared }
-        let memoryMB = try settings[common.memoryCacheMB] ?? 256
+        // No decoded pictures kept by default: repeats come from the result store (encoded,
+        // 30–100 times smaller), and requests for one picture at once share its decode anyway.
+        // Measured (120 distinct 512-px results of 2000-px JPEGs, 8 at a time): peak RSS
+        // 152 MB with 32 MiB of decoded pictures, 92 MB with none.
+        let memoryMB = try settings[common.memoryCacheMB] ?? 0
         var configuration = ImagePipeline.Configuration(
             decoders: decoders, loaders: loaders, memoryCache: MemoryCache(costLimit: min(memoryMB, 1 << 30) << 20),
             diskCache: dataCache, maxPixelCount: try settings[common.maxPixels] ?? CommonOptions.defaultMaxPixels)
