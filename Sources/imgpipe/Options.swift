@@ -235,7 +235,7 @@ struct CommonOptions: OptionGroup {
     let cacheDirectory = Option("cache-dir", "DIR", .sources, "disk cache directory (default: the user cache directory, imgpipe/; serve: imgpipe-serve/)", .text)
     let noDiskCache = Flag("no-disk-cache", .sources, "use no disk cache")
     let memoryCacheMB = Option("memory-cache-mb", "N", .sources, "memory cache budget in MiB, 0 for none (default 256; thumb --out-dir 32; serve 0)",
-                               .wholeNumber(in: 0...(1 << 42)))
+                               .wholeNumber(in: 0...Int.max))
     let maxPixels = Option("max-pixels", "N", .sources, "refuse pictures with more pixels than this (default 100000000)", .positiveInteger)
     let timeout = Option("timeout", "S", .sources, "network connect and idle timeout in seconds (default 15; serve: 5)", .positiveSeconds)
     let concurrency = Option("concurrency", "N", .sources, "pictures loaded at once (default 8; thumb --out-dir max(8, 2 × cores))",
