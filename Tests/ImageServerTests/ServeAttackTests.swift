@@ -69,4 +69,27 @@ struct ServeAttackTests {
         #expect(fields[2] == "/x%20200%201B%200.1ms%E3%80%80y")
         #expect(fields[3] == "400")
     }
+
+    private static func options(_ text: String) throws -> RenderOptions {
+        try ImgproxyURL.parse("/insecure/\(text)/plain/local:///a.png", signing: URLSigning(), presets: Presets()).options
+    }
+
+    @Test(arguments: [("rs:force:16384:1/el:1", PixelSize(width: 480, height: 320)),
+                      ("c:100:100/rs:fit:2000:2000/el:1", PixelSize(width: 480, height: 320)),
+                      ("rs:force:100:20", PixelSize(width: 100, height: 67))])
+    func anEnlargementIsDecodedNoLargerThanItsSource(_ text: String, _ decoded: PixelSize) throws {
+        let options = try Self.options(text)
+        let plan = RenderPlan(source: PixelSize(width: 480, height: 320), options: options)
+        var request = ImageRequest(url: try #require(URL(string: "local:///a.png")), decoding: .strict)
+        Renderer.configureGeometry(&request, plan: plan, options: options)
+        #expect(request.targetSize == .pixels(decoded))
+    }
+
+    @Test func aForcedStripAndACroppedEnlargementComeOutAtTheirSize() async throws {
+        for (text, size) in [("rs:force:4000:1/el:1", PixelSize(width: 4000, height: 1)),
+                             ("c:100:100/rs:fit:1000:1000/el:1", PixelSize(width: 1000, height: 1000))] {
+            let rendered = try await RenderFixture.render(try Self.options(text), RenderFixture.sample("aurora.png"))
+            #expect(try RenderFixture.decode(rendered.data).bitmap.size == size, "\(text)")
+        }
+    }
 }
