@@ -92,4 +92,16 @@ struct ServeAttackTests {
             #expect(try RenderFixture.decode(rendered.data).bitmap.size == size, "\(text)")
         }
     }
+
+    /// Enlarged and cropped animations, whose geometry now runs on the encode pool (frames decoded
+    /// at their own size), keep every frame at the planned size.
+    @Test func anEnlargedOrCroppedAnimationKeepsItsFramesAtThePlannedSize() async throws {
+        for (text, size) in [("rs:fit:300:300/el:1", PixelSize(width: 300, height: 300)),
+                             ("c:48:48/rs:fill:120:80/el:1", PixelSize(width: 120, height: 80)),
+                             ("rs:fit:40:40/pd:5", PixelSize(width: 50, height: 50))] {
+            let rendered = try await RenderFixture.render(try Self.options(text), RenderFixture.sample("orbit.gif"), format: .gif)
+            #expect(try RendererOutputTests.frameCount(rendered.data) == 16, "\(text)")
+            #expect(try RenderFixture.decode(rendered.data).bitmap.size == size, "\(text)")
+        }
+    }
 }
