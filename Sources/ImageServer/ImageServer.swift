@@ -23,7 +23,9 @@ public final class ImageServer: Sendable {
         /// Named option lists; `default` applies to every URL.
         public var presets: Presets
         /// Source URL prefixes a URL may name (`https://cdn.example.com/`); empty: any the
-        /// pipeline's loaders accept (imgproxy's `IMGPROXY_ALLOWED_SOURCES`).
+        /// pipeline's loaders accept (imgproxy's `IMGPROXY_ALLOWED_SOURCES`). A source is under
+        /// a prefix when its scheme and host (and port) are the prefix's exactly, with no user
+        /// name, and its path starts with the prefix's without `.` or `..` segments.
         public var allowedSources: [String]
         /// Schemes a source may have; others answer 403 before any loader is asked.
         public var allowedSchemes: Set<String>
@@ -132,7 +134,7 @@ public final class ImageServer: Sendable {
         response.headers["X-Content-Type-Options"] = "nosniff"
         response.headers["Content-Security-Policy"] = "script-src 'none'; sandbox"
         if let log = configuration.accessLog {
-            let path = MessageText.escaped(request.path, limit: MessageText.urlLimit)
+            let path = Self.loggedPath(request.path)
             let milliseconds = String(format: "%.1f", Self.seconds(since: started) * 1000)
             // The client's Accept last (it may hold spaces), so that negotiation can be checked from the log.
             let accept = request.headers["Accept"].map { MessageText.escaped($0, limit: MessageText.urlLimit) } ?? "-"
@@ -252,6 +254,22 @@ public final class ImageServer: Sendable {
         return base + "." + (format.fileExtension ?? format.description)
     }
 
+    /// `path` as the access log shows it: escaped and bounded (``MessageText``), and with every
+    /// space percent-encoded, so that a request line's raw spaces (which the transport lets
+    /// through) cannot add fields to the line (`/a 200 1B 0.1ms`).
+    static func loggedPath(_ path: String) -> String {
+        let escaped = MessageText.escaped(path, limit: MessageText.urlLimit)
+        var shown = ""
+        for scalar in escaped.unicodeScalars {
+            if scalar.properties.generalCategory == .spaceSeparator {
+                shown += String(scalar).utf8.map { "%" + String($0, radix: 16, uppercase: true) }.joined()
+            } else {
+                shown.unicodeScalars.append(scalar)
+            }
+        }
+        return shown
+    }
+
     /// The client's request ID when it is a short token, else a new random one.
     static func requestID(_ given: String?) -> String {
         if let given, (1...64).contains(given.count),
@@ -275,7 +293,7 @@ public final class ImageServer: Sendable {
         guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), configuration.allowedSchemes.contains(scheme) else {
             throw ServerError(.forbidden, "source not allowed: \(shown) (allowed schemes: \(configuration.allowedSchemes.sorted().joined(separator: ", ")))")
         }
-        if !configuration.allowedSources.isEmpty, !configuration.allowedSources.contains(where: { text.hasPrefix($0) }) {
+        if !configuration.allowedSources.isEmpty, !AllowedSources.allows(text, prefixes: configuration.allowedSources) {
             throw ServerError(.forbidden, "source not allowed: \(shown) (not under the allowed sources)")
         }
         return url

@@ -47,9 +47,9 @@ public struct RenderedImage: Sendable {
 /// 3. Processors after the geometry, in imgproxy's order: blur, extend, padding, flatten
 ///    (`background:`, or white for a format without alpha), watermark.
 /// 4. The encode (``OutputNegotiation``) on a pool of its own threads; an animation stays
-///    animated where the format can, every frame through the same processors, decoded and
-///    encoded one at a time in the calling task (as the pipeline's ``PipelineCore/ImageAnimation``
-///    decodes them), so its memory is a few canvases whatever the frame count.
+///    animated where the format can, every frame through the same processors, one at a time as
+///    the pipeline's ``PipelineCore/ImageAnimation`` decodes them, each processed and encoded on
+///    the same pool, so its memory is a few canvases whatever the frame count.
 struct Renderer: Sendable {
     let pipeline: ImagePipeline
     let encoders: EncoderRegistry
@@ -120,10 +120,11 @@ struct Renderer: Sendable {
         let plan = RenderPlan(source: upright, options: options, isVector: info.isVector)
         try checkResultSize(plan, source: source)
         Self.configureGeometry(&request, plan: plan, options: options)
-        request.processors += postProcessors(options, plan: plan, format: format, trimmed: options.trim != nil).map { $0 as any ImageProcessing }
+        let post = postProcessors(options, plan: plan, format: format, trimmed: options.trim != nil)
+        request.processors += post.map { $0 as any ImageProcessing }
 
         let validator = await sourceValidator(for: request)
-        if animates, let animated = try await renderAnimation(request, options: options, format: format, plan: plan, source: source) {
+        if animates, let animated = try await renderAnimation(request, post: post, options: options, format: format, plan: plan, source: source) {
             return RenderedImage(data: animated, format: format, sourceValidator: validator, downloadSeconds: downloadSeconds)
         }
         let response = try await pipeline.image(for: request)
@@ -193,13 +194,16 @@ struct Renderer: Sendable {
                 }
             }
         }
-        // The whole source at the larger of the two scales (the region is cut from it).
-        let scale = max(Double(plan.scaledSize.width) / plan.region.width, Double(plan.scaledSize.height) / plan.region.height)
+        // The whole source at the larger of the two scales (the region is cut from it), but never
+        // above its own size: an enlargement is resampled from the source's pixels by the
+        // processor. Decoding the whole source at an enlarging scale made a picture far larger
+        // than the result (`rs:force:16384:1/el:1` of 480×320 decoded 16384×10923, 700 MB and
+        // seconds of work; `c:100:100/rs:fit:2000:2000/el:1`, 9600×6400) beyond the pixel limit.
+        let scale = min(1, max(Double(plan.scaledSize.width) / plan.region.width, Double(plan.scaledSize.height) / plan.region.height))
         let box = PixelSize(width: max(1, RenderPlan.integer(Double(source.width) * scale)),
                             height: max(1, RenderPlan.integer(Double(source.height) * scale)))
         request.targetSize = .pixels(box)
         request.contentMode = .fit
-        request.processing.allowsUpscaling = scale > 1
         request.processors = [geometryProcessor(plan, options: options, trimmed: false)]
     }
 
@@ -282,12 +286,21 @@ struct Renderer: Sendable {
 
     /// The animation written in `format`, every frame through the request's processors, or `nil`
     /// when the source turns out to hold one frame.
-    private func renderAnimation(_ request: ImageRequest, options: RenderOptions, format: ImageFormat, plan: RenderPlan,
-                                 source: URL) async throws -> Data? {
+    private func renderAnimation(_ request: ImageRequest, post: [ImageProcessor], options: RenderOptions, format: ImageFormat,
+                                 plan: RenderPlan, source: URL) async throws -> Data? {
         guard let encoder = encoders.animationEncoder(for: format) else { return nil }
         // Premultiplied frames: the processors work on those; the encoder makes each straight once.
+        // The pipeline steps through the frames in this task (on one of Swift's few cooperative
+        // threads), so it only decodes them, at their own size; the geometry is the processor's,
+        // run with the encode on the encode pool's threads. Scaled in the pipeline, two enlarged
+        // animations held those threads for seconds a frame and every other request stalled
+        // (`/health` answered 504).
         var premultiplied = request
         premultiplied.processing.pixelFormat = .rgba8Premultiplied
+        premultiplied.targetSize = .original
+        premultiplied.processing.allowsUpscaling = false
+        let processors = [Self.geometryProcessor(plan, options: options, trimmed: false)] + post
+        premultiplied.processors = processors.map { $0 as any ImageProcessing }
         let animation = try await pipeline.animation(for: premultiplied)
         let frames = animation.info.frameCount
         guard frames > 1 else { return nil }
@@ -302,7 +315,21 @@ struct Renderer: Sendable {
                               + "over the limit of \(limit) pixels: \(MessageText.url(source))")
         }
         let encodeOptions = OutputNegotiation.encodeOptions(format, options: options, iccProfile: nil)
-        return try await encoder.encode(animation, processors: request.processors.map(ImageProcessor.init), options: encodeOptions)?.data
+        // Each frame's processors and encode, and the finish, run on the encode pool's threads.
+        let loopCount = animation.info.loopCount
+        let writer = AnimationWriter()
+        for try await frame in animation.frames() {
+            let bitmap = frame.bitmap, milliseconds = frame.displayMilliseconds
+            try await encodePool.run(priority: PriorityHandle(.visible)) {
+                var processed = bitmap
+                for processor in processors { processed = try processor.process(processed) }
+                let session = try writer.session ?? encoder.makeAnimationSession(size: processed.size, loopCount: loopCount, options: encodeOptions)
+                writer.session = session
+                try session.add(processed, durationMilliseconds: milliseconds)
+            }
+        }
+        guard writer.session != nil else { return nil }
+        return try await encodePool.run(priority: PriorityHandle(.visible)) { try writer.session?.finish() }
     }
 
     /// The source's validator from the disk cache's entry (its `ETag`, else `Last-Modified`),
@@ -354,4 +381,10 @@ struct Renderer: Sendable {
     static func encodingReason(_ error: EncodingError) -> String {
         MessageText.escaped(String(describing: error))
     }
+}
+
+/// The animation session ``Renderer`` writes frames into from the encode pool's threads: used
+/// by one step at a time (each is awaited before the next starts), so never at once.
+private final class AnimationWriter: @unchecked Sendable {
+    var session: (any AnimationEncodingSession)?
 }

@@ -268,11 +268,24 @@ final class ServerCore: Sendable {
         return MHD_queue_response(connection, prepared.status, prepared.pointer)
     }
 
-    /// Whether the request announces a body (which the server refuses).
+    /// Whether the request announces a body (which the server refuses), or may: a
+    /// `Transfer-Encoding`, a `Content-Length` other than 0, or more than one `Content-Length`
+    /// (MHD reads the first; a proxy in front that read another would take the bytes after the
+    /// headers for a body where MHD reads a second request).
     private static func hasBody(_ connection: OpaquePointer) -> Bool {
         if MHD_lookup_connection_value(connection, .HEADER_KIND, "Transfer-Encoding") != nil { return true }
-        guard let length = MHD_lookup_connection_value(connection, .HEADER_KIND, "Content-Length") else { return false }
-        return String(cString: length).trimmingCharacters(in: .whitespaces) != "0"
+        var lengths: [String] = []
+        withUnsafeMutablePointer(to: &lengths) { pointer in
+            _ = MHD_get_connection_values_n(connection, .HEADER_KIND, { context, _, key, keySize, value, valueSize in
+                guard let context, let key else { return MHD_Result.YES }
+                let name = String(decoding: UnsafeRawBufferPointer(start: key, count: keySize), as: UTF8.self)
+                guard name.caseInsensitiveCompare("Content-Length") == .orderedSame else { return MHD_Result.YES }
+                let text = value.map { String(decoding: UnsafeRawBufferPointer(start: $0, count: valueSize), as: UTF8.self) } ?? ""
+                context.assumingMemoryBound(to: [String].self).pointee.append(text)
+                return MHD_Result.YES
+            }, pointer)
+        }
+        return lengths.count > 1 || lengths.contains { $0.trimmingCharacters(in: .whitespaces) != "0" }
     }
 
     /// The request as the handler sees it: the target split at its first `?`, as received.
