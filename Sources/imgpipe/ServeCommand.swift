@@ -14,7 +14,7 @@ struct ServeOptions: OptionGroup {
     let salt = Option("salt", "HEX", .server, "a URL signing salt, hex (repeatable)", repeatable: true, .text)
     let signatureSize = Option("signature-size", "N", .server, "bytes of the HMAC kept in signatures, 1-32 (default 32)",
                                .wholeNumber(in: 1...32))
-    let allowedSource = Option("allowed-source", "PREFIX", .server, "serve only sources starting with PREFIX (repeatable)",
+    let allowedSource = Option("allowed-source", "PREFIX", .server, "serve only sources under PREFIX, redirects only to its host (repeatable)",
                                repeatable: true, .text)
     let allowLoopback = Option("allow-loopback-sources", "BOOL", .server, "let sources resolve to loopback addresses (default false)",
                                .boolean)
@@ -146,7 +146,16 @@ struct ServeSetup {
         if try settings[options.allowLoopback] == true { policy.allowedRanges.insert(.loopback) }
         if try settings[options.allowPrivate] == true { policy.allowedRanges.insert(.privateNetwork) }
         let allowedHosts = settings.invocation.all(common.allowHost)
-        if !allowedHosts.isEmpty { policy.allowedHosts = allowedHosts.map { HostPattern($0) } }
+        let allowedSources = try settings.all(options.allowedSource)
+        if !allowedHosts.isEmpty {
+            policy.allowedHosts = allowedHosts.map { HostPattern($0) }
+        } else if !allowedSources.isEmpty {
+            // The allowed sources' hosts bound the redirects too: the server checks the URL
+            // asked for, and an allowed origin that redirects elsewhere (an open redirect) would
+            // otherwise fetch any public host. (imgproxy checks only the URL asked for.)
+            policy.allowedHosts = allowedSources.compactMap { URL(string: $0)?.host(percentEncoded: false) }
+                .filter { !$0.isEmpty }.map { HostPattern($0) }
+        }
         let decoders = Environment.decoders
         let networkTimeout = try settings[common.timeout] ?? 5
         // A fleet shares sources and results through Redis; its fetch lease makes one origin
@@ -189,7 +198,7 @@ struct ServeSetup {
         server.signing = try URLSigning(keys: try settings.all(options.key), salts: try settings.all(options.salt),
                                         size: try settings[options.signatureSize] ?? 32)
         server.presets = try Presets(parsing: try settings[options.presets] ?? "")
-        server.allowedSources = try settings.all(options.allowedSource)
+        server.allowedSources = allowedSources
         server.resultCache = dataCache
         server.ttl = try settings[options.ttl] ?? server.ttl
         server.workers = try settings[options.workers] ?? server.workers

@@ -53,4 +53,39 @@ struct ServeAttackTests {
             #expect(slowest < 2, "/health took \(slowest) s while enlarged animations rendered")
         }
     }
+
+    /// An allowed origin that redirects to another host once fetched it: the allow-list was
+    /// checked on the URL asked for only.
+    @Test func aRedirectLeavesNoAllowedSourceForAnotherHost() async throws {
+        let log = FileManager.default.temporaryDirectory.appendingPathComponent("serve-attack-\(UUID().uuidString).log")
+        defer { try? FileManager.default.removeItem(at: log) }
+        let target = try StaticServer(directory: Imgpipe.samples, requestLog: log)
+        defer { target.stop() }
+        // Answers every request with a redirect to the same path on argv[1]; exits when stdin closes.
+        let script = """
+        import http.server, sys, threading
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                self.send_response(302)
+                self.send_header("Location", sys.argv[1] + self.path)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+            def log_message(self, *args): pass
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        print(server.server_address[1], flush=True)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        sys.stdin.read()
+        """
+        let redirector = try ExternalTool.Child("/usr/bin/env", ["python3", "-c", script, "http://localhost:\(target.port)"])
+        defer { redirector.stop() }
+        let port = try #require(try redirector.firstLine().flatMap { Int($0) })
+        let server = try Server(["--allow-loopback-sources", "true", "--allowed-source", "http://127.0.0.1:\(port)/",
+                                 "--allowed-source", "http://127.0.0.1:\(target.port)/"])
+        defer { server.stop() }
+        let answer = try await Self.curl("\(server.base)/insecure/rs:fit:10:10/plain/http://127.0.0.1:\(port)/aurora.png")
+        #expect(answer.status == "403")
+        #expect((try? String(contentsOf: log, encoding: .utf8)) ?? "" == "", "the redirect's target was fetched")
+        // The allowed sources themselves are still served.
+        #expect(try await Self.curl("\(server.base)/insecure/rs:fit:10:10/plain/http://127.0.0.1:\(target.port)/aurora.png").status == "200")
+    }
 }
