@@ -41,6 +41,8 @@ struct ServeOptions: OptionGroup {
     let maxClients = Option("max-clients", "N", .server, "open connections at most (default 2048)", .positiveInteger)
     let gracePeriod = Option("shutdown-grace", "S", .server, "on SIGTERM, seconds in-flight requests may finish (default 2 × request timeout)",
                              .positiveSeconds)
+    let allowSVG = Option("allow-svg", "BOOL", .server,
+                          "decode SVG sources (default false: librsvg can abort the process or run unbounded on hostile documents)", .boolean)
     let prometheusNamespace = Option("prometheus-namespace", "NAME", .server, "prefix of every metric name (default: none)", .text)
     let quiet = Flag("quiet", .server, "write no access-log line per request")
 
@@ -53,7 +55,7 @@ struct ServeOptions: OptionGroup {
         "ttl": "IMGPIPE_TTL", "workers": "IMGPIPE_WORKERS", "queue-size": "IMGPIPE_REQUESTS_QUEUE_SIZE",
         "request-timeout": "IMGPIPE_TIMEOUT", "auto-webp": "IMGPIPE_AUTO_WEBP", "auto-avif": "IMGPIPE_AUTO_AVIF",
         "auto-jxl": "IMGPIPE_AUTO_JXL", "presets": "IMGPIPE_PRESETS", "allow-origin": "IMGPIPE_ALLOW_ORIGIN",
-        "prometheus-bind": "IMGPIPE_PROMETHEUS_BIND", "prometheus-namespace": "IMGPIPE_PROMETHEUS_NAMESPACE", "redis-url": "IMGPIPE_REDIS_URL", "redis-secret": "IMGPIPE_REDIS_SECRET",
+        "prometheus-bind": "IMGPIPE_PROMETHEUS_BIND", "prometheus-namespace": "IMGPIPE_PROMETHEUS_NAMESPACE", "allow-svg": "IMGPIPE_ALLOW_SVG", "redis-url": "IMGPIPE_REDIS_URL", "redis-secret": "IMGPIPE_REDIS_SECRET",
         "watermark": "IMGPIPE_WATERMARK_PATH", "max-clients": "IMGPIPE_MAX_CLIENTS", "shutdown-grace": "IMGPIPE_GRACEFUL_STOP_TIMEOUT",
         "cache-dir": "IMGPIPE_CACHE_DIR", "max-pixels": "IMGPIPE_MAX_SRC_RESOLUTION_PIXELS", "timeout": "IMGPIPE_DOWNLOAD_TIMEOUT",
         "memory-cache-mb": "IMGPIPE_MEMORY_CACHE_MB",
@@ -156,7 +158,12 @@ struct ServeSetup {
             policy.allowedHosts = allowedSources.compactMap { URL(string: $0)?.host(percentEncoded: false) }
                 .filter { !$0.isEmpty }.map { HostPattern($0) }
         }
-        let decoders = Environment.decoders
+        // SVG only when asked for: librsvg cannot be stopped mid-render and aborts the process
+        // on some documents (issue 41), which on a server ends every request in flight.
+        let svg = ImageFormat("svg", mimeType: "image/svg+xml", fileExtension: "svg")
+        let decoders = try settings[options.allowSVG] == true
+            ? Environment.decoders
+            : DecoderRegistry(Environment.decoders.all.reversed().filter { !$0.formats.contains(svg) })
         let networkTimeout = try settings[common.timeout] ?? 5
         // A fleet shares sources and results through Redis; its fetch lease makes one origin
         // fetch per source URL across every replica at a time.

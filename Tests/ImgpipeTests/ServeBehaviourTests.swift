@@ -47,6 +47,25 @@ struct ServeBehaviourTests {
         }
     }
 
+    /// librsvg can abort the process (issue 41): a server decodes SVG only when told to.
+    @Test func svgSourcesAreRefusedUnlessAllowed() async throws {
+        let root = try Serve.folder("serve-svg")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let svg = #"<svg xmlns="http://www.w3.org/2000/svg" width="16" height="16"><rect width="16" height="8" fill="red"/></svg>"#
+        try Data(svg.utf8).write(to: root.appendingPathComponent("icon.svg"))
+        let path = Serve.path("rs:fit:64:64", "local:///icon.svg", format: "png")
+        try await ServeProcess.with(["IMGPIPE_LOCAL_FILESYSTEM_ROOT": root.path]) { server in
+            let refused = try await Curl.get(server.url(path))
+            #expect(refused.status == 422)
+            #expect(!String(decoding: refused.body, as: UTF8.self).contains("<svg"), "no byte of the source is quoted")
+        }
+        try await ServeProcess.with(["IMGPIPE_LOCAL_FILESYSTEM_ROOT": root.path, "IMGPIPE_ALLOW_SVG": "true"]) { server in
+            let drawn = try await Curl.get(server.url(path))
+            #expect(drawn.status == 200)
+            #expect(try Serve.info(drawn.body).size == PixelSize(width: 64, height: 64))
+        }
+    }
+
     @Test func withoutAFormatTheAnswerFollowsAcceptAndVariesOnIt() async throws {
         let root = try Self.root()
         defer { try? FileManager.default.removeItem(at: root) }
