@@ -58,7 +58,8 @@ var targets: [Target] = [
     .target(name: "MemoryPressureLinux", dependencies: ["PipelineCore"]),
     // The image server's handler (no HTTP library in its API) and its libmicrohttpd transport.
     .target(name: "ImageServer", dependencies: ["PipelineCore"]),
-    .target(name: "ImageServerHTTP", dependencies: ["ImageServer", "CMicroHTTPD"]),
+    .target(name: "CMicroHTTPDShim", dependencies: ["CMicroHTTPD"]),
+    .target(name: "ImageServerHTTP", dependencies: ["ImageServer", "CMicroHTTPD", "CMicroHTTPDShim"]),
     .target(name: "ImagePipelineKit", dependencies: ["PipelineCore", "CodecJPEG", "CodecPNG", "CodecWebP", "CodecHEIF",
                                                    "CodecGIF", "CodecSVG", "CodecJXL", "LoaderFile", "LoaderHTTP", "CacheDisk"]),
     // Published test support: no Swift Testing or XCTest inside, so apps use it from either.
@@ -107,7 +108,7 @@ var targets: [Target] = [
     .testTarget(name: "LoaderFileTests", dependencies: ["PipelineCore", "LoaderFile", "CodecPNG", "PipelineTestSupport"]),
 
     // The codecs, loaders and disk cache come through the kit (its registries are imgpipe's list of them).
-    .executableTarget(name: "imgpipe", dependencies: ["PipelineCore", "ImagePipelineKit"]),
+    .executableTarget(name: "imgpipe", dependencies: ["PipelineCore", "ImagePipelineKit", "ImageServer", "ImageServerHTTP", "CacheRedis"]),
 
     .executableTarget(name: "PNGFromFiles", dependencies: ["PipelineCore", "CodecPNG", "LoaderFile"],
                       path: "Examples/PNGFromFiles"),
@@ -123,7 +124,8 @@ var targets: [Target] = [
     .executableTarget(name: "SampleMaker", dependencies: ["PipelineCore", "CodecPNG", "GIFFixtureWriter"], path: "scripts/SampleMaker"),
 ]
 
-for index in targets.indices where targets[index].type != .system && targets[index].name != "CCurlShim" {
+for index in targets.indices where targets[index].type != .system && targets[index].name != "CCurlShim"
+    && targets[index].name != "CMicroHTTPDShim" {
     targets[index].swiftSettings = (targets[index].swiftSettings ?? []) + strictSettings
 }
 

@@ -156,3 +156,20 @@ http {
   uwsgi_temp_path $1/tmp; scgi_temp_path $1/tmp;
 CONF
 }
+
+# bench_workdir NAME: sets `work` to a new folder /tmp/NAME.XXXXXX and `pids` to an empty list; on
+# exit every process in `pids` still running is stopped (SIGTERM, then waited for) and the folder
+# is removed. A driver appends what it starts: `pids+=($!)`.
+bench_workdir() {
+    work="$(mktemp -d "/tmp/$1.XXXXXX")"
+    pids=()
+    trap bench_cleanup EXIT
+}
+
+bench_cleanup() {
+    local pid
+    for pid in "${pids[@]}"; do
+        if kill -0 "$pid" 2>/dev/null; then kill "$pid"; wait "$pid" 2>/dev/null || true; fi
+    done
+    rm -rf "$work"
+}

@@ -27,15 +27,7 @@ hostile="$root/../shared/hostile"
 
 bench_bootstrap nginx-light redis-server
 
-work="$(mktemp -d /tmp/load-bench.XXXXXX)"
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do
-    if kill -0 "$pid" 2>/dev/null; then kill "$pid"; wait "$pid" 2>/dev/null || true; fi
-  done
-  rm -rf "$work"
-}
-trap cleanup EXIT
+bench_workdir load-bench
 
 mkdir -p "$work/www" "$work/logs" "$work/tmp"
 chmod 755 "$work"  # nginx workers run as an unprivileged user

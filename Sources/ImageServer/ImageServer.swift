@@ -51,6 +51,10 @@ public final class ImageServer: Sendable {
         public var watermark: Bitmap?
         /// Called with one access-log line per request; `nil`: no log.
         public var accessLog: (@Sendable (String) -> Void)?
+        /// Bytes of finished responses kept in memory for repeats (in front of ``resultCache``).
+        public var resultMemoryBytes: Int
+        /// Prefixed to every metric name (imgproxy's `IMGPROXY_PROMETHEUS_NAMESPACE`).
+        public var metricsNamespace: String
 
         /// A configuration with imgproxy's defaults where they fit a public server, and ours
         /// where they did not (automatic AVIF and WebP on).
@@ -72,46 +76,205 @@ public final class ImageServer: Sendable {
             allowOrigin = nil
             watermark = nil
             accessLog = nil
+            resultMemoryBytes = 64 << 20
+            metricsNamespace = ""
         }
     }
 
     /// The configuration it was made with.
     public let configuration: Configuration
+    /// The counters `/metrics` shows (``ServerMetrics/prometheusText()``).
+    public let metrics: ServerMetrics
     let renderer: Renderer
+    private let gate: RequestGate
+    private let results: ResultStore
+    private let flights = SingleFlight<StoredResult>()
 
     /// A server with `configuration`.
     public init(configuration: Configuration) {
         self.configuration = configuration
-        renderer = Renderer(pipeline: configuration.pipeline, encoders: configuration.encoders)
+        metrics = ServerMetrics(namespace: configuration.metricsNamespace)
+        renderer = Renderer(pipeline: configuration.pipeline, encoders: configuration.encoders, watermark: configuration.watermark)
+        gate = RequestGate(workers: configuration.workers, queueSize: configuration.queueSize)
+        results = ResultStore(memoryBytes: configuration.resultMemoryBytes, shared: configuration.resultCache,
+                              decoders: configuration.pipeline.configuration.decoders)
     }
 
     /// Answers `request`: `/health`, or a picture URL. Never throws: every failure is a
-    /// response with its status and a one-line body.
+    /// response with its status and a one-line body. `HEAD` is answered as `GET` (the transport
+    /// sends no body).
     public func respond(to request: ServerRequest) async -> ServerResponse {
-        guard request.method == "GET" || request.method == "HEAD" else {
-            return .text(405, "only GET and HEAD are served", headers: ["Allow": "GET, HEAD"])
+        let started = ContinuousClock.now
+        let requestID = Self.requestID(request.headers["X-Request-ID"])
+        var response: ServerResponse
+        var failure: ServerError.Kind?
+        if request.path == "/health" {
+            response = .text(200, "imgpipe is running")
+        } else {
+            metrics.requestStarted()
+            do {
+                response = try await picture(for: request)
+            } catch let error as ServerError {
+                failure = error.kind
+                response = .text(error.status, error.message, headers: ["Cache-Control": "no-cache"])
+                if error.kind == .tooManyRequests { response.headers["Retry-After"] = "1" }
+            } catch is CancellationError {
+                failure = .unavailable
+                response = .text(503, "the request was cancelled", headers: ["Cache-Control": "no-cache"])
+            } catch {
+                failure = .internalError
+                response = .text(500, "internal error", headers: ["Cache-Control": "no-cache"])
+            }
+            metrics.requestFinished(status: response.status, seconds: Self.seconds(since: started), error: failure)
         }
-        if request.path == "/health" { return .text(200, "imgpipe is running") }
-        do {
-            let url = try ImgproxyURL.parse(request.path, signing: configuration.signing, presets: configuration.presets)
-            let source = try checkedSource(url.source)
-            let choice = OutputChoice(explicit: url.options.format, accepted: [])
-            let image = try await renderer.render(url.options, source: source, choice: choice)
-            return ServerResponse(status: 200, headers: ["Content-Type": image.format.mimeType ?? "application/octet-stream"], body: image.data)
-        } catch {
-            return .text(error.status, error.message)
+        response.headers["X-Request-ID"] = requestID
+        if let origin = configuration.allowOrigin { response.headers["Access-Control-Allow-Origin"] = origin }
+        response.headers["X-Content-Type-Options"] = "nosniff"
+        response.headers["Content-Security-Policy"] = "script-src 'none'; sandbox"
+        if let log = configuration.accessLog {
+            let path = MessageText.escaped(request.path, limit: MessageText.urlLimit)
+            let milliseconds = String(format: "%.1f", Self.seconds(since: started) * 1000)
+            log("\(requestID) \(MessageText.escaped(request.method, limit: 16)) \(path) \(response.status) \(response.body.count)B \(milliseconds)ms")
+        }
+        return response
+    }
+
+    /// The picture `request` asks for, from the result store or made now.
+    private func picture(for request: ServerRequest) async throws -> ServerResponse {
+        guard request.method == "GET" || request.method == "HEAD" else {
+            throw ServerError(.methodNotAllowed, "only GET and HEAD are served")
+        }
+        let url = try ImgproxyURL.parse(request.path, signing: configuration.signing, presets: configuration.presets)
+        let options = url.options
+        let now = configuration.pipeline.configuration.now()
+        if let expires = options.expires, expires <= now { throw ServerError(.notFound, "the URL has expired") }
+        let source = try checkedSource(url.source)
+        let choice = outputChoice(options: options, accept: request.headers["Accept"])
+        let key = ResultStore.key(options: options, source: source, choice: choice)
+        let result: StoredResult
+        if let (hit, tier) = await results.lookup(key, now: now) {
+            metrics.hit(tier)
+            result = hit
+        } else {
+            let timeout = ServerError(.timeout, "the picture took longer than \(Self.format(configuration.timeout)) s")
+            result = try await withDeadline(configuration.timeout, onTimeout: timeout) { [self] in
+                try await flights.value(for: key) { [self] in try await make(options, source: source, choice: choice, key: key) }
+            }
+        }
+        return response(result, options: options, source: source, negotiated: choice.explicit == nil, request: request, now: now)
+    }
+
+    /// Renders, derives the `ETag` and keeps the result: one worker of the gate while it runs.
+    private func make(_ options: RenderOptions, source: URL, choice: OutputChoice, key: String) async throws -> StoredResult {
+        let queued = ContinuousClock.now
+        return try await gate.run {
+            metrics.span("queue", seconds: Self.seconds(since: queued))
+            metrics.imageStarted()
+            defer { metrics.imageFinished() }
+            let started = ContinuousClock.now
+            let image = try await renderer.render(options, source: source, choice: choice)
+            metrics.span("downloading", seconds: image.downloadSeconds)
+            metrics.span("processing", seconds: max(0, Self.seconds(since: started) - image.downloadSeconds))
+            let validator = image.sourceValidator ?? SHA256.hexDigest(image.data)
+            let etag = "\"" + SHA256.hexDigest(Array("\(key)\n\(validator)".utf8)).prefix(32) + "\""
+            let freshUntil = configuration.pipeline.configuration.now().addingTimeInterval(TimeInterval(configuration.ttl))
+            let result = StoredResult(data: image.data, format: image.format, etag: etag, freshUntil: freshUntil)
+            await results.store(result, for: key)
+            return result
         }
     }
 
+    /// The 200 (or 304) for `result`, with its caching and naming headers.
+    private func response(_ result: StoredResult, options: RenderOptions, source: URL, negotiated: Bool,
+                          request: ServerRequest, now: Date) -> ServerResponse {
+        var headers = HTTPFields()
+        var maxAge = configuration.ttl
+        if let expires = options.expires { maxAge = min(maxAge, max(0, Int(expires.timeIntervalSince(now)))) }
+        headers["Cache-Control"] = "public, max-age=\(maxAge)"
+        headers["ETag"] = result.etag
+        if negotiated, configuration.autoAVIF || configuration.autoWebP || configuration.autoJXL { headers["Vary"] = "Accept" }
+        if let match = request.headers["If-None-Match"], Self.matches(match, etag: result.etag) {
+            return ServerResponse(status: 304, headers: headers)
+        }
+        headers["Content-Type"] = result.format.mimeType ?? "application/octet-stream"
+        let name = Self.fileName(options.filename, source: source, format: result.format)
+        headers["Content-Disposition"] = "\(options.returnAttachment ? "attachment" : "inline"); filename=\"\(name)\""
+        return ServerResponse(status: 200, headers: headers, body: result.data)
+    }
+
+    /// The formats this request may be answered in: the URL's, or those its `Accept` names
+    /// that the server picks automatically and can encode.
+    func outputChoice(options: RenderOptions, accept: String?) -> OutputChoice {
+        if let format = options.format { return OutputChoice(explicit: format, accepted: []) }
+        let accepted = Self.acceptedTypes(accept ?? "")
+        var formats = Set<ImageFormat>()
+        let automatic: [(ImageFormat, Bool)] = [(.avif, configuration.autoAVIF), (.webp, configuration.autoWebP),
+                                                 (ImageFormat("jxl"), configuration.autoJXL)]
+        for (format, enabled) in automatic where enabled {
+            if let mime = format.mimeType, accepted.contains(mime), configuration.encoders.encoder(for: format) != nil {
+                formats.insert(format)
+            }
+        }
+        return OutputChoice(explicit: nil, accepted: formats)
+    }
+
+    /// The media types `accept` names with a non-zero weight, lowercased.
+    static func acceptedTypes(_ accept: String) -> Set<String> {
+        var types = Set<String>()
+        for item in accept.split(separator: ",").prefix(64) {
+            let parts = item.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+            guard let type = parts.first, !type.isEmpty else { continue }
+            let refused = parts.dropFirst().contains { $0.replacingOccurrences(of: " ", with: "").range(of: #"^q=0(\.0*)?$"#, options: .regularExpression) != nil }
+            if !refused { types.insert(type) }
+        }
+        return types
+    }
+
+    /// Whether an `If-None-Match` value names `etag` (weak comparison, as RFC 9110 asks for it).
+    static func matches(_ header: String, etag: String) -> Bool {
+        header.split(separator: ",").prefix(64).contains { item in
+            let tag = item.trimmingCharacters(in: .whitespaces)
+            return tag == "*" || (tag.hasPrefix("W/") ? String(tag.dropFirst(2)) : tag) == etag
+        }
+    }
+
+    /// `Content-Disposition`'s file name: `filename` (or the source's last path component without
+    /// its extension) with the format's extension, reduced to characters safe in a quoted string.
+    static func fileName(_ filename: String?, source: URL, format: ImageFormat) -> String {
+        var base = filename ?? source.deletingPathExtension().lastPathComponent
+        base = String(base.unicodeScalars.prefix(128).map { scalar -> Character in
+            let allowed = CharacterSet.alphanumerics.contains(scalar) && scalar.isASCII || "-_.+ ".unicodeScalars.contains(scalar)
+            return allowed ? Character(scalar) : "_"
+        })
+        if base.isEmpty || base == "/" { base = "image" }
+        return base + "." + (format.fileExtension ?? format.description)
+    }
+
+    /// The client's request ID when it is a short token, else a new random one.
+    static func requestID(_ given: String?) -> String {
+        if let given, (1...64).contains(given.count),
+           given.unicodeScalars.allSatisfy({ $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "-_.".unicodeScalars.contains($0)) }) {
+            return given
+        }
+        var generator = SystemRandomNumberGenerator()
+        return String(generator.next(), radix: 16) + String(generator.next(), radix: 16)
+    }
+
+    private static func seconds(since start: ContinuousClock.Instant) -> Double {
+        let elapsed = ContinuousClock.now - start
+        return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+    }
+
+    private static func format(_ seconds: Double) -> String { String(format: "%g", seconds) }
+
     /// The source URL if its scheme and prefix are allowed.
     private func checkedSource(_ text: String) throws(ServerError) -> URL {
-        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(),
-              configuration.allowedSchemes.contains(scheme)
-        else {
-            throw ServerError(.forbidden, "source not allowed: \(MessageText.escaped(text, limit: MessageText.urlLimit))")
+        let shown = MessageText.escaped(text, limit: MessageText.urlLimit)
+        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), configuration.allowedSchemes.contains(scheme) else {
+            throw ServerError(.forbidden, "source not allowed: \(shown) (allowed schemes: \(configuration.allowedSchemes.sorted().joined(separator: ", ")))")
         }
         if !configuration.allowedSources.isEmpty, !configuration.allowedSources.contains(where: { text.hasPrefix($0) }) {
-            throw ServerError(.forbidden, "source not allowed: \(MessageText.escaped(text, limit: MessageText.urlLimit))")
+            throw ServerError(.forbidden, "source not allowed: \(shown) (not under the allowed sources)")
         }
         return url
     }

@@ -5,7 +5,19 @@ import PipelineCore
 /// expanded) and its source.
 ///
 /// `/<signature>/<option>/…/plain/<percent-encoded source>[@<ext>]` or
-/// `/<signature>/<option>/…/<base64url source, in chunks split by />[.<ext>]`.
+/// `/<signature>/<option>/…/<base64url source, in chunks split by />[.<ext>]`. Options are
+/// `name:arg:arg` with imgproxy's long and short names (see ``RenderOptions``); the first
+/// segment without a `:` starts the source.
+///
+/// Read as imgproxy reads them: `resize|rs`, `size|s`, `resizing_type|rt` (fit fill fill-down
+/// force auto), `width|w`, `height|h`, `dpr` (0–8], `enlarge|el`, `extend|ex`, `gravity|g` (no so
+/// ea we noea nowe soea sowe ce sm fp:x:y, with offsets), `crop|c`, `trim|t`, `padding|pd`,
+/// `auto_rotate|ar`, `background|bg`, `blur|bl`, `watermark|wm`, `strip_metadata|sm`,
+/// `strip_color_profile|scp`, `quality|q`, `format_quality|fq`, `format|f|ext`,
+/// `cachebuster|cb`, `expires|exp`, `filename|fn`, `return_attachment|att`, `preset|pr`,
+/// `max_src_resolution|msr`, `max_animation_frames|maf`. Booleans are Go's (`1 t true 0 f
+/// false`). Any other option, imgproxy's (`sharpen`, `rotate`, …) or unknown, is refused with
+/// 400 naming it, and so is an argument out of range (a side above 16,384 pixels after `dpr`).
 public struct ImgproxyURL: Sendable, Hashable {
     /// The options, presets applied (the `default` preset first, then the URL's in order).
     public var options: RenderOptions
@@ -13,47 +25,106 @@ public struct ImgproxyURL: Sendable, Hashable {
     public var source: String
 
     /// Parses and verifies `path` (still percent-encoded, without the query).
-    /// - Throws: ``ServerError``: 403 for a missing or wrong signature, 400 for a malformed
-    ///   path or an unknown, unbuilt or out-of-range option (naming it).
-    public static func parse(_ path: String, signing: URLSigning, presets: Presets) throws(ServerError) -> ImgproxyURL {
-        throw ServerError(.badRequest, "not built yet")
+    ///
+    /// The signature is checked first, over the path as it came (a proxy that merged the
+    /// `//` of a plain source's `https://` is forgiven, as imgproxy forgives it), so an
+    /// unsigned client learns nothing about the options. `now` decides whether `expires` has
+    /// passed.
+    /// - Throws: ``ServerError``: 403 for a missing or wrong signature, 404 for a URL past its
+    ///   `expires`, 400 for a malformed path or an unknown, unbuilt or out-of-range option
+    ///   (naming it).
+    public static func parse(_ path: String, signing: URLSigning, presets: Presets, now: Date = Date()) throws(ServerError) -> ImgproxyURL {
+        guard path.hasPrefix("/"), let end = path.dropFirst().firstIndex(of: "/") else {
+            throw ServerError(.badRequest, "malformed path: expected /<signature>/<options>/<source>")
+        }
+        let signature = path[path.index(after: path.startIndex)..<end]
+        let rest = repairedPlainScheme(String(path[end...]))
+        guard !signature.isEmpty else { throw ServerError(.badRequest, "malformed path: the signature segment is empty") }
+        guard signing.verifies(signature, for: rest) else {
+            throw ServerError(.forbidden, signing.isEnabled && Base64URL.decoded(signature) == nil ? "malformed signature" : "wrong signature")
+        }
+
+        let segments = rest.dropFirst().split(separator: "/", omittingEmptySubsequences: false)
+        if let first = segments.first, RenderOptions.ResizingType(rawValue: String(first)) != nil {
+            throw ServerError(.badRequest, "imgproxy's deprecated basic URL format is not supported: use rs:\(first):…")
+        }
+        var parser = OptionParser(presets: presets)
+        var options = RenderOptions()
+        if presets.byName["default"] != nil { try parser.apply("preset", ["default"], to: &options) }
+        var index = 0
+        while index < segments.count, segments[index].contains(":") {
+            let parts = segments[index].split(separator: ":", omittingEmptySubsequences: false).map(String.init)
+            try parser.apply(parts[0], Array(parts.dropFirst()), to: &options)
+            index += 1
+        }
+        let (source, ext) = try decodedSource(segments[index...])
+        if let ext { options.format = try format(ext) }
+        try OptionParser.validate(options)
+        if let expires = options.expires, expires <= now { throw ServerError(.notFound, "the URL expired") }
+        return ImgproxyURL(options: options, source: source)
     }
-}
 
-/// How URLs are signed: imgproxy's key and salt pairs (hex), any of which may sign, and the
-/// signature's length in bytes before base64url. No pair: unsigned URLs are accepted
-/// (any signature segment, `insecure` or `unsafe` by convention).
-public struct URLSigning: Sendable, Hashable {
-    public var pairs: [(key: [UInt8], salt: [UInt8])]
-    /// 1–32 bytes of HMAC-SHA256 kept (imgproxy's `IMGPROXY_SIGNATURE_SIZE`, default 32).
-    public var size: Int
-
-    /// No signing.
-    public init() {
-        pairs = []
-        size = 32
-    }
-
-    public static func == (lhs: URLSigning, rhs: URLSigning) -> Bool {
-        lhs.size == rhs.size && lhs.pairs.count == rhs.pairs.count
-            && zip(lhs.pairs, rhs.pairs).allSatisfy { $0.key == $1.key && $0.salt == $1.salt }
-    }
-
-    public func hash(into hasher: inout Hasher) {
-        hasher.combine(size)
-        for pair in pairs {
-            hasher.combine(pair.key)
-            hasher.combine(pair.salt)
+    /// The output format for an extension or `f:` name, imgproxy's names of the formats we
+    /// encode: jpg jpeg png webp avif gif jxl heic.
+    static func format(named name: String) -> ImageFormat? {
+        switch name.lowercased() {
+        case "jpg", "jpeg": return .jpeg
+        case "png": return .png
+        case "webp": return .webp
+        case "avif": return .avif
+        case "gif": return .gif
+        case "jxl": return jxl
+        case "heic": return .heif
+        default: return nil
         }
     }
-}
 
-/// Named option lists (imgproxy's `IMGPROXY_PRESETS`: `name=rs:fit:300:300/q:80,…`); the preset
-/// named `default` applies to every URL.
-public struct Presets: Sendable, Hashable {
-    /// The presets' option segments by name.
-    public var byName: [String: [String]]
+    /// JPEG XL as CodecJXL names it (this module does not link the codec).
+    static let jxl = ImageFormat("jxl", mimeType: "image/jxl", fileExtension: "jxl")
 
-    /// No presets.
-    public init() { byName = [:] }
+    private static func format(_ ext: String) throws(ServerError) -> ImageFormat {
+        guard let format = format(named: ext) else {
+            throw ServerError(.badRequest, "unsupported output format \"\(MessageText.escaped(ext, limit: 40))\": expected jpg, png, webp, avif, gif, jxl or heic")
+        }
+        return format
+    }
+
+    /// The source and its extension from the segments after the options: `plain/<escaped>[@ext]`
+    /// or base64url chunks `[.ext]`.
+    private static func decodedSource(_ segments: ArraySlice<Substring>) throws(ServerError) -> (String, String?) {
+        guard let first = segments.first else { throw ServerError(.badRequest, "malformed path: no source URL") }
+        if first == "enc" { throw ServerError(.badRequest, "encrypted source URLs (/enc/) are not supported") }
+        let plain = first == "plain" && segments.count > 1
+        let joined = plain ? segments.dropFirst().joined(separator: "/") : segments.joined()
+        let parts = joined.split(separator: plain ? "@" : ".", omittingEmptySubsequences: false)
+        guard parts.count <= 2 else { throw ServerError(.badRequest, "malformed source: more than one format given") }
+        let ext = parts.count == 2 && !parts[1].isEmpty ? String(parts[1]) : nil
+        let encoded = parts[0]
+        guard !encoded.isEmpty else { throw ServerError(.badRequest, "malformed path: the source URL is empty") }
+        let source: String?
+        if plain {
+            source = String(encoded).removingPercentEncoding
+        } else {
+            source = Base64URL.decoded(encoded).flatMap { String(validating: $0, as: UTF8.self) }
+        }
+        guard let source, !source.isEmpty else {
+            throw ServerError(.badRequest, plain ? "malformed source: bad percent-encoding" : "malformed source: not base64url of a UTF-8 URL")
+        }
+        return (source, ext)
+    }
+
+    /// `rest` with a plain source's `scheme:/x` made `scheme://x` again: some proxies and load
+    /// balancers merge the `//` of a path, and imgproxy repairs it before checking the signature.
+    private static func repairedPlainScheme(_ rest: String) -> String {
+        guard let plain = rest.range(of: "/plain/") else { return rest }
+        let tail = rest[plain.upperBound...]
+        guard let colon = tail.firstIndex(of: ":"), colon > tail.startIndex else { return rest }
+        let scheme = tail[..<colon]
+        guard let head = scheme.first, head.isASCII, head.isLetter,
+              scheme.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "+" || $0 == "-" || $0 == ".") })
+        else { return rest }
+        let after = tail[tail.index(after: colon)...]
+        guard after.hasPrefix("/"), !after.hasPrefix("//"), after.count > 1 else { return rest }
+        return String(rest[..<colon]) + ":/" + after
+    }
 }

@@ -76,7 +76,8 @@ public struct ServerResponse: Sendable {
     /// The header fields (`Content-Type`, `Cache-Control`, `ETag`, `Vary`, …). A transport adds
     /// only `Content-Length`, `Date` and its connection fields.
     public var headers: HTTPFields
-    /// The body; empty for `HEAD`, 304 and 204.
+    /// The body; empty for `HEAD`, 304 and 204. An empty answer to `HEAD` may state the length
+    /// a `GET` would send in a `Content-Length` field, which the transport announces.
     public var body: Data
 
     /// Creates a response.

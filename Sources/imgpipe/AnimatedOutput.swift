@@ -24,29 +24,15 @@ enum AnimatedOutput {
         premultiplied.processing.pixelFormat = .rgba8Premultiplied
         let animation = try await pipeline.animation(for: premultiplied)
         guard animation.info.frameCount > 1 else { return nil }
-        let processors = request.processors.map(ImageProcessor.init)
-        var session: (any AnimationEncodingSession)?
-        var count = 0
-        for try await frame in animation.frames() {
-            var bitmap = frame.bitmap
-            for processor in processors { bitmap = try processor.process(bitmap) }
-            let current = try session ?? encoder.makeAnimationSession(size: bitmap.size, loopCount: animation.info.loopCount,
-                                                                      options: settings.options)
-            session = current
-            do {
-                try current.add(bitmap, durationMilliseconds: frame.displayMilliseconds)
-            } catch let error as EncodingError {
-                throw OutputError.encodingFailed(path: path, error)
-            }
-            count += 1
-        }
-        guard let session else { return nil }
+        let written: (data: Data, frameCount: Int)?
         do {
-            try settings.write(encoded: try session.finish(), to: path)
+            written = try await encoder.encode(animation, processors: request.processors.map(ImageProcessor.init), options: settings.options)
         } catch let error as EncodingError {
             throw OutputError.encodingFailed(path: path, error)
         }
-        return count
+        guard let written else { return nil }
+        try settings.write(encoded: written.data, to: path)
+        return written.frameCount
     }
 }
 

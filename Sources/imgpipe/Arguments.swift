@@ -36,7 +36,7 @@ struct Command: Sendable {
     }
 
     /// Every command imgpipe knows.
-    static let all: [Command] = [.info, .thumb, .decode, .convert, .frames, .sheet, .fetch, .demo]
+    static let all: [Command] = [.info, .thumb, .decode, .convert, .frames, .sheet, .fetch, .serve, .demo]
 
     /// `imgpipe --version`.
     static let version = "imgpipe 0.1.0"

@@ -19,6 +19,7 @@ enum HelpHeading: String, CaseIterable, Sendable {
     case processing
     case output
     case sources = "sources, network and caches"
+    case server
     case general
 }
 

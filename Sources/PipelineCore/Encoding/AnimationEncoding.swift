@@ -38,6 +38,30 @@ extension AnimationEncodingSession {
     }
 }
 
+extension AnimationEncoding {
+    /// Writes every frame of `animation` through `processors` (in order, on the frames as
+    /// decoded: premultiplied unless the request asked for straight), one frame at a time as it
+    /// decodes, with the durations browsers show and the animation's loop count; the session
+    /// takes the size of the first processed frame. `nil` when the animation has no frame.
+    /// Memory stays a few canvases however many frames there are.
+    /// - Throws: what the frames, the processors or the encoder (``EncodingError``) throw.
+    public func encode(_ animation: ImageAnimation, processors: [ImageProcessor] = [],
+                       options: EncodeOptions = EncodeOptions()) async throws -> (data: Data, frameCount: Int)? {
+        var session: (any AnimationEncodingSession)?
+        var count = 0
+        for try await frame in animation.frames() {
+            var bitmap = frame.bitmap
+            for processor in processors { bitmap = try processor.process(bitmap) }
+            let current = try session ?? makeAnimationSession(size: bitmap.size, loopCount: animation.info.loopCount, options: options)
+            session = current
+            try current.add(bitmap, durationMilliseconds: frame.displayMilliseconds)
+            count += 1
+        }
+        guard let session else { return nil }
+        return (try session.finish(), count)
+    }
+}
+
 extension EncoderRegistry {
     /// The newest encoder for `format` when it writes animations, or `nil`.
     public func animationEncoder(for format: ImageFormat) -> (any AnimationEncoding)? {

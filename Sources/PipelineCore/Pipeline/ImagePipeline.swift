@@ -208,6 +208,22 @@ public actor ImagePipeline {
         }
     }
 
+    /// What the header of `request`'s picture says — its format, stored size and orientation
+    /// (``ImageInfo/uprightSize``), alpha, frame count — without decoding its pixels: the bytes
+    /// from the disk cache or a loader (joining a download in flight), the header parsed on the
+    /// decode pool. For a server that checks a source against its own limits before asking
+    /// ``image(for:)`` for pixels, or that plans its geometry from the source's size; the bytes
+    /// reach the disk cache, so the decode that follows does not load them again from an HTTP
+    /// origin.
+    /// - Throws: ``ImagePipelineError`` wrapped with the URL, as ``image(for:)``.
+    public nonisolated func info(for request: ImageRequest) async throws -> ImageInfo {
+        do {
+            return try await images.decoding.info(for: resolve(request))
+        } catch let error as ImagePipelineError {
+            throw error.addressed(to: request.url)
+        }
+    }
+
     // MARK: Placeholders
 
     /// The placeholder hash of `request`'s picture, without loading or decoding it: from the

@@ -77,8 +77,9 @@ public struct CropAnchor: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
-    /// The focal point a geometric anchor centres on; `nil` for the smart strategies.
-    var point: (x: Double, y: Double)? {
+    /// The focal point a geometric anchor centres on, each 0…1 of the picture (``top`` is
+    /// `(0.5, 0)`); `nil` for the smart strategies.
+    public var point: (x: Double, y: Double)? {
         if case .point(let x, let y) = strategy { return (x, y) }
         return nil
     }

@@ -126,32 +126,53 @@ final class DecodeStage: Sendable {
     /// ``AnimatedImageDecoding``; frames are decoded when iterated. The bytes reach the disk
     /// cache once the header read.
     func animation(for resolved: ResolvedRequest) async throws -> ImageAnimation {
-        let request = resolved.request, key = resolved.key, url = resolved.fetchURL
-        let loaded = try await fetch.data(for: resolved, FetchStage.Subscription(priority: request.priority, demand: ()))
+        let request = resolved.request, key = resolved.key
         let options = configuration.decodeOptions(resamplingFilter: key.processing.resamplingFilter)
-        let animation: ImageAnimation
+        let decoders = configuration.decoders
+        let ((format, animated, info), data) = try await header(of: resolved) { data in
+            try Self.readAnimationHeader(data, decoders: decoders, options: options)
+        }
+        // One window for every frame: a smart anchor is centred (``CropAnchor`` says so).
+        let plan = ResizePlan(source: info.canvasSize, target: key.targetSize, contentMode: key.contentMode,
+                              anchor: key.cropAnchor, allowsUpscaling: key.processing.allowsUpscaling)
+        return ImageAnimation(format: format, info: info, plan: plan, url: resolved.fetchURL, pixelFormat: key.processing.pixelFormat,
+                              data: data, decoder: animated, options: options, admission: decoder.admission, priority: request.priority)
+    }
+
+    /// What the header of `resolved`'s picture says (format, stored size, orientation, alpha,
+    /// frame count), without decoding its pixels: its bytes from the fetch stage (joining a
+    /// download in flight), the header parsed on the decode pool. The bytes reach the disk
+    /// cache once the header read, as for an animation.
+    func info(for resolved: ResolvedRequest) async throws -> ImageInfo {
+        let decoders = configuration.decoders
+        return try await header(of: resolved) { data in
+            try decoders.requireDecoder(for: data).withSession(for: data) { $0.info }
+        }.header
+    }
+
+    /// `resolved`'s bytes from the fetch stage (joining a download in flight) and what `read`
+    /// makes of their header, its errors wrapped with the URL; the bytes reach the disk cache
+    /// once it succeeded.
+    ///
+    /// The header read runs on the decode pool: a codec may walk a hostile container for
+    /// seconds. It takes one of the pool's ``ImagePipeline/Configuration/maxConcurrentDecodes``
+    /// slots while it runs, as a decode does, but no decode memory (an animation's canvases are
+    /// admitted by ``ImageAnimation/frames()`` when they are decoded).
+    private func header<Header: Sendable>(of resolved: ResolvedRequest,
+                                          _ read: @escaping @Sendable (Data) throws -> Header) async throws -> (header: Header, data: Data) {
+        let priority = resolved.request.priority
+        let loaded = try await fetch.data(for: resolved, FetchStage.Subscription(priority: priority, demand: ()))
+        let header: Header
         do {
-            // The header read runs on the decode pool: a codec may walk a hostile container for
-            // seconds. It takes one of the pool's ``ImagePipeline/Configuration/maxConcurrentDecodes``
-            // slots while it runs, as a decode does, but no decode memory: the frames' canvases
-            // are admitted by ``ImageAnimation/frames()`` when they are decoded.
-            let data = loaded.data, decoders = configuration.decoders
-            let (format, animated, info) = try await decoder.pool.run(priority: PriorityHandle(request.priority)) {
-                try Self.readAnimationHeader(data, decoders: decoders, options: options)
-            }
-            // One window for every frame: a smart anchor is centred (``CropAnchor`` says so).
-            let plan = ResizePlan(source: info.canvasSize, target: key.targetSize, contentMode: key.contentMode,
-                                  anchor: key.cropAnchor, allowsUpscaling: key.processing.allowsUpscaling)
-            animation = ImageAnimation(format: format, info: info, plan: plan, url: url, pixelFormat: key.processing.pixelFormat,
-                                       data: data, decoder: animated, options: options, admission: decoder.admission,
-                                       priority: request.priority)
+            let data = loaded.data
+            header = try await decoder.pool.run(priority: PriorityHandle(priority)) { try read(data) }
         } catch is CancellationError {
             throw CancellationError()
         } catch {
-            throw ImagePipelineError.wrap(error, decoding: url)
+            throw ImagePipelineError.wrap(error, decoding: resolved.fetchURL)
         }
         await loaded.pendingStore?.storeOnce()
-        return animation
+        return (header, loaded.data)
     }
 
     /// The animation header of `data` from the decoder `decoders` choose, checked against
