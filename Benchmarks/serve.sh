@@ -23,7 +23,9 @@
 #   hot    the 30 k=0 URLs of `cold`, asked once more by curl, then round and round for
 #          $HOT_SECONDS (a server's result cache answers; nginx has none and resizes again)
 #   ttfb   one hot URL, 30 requests one after another: curl's time to the first byte (the
-#          server's time for a hot request plus loopback), min and median
+#          server's time for a hot request plus loopback), min and median; for imgpipe also the
+#          time its access log gives each (imgpipe writes its access log, to a file; the peers
+#          log nothing per request: thumbor at --log-level error, nginx access_log off)
 #   one    (JPEG) one new URL asked by 16 connections at once, for $HOT_SECONDS
 # and the peak memory of the server's process tree (thumbor's and nginx's workers included):
 # the sum of each process's VmHWM, and the largest sum of Pss seen (sampled every 250 ms).
@@ -350,6 +352,13 @@ ttfb() {
   for _ in $(seq 30); do curl -s -o /dev/null -w '%{time_starttransfer}\n' "http://127.0.0.1:$port$path"; done |
     sort -n | awk -v server="$server" -v format="$format" '{ t[NR] = $1 * 1000 } END { printf "%s %s ttfb %.2f %.2f 0 0 0\n", server, format, t[1], t[int((NR + 1) / 2)] }' \
       >>"$work/results"
+  if [ "$server" = imgpipe ]; then  # its access log's time of each: "… 200 24704B 0.3ms"
+    sleep 0.2
+    tail -n 30 "$work/logs/imgpipe.log" | awk '$NF ~ /[0-9](ms|µs|us|s)$/ {
+        v = $NF; if (v ~ /ms$/) v += 0; else if (v ~ /(µs|us)$/) v = v / 1000; else v = v * 1000; print v }' |
+      sort -n | awk -v format="$format" '{ t[NR] = $1 } END { if (NR) printf "imgpipe %s server %.2f %.2f 0 0 0\n", format, t[1], t[int((NR + 1) / 2)] }' \
+        >>"$work/results"
+  fi
 }
 
 prime() {  # prime LIST: each path once, one after another
@@ -412,7 +421,7 @@ for line in open(results):
         key, row = (parts[0], parts[1], parts[2]), parts[3:]
         if key not in rows:
             rows[key] = row
-        elif parts[2] == "ttfb":  # the least of each
+        elif parts[2] in ("ttfb", "server"):  # the least of each
             rows[key] = [min(a, b, key=float) for a, b in zip(rows[key], row)]
         elif float(row[0]) > float(rows[key][0]):  # the run with the most requests/s
             rows[key] = row
@@ -440,7 +449,10 @@ for fmt in formats:
                 cells.append("")
             elif phase == "ttfb":
                 low, median = rows[(server, fmt, phase)][:2]
-                cells.append("%s / %s ms" % (low, median))
+                cell = "%s / %s ms" % (low, median)
+                if (server, fmt, "server") in rows:
+                    cell += " (its log: %s / %s ms)" % tuple(rows[(server, fmt, "server")][:2])
+                cells.append(cell)
             else:
                 rps, p50, p99, errors, requests = rows[(server, fmt, phase)]
                 cell = "%s/s, p50 %s, p99 %s ms" % (rps, p50, p99)
