@@ -31,16 +31,17 @@
 # the sum of each process's VmHWM, and the largest sum of Pss seen (sampled every 250 ms).
 #
 # thumbor runs with $THUMBOR_PROCESSES processes (default 2, one per core), its storage (source
-# cache) and result storage OFF for cold, warm and ttfb-free phases, and, for hot, ttfb and one,
-# a second instance with its file result storage ON (RESULT_STORAGE_STORES_UNSAFE). Quality 80
-# where a server has a setting (thumbor's default; nginx's image_filter_jpeg/webp_quality);
-# thumbor's AVIF speed $AVIF_SPEED (default 9, imgproxy's default).
+# cache) and result storage OFF for cold and warm, and, for hot, ttfb and one, a second instance
+# with its file result storage ON (RESULT_STORAGE_STORES_UNSAFE). Quality 80 where a server has
+# a setting (thumbor's default; nginx's image_filter_jpeg/webp_quality);
+# thumbor's AVIF speed $AVIF_SPEED (default 8: the libaom speed `imgpipe serve` encodes at).
 #
 # Usage: Benchmarks/serve.sh [-q]       -q: a quick run (1 copy, 3 s hot phases)
 # RUNS=N (default 1) measures every server and format N times, each with fresh servers, and
 # prints each phase's run with the most requests/s (ttfb: the least), the memory's largest peak.
 # SERVERS="imgpipe thumbor nginx" and FORMATS="jpg png webp avif" choose rows; COPIES (default 10)
-# and HOT_SECONDS (default 10) size the phases. Until `imgpipe serve` exists, its rows print
+# and HOT_SECONDS (default 10) size the phases; IMGPIPE_EXTRA="--memory-cache-mb 32" adds flags
+# to `imgpipe serve`. Until `imgpipe serve` exists, its rows print
 # "imgpipe serve: not built yet". Binds 127.0.0.1 only; stops every server it started on exit.
 source "$(dirname "$0")/common.sh"
 
@@ -53,7 +54,7 @@ servers=${SERVERS:-imgpipe thumbor nginx}
 formats=${FORMATS:-jpg png webp avif}
 thumbor_processes=${THUMBOR_PROCESSES:-2}
 thumbor_threads=${THUMBOR_THREADS:-0}
-avif_speed=${AVIF_SPEED:-9}
+avif_speed=${AVIF_SPEED:-8}
 threads=2
 photos=30
 bench_runs 1
@@ -193,8 +194,9 @@ start() {
     imgpipe)
       local cache
       cache=$(mktemp -d "$work/imgpipe-cache.XXXXXX")
+      # shellcheck disable=SC2086 # IMGPIPE_EXTRA is a list of flags
       IMGPIPE_LOCAL_FILESYSTEM_ROOT="$served" IMGPIPE_CACHE_DIR="$cache" \
-        "$imgpipe" serve --bind "127.0.0.1:$port" >>"$work/logs/imgpipe.log" 2>&1 &
+        "$imgpipe" serve --bind "127.0.0.1:$port" ${IMGPIPE_EXTRA:-} >>"$work/logs/imgpipe.log" 2>&1 &
       ;;
     thumbor)
       rm -rf "$work/thumbor-results"
@@ -295,7 +297,10 @@ url_list() {
 check() {
   local status
   status=$(curl -s -o "$work/check.bin" -w '%{http_code}' "http://127.0.0.1:$port$(url "$1" 512 p00-0."$2" "$2")")
-  [ "$status" = 200 ] || { echo "HTTP $status"; return; }
+  if [ "$status" != 200 ]; then  # the status and the start of the body, tags and spaces squeezed out
+    echo "HTTP $status $(head -c 300 "$work/check.bin" | tr -c '[:print:]' ' ' | sed 's/<[^>]*>/ /g; s/  */ /g' | cut -c 1-100)"
+    return
+  fi
   "$pillow" - "$work/check.bin" "$2" <<'PY'
 import subprocess, sys
 path, want = sys.argv[1], {"jpg": "JPEG", "png": "PNG", "webp": "WEBP", "avif": "AVIF"}[sys.argv[2]]
