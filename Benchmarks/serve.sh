@@ -298,7 +298,7 @@ check() {
   local status
   status=$(curl -s -o "$work/check.bin" -w '%{http_code}' "http://127.0.0.1:$port$(url "$1" 512 p00-0."$2" "$2")")
   if [ "$status" != 200 ]; then  # the status and the start of the body, tags and spaces squeezed out
-    echo "HTTP $status $(head -c 300 "$work/check.bin" | tr -c '[:print:]' ' ' | sed 's/<[^>]*>/ /g; s/  */ /g' | cut -c 1-100)"
+    echo "HTTP $status $(head -c 300 "$work/check.bin" | tr -c '[:print:]' ' ' | sed 's/<[^>]*>/ /g; s/  */ /g' | cut -c 1-60)"
     return
   fi
   "$pillow" - "$work/check.bin" "$2" <<'PY'
