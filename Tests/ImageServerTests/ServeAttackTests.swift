@@ -27,6 +27,7 @@ struct ServeAttackTests {
                                                       encoders: .standard)
         configuration.allowedSources = allowedSources
         configuration.accessLog = log
+        configuration.timeout = 300  // no deadline a starved test machine reaches
         return (ImageServer(configuration: configuration), loader)
     }
 
