@@ -199,6 +199,8 @@ struct ServeSetup {
             decoders: decoders, loaders: loaders, memoryCache: MemoryCache(costLimit: min(memoryMB, 1 << 30) << 20),
             diskCache: dataCache, maxPixelCount: try settings[common.maxPixels] ?? CommonOptions.defaultMaxPixels)
         configuration.maxConcurrentDecodes = ProcessInfo.processInfo.activeProcessorCount
+        // A placeholder hash is for an app's grid; a server never asks for one.
+        configuration.makesPlaceholders = false
         let pipeline = ImagePipeline(configuration: configuration)
 
         var server = ImageServer.Configuration(pipeline: pipeline, encoders: Encoders.registry)

@@ -14,13 +14,17 @@ final class RequestLog: Sendable {
 
 /// The suites run one test at a time: the descriptor count of one must not see the hundred
 /// connections of another.
-@Suite(.serialized) struct HTTPServerTests {}
+@Suite(.serialized) struct HTTPServerTests {
+    /// A request deadline no starved test machine reaches (a fresh-clone run kept a trivial
+    /// handler waiting over 10 s for a cooperative thread): tests of the deadline set their own.
+    static let patient = Duration.seconds(120)
+}
 
 extension HTTPServerTests {
     @Suite struct HTTPServerExchangeTests {
         @Test func roundTripsStatusHeadersAndBodyAndTheRequest() async throws {
             let seen = RequestLog()
-            let server = try HTTPServer(configuration: HTTPServer.Configuration()) { request in
+            let server = try HTTPServer(configuration: HTTPServer.Configuration(requestTimeout: HTTPServerTests.patient)) { request in
                 seen.add(request)
                 return ServerResponse(status: 201, headers: ["Content-Type": "image/webp", "X-Custom": "one two"],
                                       body: Data("picture bytes".utf8))
@@ -45,7 +49,7 @@ extension HTTPServerTests {
 
         @Test func headSendsTheHeadersWithoutTheBody() async throws {
             let seen = RequestLog()
-            let server = try HTTPServer(configuration: HTTPServer.Configuration()) { request in
+            let server = try HTTPServer(configuration: HTTPServer.Configuration(requestTimeout: HTTPServerTests.patient)) { request in
                 seen.add(request)
                 return ServerResponse(status: 200, headers: ["Content-Type": "image/png"], body: Data(repeating: 7, count: 1000))
             }
@@ -62,7 +66,7 @@ extension HTTPServerTests {
         }
 
         @Test func headWithAnEmptyBodyAnnouncesTheLengthTheHandlerStates() async throws {
-            let server = try HTTPServer(configuration: HTTPServer.Configuration()) { request in
+            let server = try HTTPServer(configuration: HTTPServer.Configuration(requestTimeout: HTTPServerTests.patient)) { request in
                 request.method == "HEAD"
                     ? ServerResponse(status: 200, headers: ["Content-Type": "image/avif", "Content-Length": "4321"])
                     : ServerResponse(status: 200, body: Data(repeating: 1, count: 4321))
@@ -80,7 +84,7 @@ extension HTTPServerTests {
 
         @Test func thePathAndQueryArriveByteForByte() async throws {
             let seen = RequestLog()
-            let server = try HTTPServer(configuration: HTTPServer.Configuration()) { request in
+            let server = try HTTPServer(configuration: HTTPServer.Configuration(requestTimeout: HTTPServerTests.patient)) { request in
                 seen.add(request)
                 return .text(200, "ok")
             }
@@ -98,7 +102,7 @@ extension HTTPServerTests {
 
         @Test func anyMethodReachesTheHandlerButABodyIsRefused() async throws {
             let seen = RequestLog()
-            let server = try HTTPServer(configuration: HTTPServer.Configuration()) { request in
+            let server = try HTTPServer(configuration: HTTPServer.Configuration(requestTimeout: HTTPServerTests.patient)) { request in
                 seen.add(request)
                 return .text(405, "Method Not Allowed")
             }
@@ -114,14 +118,14 @@ extension HTTPServerTests {
         }
 
         @Test func twoRequestsShareOneKeptAliveConnection() async throws {
-            let server = try HTTPServer(configuration: HTTPServer.Configuration()) { request in .text(200, request.path) }
+            let server = try HTTPServer(configuration: HTTPServer.Configuration(requestTimeout: HTTPServerTests.patient)) { request in .text(200, request.path) }
             let outcome = try await curl(["-w", "%{num_connects} ", "http://127.0.0.1:\(server.port)/one", "http://127.0.0.1:\(server.port)/two"])
             await server.shutdown()
             #expect(outcome.stdout == "/one\n1 /two\n0 ")
         }
 
         @Test func pipelinedRequestsAreAnsweredInOrder() async throws {
-            let server = try HTTPServer(configuration: HTTPServer.Configuration()) { request in
+            let server = try HTTPServer(configuration: HTTPServer.Configuration(requestTimeout: HTTPServerTests.patient)) { request in
                 if request.path == "/first" { await Task.yield() }
                 return .text(200, request.path)
             }
@@ -137,7 +141,7 @@ extension HTTPServerTests {
 
         @Test func servesTwoHundredConcurrentRequests() async throws {
             let distinct = Mutex<Set<String>>([])
-            let server = try HTTPServer(configuration: HTTPServer.Configuration()) { request in
+            let server = try HTTPServer(configuration: HTTPServer.Configuration(requestTimeout: HTTPServerTests.patient)) { request in
                 distinct.withLock { _ = $0.insert(request.path) }
                 await Task.yield()
                 return .text(200, request.path)
@@ -153,7 +157,7 @@ extension HTTPServerTests {
 
         @Test func anOverLongURLOrHeaderIsRefusedWithoutReachingTheHandler() async throws {
             let seen = RequestLog()
-            let server = try HTTPServer(configuration: HTTPServer.Configuration(connectionMemoryLimit: 16 * 1024)) { request in
+            let server = try HTTPServer(configuration: HTTPServer.Configuration(requestTimeout: HTTPServerTests.patient, connectionMemoryLimit: 16 * 1024)) { request in
                 seen.add(request)
                 return .text(200, "ok")
             }
@@ -178,7 +182,7 @@ extension HTTPServerTests {
 
     @Suite struct HTTPServerConnectionTests {
         @Test func anIdleConnectionIsClosedAfterTheIdleTimeout() async throws {
-            let server = try HTTPServer(configuration: HTTPServer.Configuration(idleTimeout: .seconds(1))) { _ in .text(200, "ok") }
+            let server = try HTTPServer(configuration: HTTPServer.Configuration(requestTimeout: HTTPServerTests.patient, idleTimeout: .seconds(1))) { _ in .text(200, "ok") }
             let connection = try RawConnection(port: server.port)
             connection.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
             let first = await connection.readResponse()
@@ -195,7 +199,7 @@ extension HTTPServerTests {
         @Test func aHandlerSlowerThanTheIdleTimeoutStillAnswers() async throws {
             // A suspended connection is not idle: MHD restarts its idle clock on resume.
             let release = Latch()
-            let server = try HTTPServer(configuration: HTTPServer.Configuration(idleTimeout: .seconds(1))) { _ in
+            let server = try HTTPServer(configuration: HTTPServer.Configuration(requestTimeout: HTTPServerTests.patient, idleTimeout: .seconds(1))) { _ in
                 await release.wait()
                 return .text(200, "slow but fine")
             }
@@ -216,7 +220,7 @@ extension HTTPServerTests {
             // MHD stops accepting at the limit, so a further connection waits in the kernel's backlog.
             let slotFreed = Latch()
             let thirdSawAFreeSlot = Mutex<Bool?>(nil)
-            let server = try HTTPServer(configuration: HTTPServer.Configuration(connectionLimit: 2)) { request in
+            let server = try HTTPServer(configuration: HTTPServer.Configuration(requestTimeout: HTTPServerTests.patient, connectionLimit: 2)) { request in
                 if request.path == "/third" { thirdSawAFreeSlot.withLock { $0 = slotFreed.isFired } }
                 return .text(200, "ok")
             }
@@ -295,7 +299,7 @@ extension HTTPServerTests {
         @Test func requestsInFlightFinishWithinTheGraceAndLaterOnesAreRefused() async throws {
             let arrived = AsyncStream<Void>.makeStream()
             let release = Latch()
-            let server = try HTTPServer(configuration: HTTPServer.Configuration()) { request in
+            let server = try HTTPServer(configuration: HTTPServer.Configuration(requestTimeout: HTTPServerTests.patient)) { request in
                 if request.path == "/warm" { return .text(200, "warm") }
                 arrived.continuation.yield()
                 await release.wait()
@@ -351,26 +355,26 @@ extension HTTPServerTests {
             // targets run beside this one and open sockets and epoll sets of their own, so the check
             // allows some noise: a server that leaked any of its five descriptors (listening socket,
             // MHD's epoll set and wake-up eventfd, the watcher's) would leak 50 of them here.
-            let warm = try HTTPServer(configuration: HTTPServer.Configuration()) { _ in .text(200, "ok") }
+            let warm = try HTTPServer(configuration: HTTPServer.Configuration(requestTimeout: HTTPServerTests.patient)) { _ in .text(200, "ok") }
             _ = try await curl(["http://127.0.0.1:\(warm.port)/"])
             await warm.shutdown()
             let before = serverDescriptorCount()
             for _ in 0..<50 {
-                let server = try HTTPServer(configuration: HTTPServer.Configuration()) { _ in .text(200, "ok") }
+                let server = try HTTPServer(configuration: HTTPServer.Configuration(requestTimeout: HTTPServerTests.patient)) { _ in .text(200, "ok") }
                 let connection = try RawConnection(port: server.port)
                 connection.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
                 await server.shutdown(gracePeriod: .milliseconds(100))
                 connection.close()
             }
             // A server dropped without shutdown stops in deinit.
-            for _ in 0..<5 { _ = try HTTPServer(configuration: HTTPServer.Configuration()) { _ in .text(200, "ok") } }
+            for _ in 0..<5 { _ = try HTTPServer(configuration: HTTPServer.Configuration(requestTimeout: HTTPServerTests.patient)) { _ in .text(200, "ok") } }
             #expect(serverDescriptorCount() - before < 25)
         }
     }
 
     @Suite struct HTTPServerListeningTests {
         @Test func reportsThePortItWasGivenAndTheOneItPicked() async throws {
-            let picked = try HTTPServer(configuration: HTTPServer.Configuration()) { _ in ServerResponse(status: 204) }
+            let picked = try HTTPServer(configuration: HTTPServer.Configuration(requestTimeout: HTTPServerTests.patient)) { _ in ServerResponse(status: 204) }
             #expect(picked.port > 0)
             let port = picked.port
             await picked.shutdown()
@@ -381,7 +385,7 @@ extension HTTPServerTests {
 
         @Test func aTakenPortIsATypedErrorNamingTheAddress() async throws {
             let messages = Mutex<[String]>([])
-            let first = try HTTPServer(configuration: HTTPServer.Configuration()) { _ in ServerResponse(status: 204) }
+            let first = try HTTPServer(configuration: HTTPServer.Configuration(requestTimeout: HTTPServerTests.patient)) { _ in ServerResponse(status: 204) }
             let configuration = HTTPServer.Configuration(port: first.port) { line in messages.withLock { $0.append(line) } }
             // MHD's message reaches the configured sink and the error, never stderr.
             let othersLines: (Substring) -> Bool = { !$0.contains("Failed to bind") }

@@ -8,7 +8,7 @@ extension HTTPServerTests {
     @Suite struct ServeAttackHTTPTests {
         @Test func twoContentLengthsAreRefusedAndSmuggleNoRequest() async throws {
             let seen = RequestLog()
-            let server = try HTTPServer(configuration: HTTPServer.Configuration()) { request in
+            let server = try HTTPServer(configuration: HTTPServer.Configuration(requestTimeout: HTTPServerTests.patient)) { request in
                 seen.add(request)
                 return .text(200, "ok")
             }
