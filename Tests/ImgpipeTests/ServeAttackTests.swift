@@ -14,7 +14,7 @@ struct ServeAttackTests {
         init(_ arguments: [String]) throws {
             // A request deadline no starved test machine reaches, unless `arguments` give their own.
             let fixed = ["serve", "--bind", "127.0.0.1:0", "--local-root", Imgpipe.samples.path, "--no-disk-cache", "--quiet",
-                         "--request-timeout", "120"]
+                         "--request-timeout", "120", "--timeout", "120"]
             child = try ExternalTool.Child(Imgpipe.binary.path, fixed + arguments)
             guard let line = try child.firstLine(), let range = line.range(of: "http://") else { throw CocoaError(.fileReadUnknown) }
             base = String(line[range.lowerBound...].prefix { $0 != " " })

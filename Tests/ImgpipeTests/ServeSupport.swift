@@ -48,8 +48,9 @@ final class ServeProcess: Sendable {
 
     private init(environment: [String: String]) throws {
         cacheFolder = FileManager.default.temporaryDirectory.appendingPathComponent("serve-\(UUID().uuidString)")
-        // A request deadline no starved test machine reaches; the timeout test sets its own.
-        var settings = ["IMGPIPE_CACHE_DIR": cacheFolder.path, "IMGPIPE_TIMEOUT": "120"]
+        // A request deadline and an origin timeout no starved test machine reaches (tests hold
+        // their origin's answers until every request has arrived); the timeout test sets its own.
+        var settings = ["IMGPIPE_CACHE_DIR": cacheFolder.path, "IMGPIPE_TIMEOUT": "120", "IMGPIPE_DOWNLOAD_TIMEOUT": "120"]
         settings.merge(environment) { _, given in given }
         // Through env(1): Child has no environment of its own; env execs imgpipe, so the pid is imgpipe's.
         let assignments = settings.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
