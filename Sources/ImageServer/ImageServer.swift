@@ -148,10 +148,9 @@ public final class ImageServer: Sendable {
         guard request.method == "GET" || request.method == "HEAD" else {
             throw ServerError(.methodNotAllowed, "only GET and HEAD are served")
         }
-        let url = try ImgproxyURL.parse(request.path, signing: configuration.signing, presets: configuration.presets)
-        let options = url.options
         let now = configuration.pipeline.configuration.now()
-        if let expires = options.expires, expires <= now { throw ServerError(.notFound, "the URL has expired") }
+        let url = try ImgproxyURL.parse(request.path, signing: configuration.signing, presets: configuration.presets, now: now)
+        let options = url.options
         let source = try checkedSource(url.source)
         let choice = outputChoice(options: options, accept: request.headers["Accept"])
         let key = ResultStore.key(options: options, source: source, choice: choice)
@@ -213,7 +212,7 @@ public final class ImageServer: Sendable {
         let accepted = Self.acceptedTypes(accept ?? "")
         var formats = Set<ImageFormat>()
         let automatic: [(ImageFormat, Bool)] = [(.avif, configuration.autoAVIF), (.webp, configuration.autoWebP),
-                                                 (ImageFormat("jxl"), configuration.autoJXL)]
+                                                 (OutputNegotiation.jxl, configuration.autoJXL)]
         for (format, enabled) in automatic where enabled {
             if let mime = format.mimeType, accepted.contains(mime), configuration.encoders.encoder(for: format) != nil {
                 formats.insert(format)
@@ -280,7 +279,7 @@ public final class ImageServer: Sendable {
         return String(generator.next(), radix: 16) + String(generator.next(), radix: 16)
     }
 
-    private static func seconds(since start: ContinuousClock.Instant) -> Double {
+    static func seconds(since start: ContinuousClock.Instant) -> Double {
         let elapsed = ContinuousClock.now - start
         return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
     }

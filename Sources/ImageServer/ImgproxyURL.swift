@@ -73,14 +73,11 @@ public struct ImgproxyURL: Sendable, Hashable {
         case "webp": return .webp
         case "avif": return .avif
         case "gif": return .gif
-        case "jxl": return jxl
+        case "jxl": return OutputNegotiation.jxl
         case "heic": return .heif
         default: return nil
         }
     }
-
-    /// JPEG XL as CodecJXL names it (this module does not link the codec).
-    static let jxl = ImageFormat("jxl", mimeType: "image/jxl", fileExtension: "jxl")
 
     private static func format(_ ext: String) throws(ServerError) -> ImageFormat {
         guard let format = format(named: ext) else {

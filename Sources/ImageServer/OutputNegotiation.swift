@@ -19,6 +19,8 @@ struct OutputNegotiation: Sendable {
     /// Those of ``encodable`` that write animations.
     let animatable: Set<ImageFormat>
 
+    /// JPEG XL as CodecJXL names it, with its MIME type (this module does not link the codec):
+    /// the one value the URL grammar, the negotiation and `Accept` use.
     static let jxl = ImageFormat("jxl", mimeType: "image/jxl", fileExtension: "jxl")
 
     /// A negotiation over formats known to work (tests).

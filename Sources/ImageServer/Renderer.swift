@@ -95,8 +95,7 @@ struct Renderer: Sendable {
 
         let loading = ContinuousClock.now
         let info = try await pipeline.info(for: request)
-        let loaded = ContinuousClock.now - loading
-        let downloadSeconds = Double(loaded.components.seconds) + Double(loaded.components.attoseconds) / 1e18
+        let downloadSeconds = ImageServer.seconds(since: loading)
         let upright = options.autoRotate ? info.uprightSize : info.size
         let frameLimit = options.maxAnimationFrames
         if let frameLimit, frameLimit > 1, info.frameCount > frameLimit {

@@ -161,10 +161,9 @@ struct ServeSetup {
         }
         // SVG only when asked for: librsvg cannot be stopped mid-render and aborts the process
         // on some documents (issue 41), which on a server ends every request in flight.
-        let svg = ImageFormat("svg", mimeType: "image/svg+xml", fileExtension: "svg")
         let decoders = try settings[options.allowSVG] == true
             ? Environment.decoders
-            : DecoderRegistry(Environment.decoders.all.reversed().filter { !$0.formats.contains(svg) })
+            : DecoderRegistry(Environment.decoders.all.reversed().filter { !$0.formats.contains(.svg) })
         let networkTimeout = try settings[common.timeout] ?? 5
         // A fleet shares sources and results through Redis; its fetch lease makes one origin
         // fetch per source URL across every replica at a time.

@@ -1,4 +1,5 @@
 import Foundation
+import ImagePipelineKit
 import PipelineCore
 import PipelineTestSupport
 import Synchronization
@@ -126,6 +127,21 @@ struct ServerPartsTests {
         #expect(ImageServer.acceptedTypes("image/webp; q=0.5").contains("image/webp"))
         #expect(ImageServer.acceptedTypes("IMAGE/AVIF").contains("image/avif"))
         #expect(ImageServer.acceptedTypes("").isEmpty)
+    }
+
+    /// `ImageFormat("jxl")` has no MIME type in the core: the choice once never offered JPEG XL.
+    @Test func acceptPicksTheAutomaticFormatsTheServerEncodes() throws {
+        var configuration = ImageServer.Configuration(pipeline: makePipeline(loader: HeldLoader.immediate()), encoders: .standard)
+        configuration.autoJXL = true
+        let server = ImageServer(configuration: configuration)
+        let all = server.outputChoice(options: RenderOptions(), accept: "image/jxl,image/avif,image/webp,*/*")
+        #expect(all.explicit == nil)
+        #expect(all.accepted.contains(OutputNegotiation.jxl) && all.accepted.contains(.webp))
+        #expect(all.accepted.contains(.avif) == (EncoderRegistry.standard.encoder(for: .avif) != nil))
+        #expect(server.outputChoice(options: RenderOptions(), accept: "image/webp").accepted == [.webp])
+        var named = RenderOptions()
+        named.format = .png
+        #expect(server.outputChoice(options: named, accept: "image/jxl") == OutputChoice(explicit: .png, accepted: []))
     }
 
     @Test func ifNoneMatchComparesWeaklyAndTakesLists() {
