@@ -10,6 +10,16 @@ final class RequestLog: Sendable {
     private let requests = Mutex<[ServerRequest]>([])
     var all: [ServerRequest] { requests.withLock { $0 } }
     func add(_ request: ServerRequest) { requests.withLock { $0.append(request) } }
+
+    /// A server (patient unless `configuration` says otherwise) that records each request here
+    /// and answers `response`.
+    func server(_ configuration: HTTPServer.Configuration = HTTPServer.Configuration(requestTimeout: HTTPServerTests.patient),
+                answering response: ServerResponse = .text(200, "ok")) throws -> HTTPServer {
+        try HTTPServer(configuration: configuration) { request in
+            self.add(request)
+            return response
+        }
+    }
 }
 
 /// The suites run one test at a time: the descriptor count of one must not see the hundred
@@ -24,11 +34,7 @@ extension HTTPServerTests {
     @Suite struct HTTPServerExchangeTests {
         @Test func roundTripsStatusHeadersAndBodyAndTheRequest() async throws {
             let seen = RequestLog()
-            let server = try HTTPServer(configuration: HTTPServer.Configuration(requestTimeout: HTTPServerTests.patient)) { request in
-                seen.add(request)
-                return ServerResponse(status: 201, headers: ["Content-Type": "image/webp", "X-Custom": "one two"],
-                                      body: Data("picture bytes".utf8))
-            }
+            let server = try seen.server(answering: ServerResponse(status: 201, headers: ["Content-Type": "image/webp", "X-Custom": "one two"], body: Data("picture bytes".utf8)))
             let outcome = try await curl(["-i", "-H", "Accept: image/avif,image/webp", "http://127.0.0.1:\(server.port)/a/b?x=1&y=%2F"])
             await server.shutdown()
             let response = try #require(RawResponse(Array(outcome.output)))
@@ -49,10 +55,7 @@ extension HTTPServerTests {
 
         @Test func headSendsTheHeadersWithoutTheBody() async throws {
             let seen = RequestLog()
-            let server = try HTTPServer(configuration: HTTPServer.Configuration(requestTimeout: HTTPServerTests.patient)) { request in
-                seen.add(request)
-                return ServerResponse(status: 200, headers: ["Content-Type": "image/png"], body: Data(repeating: 7, count: 1000))
-            }
+            let server = try seen.server(answering: ServerResponse(status: 200, headers: ["Content-Type": "image/png"], body: Data(repeating: 7, count: 1000)))
             let connection = try RawConnection(port: server.port)
             connection.send("HEAD /thumb HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
             let bytes = await connection.readToEnd()
@@ -84,10 +87,7 @@ extension HTTPServerTests {
 
         @Test func thePathAndQueryArriveByteForByte() async throws {
             let seen = RequestLog()
-            let server = try HTTPServer(configuration: HTTPServer.Configuration(requestTimeout: HTTPServerTests.patient)) { request in
-                seen.add(request)
-                return .text(200, "ok")
-            }
+            let server = try seen.server()
             let path = "/sig/rs:fit:300:0/plain/http%3A%2F%2Fexample.com%2Fa%20b%2Bc.jpg@webp"
             let query = "u=a+b&v=%2F%3A&w"
             let connection = try RawConnection(port: server.port)
@@ -102,10 +102,7 @@ extension HTTPServerTests {
 
         @Test func anyMethodReachesTheHandlerButABodyIsRefused() async throws {
             let seen = RequestLog()
-            let server = try HTTPServer(configuration: HTTPServer.Configuration(requestTimeout: HTTPServerTests.patient)) { request in
-                seen.add(request)
-                return .text(405, "Method Not Allowed")
-            }
+            let server = try seen.server(answering: .text(405, "Method Not Allowed"))
             let deleted = try await curl(["-o", "/dev/null", "-w", "%{http_code}", "-X", "DELETE", "http://127.0.0.1:\(server.port)/x"])
             let posted = try await curl(["-o", "/dev/null", "-w", "%{http_code}", "--data-binary", "payload", "http://127.0.0.1:\(server.port)/y"])
             let chunked = try await curl(["-o", "/dev/null", "-w", "%{http_code}", "-H", "Transfer-Encoding: chunked", "--data-binary", "payload",
@@ -157,10 +154,7 @@ extension HTTPServerTests {
 
         @Test func anOverLongURLOrHeaderIsRefusedWithoutReachingTheHandler() async throws {
             let seen = RequestLog()
-            let server = try HTTPServer(configuration: HTTPServer.Configuration(requestTimeout: HTTPServerTests.patient, connectionMemoryLimit: 16 * 1024)) { request in
-                seen.add(request)
-                return .text(200, "ok")
-            }
+            let server = try seen.server(HTTPServer.Configuration(requestTimeout: HTTPServerTests.patient, connectionMemoryLimit: 16 * 1024))
             let longPath = "/" + String(repeating: "a", count: 64 * 1024)
             let url = try RawConnection(port: server.port)
             url.send("GET \(longPath) HTTP/1.1\r\nHost: x\r\n\r\n")

@@ -8,10 +8,7 @@ extension HTTPServerTests {
     @Suite struct ServeAttackHTTPTests {
         @Test func twoContentLengthsAreRefusedAndSmuggleNoRequest() async throws {
             let seen = RequestLog()
-            let server = try HTTPServer(configuration: HTTPServer.Configuration(requestTimeout: HTTPServerTests.patient)) { request in
-                seen.add(request)
-                return .text(200, "ok")
-            }
+            let server = try seen.server()
             let smuggled = "GET /smuggled HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
             let connection = try RawConnection(port: server.port)
             connection.send("GET /first HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nContent-Length: \(smuggled.utf8.count)\r\n\r\n" + smuggled)
