@@ -168,9 +168,12 @@ struct ServeSetup {
         // A fleet shares sources and results through Redis; its fetch lease makes one origin
         // fetch per source URL across every replica at a time.
         let shared = try settings[options.redisURL].map { try Self.redis($0, secret: try settings[options.redisSecret]) }
+        // The origin's bounds follow two settings only: `--timeout` for a transfer that stops
+        // (connecting, silence, or under 256 B/s for that long) and the request deadline for the
+        // whole download and its wait for a connection, instead of the loader's own 10/60/30 s.
         let http = HTTPDataLoader(configuration: HTTPDataLoader.Configuration(
-            connectTimeout: networkTimeout, idleTimeout: networkTimeout, headers: ["Accept": decoders.acceptHeader()],
-            connectionPolicy: policy))
+            connectTimeout: networkTimeout, idleTimeout: networkTimeout, lowSpeedTime: networkTimeout, totalTimeout: timeout,
+            headers: ["Accept": decoders.acceptHeader()], connectionPolicy: policy, maxQueueTime: timeout))
         var loaders = LoaderRegistry().registering(shared.map { SharedTierLoader(base: http, tier: $0) } ?? http)
         var schemes: Set<String> = ["http", "https"]
         if let root = try settings[options.localRoot] {

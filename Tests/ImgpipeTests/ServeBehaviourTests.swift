@@ -241,13 +241,11 @@ struct ServeBehaviourTests {
     /// Four sizes of one source asked at once while the origin holds it (released once all
     /// four are being made): one origin fetch, and none for a size asked later.
     ///
-    /// Known intermittent failure (1 run in ~10 here): a second fetch. The renderer reads the
-    /// header (`ImagePipeline.info(for:)`), then asks for the pixels (`image(for:)`), each
-    /// through the fetch stage. The four header reads share the one download; its bytes go to
-    /// the disk cache through `PendingStore.storeOnce()`, which the first caller claims while
-    /// the others return at once, before the write is done. A loser whose pixel request reaches
-    /// the fetch stage then finds no download in flight and no disk entry yet, and fetches
-    /// again (PipelineCore, `Pipeline/Stages/LoadedData.swift`).
+    /// The renderer reads the header (`ImagePipeline.info(for:)`), then asks for the pixels
+    /// (`image(for:)`), each through the fetch stage; the header reads share the one download,
+    /// and each caller returns only once its bytes are on disk (`PendingStore.storeOnce`), so
+    /// no pixel request finds neither the download nor the entry (2 fetches in 1 run of 10
+    /// before).
     @Test func fourSizesOfOneSourceFetchItOnce() async throws {
         try await withFixtureServer { origin in
             let source = Self.held(origin, "sizes")
