@@ -11,7 +11,7 @@
 //                    names in one folder
 //   lost index       the index files (`index.sqlite*`) deleted, then open in a fresh child
 //                    (a layout without them has none to lose: n/a)
-//   two processes    two children on the directory at once, each storing M new entries and
+//   two processes    two children on the directory at once, each storing M new entries while
 //                    reading M existing ones (checked byte for byte), beside one child alone
 //   eviction         a new instance capped at 90% of totalSize (trimRatio 1) until entryCount ≤ 90%,
 //                    with hits issued while it runs
@@ -299,7 +299,7 @@ func benchmark(entries n: Int) async throws {
     let anonGrowth = (Int(full["anonAfter"] ?? "") ?? 0) - (Int(full["anonBefore"] ?? "") ?? 0)
     let fixedCost = (Int(none["after"] ?? "") ?? 0) - (Int(none["before"] ?? "") ?? 0)
     result("resident growth per entry (VmRSS, fresh process: open + entryCount + 20,000 hits)",
-           "\(grouped(growth / max(n, 1))) B (anonymous \(grouped(anonGrowth / max(n, 1))) B; net of the empty folder's \(grouped((growth - fixedCost) / max(n, 1))) B)"
+           "\(grouped(growth / max(n, 1))) B (anonymous \(grouped(anonGrowth / max(n, 1))) B; less the empty folder's growth \(grouped((growth - fixedCost) / max(n, 1))) B)"
            + (full["count"] == String(n) ? "" : " (entryCount \(full["count"] ?? "?"))"))
     result("the same child on an empty folder (fixed cost)", "\(fixed(Double(fixedCost) / 1_048_576, 1)) MiB")
 
@@ -328,12 +328,16 @@ func benchmark(entries n: Int) async throws {
     // Two processes: one worker alone, then two at once, each storing M new entries and reading M old ones.
     log("worker processes")
     let m = workerEntries
-    let alone = try children([["worker", directory.path, String(n + 2 * m), String(m), String(n), "3"]])[0]
-    let pair = try children([["worker", directory.path, String(n), String(m), String(n), "1"],
-                             ["worker", directory.path, String(n + m), String(m), String(n), "2"]])
-    result("one process: stores/s, hits/s (\(grouped(m)) each, 8 tasks)", "\(alone["stores"] ?? "?") / \(alone["hits"] ?? "?")")
-    result("two processes at once: stores/s each", pair.map { $0["stores"] ?? "?" }.joined(separator: " + "))
-    result("two processes at once: hits/s each", pair.map { $0["hits"] ?? "?" }.joined(separator: " + "))
+    // Each run's workers start together, two seconds on (time to start and open).
+    func startAt() -> String { String(Date().timeIntervalSince1970 + 2) }
+    let alone = try children([["worker", directory.path, String(n + 2 * m), String(m), String(n), "3", startAt()]])[0]
+    let at = startAt()
+    let pair = try children([["worker", directory.path, String(n), String(m), String(n), "1", at],
+                             ["worker", directory.path, String(n + m), String(m), String(n), "2", at]])
+    result("one process alone: stores/s, hits/s (\(grouped(m)) of each at once, 8 tasks each)",
+           "\(alone["stores"] ?? "?") / \(alone["hits"] ?? "?")")
+    result("two processes at once: stores/s, each", pair.map { $0["stores"] ?? "?" }.joined(separator: " and "))
+    result("two processes at once: hits/s, each", pair.map { $0["hits"] ?? "?" }.joined(separator: " and "))
     let checked = ([alone] + pair).map { (Int($0["misses"] ?? "") ?? -1, Int($0["wrong"] ?? "") ?? -1) }
     result("reads checked byte for byte: misses, wrong bytes",
            "\(checked.map(\.0).reduce(0, +)), \(checked.map(\.1).reduce(0, +)) of \(grouped(3 * m))")
@@ -405,17 +409,25 @@ func reopen(_ directory: URL, entries n: Int) async throws {
     await cache.waitForMaintenance()
 }
 
-/// Child: stores entries `first..<first + m`, then reads m of `0..<existing` (checked), each timed.
-func worker(_ directory: URL, first: Int, count m: Int, existing: Int, seed: UInt64) async throws {
+/// Child: from `startAt` (seconds since 1970, the same for every worker of a run), stores entries
+/// `first..<first + m` and reads m of `0..<existing` (checked) at the same time, each timed to its end.
+func worker(_ directory: URL, first: Int, count m: Int, existing: Int, seed: UInt64, startAt: Double) async throws {
     let cache = try open(directory)
-    var start = now()
-    await store(cache, first..<first + m, writers: 8)
-    result("stores", grouped(Int(Double(m) / (now() - start))))
-    start = now()
-    let (misses, wrong) = await read(cache, order(m, in: 0..<existing, seed: seed), readers: 8)
-    result("hits", grouped(Int(Double(m) / (now() - start))))
-    result("misses", String(misses))
-    result("wrong", String(wrong))
+    try await Task.sleep(for: .seconds(max(0, startAt - Date().timeIntervalSince1970)))
+    let start = now()
+    async let stored: Double = {
+        await store(cache, first..<first + m, writers: 8)
+        return now() - start
+    }()
+    async let checked: (misses: Int, wrong: Int, seconds: Double) = {
+        let (misses, wrong) = await read(cache, order(m, in: 0..<existing, seed: seed), readers: 8)
+        return (misses, wrong, now() - start)
+    }()
+    let (storeSeconds, reads) = await (stored, checked)
+    result("stores", grouped(Int(Double(m) / storeSeconds)))
+    result("hits", grouped(Int(Double(m) / reads.seconds)))
+    result("misses", String(reads.misses))
+    result("wrong", String(reads.wrong))
     await cache.waitForMaintenance()
 }
 
@@ -428,7 +440,7 @@ case "reopen":
     try await reopen(URL(fileURLWithPath: argument(2)), entries: Int(argument(3)) ?? 0)
 case "worker":
     try await worker(URL(fileURLWithPath: argument(2)), first: Int(argument(3)) ?? 0, count: Int(argument(4)) ?? 0,
-                     existing: Int(argument(5)) ?? 1, seed: UInt64(argument(6)) ?? 1)
+                     existing: Int(argument(5)) ?? 1, seed: UInt64(argument(6)) ?? 1, startAt: Double(argument(7)) ?? 0)
 default:
     try await benchmark(entries: Int(argument(1)) ?? 100_000)
 }
