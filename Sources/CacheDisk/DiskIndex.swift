@@ -81,6 +81,7 @@ final class DiskIndex: Sendable {
     /// At most this many hits wait in memory before they are written in one transaction.
     static let maxPendingUses = 1024
 
+    let directory: String
     let databasePath: String
     private let reader = Mutex<SQLiteConnection?>(nil)
     private let writer = Mutex<SQLiteConnection?>(nil)
@@ -90,6 +91,7 @@ final class DiskIndex: Sendable {
     /// missing). When it cannot be opened at all (a read-only folder without one, say), the
     /// cache runs without an index: every lookup reads the file, as during a rebuild.
     init(directory: String) {
+        self.directory = directory
         databasePath = directory + "/" + Self.fileName
         open()
     }
@@ -97,6 +99,7 @@ final class DiskIndex: Sendable {
     // MARK: Opening and recovery
 
     private func open() {
+        removeOddNodes()
         do throws(SQLiteConnection.Failure) {
             let (writing, rebuilding) = try openWriter()
             let reading = try SQLiteConnection(path: databasePath, busyTimeoutMilliseconds: 5000)
@@ -144,6 +147,16 @@ final class DiskIndex: Sendable {
         }
         let rebuilding = try connection.integer("SELECT value FROM meta WHERE name = 'rebuild'") ?? 1
         return (connection, rebuilding != 0)
+    }
+
+    /// Removes anything but a regular file at the database's paths (a symlink, FIFO, directory…:
+    /// damage, or planted), so that SQLite makes a real file there.
+    private func removeOddNodes() {
+        for suffix in ["", "-wal", "-shm"] {
+            if let status = DiskFiles.status(of: Self.fileName + suffix, in: directory), status.st_mode & S_IFMT != S_IFREG {
+                DiskFiles.remove(databasePath + suffix, ifStill: status)
+            }
+        }
     }
 
     private func removeDatabaseFiles() {

@@ -50,7 +50,8 @@ final class SQLiteConnection: @unchecked Sendable {
     /// Opens (creating if missing) the database at `path`.
     init(path: String, busyTimeoutMilliseconds: Int32) throws(Failure) {
         var handle: OpaquePointer?
-        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        // NOFOLLOW: a symlink planted at the path is refused, never followed out of the cache.
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW
         let code = sqlite3_open_v2(path, &handle, flags, nil)
         guard code == SQLITE_OK, let handle else {
             let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
