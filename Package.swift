@@ -31,6 +31,7 @@ var targets: [Target] = [
     // No pkgConfig: hiredis.pc's Cflags carry -D_FILE_OFFSET_BITS=64, which SwiftPM rejects with a
     // warning on every build; the headers are in /usr/include/hiredis and the module map links it.
     .systemLibrary(name: "CHiredis", providers: [.apt(["libhiredis-dev"])]),
+    .systemLibrary(name: "CSQLite", providers: [.apt(["libsqlite3-dev"])]),
     // No pkgConfig: libjxl.pc's Cflags are only -I/usr/include (on the default path), and its
     // Requires.private pull libhwy's -DHWY_SHARED_DEFINE into --cflags, which CJXL's headers do
     // not use; the module map links libjxl and libjxl_threads.
@@ -53,7 +54,7 @@ var targets: [Target] = [
     .target(name: "CCurlShim", dependencies: ["CCurl"]),
     .target(name: "LoaderHTTP", dependencies: ["PipelineCore", "CCurl", "CCurlShim"]),
     .target(name: "LoaderFile", dependencies: ["PipelineCore"]),
-    .target(name: "CacheDisk", dependencies: ["PipelineCore"]),
+    .target(name: "CacheDisk", dependencies: ["PipelineCore", "CSQLite"]),
     .target(name: "CacheRedis", dependencies: ["PipelineCore", "CHiredis"]),
     .target(name: "MemoryPressureLinux", dependencies: ["PipelineCore"]),
     // The image server's handler (no HTTP library in its API) and its libmicrohttpd transport.

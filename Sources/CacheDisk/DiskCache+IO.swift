@@ -4,152 +4,199 @@ import Synchronization
 
 // Reading and writing single entries. Every function here blocks and runs on `pool`.
 extension DiskCache {
-    func entryPath(_ name: String) -> String { path + "/" + name }
-    func infoPath(_ name: String) -> String { path + "/" + name + DiskFiles.infoSuffix }
+    /// The folder of entry `name`: its first two hex digits.
+    func folderPath(_ name: String) -> String { path + "/" + name.prefix(2) }
+    func entryPath(_ name: String) -> String { folderPath(name) + "/" + name }
 
     /// The largest entry file a read accepts: bigger ones cannot have been written under this
     /// cap (or are hostile) and are removed before anything is allocated.
     var maxEntryFileSize: Int { sizeLimit + DiskCacheEntry.maxLength }
 
-    /// Reads `url`'s entry from file `name`: header checks, URL check, body length and CRC,
-    /// then the sidecar's info if it applies. A damaged file, or anything but a regular file
-    /// (``DiskFiles/openRegular(_:flags:)``), is removed; another URL's entry (a name collision)
-    /// is left alone.
+    /// Reads `url`'s entry from file `name`: the index's row, then the file's header checks,
+    /// URL check, generation, body length and CRC. A damaged file, or anything but a regular
+    /// file (``DiskFiles/openRegular(_:flags:)``), is removed with its row; another URL's entry
+    /// (a name collision) is left alone.
     func read(url: URL, name: String) -> CachedData? {
-        guard let entry = openEntry(url: url, name: name) else { return nil }
+        guard let entry = lookUp(url: url, name: name) else { return nil }
         var body = Data(count: Int(entry.header.bodyLength))
         let ok = body.isEmpty || body.withUnsafeMutableBytes { entry.file.read(into: $0, at: entry.headerLength) }
         guard ok, CRC32.checksum(body) == entry.header.bodyCRC else {
             removeDamaged(name, status: entry.status)
             return nil
         }
-        return CachedData(data: body, info: recordHit(entry, name: name))
+        recordHit(entry)
+        return CachedData(data: body, info: entry.info)
     }
 
-    /// The digest of `url`'s entry in file `name` from its header (and sidecar) alone: the body
-    /// is neither read nor checked (a torn body is found by the next full ``read(url:name:)``).
-    /// Counts as an access for LRU order, like a read. A header that does not match the file's
-    /// length is damage: the file is removed, as by a read.
+    /// The digest of `url`'s entry in file `name` from its row and header alone: the body is
+    /// neither read nor checked (a torn body is found by the next full ``read(url:name:)``).
+    /// Counts as a use for LRU order, like a read.
     func readDigest(url: URL, name: String) -> CachedDigest? {
-        guard let entry = openEntry(url: url, name: name) else { return nil }
-        let info = recordHit(entry, name: name)
-        return CachedDigest(length: Int(entry.header.bodyLength), crc32: entry.header.bodyCRC, info: info)
+        guard let entry = lookUp(url: url, name: name) else { return nil }
+        recordHit(entry)
+        return CachedDigest(length: Int(entry.header.bodyLength), crc32: entry.header.bodyCRC, info: entry.info)
     }
 
     /// An entry file opened for reading, with its header checked against the file's size.
-    private struct OpenedEntry {
+    struct OpenedEntry {
         let file: DiskFiles.Descriptor
         let status: stat
         let header: DiskCacheEntry
         let headerLength: Int
+        /// The row's key and whether the entry has a row (a hit then updates its last use).
+        var key: Int64 = 0
+        var indexed = false
+        /// The row's info when it describes this file (same generation), else the header's.
+        var info = CacheEntryInfo()
+    }
+
+    /// What is at an entry's path.
+    enum Opened {
+        case opened(OpenedEntry)
+        /// Nothing, or something that was not a sound entry file (now removed).
+        case absent
+        /// Another URL's entry under the same name.
+        case otherURL
+    }
+
+    /// Finds `url`'s entry: its row first (no row is a miss without touching the disk, unless a
+    /// rebuild is pending), then its file. A row whose file is missing or damaged is dropped.
+    private func lookUp(url: URL, name: String) -> OpenedEntry? {
+        let (key, digest) = DiskIndex.key(of: name)
+        let row = index.row(key)
+        if let row, row.name != digest { return nil }  // another name that shares the key's 8 bytes
+        if row == nil && !index.isRebuilding { return nil }
+        switch openEntry(url: url, name: name) {
+        case .opened(var entry):
+            entry.key = key
+            entry.info = entry.header.info
+            if let row {
+                entry.indexed = true
+                // The row describes its generation only: a file renamed in by a writer whose row
+                // has not committed yet carries its own info in its header.
+                if row.generation == entry.header.generation, let info = Self.decodeInfo(row.info) { entry.info = info }
+            }
+            return entry
+        case .absent:
+            if let row { index.remove(key, name: digest, generation: row.generation) }
+            return nil
+        case .otherURL:
+            return nil
+        }
     }
 
     /// Opens file `name` when it holds `url`'s entry with a sound header. A damaged file is
-    /// removed (as anything but a regular file is by the open); another URL's entry (a name
-    /// collision) is left alone. `nil` in every such case.
-    private func openEntry(url: URL, name: String) -> OpenedEntry? {
-        guard let file = DiskFiles.openRegular(entryPath(name), flags: O_RDONLY) else { return nil }
-        guard let status = file.status(), status.st_mode & S_IFMT == S_IFREG else { return nil }
+    /// removed (as anything but a regular file is by the open).
+    func openEntry(url: URL, name: String) -> Opened {
+        guard let file = DiskFiles.openRegular(entryPath(name), flags: O_RDONLY),
+              let status = file.status(), status.st_mode & S_IFMT == S_IFREG else { return .absent }
         let fileSize = Int(status.st_size)
         guard fileSize <= maxEntryFileSize, let header = DiskCacheEntry.read(from: file, kind: .entry, fileSize: fileSize),
               UInt64(fileSize - header.length) == header.value.bodyLength else {
             removeDamaged(name, status: status)
-            return nil
+            return .absent
         }
-        guard header.value.url == url.absoluteString else { return nil }  // a collision: not ours
-        return OpenedEntry(file: file, status: status, header: header.value, headerLength: header.length)
+        guard header.value.url == url.absoluteString else { return .otherURL }  // a collision: not ours
+        return .opened(OpenedEntry(file: file, status: status, header: header.value, headerLength: header.length))
     }
 
-    /// Records a hit on `entry` for LRU order (writing its mtime when due) and returns its
-    /// current info: the sidecar's if one applies, else the header's.
-    private func recordHit(_ entry: OpenedEntry, name: String) -> CacheEntryInfo {
-        var info = entry.header.info
-        let sidecar = readInfo(name)
-        if let sidecar, sidecar.header.applies(to: entry.header) { info = sidecar.header.info }
-        let persist = index.withLock {
-            $0.recordAccess(name, size: DiskFiles.allocatedSize(entry.status), sidecarSize: sidecar?.size ?? 0,
-                            modified: DiskFiles.modificationTime(entry.status), persistInterval: accessPersistInterval)
+    /// Records a hit for LRU order: in memory, written to the index in a batch off the request
+    /// path (``accessPersistInterval``).
+    private func recordHit(_ entry: OpenedEntry) {
+        guard entry.indexed else { return }
+        switch index.recordUse(entry.key, at: index.tick(), flushAfter: accessPersistInterval) {
+        case .now: Task { [index, pool] in _ = try? await pool.run(priority: PriorityHandle(.prefetch)) { index.flushUses() } }
+        case .later(let delay):
+            Task { [index, pool] in
+                try? await Task.sleep(for: .seconds(delay))
+                _ = try? await pool.run(priority: PriorityHandle(.prefetch)) { index.flushUses() }
+            }
+        case .scheduled: break
         }
-        if persist { futimens(entry.file.fd, nil) }  // the last access, for LRU order after a restart
-        return info
     }
 
-    /// Removes damaged entry file `name` if it is still the file `status` describes, and forgets
-    /// it in the index (else its bytes would count against the cap until the next scan).
+    /// Removes damaged entry file `name` if it is still the file `status` describes, and its row.
     private func removeDamaged(_ name: String, status: stat) {
         if DiskFiles.remove(entryPath(name), ifStill: status) {
-            index.withLock { $0.recordRemoval(name) }
+            let (key, digest) = DiskIndex.key(of: name)
+            index.remove(key, name: digest)
         }
     }
 
-    /// The sidecar of entry `name` and the disk space it takes, if there is a sound one (a
-    /// regular file: anything else is removed).
-    func readInfo(_ name: String) -> (header: DiskCacheEntry, size: Int)? {
-        guard let file = DiskFiles.openRegular(infoPath(name), flags: O_RDONLY),
-              let status = file.status(), Int(status.st_size) <= DiskCacheEntry.maxLength,
-              let header = DiskCacheEntry.read(from: file, kind: .info, fileSize: Int(status.st_size)),
-              header.length == Int(status.st_size) else { return nil }
-        return (header.value, DiskFiles.allocatedSize(status))
+    static func decodeInfo(_ bytes: [UInt8]) -> CacheEntryInfo? {
+        bytes.withUnsafeBytes { CacheEntryInfo(encoded: $0) }
     }
 
-    /// Writes a new entry (new generation) over file `name`. An old sidecar is removed first;
-    /// even if it survived (a crash, a racing `updateInfo`), its generation no longer matches.
-    /// When the bytes cannot be stored (over the cap, a URL too long, a failed write), the old
-    /// entry is removed all the same: it no longer holds the URL's current bytes.
+    /// Writes a new entry (new generation) over file `name`, then its row. When the bytes
+    /// cannot be stored (over the cap, a URL too long, a failed write), the old entry is
+    /// removed all the same: it no longer holds the URL's current bytes. When the row cannot
+    /// be written, the file is removed too: nothing unindexed is left to count against nothing.
     func write(_ data: Data, info: CacheEntryInfo, url: URL, name: String) {
         guard data.count <= sizeLimit else { return remove(url: url, name: name) }
-        let header = DiskCacheEntry(kind: .entry, generation: UInt64.random(in: 1...UInt64.max), url: url.absoluteString,
-                                     info: info, bodyLength: UInt64(data.count), bodyCRC: CRC32.checksum(data))
-        guard let headerBytes = header.encoded() else { return remove(url: url, name: name) }
-        unlink(infoPath(name))
-        guard let size = DiskFiles.writeAtomically(directory: path, name: name, parts: [Data(headerBytes), data],
-                                                   sync: syncsWrites) else { return remove(url: url, name: name) }
-        let passDue = index.withLock { index -> Bool in
-            index.recordWrite(name, size: size)
-            guard index.isLoaded else { return false }
-            if index.totalSize > sizeLimit || index.records.count > countLimit { return true }
+        let generation = UInt64.random(in: 1...UInt64.max)
+        let header = DiskCacheEntry(kind: .entry, generation: generation, url: url.absoluteString, info: info,
+                                     bodyLength: UInt64(data.count), bodyCRC: CRC32.checksum(data))
+        guard let headerBytes = header.encoded(), let infoBytes = info.encoded() else { return remove(url: url, name: name) }
+        guard let size = writeFile(name: name, parts: [Data(headerBytes), data]) else { return remove(url: url, name: name) }
+        let (key, digest) = DiskIndex.key(of: name)
+        let row = DiskIndex.Row(key: key, name: digest, generation: generation, size: size, lastUse: index.tick(), info: infoBytes)
+        guard let totals = index.store(row) else {
+            if index.isOpen { unlink(entryPath(name)) }
+            return
+        }
+        let passDue: Bool = {
+            if totals.size > sizeLimit || totals.count > countLimit { return true }
             // With an age limit, also when a tenth of it has passed since the last pass began:
             // in a long-running process no entry outlives the limit by more than that.
             guard let maxUnusedAge else { return false }
-            return Date().timeIntervalSince1970 - index.lastScanStart >= maxUnusedAge / 10
-        }
+            return Date().timeIntervalSince1970 - maintenance.withLock({ $0.lastPassStart }) >= maxUnusedAge / 10
+        }()
         if passDue { scheduleMaintenance() }
     }
 
-    /// Writes the sidecar for `url`'s entry with `info`, bound to the entry's current generation.
-    /// As RFC 9111 §4.3.4 selects stored responses for a 304 by validator, nothing is written
-    /// when `info`'s ETag (or, without ETags, Last-Modified) differs from the stored one: the
-    /// entry was replaced by other bytes since it was read.
-    func writeInfo(_ info: CacheEntryInfo, url: URL, name: String) {
-        guard let file = DiskFiles.openRegular(entryPath(name), flags: O_RDONLY),
-              let status = file.status(),
-              let header = DiskCacheEntry.read(from: file, kind: .entry, fileSize: Int(status.st_size))?.value,
-              header.url == url.absoluteString else { return }
-        var stored = header.info
-        if let sidecar = readInfo(name)?.header, sidecar.applies(to: header) { stored = sidecar.info }
-        if let new = info.etag, let old = stored.etag {
-            guard new == old else { return }
-        } else if info.etag == nil, stored.etag == nil, let new = info.lastModified, let old = stored.lastModified {
-            guard new == old else { return }
-        }
-        var sidecar = header
-        sidecar.kind = .info
-        sidecar.info = info
-        guard let bytes = sidecar.encoded(),
-              let size = DiskFiles.writeAtomically(directory: path, name: name + DiskFiles.infoSuffix, parts: [Data(bytes)],
-                                                   sync: syncsWrites) else { return }
-        index.withLock { $0.recordSidecar(name, size: size) }
+    /// Writes file `name` atomically into its folder; the disk space it takes, or `nil`.
+    func writeFile(name: String, parts: [Data]) -> Int? {
+        guard writeFolder(for: name) else { return nil }
+        return DiskFiles.writeAtomically(directory: folderPath(name), name: name, parts: parts, sync: syncsWrites)
     }
 
-    /// Removes file `name` and its sidecar if the entry is `url`'s (or unreadable).
-    func remove(url: URL, name: String) {
-        if let file = DiskFiles.openRegular(entryPath(name), flags: O_RDONLY), let status = file.status(),
-           let header = DiskCacheEntry.read(from: file, kind: .entry, fileSize: Int(status.st_size))?.value,
-           header.url != url.absoluteString {
-            return  // another URL's entry under a colliding name
+    /// Makes sure entry `name`'s folder is a directory, making it if needed and replacing
+    /// anything else under its name (a symlink there is never followed out of the cache).
+    func writeFolder(for name: String) -> Bool {
+        let folder = folderPath(name)
+        var status = stat()
+        if lstat(folder, &status) == 0 {
+            if status.st_mode & S_IFMT == S_IFDIR { return true }
+            DiskFiles.remove(folder, ifStill: status)
         }
+        guard mkdir(folder, 0o755) == 0 || errno == EEXIST else { return false }
+        return lstat(folder, &status) == 0 && status.st_mode & S_IFMT == S_IFDIR
+    }
+
+    /// Replaces the info in the row of `url`'s entry; the file is not touched. As RFC 9111
+    /// §4.3.4 selects stored responses for a 304 by validator, nothing is written when `info`'s
+    /// ETag (or, without ETags, Last-Modified) differs from the stored one: the entry was
+    /// replaced by other bytes since it was read.
+    func writeInfo(_ info: CacheEntryInfo, url: URL, name: String) {
+        let (key, digest) = DiskIndex.key(of: name)
+        guard let row = index.row(key), row.name == digest, let bytes = info.encoded(),
+              case .opened(let entry) = openEntry(url: url, name: name), entry.header.generation == row.generation
+        else { return }
+        _ = index.updateInfo(key, name: digest, generation: row.generation, to: bytes) { storedBytes in
+            guard let stored = Self.decodeInfo(storedBytes) else { return true }
+            if let new = info.etag, let old = stored.etag { return new == old }
+            if info.etag == nil, stored.etag == nil, let new = info.lastModified, let old = stored.lastModified {
+                return new == old
+            }
+            return true
+        }
+    }
+
+    /// Removes file `name` and its row if the entry is `url`'s (or unreadable).
+    func remove(url: URL, name: String) {
+        if case .otherURL = openEntry(url: url, name: name) { return }  // another URL's entry under a colliding name
         unlink(entryPath(name))
-        unlink(infoPath(name))
-        index.withLock { $0.recordRemoval(name) }
+        let (key, digest) = DiskIndex.key(of: name)
+        index.remove(key, name: digest)
     }
 }

@@ -2,129 +2,223 @@ import Foundation
 import PipelineCore
 import Synchronization
 
-// Background maintenance: the directory scan that builds the index, and LRU eviction.
+/// The background work's bookkeeping in one instance.
+struct MaintenanceState {
+    /// The running pass, if any.
+    var task: Task<Void, Never>?
+    /// Set when a pass is asked for while one runs: it runs once more.
+    var wantsAnotherPass = false
+    /// When the last pass began, in seconds since 1970 (0 before the first).
+    var lastPassStart: Double = 0
+}
+
+// Background maintenance: the rebuild of a lost index (and the migration of the flat layout),
+// the sweep of one folder per pass, and LRU eviction.
 extension DiskCache {
+    /// How many rows an eviction transaction deletes at most; a pass repeats until done.
+    static let evictionBatch = 512
+
     /// Starts a maintenance pass in the background, or asks the running one to go again.
-    /// One pass at a time per instance; passes of all instances and processes on the directory
-    /// are serialised by `flock` on `.lock`.
     func scheduleMaintenance() {
-        index.withLock { index in
-            guard index.maintenance == nil else {
-                index.wantsAnotherPass = true
+        maintenance.withLock { state in
+            guard state.task == nil else {
+                state.wantsAnotherPass = true
                 return
             }
-            index.wantsAnotherPass = false
+            state.wantsAnotherPass = false
             // Stored under the lock before the task can finish, so its clean-up always finds it.
-            index.maintenance = Task { [self] in await runMaintenance() }
+            state.task = Task { [self] in await runMaintenance() }
         }
     }
 
     private func runMaintenance() async {
         while true {
             _ = try? await pool.run(priority: PriorityHandle(.prefetch)) { [self] in maintenancePass() }
-            let again = index.withLock { index -> Bool in
-                if index.wantsAnotherPass {
-                    index.wantsAnotherPass = false
+            let again = maintenance.withLock { state -> Bool in
+                if state.wantsAnotherPass {
+                    state.wantsAnotherPass = false
                     return true
                 }
-                index.maintenance = nil
+                state.task = nil
                 return false
             }
             if !again { return }
         }
     }
 
-    /// Scans the directory (picking up other instances' writes and removals), then removes
-    /// the entries unused for ``maxUnusedAge`` and, if the total is over ``sizeLimit`` or the
-    /// count over ``countLimit``, the least recently used down to ``trimRatio`` of both. Runs
-    /// on `pool` under the directory's lock.
+    /// One pass: follows another process's replacement of a corrupt index, writes the waiting
+    /// hits, rebuilds the index from the files if that is pending, sweeps the next of the 256
+    /// folders, then removes the entries unused for ``maxUnusedAge`` and, if the total is over
+    /// ``sizeLimit`` or the count over ``countLimit``, the least recently used down to
+    /// ``trimRatio`` of both. Runs on `pool`.
     func maintenancePass() {
-        let lock = DiskFiles.withExclusiveLock(path + "/.lock") {
-            index.withLock { $0.beginScan() }
-            let scanned = scan()
-            index.withLock { $0.finishScan(scanned) }
-            let unusedSince = maxUnusedAge.map { Date().timeIntervalSince1970 - $0 }
-            let victims = index.withLock { index in
-                let over = index.totalSize > sizeLimit || index.records.count > countLimit
-                return index.victims(downTo: over ? Int(Double(sizeLimit) * trimRatio) : nil,
-                                     count: over ? Int(Double(countLimit) * trimRatio) : nil, unusedSince: unusedSince)
-            }
-            for victim in victims {
-                // Skip an entry read or rewritten since it was chosen: it is no longer the oldest.
-                let unchanged = index.withLock { index -> Bool in
-                    guard index.records[victim.name] == victim.record else { return false }
-                    index.recordRemoval(victim.name)
-                    return true
-                }
-                if unchanged {
-                    unlink(entryPath(victim.name))
-                    unlink(infoPath(victim.name))
-                }
-            }
-        }
-        if !lock {  // the lock file cannot be made: still index, never evict blind
-            index.withLock { $0.beginScan() }
-            let scanned = scan()
-            index.withLock { $0.finishScan(scanned) }
+        maintenance.withLock { $0.lastPassStart = Date().timeIntervalSince1970 }
+        index.followReplacement()
+        index.flushUses()
+        index.refreshRebuilding()
+        if index.isRebuilding && index.isOpen { rebuild() }
+        sweepNextFolder()
+        evict()
+    }
+
+    /// Deletes the rows to evict in batches (one transaction each) and then their files. A file
+    /// is removed only while it still holds the evicted generation: a writer that renamed a new
+    /// file in since keeps it (its row follows).
+    func evict() {
+        guard let totals = index.totals() else { return }
+        let over = totals.size > sizeLimit || totals.count > countLimit
+        let unusedBefore = maxUnusedAge.map { Int64((Date().timeIntervalSince1970 - $0) * 1e6) }
+        guard over || unusedBefore != nil else { return }
+        while true {
+            let victims = index.evict(sizeTarget: over ? Int(Double(sizeLimit) * trimRatio) : nil,
+                                      countTarget: over ? Int(Double(countLimit) * trimRatio) : nil,
+                                      unusedBefore: unusedBefore, batch: Self.evictionBatch)
+            for victim in victims { removeFile(named: SHA256.hex(victim.name), generation: victim.generation) }
+            if victims.count < Self.evictionBatch { return }
         }
     }
 
-    /// Lists the directory: entry files with their and their sidecars' disk space
-    /// (``DiskFiles/allocatedSize(_:)`` of the `lstat` taken anyway) and mtime. Removes orphaned sidecars,
-    /// temporary files old enough to be a crash's leftovers, and anything but a regular file
-    /// under an entry's or a sidecar's name.
-    func scan() -> [DiskIndex.Scanned] {
-        guard let names = DiskFiles.names(in: path) else { return [] }
-        let now = Date()
-        var entries: [DiskIndex.Scanned] = []
-        entries.reserveCapacity(names.count / 2 + 1)
-        var sidecars: [String] = []
-        var sidecarSizes: [Substring: Int] = [:]
-        var entryNames = Set<String>()
-        for name in names {
+    /// Removes entry file `name` if its header names `generation` (or is damaged).
+    private func removeFile(named name: String, generation: UInt64) {
+        guard let file = DiskFiles.openRegular(entryPath(name), flags: O_RDONLY), let status = file.status() else { return }
+        let header = DiskCacheEntry.read(from: file, kind: .entry, fileSize: Int(status.st_size))
+        if header == nil || header?.value.generation == generation { DiskFiles.remove(entryPath(name), ifStill: status) }
+    }
+
+    /// Sweeps the folder the index's cursor names and moves the cursor on: a whole sweep takes
+    /// 256 passes, shared by every process on the directory.
+    private func sweepNextFolder() {
+        guard index.isOpen, !index.isRebuilding else { return }
+        let cursor = Int(index.meta("sweep") ?? 0) & 0xFF
+        index.setMeta("sweep", Int64((cursor + 1) & 0xFF))
+        sweep(folder: path + "/" + SHA256.hex([UInt8(cursor)]), now: Date())
+    }
+
+    /// Removes from `folder` what no row accounts for and no writer is still about to: entry
+    /// files without a row (a crash between the rename and the commit, or rows lost with a
+    /// power cut) once older than ``DiskFiles/temporaryLifetime``, stale temporary files, and
+    /// anything but a regular file under an entry's name.
+    func sweep(folder: String, now: Date) {
+        for name in DiskFiles.names(in: folder) ?? [] {
+            guard let status = DiskFiles.status(of: name, in: folder) else { continue }
             if DiskFiles.isEntryName(name) {
-                guard let status = DiskFiles.status(of: name, in: path) else { continue }
-                guard status.st_mode & S_IFMT == S_IFREG else {  // a FIFO, symlink, directory…: never an entry
-                    DiskFiles.remove(path + "/" + name, ifStill: status)
+                guard status.st_mode & S_IFMT == S_IFREG else {
+                    DiskFiles.remove(folder + "/" + name, ifStill: status)
                     continue
                 }
-                entries.append(.init(name: name, size: DiskFiles.allocatedSize(status),
-                                     modified: DiskFiles.modificationTime(status)))
-                entryNames.insert(name)
-            } else if name.hasSuffix(DiskFiles.infoSuffix) {
-                let status = DiskFiles.status(of: name, in: path)
-                if let status, status.st_mode & S_IFMT != S_IFREG {
-                    DiskFiles.remove(path + "/" + name, ifStill: status)  // never a sidecar
-                } else {
-                    sidecars.append(name)
-                    if let status { sidecarSizes[name.dropLast(DiskFiles.infoSuffix.count)] = DiskFiles.allocatedSize(status) }
-                }
-            } else if name.hasPrefix(DiskFiles.temporaryPrefix), let status = DiskFiles.status(of: name, in: path),
-                      DiskFiles.isStaleTemporary(name, status: status, now: now) {
+                let (key, digest) = DiskIndex.key(of: name)
+                guard now.timeIntervalSince1970 - DiskFiles.modificationTime(status) > DiskFiles.temporaryLifetime,
+                      index.row(key)?.name != digest else { continue }
+                DiskFiles.remove(folder + "/" + name, ifStill: status)
+            } else if DiskFiles.isStaleTemporary(name, status: status, now: now) {
+                unlink(folder + "/" + name)
+            }
+        }
+    }
+
+    // MARK: Rebuild
+
+    /// Reads every entry file's header into the index: after the database was lost or found
+    /// corrupt (it was then made anew), and once when a directory of the flat layout (before
+    /// the index: entries and `.info` sidecars side by side) is first opened. Rows a store
+    /// wrote meanwhile win. Lookups without a row read the file until it is done.
+    func rebuild() {
+        migrateFlatLayout()
+        for folder in 0...255 { indexFolder(path + "/" + SHA256.hex([UInt8(folder)])) }
+        index.setMeta("rebuild", 0)
+    }
+
+    /// Indexes the entry files of `folder` that have no row, in one transaction.
+    private func indexFolder(_ folder: String) {
+        var rows: [DiskIndex.Row] = []
+        for name in DiskFiles.names(in: folder) ?? [] where DiskFiles.isEntryName(name) {
+            let (key, digest) = DiskIndex.key(of: name)
+            if index.row(key)?.name == digest { continue }
+            if let row = readRow(path: folder + "/" + name, key: key, digest: digest, sidecar: nil) { rows.append(row) }
+        }
+        index.insertIfAbsent(rows)
+    }
+
+    /// The row for the entry file at `path` from its header (and, for the flat layout, its
+    /// sidecar's info when that applies); a damaged file is removed and `nil` returned.
+    private func readRow(path: String, key: Int64, digest: [UInt8], sidecar: DiskCacheEntry?) -> DiskIndex.Row? {
+        guard let file = DiskFiles.openRegular(path, flags: O_RDONLY), let status = file.status() else { return nil }
+        let fileSize = Int(status.st_size)
+        guard fileSize <= maxEntryFileSize, let header = DiskCacheEntry.read(from: file, kind: .entry, fileSize: fileSize),
+              UInt64(fileSize - header.length) == header.value.bodyLength else {
+            DiskFiles.remove(path, ifStill: status)
+            return nil
+        }
+        var info = header.value.info
+        if let sidecar, sidecar.applies(to: header.value) { info = sidecar.info }
+        guard let infoBytes = info.encoded() else { return nil }
+        return DiskIndex.Row(key: key, name: digest, generation: header.value.generation, size: DiskFiles.allocatedSize(status),
+                             lastUse: Int64(DiskFiles.modificationTime(status) * 1e6), info: infoBytes)
+    }
+
+    /// Moves the entries of the flat layout (format 2 or 3 headers in `<directory>/<name>`,
+    /// their info in `<name>.info` sidecars) into their folders and the index, keeping their
+    /// last use (the file's mtime, as that layout persisted it). A format-2 file is kept as it
+    /// is (reads still understand its header) until the URL is next stored; a format-1 or
+    /// damaged one is removed. Sidecars, the old `.lock` and stale temporary files go.
+    private func migrateFlatLayout() {
+        guard let names = DiskFiles.names(in: path) else { return }
+        let now = Date()
+        var rows: [DiskIndex.Row] = []
+        for name in names where DiskFiles.isEntryName(name) {
+            let flat = path + "/" + name
+            let sidecar = readSidecar(flat + DiskFiles.infoSuffix)
+            let (key, digest) = DiskIndex.key(of: name)
+            guard index.row(key)?.name != digest else {  // stored again since: the new file wins
+                unlink(flat)
+                continue
+            }
+            guard var row = readRow(path: flat, key: key, digest: digest, sidecar: sidecar) else { continue }
+            var status = stat()
+            guard lstat(flat, &status) == 0, let size = moveIntoFolder(flat, name: name) else { continue }
+            row.size = max(size, DiskFiles.allocatedSize(status))
+            rows.append(row)
+        }
+        index.insertIfAbsent(rows)
+        for name in names {
+            if name.hasSuffix(DiskFiles.infoSuffix) && DiskFiles.isEntryName(name.dropLast(DiskFiles.infoSuffix.count))
+                || name == ".lock" {
+                unlink(path + "/" + name)
+            } else if let status = DiskFiles.status(of: name, in: path), DiskFiles.isStaleTemporary(name, status: status, now: now) {
                 unlink(path + "/" + name)
             }
         }
-        for sidecar in sidecars where !entryNames.contains(String(sidecar.dropLast(DiskFiles.infoSuffix.count))) {
-            // The entry may have been written since the listing: remove the sidecar only if it
-            // is still orphaned now.
-            let entry = String(sidecar.dropLast(DiskFiles.infoSuffix.count))
-            if DiskFiles.status(of: entry, in: path) == nil { unlink(path + "/" + sidecar) }
-        }
-        for i in entries.indices { entries[i].sidecarSize = sidecarSizes[Substring(entries[i].name)] ?? 0 }
-        return entries
     }
 
-    /// Removes every entry, sidecar and temporary file, under the directory's lock.
+    /// Renames the flat file at `flat` into its folder; its disk space, or `nil`.
+    private func moveIntoFolder(_ flat: String, name: String) -> Int? {
+        guard writeFolder(for: name) else { return nil }
+        guard rename(flat, entryPath(name)) == 0 else { return nil }
+        var status = stat()
+        return lstat(entryPath(name), &status) == 0 ? DiskFiles.allocatedSize(status) : nil
+    }
+
+    /// The info sidecar at `path` (flat layout), if it is a sound one.
+    private func readSidecar(_ path: String) -> DiskCacheEntry? {
+        guard let file = DiskFiles.openRegular(path, flags: O_RDONLY), let status = file.status(),
+              Int(status.st_size) <= DiskCacheEntry.maxLength,
+              let header = DiskCacheEntry.read(from: file, kind: .info, fileSize: Int(status.st_size)),
+              header.length == Int(status.st_size) else { return nil }
+        return header.value
+    }
+
+    /// Removes every entry and temporary file, and every row.
     func removeAllFiles() {
-        let remove = { [self] in
-            for name in DiskFiles.names(in: path) ?? [] where DiskFiles.isEntryName(name)
-                || name.hasSuffix(DiskFiles.infoSuffix) || name.hasPrefix(DiskFiles.temporaryPrefix) {
-                if unlink(path + "/" + name) != 0 && errno == EISDIR, let status = DiskFiles.status(of: name, in: path) {
-                    DiskFiles.remove(path + "/" + name, ifStill: status)
-                }
-            }
-            index.withLock { $0.reset() }
+        index.removeAll()
+        for name in DiskFiles.names(in: path) ?? [] where DiskFiles.isEntryName(name) || name.hasPrefix(DiskFiles.temporaryPrefix) {
+            if let status = DiskFiles.status(of: name, in: path) { DiskFiles.remove(path + "/" + name, ifStill: status) }
         }
-        if !DiskFiles.withExclusiveLock(path + "/.lock", remove) { remove() }
+        for folder in 0...255 {
+            let folderPath = path + "/" + SHA256.hex([UInt8(folder)])
+            for name in DiskFiles.names(in: folderPath) ?? []
+            where DiskFiles.isEntryName(name) || name.hasPrefix(DiskFiles.temporaryPrefix) {
+                if let status = DiskFiles.status(of: name, in: folderPath) { DiskFiles.remove(folderPath + "/" + name, ifStill: status) }
+            }
+        }
     }
 }

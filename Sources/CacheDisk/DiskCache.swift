@@ -6,30 +6,37 @@ import Synchronization
 /// their HTTP validators and freshness, under a cap on the disk space the files take and one
 /// on their count, with least-recently-used eviction.
 ///
-/// - Files are named by the SHA-256 of the fetch URL; each entry records its full URL, which
-///   is compared on every read, so a name collision is a miss, never another picture.
-/// - Every file is written as a temporary file in the same directory and renamed into place:
-///   readers (in this process or another) see a whole old entry or a whole new one. A
-///   truncated or corrupt entry (bad header, length or CRC-32 mismatch) is a miss and is removed.
-/// - ``updateInfo(_:for:)`` (after a 304) writes a small `<name>.info` sidecar the same way and
-///   never touches the body; the sidecar names the entry's random generation, length and CRC,
-///   so it can never attach to a different body. It is skipped when its validators differ from
-///   the stored ones (the entry was replaced since it was read; RFC 9111 §4.3.4).
+/// - Each entry is one file, `<directory>/<xx>/<name>`: `name` is the SHA-256 of the fetch URL in
+///   hex and `xx` its first two digits (256 folders: a million entries make about 4,000 files
+///   per folder). The file's header records the full URL, which is compared on every read, so
+///   a name collision is a miss, never another picture.
+/// - An index in SQLite (`<directory>/index.sqlite`, ``DiskIndex``) holds a row per entry: its
+///   generation, the disk space it takes, its last use and its ``CacheEntryInfo``. Lookups,
+///   the caps and eviction read the index, never the folder, so opening costs the same at any
+///   entry count; a miss touches no file.
+/// - Every file is written as a temporary file in its folder and renamed into place before
+///   its row commits: readers (in this process or another) see a whole old entry or a whole
+///   new one. A truncated or corrupt entry (bad header, length or CRC-32 mismatch) is a miss
+///   and is removed, and a row whose file is gone is a miss and is dropped.
+/// - ``updateInfo(_:for:)`` (after a 304) changes the row only, never the file; it is skipped
+///   when its validators differ from the stored ones (the entry was replaced since it was
+///   read; RFC 9111 §4.3.4).
 /// - Eviction runs in the background: once after opening, and after a store takes the total
 ///   past ``sizeLimit`` or the entries past ``countLimit``; it trims both to ``trimRatio`` of
-///   their cap, oldest access first. With
+///   their cap, least recently used first, choosing with one indexed query. With
 ///   ``maxUnusedAge`` it also removes every entry unused for that long (then a store also
-///   starts a pass when the last began a tenth of that age ago). Passes in all processes are
-///   serialised by an advisory `flock` on `<directory>/.lock`.
-/// - All file work runs on a dedicated `WorkerPool`, never on an actor or the cooperative pool.
+///   starts a pass when the last began a tenth of that age ago). Passes in several processes
+///   delete disjoint rows in SQLite transactions.
+/// - All file and database work runs on a dedicated `WorkerPool`, never on an actor or the
+///   cooperative pool.
 public final class DiskCache: DataCaching, Sendable {
     /// The directory holding the entries.
     public let directory: URL
     /// The most disk space, in bytes, the entries may take before eviction; see
     /// ``defaultSizeLimit(for:)``. It counts each file's allocated blocks (`st_blocks`), not
     /// its length: on a file system of 4 KiB blocks a 200-byte entry counts 4 KiB, as it takes
-    /// 4 KiB of the disk. An entry's info sidecar (written after a 304) counts with it.
-    /// Between a store that crosses the cap and the background pass that trims, the directory
+    /// 4 KiB of the disk. The index database and the 256 folders are not counted (about 150
+    /// bytes per entry and 1 MiB). Between a store that crosses the cap and the background pass that trims, the directory
     /// may hold a few stores more.
     public let sizeLimit: Int
     /// The most entries the directory may hold before eviction; default
@@ -44,7 +51,10 @@ public final class DiskCache: DataCaching, Sendable {
     public let syncsWrites: Bool
     /// The fraction of ``sizeLimit`` an eviction pass trims down to. Default 0.8.
     public let trimRatio: Double
-    /// How often a hit writes its time to the entry file's mtime, at most, in seconds. Default 600.
+    /// How long, at most, a hit's time waits in memory before it is written to the index, in
+    /// seconds. Hits are written in batches, one transaction for up to 1,024 of them (a full
+    /// batch goes at once), off the request path; ``waitForMaintenance()`` and the next
+    /// eviction pass write them too. Default 5; 0 writes each hit at once (in the background).
     public let accessPersistInterval: TimeInterval
     /// Entries not used for this long, in seconds, are removed by the next eviction pass, even
     /// under the cap; `nil` for no age limit. Default `nil`, as Nuke's `DataCache`: the size cap
@@ -53,13 +63,14 @@ public final class DiskCache: DataCaching, Sendable {
     /// or answers offline. Kingfisher's 7 days and SDWebImage's week are `7 * 86_400`.
     ///
     /// "Used" is a store or a hit in any process on the directory; another process's hits are
-    /// seen through the file's mtime, so within ``accessPersistInterval``.
+    /// seen once written to the index, within ``accessPersistInterval``.
     public let maxUnusedAge: TimeInterval?
 
     let path: String
     let fileName: @Sendable (URL) -> String
     let pool: WorkerPool
-    let index = Mutex(DiskIndex())
+    let index: DiskIndex
+    let maintenance = Mutex(MaintenanceState())
 
     /// A cache in `$XDG_CACHE_HOME/<name>` (or `~/.cache/<name>`), created if missing.
     /// - Parameters:
@@ -81,12 +92,13 @@ public final class DiskCache: DataCaching, Sendable {
     ///   - sizeLimit: bytes; default ``defaultSizeLimit(for:)``.
     ///   - syncsWrites: `fsync` every write before its rename. Default `false`.
     ///   - trimRatio: the fraction of the cap an eviction pass trims to. Default 0.8.
-    ///   - accessPersistInterval: seconds between mtime updates for one entry. Default 600.
+    ///   - accessPersistInterval: seconds a hit's time may wait before it is written to the index
+    ///     (``accessPersistInterval``). Default 5.
     ///   - maxUnusedAge: seconds an entry may go unused before it is removed (``maxUnusedAge``);
     ///     default `nil`, no age limit.
     ///   - countLimit: entries; default ``defaultCountLimit(sizeLimit:)``.
     public convenience init(directory: URL, sizeLimit: Int? = nil, syncsWrites: Bool = false,
-                            trimRatio: Double = 0.8, accessPersistInterval: TimeInterval = 600,
+                            trimRatio: Double = 0.8, accessPersistInterval: TimeInterval = 5,
                             maxUnusedAge: TimeInterval? = nil, countLimit: Int? = nil) throws {
         try self.init(directory: directory, sizeLimit: sizeLimit, syncsWrites: syncsWrites, trimRatio: trimRatio,
                       accessPersistInterval: accessPersistInterval, maxUnusedAge: maxUnusedAge, countLimit: countLimit,
@@ -109,7 +121,12 @@ public final class DiskCache: DataCaching, Sendable {
         self.fileName = fileName
         // Idle threads linger a second: a run of lookups reuses them instead of starting one each.
         self.pool = WorkerPool(maxConcurrent: 4, name: "DiskCache", idleTimeout: 1)
-        scheduleMaintenance()  // index the directory and evict, in the background
+        self.index = DiskIndex(directory: directory.path)
+        scheduleMaintenance()  // a rebuild if one is pending, a folder's sweep, eviction: in the background
+    }
+
+    deinit {
+        index.flushUses()  // the last hits' times, for LRU order in the next process
     }
 
     /// `$XDG_CACHE_HOME/<name>` when that variable is an absolute path, else `~/.cache/<name>`.
@@ -182,7 +199,7 @@ public final class DiskCache: DataCaching, Sendable {
         _ = try? await pool.run(priority: PriorityHandle(.visible)) { [self] in writeInfo(info, url: url, name: name) }
     }
 
-    /// Removes `url`'s entry and its sidecar, if the file holds `url`.
+    /// Removes `url`'s entry, if the file holds `url`.
     public func removeData(for url: URL) async {
         let name = fileName(url)
         _ = try? await pool.run(priority: PriorityHandle(.visible)) { [self] in remove(url: url, name: name) }
@@ -190,45 +207,48 @@ public final class DiskCache: DataCaching, Sendable {
 
     // MARK: Whole cache
 
-    /// Removes every entry, sidecar and temporary file in the directory.
+    /// Removes every entry and temporary file in the directory, and every row of the index.
     public func removeAll() async {
         await waitForMaintenance()
         _ = try? await pool.run(priority: PriorityHandle(.visible)) { [self] in removeAllFiles() }
     }
 
-    /// The disk space the entries take (allocated blocks, as ``sizeLimit`` counts them), as
-    /// this instance sees them (after its index is built).
+    /// The disk space the entries take (allocated blocks, as ``sizeLimit`` counts them), by the
+    /// index (once a pending rebuild has finished).
     public var totalSize: Int {
-        get async {
-            await waitForIndex()
-            return index.withLock { $0.totalSize }
-        }
+        get async { await totals().size }
     }
 
-    /// The number of entries, as this instance sees them (after its index is built).
+    /// The number of entries, by the index (once a pending rebuild has finished).
     public var entryCount: Int {
-        get async {
-            await waitForIndex()
-            return index.withLock { $0.records.count }
-        }
+        get async { await totals().count }
     }
 
-    /// Runs an eviction pass now (rescanning the directory) and waits for it.
+    private func totals() async -> (size: Int, count: Int) {
+        await waitForIndex()
+        return (try? await pool.run(priority: PriorityHandle(.visible)) { [index] in index.totals() }) ?? nil ?? (0, 0)
+    }
+
+    /// Runs an eviction pass now and waits for it.
     public func trim() async {
         scheduleMaintenance()
         await waitForMaintenance()
     }
 
-    /// Waits until no background scan or eviction is running.
+    /// Writes the hits waiting in memory to the index (``accessPersistInterval``), then waits
+    /// until no background rebuild, sweep or eviction is running.
     public func waitForMaintenance() async {
-        while let task = index.withLock({ $0.maintenance }) {
+        if index.hasPendingUses { _ = try? await pool.run(priority: PriorityHandle(.visible)) { [index] in index.flushUses() } }
+        while let task = maintenance.withLock({ $0.task }) {
             await task.value
         }
     }
 
+    /// Waits until no rebuild is pending (at most one pass when the index cannot be opened).
     private func waitForIndex() async {
-        while !index.withLock({ $0.isLoaded }) {
-            if index.withLock({ $0.maintenance }) == nil { scheduleMaintenance() }
+        await waitForMaintenance()
+        if index.isRebuilding && index.isOpen {
+            scheduleMaintenance()
             await waitForMaintenance()
         }
     }

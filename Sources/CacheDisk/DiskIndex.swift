@@ -1,165 +1,477 @@
 import Foundation
+import PipelineCore
+import Synchronization
 
-/// The disk cache's in-memory view of its directory: disk space and last access per entry, for
-/// the size and count caps, least-recently-used eviction and the age limit
-/// (``DiskCache/maxUnusedAge``). Sizes are the files' allocated space
-/// (``DiskFiles/allocatedSize(_:)``), taken from a `stat` of each file (never from a stored
-/// field), so a scan of a directory that other processes wrote, or that a crash left, counts
-/// what is really there.
-/// Lookups never need it (they go straight to the file), so it is built by a directory scan in
-/// the background and the first request does not wait for it.
+/// The disk cache's index: one row per entry in `<directory>/index.sqlite`, a SQLite database in
+/// WAL mode shared by every instance and process on the directory. A row holds what a lookup,
+/// the caps and eviction need, so none of them reads the folder: the entry's name, the random
+/// generation written in its file's header, the disk space the file takes, its last use and its
+/// ``CacheEntryInfo`` (validators, freshness, rendition record, placeholder: after a 304 only the
+/// row changes). A `totals` row kept by triggers holds the sum of sizes and the count, so
+/// opening and the cap checks cost the same at ten entries and at a million.
 ///
-/// Last access lives here, in memory, updated on every hit with a strictly increasing clock
-/// (cheap: one dictionary write under the cache's lock). It is persisted as the entry file's
-/// mtime, at most once per ``DiskCache/accessPersistInterval`` per entry (a `futimens` on the
-/// open descriptor, no bytes written), so a later process orders entries by it after a scan.
+/// Rows are keyed by the first 8 bytes of the name (an `INTEGER PRIMARY KEY`, SQLite's fastest
+/// lookup); the row keeps the whole 32-byte name, and a lookup whose name differs (two names
+/// sharing 8 bytes) is a miss, never another entry.
 ///
-/// A scan runs without the lock. Whatever this instance writes, reads or removes while a scan is
-/// running is remembered in ``touchedDuringScan`` and wins over the scan's older picture.
-struct DiskIndex {
-    struct Record: Equatable {
-        /// The disk space the entry file takes.
-        var entrySize: Int
-        /// The disk space its info sidecar takes (0 without one).
-        var sidecarSize = 0
-        /// Seconds since 1970 (strictly increasing within this instance).
-        var lastAccess: Double
-        /// The last access written to the file's mtime.
-        var persistedAccess: Double
-
-        /// What the entry counts against the cap: both files.
-        var size: Int { entrySize + sidecarSize }
-    }
-
-    /// A file found by a scan.
-    struct Scanned {
-        var name: String
-        /// The entry file's disk space.
+/// Two connections: lookups use one and never wait for a write (WAL readers do not block);
+/// stores, last-use batches, eviction and the rebuild use the other, whose busy timeout waits
+/// for another process's transaction. Each is used under its own lock by one thread at a time.
+///
+/// A database SQLite reports as corrupt (or not a database, or of another schema) is deleted
+/// and made anew with a rebuild pending: the maintenance pass then reads the entry files'
+/// headers back into it, while lookups without a row go to the file.
+final class DiskIndex: Sendable {
+    /// An entry's row.
+    struct Row: Equatable {
+        /// The first 8 bytes of ``name``: the row's key.
+        var key: Int64
+        /// The entry's file name as 32 bytes (the SHA-256 of its URL).
+        var name: [UInt8]
+        /// The generation in the file's header: the row describes that file and no other.
+        var generation: UInt64
+        /// The disk space the file takes (``DiskFiles/allocatedSize(_:)``).
         var size: Int
-        /// Its sidecar's, 0 without one.
-        var sidecarSize = 0
-        var modified: Double
+        /// Microseconds since 1970.
+        var lastUse: Int64
+        /// `CacheEntryInfo.encoded()`.
+        var info: [UInt8]
     }
 
-    private(set) var records: [String: Record] = [:]
-    private(set) var totalSize = 0
-    /// Whether one scan has finished (``totalSize`` and the count are then meaningful).
-    private(set) var isLoaded = false
-    private var scanning = false
-    private var touchedDuringScan: Set<String> = []
-    private var clock: Double = 0
+    /// The schema version in `PRAGMA user_version`; a database with another is made anew.
+    static let schemaVersion: Int64 = 1
+    static let fileName = "index.sqlite"
 
-    /// When the last scan began (``tick()``), 0 before the first.
-    private(set) var lastScanStart: Double = 0
+    static let schema = """
+        CREATE TABLE entries(
+            key INTEGER PRIMARY KEY,
+            name BLOB NOT NULL,
+            generation INTEGER NOT NULL,
+            size INTEGER NOT NULL,
+            last_use INTEGER NOT NULL,
+            info BLOB NOT NULL);
+        CREATE INDEX entries_by_use ON entries(last_use);
+        CREATE TABLE totals(id INTEGER PRIMARY KEY CHECK (id = 0), size INTEGER NOT NULL, count INTEGER NOT NULL);
+        INSERT INTO totals VALUES (0, 0, 0);
+        CREATE TRIGGER entries_added AFTER INSERT ON entries
+            BEGIN UPDATE totals SET size = size + new.size, count = count + 1; END;
+        CREATE TRIGGER entries_removed AFTER DELETE ON entries
+            BEGIN UPDATE totals SET size = size - old.size, count = count - 1; END;
+        CREATE TRIGGER entries_resized AFTER UPDATE OF size ON entries
+            BEGIN UPDATE totals SET size = size - old.size + new.size; END;
+        CREATE TABLE meta(name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+        INSERT INTO meta VALUES ('rebuild', 1), ('sweep', 0);
+        PRAGMA user_version = 1;
+        """
 
-    /// The running maintenance task (scan and eviction), if any.
-    var maintenance: Task<Void, Never>?
-    /// Set when maintenance is asked for while a pass runs: the pass runs once more.
-    var wantsAnotherPass = false
-
-    /// A strictly increasing "now" in seconds since 1970.
-    mutating func tick() -> Double {
-        clock = max(Date().timeIntervalSince1970, clock + 1e-6)
-        return clock
+    /// What this instance keeps in memory besides the connections.
+    private struct State {
+        /// Hits not yet written: key → last use. Bounded by ``DiskIndex/maxPendingUses``.
+        var pendingUses: [Int64: Int64] = [:]
+        /// Whether a rebuild from the files is pending (lookups without a row then read the file).
+        var rebuilding = false
+        /// The database file's device and inode when this instance opened it: another
+        /// instance's recovery replaces the file, and this one then reopens.
+        var identity: (dev: UInt64, ino: UInt64)?
+        var clock: Int64 = 0
+        /// Whether a delayed write of the waiting hits is scheduled.
+        var flushScheduled = false
     }
 
-    private mutating func set(_ name: String, _ record: Record?) {
-        totalSize -= records[name]?.size ?? 0
-        records[name] = record
-        totalSize += record?.size ?? 0
-        if scanning { touchedDuringScan.insert(name) }
+    /// At most this many hits wait in memory before they are written in one transaction.
+    static let maxPendingUses = 1024
+
+    let directory: String
+    let databasePath: String
+    private let reader = Mutex<SQLiteConnection?>(nil)
+    private let writer = Mutex<SQLiteConnection?>(nil)
+    private let state = Mutex(State())
+
+    /// Opens the index of the cache in `directory` (creating it, with a rebuild pending, when
+    /// missing). When it cannot be opened at all (a read-only folder without one, say), the
+    /// cache runs without an index: every lookup reads the file, as during a rebuild.
+    init(directory: String) {
+        self.directory = directory
+        databasePath = directory + "/" + Self.fileName
+        open()
     }
 
-    /// A store under `name` of a file taking `size` bytes of disk (its sidecar was removed).
-    mutating func recordWrite(_ name: String, size: Int) {
-        let now = tick()
-        set(name, Record(entrySize: size, lastAccess: now, persistedAccess: now))
-    }
+    // MARK: Opening and recovery
 
-    /// A sidecar taking `size` bytes of disk written for entry `name` (ignored when the entry
-    /// is not known: the next scan counts it).
-    mutating func recordSidecar(_ name: String, size: Int) {
-        guard var record = records[name] else { return }
-        record.sidecarSize = size
-        set(name, record)
-    }
-
-    /// A hit on `name` (a file taking `size` bytes of disk with a sidecar of `sidecarSize`,
-    /// last modified at `modified`). Returns whether the access should be written to the
-    /// file's mtime now.
-    mutating func recordAccess(_ name: String, size: Int, sidecarSize: Int, modified: Double,
-                               persistInterval: TimeInterval) -> Bool {
-        let now = tick()
-        var record = records[name] ?? Record(entrySize: size, lastAccess: now, persistedAccess: modified)
-        record.entrySize = size
-        record.sidecarSize = sidecarSize
-        record.lastAccess = now
-        let persist = now - record.persistedAccess >= persistInterval
-        if persist { record.persistedAccess = now }
-        set(name, record)
-        return persist
-    }
-
-    /// `name` is gone.
-    mutating func recordRemoval(_ name: String) {
-        set(name, nil)
-    }
-
-    /// Forgets everything (after `removeAll`).
-    mutating func reset() {
-        if scanning { touchedDuringScan.formUnion(records.keys) }
-        records = [:]
-        totalSize = 0
-    }
-
-    mutating func beginScan() {
-        lastScanStart = tick()
-        scanning = true
-        touchedDuringScan = []
-    }
-
-    /// Replaces the view with `scanned`, keeping what this instance did during the scan and the
-    /// later of the file's mtime and the access remembered in memory.
-    mutating func finishScan(_ scanned: [Scanned]) {
-        var fresh: [String: Record] = [:]
-        fresh.reserveCapacity(scanned.count)
-        for file in scanned where !touchedDuringScan.contains(file.name) {
-            let known = records[file.name]
-            fresh[file.name] = Record(entrySize: file.size, sidecarSize: file.sidecarSize,
-                                      lastAccess: max(file.modified, known?.lastAccess ?? 0),
-                                      persistedAccess: max(file.modified, known?.persistedAccess ?? 0))
+    private func open() {
+        removeOddNodes()
+        do throws(SQLiteConnection.Failure) {
+            let (writing, rebuilding) = try openWriter()
+            let reading = try SQLiteConnection(path: databasePath, busyTimeoutMilliseconds: 5000)
+            let identity = Self.identity(of: databasePath)
+            writer.withLock { $0 = writing }
+            reader.withLock { $0 = reading }
+            state.withLock {
+                $0.rebuilding = rebuilding
+                $0.identity = identity
+            }
+        } catch {
+            if error.isCorrupt || error.code == -1 {
+                removeDatabaseFiles()
+                if let (writing, _) = try? openWriter(),
+                   let reading = try? SQLiteConnection(path: databasePath, busyTimeoutMilliseconds: 5000) {
+                    let identity = Self.identity(of: databasePath)
+                    writer.withLock { $0 = writing }
+                    reader.withLock { $0 = reading }
+                    state.withLock {
+                        $0.rebuilding = true
+                        $0.identity = identity
+                    }
+                    return
+                }
+            }
+            state.withLock { $0.rebuilding = true }  // no index: every lookup reads the file
         }
-        for name in touchedDuringScan {
-            if let record = records[name] { fresh[name] = record }
-        }
-        records = fresh
-        totalSize = fresh.values.reduce(0) { $0 + $1.size }
-        scanning = false
-        touchedDuringScan = []
-        isLoaded = true
     }
 
-    /// The entries to remove, oldest access first, with the record each had when chosen: every
-    /// one last used before `unusedSince` (seconds since 1970), then, with a `target`, the least
-    /// recently used until the total is at most `target` bytes and, with a `countTarget`, the
-    /// entries at most that many.
-    /// - Complexity: O(n log n) in the entry count when something goes; runs on a maintenance
-    ///   pass only.
-    func victims(downTo target: Int?, count countTarget: Int? = nil,
-                 unusedSince: Double? = nil) -> [(name: String, record: Record)] {
-        var excess = target.map { totalSize - $0 } ?? 0
-        var excessCount = countTarget.map { records.count - $0 } ?? 0
-        let cutoff = unusedSince ?? -Double.infinity
-        guard excess > 0 || excessCount > 0 || records.values.contains(where: { $0.lastAccess < cutoff }) else {
-            return []
+    /// The write connection, with the schema made if the database is new. Throws a failure of
+    /// code -1 for a database of another schema version.
+    private func openWriter() throws(SQLiteConnection.Failure) -> (SQLiteConnection, rebuilding: Bool) {
+        let connection = try SQLiteConnection(path: databasePath, busyTimeoutMilliseconds: 5000)
+        // WAL: readers never wait for the writer, and a commit is one append. NORMAL: a commit
+        // is not synced (a power cut may lose the last ones: their files become orphans and are
+        // swept), and the database is never corrupted by a crash.
+        try connection.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL")
+        let version = try connection.transaction { () throws(SQLiteConnection.Failure) -> Int64 in
+            let version = try connection.integer("PRAGMA user_version") ?? 0
+            if version == 0 { try connection.execute(Self.schema) }
+            return version == 0 ? Self.schemaVersion : version
         }
-        var victims: [(name: String, record: Record)] = []
-        for (name, record) in records.sorted(by: { $0.value.lastAccess < $1.value.lastAccess }) {
-            guard excess > 0 || excessCount > 0 || record.lastAccess < cutoff else { break }
-            victims.append((name, record))
-            excess -= record.size
-            excessCount -= 1
+        guard version == Self.schemaVersion else {
+            throw SQLiteConnection.Failure(code: -1, message: "index of schema version \(version)")
         }
-        return victims
+        let rebuilding = try connection.integer("SELECT value FROM meta WHERE name = 'rebuild'") ?? 1
+        return (connection, rebuilding != 0)
     }
+
+    /// Removes anything but a regular file at the database's paths (a symlink, FIFO, directory…:
+    /// damage, or planted), so that SQLite makes a real file there.
+    private func removeOddNodes() {
+        for suffix in ["", "-wal", "-shm"] {
+            if let status = DiskFiles.status(of: Self.fileName + suffix, in: directory), status.st_mode & S_IFMT != S_IFREG {
+                DiskFiles.remove(databasePath + suffix, ifStill: status)
+            }
+        }
+    }
+
+    private func removeDatabaseFiles() {
+        for suffix in ["", "-wal", "-shm", "-journal"] { unlink(databasePath + suffix) }
+    }
+
+    private static func identity(of path: String) -> (dev: UInt64, ino: UInt64)? {
+        var status = stat()
+        guard stat(path, &status) == 0 else { return nil }
+        return (UInt64(status.st_dev), UInt64(status.st_ino))
+    }
+
+    /// Closes the connections and opens the database again: after it was found corrupt (then,
+    /// unless another instance already replaced it, its files are deleted first) or replaced
+    /// by another instance's recovery.
+    private func reopen(deleting: Bool) {
+        writer.withLock { writing in
+            reader.withLock { reading in
+                writing = nil
+                reading = nil
+            }
+            let opened = state.withLock { $0.identity }
+            if deleting, let current = Self.identity(of: databasePath), let opened,
+               current.dev == opened.dev, current.ino == opened.ino {
+                removeDatabaseFiles()
+            }
+        }
+        open()
+    }
+
+    /// Reopens the database if another instance or process replaced it (its recovery from a
+    /// corrupt file); called by each maintenance pass.
+    func followReplacement() {
+        let opened = state.withLock { $0.identity }
+        let current = Self.identity(of: databasePath)
+        if let opened, let current, current.dev == opened.dev, current.ino == opened.ino { return }
+        reopen(deleting: false)
+    }
+
+    /// Runs `body` on the read connection; `nil` when there is none or the call failed (a
+    /// corrupt database is then replaced).
+    private func reading<T>(_ body: (SQLiteConnection) throws(SQLiteConnection.Failure) -> T) -> T? {
+        let result = reader.withLock { connection -> Result<T, SQLiteConnection.Failure>? in
+            guard let connection else { return nil }
+            do throws(SQLiteConnection.Failure) { return .success(try body(connection)) } catch { return .failure(error) }
+        }
+        return handle(result)
+    }
+
+    /// Runs `body` on the write connection; `nil` when there is none or the call failed.
+    private func writing<T>(_ body: (SQLiteConnection) throws(SQLiteConnection.Failure) -> T) -> T? {
+        let result = writer.withLock { connection -> Result<T, SQLiteConnection.Failure>? in
+            guard let connection else { return nil }
+            do throws(SQLiteConnection.Failure) { return .success(try body(connection)) } catch { return .failure(error) }
+        }
+        return handle(result)
+    }
+
+    private func handle<T>(_ result: Result<T, SQLiteConnection.Failure>?) -> T? {
+        switch result {
+        case .success(let value): return value
+        case .failure(let failure):
+            if failure.isCorrupt { reopen(deleting: true) }
+            return nil
+        case nil: return nil
+        }
+    }
+
+    // MARK: Names and time
+
+    /// The row key and 32-byte name of file name `name` (64 hex digits; any other string, which
+    /// only a test's name function gives, is hashed to 32 bytes first).
+    static func key(of name: String) -> (key: Int64, name: [UInt8]) {
+        var bytes = [UInt8]()
+        bytes.reserveCapacity(32)
+        var utf8 = name.utf8.makeIterator()
+        while let high = utf8.next(), let low = utf8.next(), let h = hexValue(high), let l = hexValue(low) {
+            bytes.append(h << 4 | l)
+        }
+        if bytes.count != 32 || name.utf8.count != 64 { bytes = SHA256.hash(Array(name.utf8)) }
+        let key = bytes.prefix(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        return (Int64(bitPattern: key), bytes)
+    }
+
+    private static func hexValue(_ digit: UInt8) -> UInt8? {
+        switch digit {
+        case 0x30...0x39: digit - 0x30
+        case 0x61...0x66: digit - 0x61 + 10
+        default: nil
+        }
+    }
+
+    /// A strictly increasing "now" in microseconds since 1970.
+    func tick() -> Int64 {
+        state.withLock {
+            $0.clock = max(Int64(Date().timeIntervalSince1970 * 1e6), $0.clock + 1)
+            return $0.clock
+        }
+    }
+
+    // MARK: Lookups
+
+    /// Whether a rebuild from the files is pending (or there is no index at all): a lookup
+    /// without a row must then read the file.
+    var isRebuilding: Bool { state.withLock { $0.rebuilding } }
+
+    /// The row under `key`, or `nil` (also when the index cannot answer).
+    func row(_ key: Int64) -> Row? {
+        reading { connection throws(SQLiteConnection.Failure) -> Row? in
+            var found: Row?
+            try connection.query("SELECT name, generation, size, last_use, info FROM entries WHERE key = ?",
+                                 [.integer(key)]) { row throws(SQLiteConnection.Failure) in
+                found = Row(key: key, name: row.blob(0), generation: UInt64(bitPattern: row.integer(1)),
+                            size: Int(row.integer(2)), lastUse: row.integer(3), info: row.blob(4))
+                return false
+            }
+            return found
+        } ?? nil
+    }
+
+    /// The total disk space and count of the entries, from the `totals` row.
+    func totals() -> (size: Int, count: Int)? {
+        reading { connection throws(SQLiteConnection.Failure) -> (size: Int, count: Int) in
+            var totals = (size: 0, count: 0)
+            try connection.query("SELECT size, count FROM totals") { row throws(SQLiteConnection.Failure) in
+                totals = (Int(row.integer(0)), Int(row.integer(1)))
+                return false
+            }
+            return totals
+        }
+    }
+
+    /// When the caller should write the waiting hits.
+    enum UseWrite: Equatable {
+        /// Now: the batch is full (or the interval is 0).
+        case now
+        /// After this many seconds: the first hit of a new batch.
+        case later(TimeInterval)
+        /// Nothing to do: a write is already scheduled.
+        case scheduled
+    }
+
+    /// Records a hit on `key` at `time`, to be written within `interval` seconds.
+    func recordUse(_ key: Int64, at time: Int64, flushAfter interval: TimeInterval) -> UseWrite {
+        state.withLock {
+            $0.pendingUses[key] = time
+            if $0.pendingUses.count >= Self.maxPendingUses || interval <= 0 { return .now }
+            if $0.flushScheduled { return .scheduled }
+            $0.flushScheduled = true
+            return .later(interval)
+        }
+    }
+
+    /// Whether hits wait to be written.
+    var hasPendingUses: Bool { state.withLock { !$0.pendingUses.isEmpty } }
+
+    /// Writes the waiting hits in one transaction (a later use in the row is kept).
+    func flushUses() {
+        let uses = state.withLock { state -> [Int64: Int64] in
+            defer {
+                state.pendingUses = [:]
+                state.flushScheduled = false
+            }
+            return state.pendingUses
+        }
+        guard !uses.isEmpty else { return }
+        _ = writing { connection throws(SQLiteConnection.Failure) in
+            try connection.transaction { () throws(SQLiteConnection.Failure) in
+                for (key, time) in uses {
+                    try connection.run("UPDATE entries SET last_use = ?2 WHERE key = ?1 AND last_use < ?2",
+                                       [.integer(key), .integer(time)])
+                }
+            }
+        }
+    }
+
+    // MARK: Changes
+
+    /// Inserts or replaces `row`; returns the totals after, or `nil` when it was not recorded.
+    func store(_ row: Row) -> (size: Int, count: Int)? {
+        writing { connection throws(SQLiteConnection.Failure) -> (size: Int, count: Int) in
+            try connection.run("""
+                INSERT INTO entries(key, name, generation, size, last_use, info) VALUES (?, ?, ?, ?, ?, ?)
+                ON CONFLICT(key) DO UPDATE SET name = excluded.name, generation = excluded.generation,
+                    size = excluded.size, last_use = excluded.last_use, info = excluded.info
+                """, Self.arguments(row))
+            var totals = (size: 0, count: 0)
+            try connection.query("SELECT size, count FROM totals") { row throws(SQLiteConnection.Failure) in
+                totals = (Int(row.integer(0)), Int(row.integer(1)))
+                return false
+            }
+            return totals
+        }
+    }
+
+    /// Inserts each of `rows` whose key has none, in one transaction (a rebuild: what a store
+    /// wrote since wins).
+    func insertIfAbsent(_ rows: [Row]) {
+        guard !rows.isEmpty else { return }
+        _ = writing { connection throws(SQLiteConnection.Failure) in
+            try connection.transaction { () throws(SQLiteConnection.Failure) in
+                for row in rows {
+                    try connection.run("""
+                        INSERT INTO entries(key, name, generation, size, last_use, info) VALUES (?, ?, ?, ?, ?, ?)
+                        ON CONFLICT(key) DO NOTHING
+                        """, Self.arguments(row))
+                }
+            }
+        }
+    }
+
+    private static func arguments(_ row: Row) -> [SQLiteConnection.Value] {
+        [.integer(row.key), .blob(row.name), .integer(Int64(bitPattern: row.generation)), .integer(Int64(row.size)),
+         .integer(row.lastUse), .blob(row.info)]
+    }
+
+    /// Replaces the info of the row for `name` at `generation`, after `accept` approves the stored
+    /// one (read in the same transaction); returns whether it was replaced.
+    func updateInfo(_ key: Int64, name: [UInt8], generation: UInt64, to info: [UInt8],
+                    if accept: ([UInt8]) -> Bool) -> Bool {
+        writing { connection throws(SQLiteConnection.Failure) -> Bool in
+            try connection.transaction { () throws(SQLiteConnection.Failure) -> Bool in
+                var stored: [UInt8]?
+                try connection.query("SELECT info FROM entries WHERE key = ? AND name = ? AND generation = ?",
+                                     [.integer(key), .blob(name), .integer(Int64(bitPattern: generation))]) { row throws(SQLiteConnection.Failure) in
+                    stored = row.blob(0)
+                    return false
+                }
+                guard let stored, accept(stored) else { return false }
+                return try connection.run("UPDATE entries SET info = ? WHERE key = ?", [.blob(info), .integer(key)]) > 0
+            }
+        } ?? false
+    }
+
+    /// Deletes the row for `name` (at `generation`, if given); returns whether one went.
+    @discardableResult
+    func remove(_ key: Int64, name: [UInt8], generation: UInt64? = nil) -> Bool {
+        writing { connection throws(SQLiteConnection.Failure) -> Bool in
+            if let generation {
+                return try connection.run("DELETE FROM entries WHERE key = ? AND name = ? AND generation = ?",
+                                          [.integer(key), .blob(name), .integer(Int64(bitPattern: generation))]) > 0
+            }
+            return try connection.run("DELETE FROM entries WHERE key = ? AND name = ?", [.integer(key), .blob(name)]) > 0
+        } ?? false
+    }
+
+    /// Deletes every row.
+    func removeAll() {
+        _ = writing { connection throws(SQLiteConnection.Failure) in
+            try connection.transaction { () throws(SQLiteConnection.Failure) in try connection.run("DELETE FROM entries") }
+        }
+    }
+
+    // MARK: Eviction
+
+    /// Chooses and deletes, in one transaction, the rows to evict, oldest use first: every row
+    /// last used before `unusedBefore`, then, while the totals are over `sizeTarget` bytes or
+    /// `countTarget` entries, the least recently used. Returns the deleted rows, whose files the
+    /// caller removes; a concurrent pass in another process deletes other rows (each row goes
+    /// once). At most `batch` rows per call: the caller repeats while it returns a full batch.
+    func evict(sizeTarget: Int?, countTarget: Int?, unusedBefore: Int64?, batch: Int) -> [Row] {
+        writing { connection throws(SQLiteConnection.Failure) -> [Row] in
+            try connection.transaction { () throws(SQLiteConnection.Failure) -> [Row] in
+                var size = 0, count = 0
+                try connection.query("SELECT size, count FROM totals") { row throws(SQLiteConnection.Failure) in
+                    size = Int(row.integer(0))
+                    count = Int(row.integer(1))
+                    return false
+                }
+                var excess = sizeTarget.map { size - $0 } ?? 0
+                var excessCount = countTarget.map { count - $0 } ?? 0
+                let cutoff = unusedBefore ?? Int64.min
+                var victims: [Row] = []
+                try connection.query("SELECT key, name, generation, size, last_use FROM entries ORDER BY last_use LIMIT ?",
+                                     [.integer(Int64(batch))]) { row throws(SQLiteConnection.Failure) in
+                    let victim = Row(key: row.integer(0), name: row.blob(1), generation: UInt64(bitPattern: row.integer(2)),
+                                     size: Int(row.integer(3)), lastUse: row.integer(4), info: [])
+                    guard excess > 0 || excessCount > 0 || victim.lastUse < cutoff else { return false }
+                    victims.append(victim)
+                    excess -= victim.size
+                    excessCount -= 1
+                    return true
+                }
+                for victim in victims {
+                    try connection.run("DELETE FROM entries WHERE key = ?", [.integer(victim.key)])
+                }
+                return victims
+            }
+        } ?? []
+    }
+
+    // MARK: Maintenance state
+
+    /// A value of the `meta` table.
+    func meta(_ name: String) -> Int64? {
+        reading { connection throws(SQLiteConnection.Failure) -> Int64? in
+            try connection.integer("SELECT value FROM meta WHERE name = ?", [.text(name)])
+        } ?? nil
+    }
+
+    func setMeta(_ name: String, _ value: Int64) {
+        _ = writing { connection throws(SQLiteConnection.Failure) in
+            try connection.run("UPDATE meta SET value = ? WHERE name = ?", [.integer(value), .text(name)])
+        }
+        if name == "rebuild" { refreshRebuilding() }
+    }
+
+    /// Reads whether a rebuild is pending (another process may have finished one).
+    func refreshRebuilding() {
+        guard let value = reading({ connection throws(SQLiteConnection.Failure) in
+            try connection.integer("SELECT value FROM meta WHERE name = 'rebuild'")
+        }) ?? nil else { return }
+        state.withLock { $0.rebuilding = value != 0 }
+    }
+
+    /// Whether the index has connections at all.
+    var isOpen: Bool { writer.withLock { $0 != nil } }
 }

@@ -46,7 +46,7 @@ struct DiskCacheCrashTests {
             #expect(writer.process.isRunning)
             writer.kill(SIGKILL)
             #expect(writer.process.terminationReason == .uncaughtSignal && writer.process.terminationStatus == SIGKILL)
-            strayTemporaries += directory.names.filter { $0.hasPrefix(".tmp.") }.count
+            strayTemporaries += directory.temporaryNames.count
             let present = try await verifyEveryEntry(directory)
             #expect(present > 0)
         }
@@ -76,7 +76,7 @@ struct DiskCacheCrashTests {
         }
         #expect(reads > 0)
         #expect(try await verifyEveryEntry(directory) == Self.keys)
-        #expect(!directory.names.contains { $0.hasPrefix(".tmp.") })
+        #expect(directory.temporaryNames.isEmpty)
     }
 
     @Test func twoInstancesInOneProcessShareADirectorySafely() async throws {

@@ -53,7 +53,7 @@ struct DiskCacheDiskSpaceTests {
         await cache.waitForMaintenance()
         for i in 0..<200 { await cache.storeData(Data(count: 10), info: CacheEntryInfo(), for: Self.url(i)) }
         await cache.trim()
-        let files = directory.names.filter { !$0.hasPrefix(".") }.count
+        let files = directory.entryNames.count
         #expect(files <= 50 && files >= 40, "\(files) entry files under a count cap of 50")
         #expect(await cache.entryCount == files)
         #expect(await cache.cachedData(for: Self.url(199)) != nil)

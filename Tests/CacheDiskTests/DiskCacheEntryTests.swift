@@ -22,10 +22,10 @@ struct DiskCacheEntryTests {
         await cache.storeData(Data(), info: CacheEntryInfo(), for: url)
         let empty = try #require(await cache.cachedData(for: url))
         #expect(empty.data.isEmpty && empty.info == CacheEntryInfo())
-        #expect(directory.names.contains(DiskCache.fileName(for: url)))
+        #expect(directory.entryNames.contains(DiskCache.fileName(for: url)))
         await cache.removeData(for: url)
         #expect(await cache.cachedData(for: url) == nil)
-        #expect(directory.names.filter { !$0.hasPrefix(".") }.isEmpty)
+        #expect(directory.entryNames.isEmpty)
     }
 
     @Test func aNameCollisionNeverServesAnotherURLsEntry() async throws {
@@ -46,7 +46,7 @@ struct DiskCacheEntryTests {
         await cache.storeData(Data("picture B".utf8), info: CacheEntryInfo(), for: b)
         #expect(await cache.cachedData(for: a) == nil)  // replaced, and never B's bytes
         #expect(await cache.cachedData(for: b)?.data == Data("picture B".utf8))
-        #expect(directory.names.filter { !$0.hasPrefix(".") } == [sameName])
+        #expect(directory.entryNames == [sameName])
     }
 
     @Test func aTruncatedEntryReadsAsAMissAndIsRemovedAtEveryLength() async throws {

@@ -4,8 +4,32 @@ import PipelineCore
 import PipelineTestSupport
 
 extension TemporaryDirectory {
-    /// The path of `url`'s entry file in this directory.
-    func entryPath(_ key: URL) -> String { url.appendingPathComponent(DiskCache.fileName(for: key)).path }
+    /// The path of `url`'s entry file in this directory: `<xx>/<name>`, `xx` the name's first two digits.
+    func entryPath(_ key: URL) -> String { entryPath(name: DiskCache.fileName(for: key)) }
+
+    /// The path of entry file `name`.
+    func entryPath(name: String) -> String {
+        url.appendingPathComponent(String(name.prefix(2))).appendingPathComponent(name).path
+    }
+
+    /// The paths of every file in the entry folders (entries and temporary files), as listed.
+    var entryFolderFiles: [String] {
+        names.filter { $0.utf8.count == 2 }.flatMap { folder in
+            let folderURL = url.appendingPathComponent(folder)
+            return ((try? FileManager.default.contentsOfDirectory(atPath: folderURL.path)) ?? [])
+                .map { folderURL.appendingPathComponent($0).path }
+        }
+    }
+
+    /// The names of the entry files (64 hex digits) in the entry folders.
+    var entryNames: [String] {
+        entryFolderFiles.map { ($0 as NSString).lastPathComponent }.filter { !$0.hasPrefix(".") }
+    }
+
+    /// The names of temporary files in the entry folders.
+    var temporaryNames: [String] {
+        entryFolderFiles.map { ($0 as NSString).lastPathComponent }.filter { $0.hasPrefix(".tmp.") }
+    }
 }
 
 /// A test cache with a small cap and no mtime persistence delay unless asked.
@@ -17,12 +41,12 @@ func makeCache(_ directory: TemporaryDirectory, sizeLimit: Int = 64 << 20, trimR
                   fileName: fileName)
 }
 
-/// The disk space the files in `directory` really take: the sum of their `st_blocks` × 512,
-/// measured here, not by the cache.
+/// The disk space the entry files in `directory` really take: the sum of their `st_blocks` ×
+/// 512, measured here, not by the cache (the index database is outside the cap).
 func allocatedBytes(in directory: TemporaryDirectory) -> Int {
-    directory.names.reduce(0) { total, name in
+    directory.entryFolderFiles.reduce(0) { total, path in
         var status = stat()
-        guard lstat(directory.url.appendingPathComponent(name).path, &status) == 0 else { return total }
+        guard lstat(path, &status) == 0 else { return total }
         return total + Int(status.st_blocks) * 512
     }
 }

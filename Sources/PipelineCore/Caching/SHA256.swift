@@ -41,10 +41,15 @@ public struct SHA256: Sendable {
 
     /// The digest of `bytes` as 64 lower-case hex digits.
     public static func hexDigest<S: Sequence>(_ bytes: S) -> String where S.Element == UInt8 {
+        hex(hash(bytes))
+    }
+
+    /// `bytes` as lower-case hex digits, two per byte.
+    package static func hex(_ bytes: [UInt8]) -> String {
         let digits = Array("0123456789abcdef".utf8)
         var hex = [UInt8]()
-        hex.reserveCapacity(64)
-        for byte in hash(bytes) {
+        hex.reserveCapacity(bytes.count * 2)
+        for byte in bytes {
             hex.append(digits[Int(byte >> 4)])
             hex.append(digits[Int(byte & 0x0F)])
         }
