@@ -14,7 +14,7 @@
 //   two processes    two children on the directory at once, each storing M new entries while
 //                    reading M existing ones (checked byte for byte), beside one child alone
 //   eviction         a new instance capped at 90% of totalSize (trimRatio 1) until entryCount ≤ 90%,
-//                    with hits issued while it runs
+//                    with hits issued while it runs (one at a time, a millisecond apart)
 // Output: one "label<TAB>value" line per result on stdout; progress on stderr.
 // Run: swift run -c release DiskCacheBenchmark [entries]
 // (the children: DiskCacheBenchmark resident|worker|reopen <directory> ...)
@@ -188,8 +188,11 @@ func microseconds(_ body: @escaping @Sendable () async -> Int) async -> Double {
     }.value
 }
 
-/// Each lookup's latency in µs, one at a time: `ids` once, or round and round until `stop` says so.
-func latencies(_ cache: DiskCache, _ ids: [Int], until stop: (@Sendable () -> Bool)? = nil) async -> (sorted: [Double], misses: Int) {
+/// Each lookup's latency in µs, one at a time: `ids` once, or round and round until `stop` says
+/// so, one lookup per `pace` at most (a steady load beside a background pass, not a flood that
+/// competes with it for the two cores).
+func latencies(_ cache: DiskCache, _ ids: [Int], until stop: (@Sendable () -> Bool)? = nil,
+               pace: Duration = .zero) async -> (sorted: [Double], misses: Int) {
     var times: [Double] = []
     var misses = 0
     times.reserveCapacity(ids.count)
@@ -199,6 +202,7 @@ func latencies(_ cache: DiskCache, _ ids: [Int], until stop: (@Sendable () -> Bo
         if await cache.cachedData(for: url(ids[k % ids.count])) == nil { misses += 1 }
         times.append((now() - start) * 1e6)
         k += 1
+        if pace > .zero { try? await Task.sleep(for: pace) }
     }
     return (times.sorted(), misses)
 }
@@ -344,8 +348,10 @@ func benchmark(entries n: Int) async throws {
 
     // Eviction: a new instance capped at 90% of the total, trimming to the cap; hits meanwhile.
     log("eviction")
-    // The hits go to the newest entries (the workers'), which no pass of 10% evicts.
-    let newest = n..<n + 3 * m
+    // The hits go to the entries the two workers stored at once, the newest: no pass of 10% evicts
+    // them (the lone worker's, stored before, were never read since, and go first when the
+    // workers' reads touched most of a small fill).
+    let newest = n..<n + 2 * m
     let (total, before, idle) = try await probe(directory, hits: order(5_000, in: newest, seed: 4))
     result("entries before the eviction (N + 3 × \(grouped(m)) stored by the workers)",
            grouped(before) + (before == n + 3 * m ? "" : " (expected \(grouped(n + 3 * m)))"))
@@ -354,7 +360,7 @@ func benchmark(entries n: Int) async throws {
     let start = now()
     let cache = try open(directory, sizeLimit: Int(Double(total) * 0.9), trimRatio: 1)
     let during = Task.detached {
-        await latencies(cache, order(100_000, in: newest, seed: 5), until: { stop.isSet })
+        await latencies(cache, order(100_000, in: newest, seed: 5), until: { stop.isSet }, pace: .milliseconds(1))
     }
     await cache.waitForMaintenance()
     var count = await cache.entryCount, passes = 0
