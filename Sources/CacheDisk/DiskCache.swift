@@ -41,7 +41,7 @@ public final class DiskCache: DataCaching, Sendable {
     public let sizeLimit: Int
     /// The most entries the directory may hold before eviction; default
     /// ``defaultCountLimit(sizeLimit:)``, one per 4 KiB of ``sizeLimit``. It bounds the inodes
-    /// (each entry is one file, two with its sidecar) where tiny files take little or no block
+    /// (each entry is one file) where tiny files take little or no block
     /// space (small blocks, data kept inside the inode), so tiny entries cannot use 100,000
     /// inodes under a 32 MiB cap. Trimmed, like the size, to ``trimRatio`` of it. A value
     /// under 1 counts as 1.
@@ -193,7 +193,7 @@ public final class DiskCache: DataCaching, Sendable {
         _ = try? await pool.run(priority: PriorityHandle(.visible)) { [self] in write(data, info: info, url: url, name: name) }
     }
 
-    /// Replaces the info of `url`'s entry by writing its sidecar; the body file is not touched.
+    /// Replaces the info of `url`'s entry in the index; the file is not touched.
     public func updateInfo(_ info: CacheEntryInfo, for url: URL) async {
         let name = fileName(url)
         _ = try? await pool.run(priority: PriorityHandle(.visible)) { [self] in writeInfo(info, url: url, name: name) }
@@ -233,6 +233,16 @@ public final class DiskCache: DataCaching, Sendable {
     public func trim() async {
         scheduleMaintenance()
         await waitForMaintenance()
+    }
+
+    /// Sets the last use of `url`'s entry in the index, as if it had last been used at `date`
+    /// (tests of eviction and the age limit: entries used days ago, without waiting days).
+    package func setLastUse(_ date: Date, for url: URL) async {
+        let key = DiskIndex.key(of: fileName(url)).key
+        _ = try? await pool.run(priority: PriorityHandle(.visible)) { [index] in
+            index.flushUses()
+            index.setLastUse(key, Int64(date.timeIntervalSince1970 * 1e6))
+        }
     }
 
     /// Writes the hits waiting in memory to the index (``accessPersistInterval``), then waits

@@ -1,12 +1,15 @@
 import Foundation
 import PipelineCore
 
-// The on-disk format. One entry is up to two files, both replaced only by an atomic rename:
+// The entry file format. One entry is one file, `<xx>/<64 hex>`, replaced only by an atomic
+// rename: a header (below), then the body bytes exactly as loaded. The index (`DiskIndex`)
+// holds the entry's current info; the header's is the info at store time, which the index is
+// rebuilt from when it is lost.
 //
-//   <64 hex>        the entry: a header (below), then the body bytes exactly as loaded.
-//   <64 hex>.info   an optional sidecar written by `updateInfo` after a 304: the same header
-//                   layout with magic "IPDI" and no body. It applies only while it names the
-//                   entry's generation, body length, body CRC and URL; otherwise it is ignored.
+// The flat layout of earlier releases also had `<64 hex>.info` sidecars, written after a 304:
+// the same header layout with magic "IPDI" and no body, applying only while it names the
+// entry's generation, body length, body CRC and URL. Nothing writes them now; the migration
+// into the index (`DiskCache+Maintenance.swift`) reads them once.
 //
 // Header (little-endian), version 3: 40 fixed bytes, then the variable parts, then a CRC-32 of
 // everything before:
@@ -22,11 +25,11 @@ import PipelineCore
 // Every length is checked against fixed limits and the file size before anything is allocated,
 // so a hostile file costs at most one small read. Version 2 (the same fields, with the info's
 // own layout written here: `DiskCacheEntry+Version2.swift`) is still read, and replaced by
-// version 3 when the entry is next stored; a 304's sidecar for it is written in version 3.
+// version 3 when the entry is next stored.
 // Version 1 (no rendition record; renditions kept their record as text in the ETag and
 // Last-Modified fields) reads as a miss, and the entry is removed like any damaged one.
 
-/// The header of an entry file or of its info sidecar: the entry format above as a value,
+/// The header of an entry file (or of a flat-layout sidecar): the entry format above as a value,
 /// encoded, decoded and read from an open file here.
 struct DiskCacheEntry: Equatable {
     /// Which of the two files a header starts.

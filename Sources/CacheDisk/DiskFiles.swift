@@ -65,7 +65,7 @@ enum DiskFiles {
     /// Writes `parts` to `directory/name` atomically: a new temporary file in the same directory
     /// (so the rename cannot cross file systems), optionally `fsync`ed, then renamed over the
     /// old file. A reader sees the old file or the new one, never a mix; a crash leaves at most a
-    /// stray temporary file, which ``isStaleTemporary(_:status:now:)`` lets a scan remove.
+    /// stray temporary file, which ``isStaleTemporary(_:status:now:)`` lets the sweep remove.
     /// Returns the disk space the new file takes (``allocatedSize(_:)`` of its `fstat` once
     /// written), or `nil` when the write failed (nothing is left behind).
     static func writeAtomically(directory: String, name: String, parts: [Data], sync: Bool) -> Int? {
@@ -89,7 +89,7 @@ enum DiskFiles {
     /// Linux whatever the file system's block size), but never less than its length (a file
     /// system that keeps small files inside the inode reports no blocks for them). This is
     /// what the size cap counts: a 200-byte entry on a file system of 4 KiB blocks takes
-    /// 4 KiB. Taken from a `stat` the cache makes anyway (the scan's `lstat`, a read's
+    /// 4 KiB. Taken from a `stat` the cache makes anyway (the sweep's `lstat`, a read's
     /// `fstat`), plus one `fstat` per write; rounding lengths up to `statvfs`'s block size
     /// instead would miss indirect blocks and get inline or compressed files wrong. Delayed
     /// allocation (ext4, XFS, btrfs) already counts in `st_blocks` before the data reaches
@@ -100,7 +100,7 @@ enum DiskFiles {
 
     /// The prefix of temporary files.
     static let temporaryPrefix = ".tmp."
-    /// How old a temporary file must be before a scan treats it as left by a crash, in seconds.
+    /// How old a temporary file must be before the sweep treats it as left by a crash, in seconds.
     static let temporaryLifetime: TimeInterval = 600
 
     /// Whether `name` is a temporary file old enough to be a crash's leftover.
@@ -150,23 +150,6 @@ enum DiskFiles {
         return file
     }
 
-    /// Runs `body` holding an exclusive `flock` on the file at `lockPath` (created if missing);
-    /// `false` (and `body` not run) when it cannot be opened. The kernel drops the lock if the
-    /// process dies. Anything but a regular file at `lockPath` (a FIFO, a symlink, which is never
-    /// followed, a directory…) is removed by the first open and a new lock file made by the
-    /// second; if that fails too, callers fall back to indexing without evicting.
-    @discardableResult
-    static func withExclusiveLock(_ lockPath: String, _ body: () -> Void) -> Bool {
-        guard let file = openRegular(lockPath, flags: O_RDWR | O_CREAT)
-                ?? openRegular(lockPath, flags: O_RDWR | O_CREAT) else { return false }
-        while flock(file.fd, LOCK_EX) != 0 {
-            guard errno == EINTR else { return false }
-        }
-        defer { flock(file.fd, LOCK_UN) }
-        body()
-        return true
-    }
-
     /// `st_mtim` in seconds since 1970.
     static func modificationTime(_ status: stat) -> TimeInterval {
         TimeInterval(status.st_mtim.tv_sec) + TimeInterval(status.st_mtim.tv_nsec) / 1e9
@@ -197,6 +180,6 @@ enum DiskFiles {
         name.utf8.count == 64 && name.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }
     }
 
-    /// The sidecar suffix.
+    /// The suffix of the flat layout's info sidecars (read once by the migration).
     static let infoSuffix = ".info"
 }

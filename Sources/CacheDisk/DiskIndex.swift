@@ -335,6 +335,13 @@ final class DiskIndex: Sendable {
 
     // MARK: Changes
 
+    /// Sets the last use of the row under `key` (``DiskCache/setLastUse(_:for:)``).
+    func setLastUse(_ key: Int64, _ time: Int64) {
+        _ = writing { connection throws(SQLiteConnection.Failure) in
+            try connection.run("UPDATE entries SET last_use = ? WHERE key = ?", [.integer(time), .integer(key)])
+        }
+    }
+
     /// Inserts or replaces `row`; returns the totals after, or `nil` when it was not recorded.
     func store(_ row: Row) -> (size: Int, count: Int)? {
         writing { connection throws(SQLiteConnection.Failure) -> (size: Int, count: Int) in

@@ -9,15 +9,14 @@ struct DiskCacheAgeLimitTests {
     static let day: TimeInterval = 86_400
     static func url(_ i: Int) -> URL { URL(string: "test://age/\(i)")! }
 
-    /// Stores entries 0…3 with a first instance, then dates their files' last use (the mtime, as
-    /// a hit persists it) 40, 31, 29 and 0 days back, as if that much time had passed.
+    /// Stores entries 0…3 with a first instance, then dates their last use in the index 40, 31,
+    /// 29 and 0 days back, as if that much time had passed.
     static func entriesLastUsed(in directory: TemporaryDirectory) async throws {
         let writer = try makeCache(directory)
         for i in 0..<4 { await writer.storeData(Data(count: 1000), info: CacheEntryInfo(), for: url(i)) }
         await writer.waitForMaintenance()
         for (i, days) in [40.0, 31, 29, 0].enumerated() {
-            try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(-days * day)],
-                                                  ofItemAtPath: directory.entryPath(url(i)))
+            await writer.setLastUse(Date().addingTimeInterval(-days * day), for: url(i))
         }
     }
 
@@ -53,8 +52,10 @@ struct DiskCacheAgeLimitTests {
         try await Self.entriesLastUsed(in: directory)
         let reader = try makeCache(directory)  // another process, without a limit
         await reader.waitForMaintenance()
-        // Its hit writes the entry's mtime (its last write was longer ago than ten minutes).
+        // Its hit is written to the shared index (within its accessPersistInterval; at once by
+        // waitForMaintenance).
         #expect(await reader.cachedData(for: Self.url(0)) != nil)
+        await reader.waitForMaintenance()
         let limited = try makeCache(directory, maxUnusedAge: 30 * Self.day)
         await limited.waitForMaintenance()
         #expect(Self.present(in: directory) == [0, 2, 3])

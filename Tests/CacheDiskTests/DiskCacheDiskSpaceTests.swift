@@ -31,17 +31,19 @@ struct DiskCacheDiskSpaceTests {
         #expect(await cache.cachedData(for: Self.url(599))?.data.count == 100)
     }
 
-    /// An info sidecar (after a 304) takes its own block and counts with its entry.
-    @Test func aSidecarCountsWithItsEntry() async throws {
+    /// After a 304 only the index changes: no file is added, and the size and count stay.
+    @Test func a304AddsNoFileAndNoSize() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let cache = try makeCache(directory)
         await cache.storeData(Data(count: 100), info: CacheEntryInfo(etag: "\"a\""), for: Self.url(1))
+        let files = directory.entryFolderFiles, size = await cache.totalSize
         await cache.updateInfo(CacheEntryInfo(etag: "\"a\"", freshUntil: Date(timeIntervalSince1970: 4e9)), for: Self.url(1))
-        #expect(directory.names.contains { $0.hasSuffix(".info") })
-        #expect(await cache.totalSize == allocatedBytes(in: directory))
-        let reopened = try makeCache(directory)  // a scan counts it too
+        #expect(directory.entryFolderFiles == files)
+        #expect(await cache.totalSize == size && size == allocatedBytes(in: directory))
+        let reopened = try makeCache(directory)
         #expect(await reopened.totalSize == allocatedBytes(in: directory))
+        #expect(await reopened.cachedData(for: Self.url(1))?.info.freshUntil == Date(timeIntervalSince1970: 4e9))
     }
 
     /// The count cap holds however little space the entries take; trimmed to the trim ratio.

@@ -8,17 +8,6 @@ import Testing
 struct DiskCacheEvictionTests {
     static func url(_ i: Int) -> URL { URL(string: "test://lru/\(i < 10 ? "0" : "")\(i)")! }
 
-    /// Whether a process waits for a `flock` on the file at `path`: `/proc/locks` lists a
-    /// blocked request as `N: -> FLOCK ADVISORY WRITE <pid> <major>:<minor>:<inode> …`.
-    static func hasLockWaiter(_ path: String) -> Bool {
-        var status = stat()
-        guard stat(path, &status) == 0, let locks = try? String(contentsOfFile: "/proc/locks", encoding: .utf8) else { return false }
-        return locks.split(separator: "\n").contains { line in
-            let fields = line.split(separator: " ")
-            return fields.count > 6 && fields[1] == "->" && fields[2] == "FLOCK" && fields[6].hasSuffix(":\(status.st_ino)")
-        }
-    }
-
     /// The file size of one 1000-byte entry of ``url(_:)``.
     static func entrySize(_ directory: TemporaryDirectory) async throws -> Int {
         let probe = try makeCache(directory)
@@ -53,45 +42,75 @@ struct DiskCacheEvictionTests {
         defer { directory.remove() }
         let size = try await Self.entrySize(directory)
         let writer = try makeCache(directory, accessPersistInterval: 0)
-        // Stored in order, with last-use times a second apart in the past, set here: no waiting
-        // for the kernel's coarse file-time tick to tell them apart.
-        let past = time(nil) - 100
+        // Stored in order, with last uses a second apart in the past, set in the index here.
+        let past = Date().addingTimeInterval(-100)
         for i in 0..<10 {
             await writer.storeData(Data(count: 1000), info: CacheEntryInfo(), for: Self.url(i))
-            let times = [timespec(tv_sec: past + i, tv_nsec: 0), timespec(tv_sec: past + i, tv_nsec: 0)]
-            #expect(utimensat(AT_FDCWD, directory.entryPath(Self.url(i)), times, 0) == 0)
+            await writer.setLastUse(past.addingTimeInterval(Double(i)), for: Self.url(i))
         }
-        // Reads, persisted as mtimes at once (interval 0), make 2 and 3 the most recent.
+        // Reads, written to the index (interval 0: at once, in the background; waitForMaintenance
+        // waits for them), make 2 and 3 the most recent.
         _ = await writer.cachedData(for: Self.url(2))
         _ = await writer.cachedData(for: Self.url(3))
-        // A new instance with a smaller cap trims on open, ordering by the files' mtimes.
+        await writer.waitForMaintenance()
+        // A new instance with a smaller cap trims on open, ordering by the index's last uses.
         let reopened = try makeCache(directory, sizeLimit: 5 * size, trimRatio: 0.8)
         await reopened.waitForMaintenance()
         let present = (0..<10).filter { FileManager.default.fileExists(atPath: directory.entryPath(Self.url($0))) }
         #expect(present == [2, 3, 8, 9])
     }
 
-    @Test func evictionWaitsForAnotherHolderOfTheDirectoryLock() async throws {
+    /// Hits wait in memory and are written in one batch: nothing reaches the index before the
+    /// interval or a full batch, and ``DiskCache/waitForMaintenance()`` writes them. (Without
+    /// batching, each hit would be a write transaction on the request path.)
+    @Test func hitsAreWrittenToTheIndexInBatches() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let size = try await Self.entrySize(directory)
-        let cache = try makeCache(directory, sizeLimit: 4 * size, trimRatio: 0.5)
+        let cache = try makeCache(directory, accessPersistInterval: 3600)
+        let past = Date().addingTimeInterval(-100)
+        for i in 0..<10 {
+            await cache.storeData(Data(count: 1000), info: CacheEntryInfo(), for: Self.url(i))
+            await cache.setLastUse(past.addingTimeInterval(Double(i)), for: Self.url(i))
+        }
+        _ = await cache.cachedData(for: Self.url(0))
+        _ = await cache.cachedData(for: Self.url(1))
+        // Another instance sees no hit yet: it evicts 0 and 1 first...
+        let other = try makeCache(directory, sizeLimit: 9 * size, trimRatio: 1)
+        await other.waitForMaintenance()
+        #expect(!FileManager.default.fileExists(atPath: directory.entryPath(Self.url(0))))
+        // ...then, once the first instance has written its hits, it evicts by them.
+        _ = await cache.cachedData(for: Self.url(4))
         await cache.waitForMaintenance()
-        // Another process's eviction pass, as far as flock is concerned: a second open file.
-        let lock = open(directory.url.appendingPathComponent(".lock").path, O_RDWR | O_CREAT, 0o644)
-        #expect(lock >= 0)
-        defer { close(lock) }
-        #expect(flock(lock, LOCK_EX) == 0)
-        for i in 0..<6 { await cache.storeData(Data(count: 1000), info: CacheEntryInfo(), for: Self.url(i)) }
-        // The pass the stores started is blocked on the lock (the kernel lists it as a waiter
-        // for the lock file), and has removed nothing.
-        #expect(await eventually { Self.hasLockWaiter(directory.url.appendingPathComponent(".lock").path) })
-        #expect(directory.entryNames.count == 6)  // held off while locked
-        // Reads and writes do not take the lock.
-        #expect(await cache.cachedData(for: Self.url(5)) != nil)
-        flock(lock, LOCK_UN)
-        await cache.waitForMaintenance()
-        #expect(directory.entryNames.count == 2)
+        let third = try makeCache(directory, sizeLimit: 7 * size, trimRatio: 1)
+        await third.waitForMaintenance()
+        let present = (0..<10).filter { FileManager.default.fileExists(atPath: directory.entryPath(Self.url($0))) }
+        #expect(present == [1, 4, 5, 6, 7, 8, 9])
+    }
+
+    /// Two instances (as two processes would) evicting at once delete disjoint rows: the total
+    /// ends at the target, each evicted file is gone, and the index counts what is on disk.
+    @Test func twoInstancesEvictingAtOnceAgreeWithTheDisk() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let size = try await Self.entrySize(directory)
+        let caches = [try makeCache(directory, sizeLimit: 40 * size, trimRatio: 0.5),
+                      try makeCache(directory, sizeLimit: 40 * size, trimRatio: 0.5)]
+        await withTaskGroup(of: Void.self) { group in
+            for (n, cache) in caches.enumerated() {
+                group.addTask {
+                    for i in stride(from: n, to: 200, by: 2) {
+                        await cache.storeData(Data(count: 1000), info: CacheEntryInfo(), for: Self.url(i))
+                    }
+                    await cache.trim()
+                }
+            }
+        }
+        for cache in caches { await cache.waitForMaintenance() }
+        let count = await caches[0].entryCount
+        #expect(count <= 40 && count >= 20, "\(count) entries under a cap of 40 trimmed to 20")
+        #expect(directory.entryNames.count == count)
+        #expect(await caches[1].totalSize == allocatedBytes(in: directory))
     }
 
     @Test func entriesLargerThanTheCapAreNotStored() async throws {

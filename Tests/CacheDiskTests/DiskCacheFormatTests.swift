@@ -31,10 +31,11 @@ struct DiskCacheFormatTests {
         #expect(await cache.cachedData(for: URL(string: "https://a.example/o.jpg")!)?.info.rendition == nil)
     }
 
+    /// Found by the rebuild that moves the flat layout into the index, a version-1 entry is
+    /// removed; the URL stored again reads back.
     @Test func anEntryOfTheFirstFormatIsAMissOnceAndRemoved() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let cache = try makeCache(directory)
         let url = URL(string: "https://cdn.example.com/old.jpg")!
         let body = Data(repeating: 9, count: 100)
         // A version-1 entry as the previous release wrote it: 48 fixed bytes, the URL and an
@@ -48,24 +49,34 @@ struct DiskCacheFormatTests {
         append(UInt32(urlBytes.count)); append(UInt16(etag.count)); append(UInt16(0))
         header += urlBytes + etag
         append(header.withUnsafeBytes { CRC32.checksum($0) })
-        let path = directory.entryPath(url)
+        let path = directory.flatEntryPath(url)
         try (Data(header) + body).write(to: URL(fileURLWithPath: path))
         #expect(FileManager.default.fileExists(atPath: path))
 
+        let cache = try makeCache(directory)
         #expect(await cache.cachedData(for: url) == nil)
+        await cache.waitForMaintenance()
         #expect(!FileManager.default.fileExists(atPath: path))
+        #expect(!FileManager.default.fileExists(atPath: directory.entryPath(url)))
+        #expect(await cache.entryCount == 0)
         // Once: the entry written again is read back.
         await cache.storeData(body, info: CacheEntryInfo(etag: "\"v1\""), for: url)
         #expect(await cache.cachedData(for: url)?.data == body)
     }
 
-    /// The placeholder hash is a field of the header: it round-trips, a 304's sidecar keeps
-    /// it, a header read (`cachedDigest`) has it, and a damaged one is a miss. An entry written
-    /// before the field existed (its length a reserved 0) reads as one without a placeholder.
+    /// The placeholder hash is a field of the header and of the index's row: it round-trips, a
+    /// 304 keeps it, a header read (`cachedDigest`) has it, and a damaged one is a miss. An
+    /// entry written before the field existed (its length a reserved 0), found in the flat
+    /// layout by the rebuild, reads as one without a placeholder.
     @Test func aPlaceholderRoundTripsInTheHeader() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
+        let plain = URL(string: "https://cdn.example.com/plain.jpg")!
+        let plainEntry = DiskCacheEntryTests.version2Entry(url: plain, info: CacheEntryInfo(etag: "\"o\""), body: Data([1]))
+        #expect(plainEntry[50] == 0 && plainEntry[51] == 0 && plainEntry[6] & 16 == 0)
+        try plainEntry.write(to: URL(fileURLWithPath: directory.flatEntryPath(plain)))
         let cache = try makeCache(directory)
+        await cache.waitForMaintenance()
         let url = URL(string: "https://cdn.example.com/p.jpg")!
         let hash = try #require(ThumbHash(base64: "1QcSHQRnh493V4dIh4eXh1h4kJUI"))
         let info = CacheEntryInfo(etag: "\"p\"", placeholder: hash)
@@ -84,10 +95,6 @@ struct DiskCacheFormatTests {
 
         // A version-2 entry without a placeholder (placeholder length 0 in the field an earlier
         // release kept reserved, flag 16 clear) reads as one without a placeholder.
-        let plain = URL(string: "https://cdn.example.com/plain.jpg")!
-        let plainEntry = DiskCacheEntryTests.version2Entry(url: plain, info: CacheEntryInfo(etag: "\"o\""), body: Data([1]))
-        #expect(plainEntry[50] == 0 && plainEntry[51] == 0 && plainEntry[6] & 16 == 0)
-        try plainEntry.write(to: URL(fileURLWithPath: directory.entryPath(plain)))
         #expect(await cache.cachedData(for: plain)?.info == CacheEntryInfo(etag: "\"o\""))
 
         // A hash byte flipped on disk fails the header's CRC: a miss, not a wrong placeholder.

@@ -12,6 +12,10 @@ extension TemporaryDirectory {
         url.appendingPathComponent(String(name.prefix(2))).appendingPathComponent(name).path
     }
 
+    /// The path of `url`'s entry in the flat layout before the index (`<directory>/<name>`),
+    /// where the rebuild finds it and moves it into its folder.
+    func flatEntryPath(_ key: URL) -> String { url.appendingPathComponent(DiskCache.fileName(for: key)).path }
+
     /// The paths of every file in the entry folders (entries and temporary files), as listed.
     var entryFolderFiles: [String] {
         names.filter { $0.utf8.count == 2 }.flatMap { folder in

@@ -70,7 +70,11 @@ extension Result where Failure == any Error {
     }
 }
 
-/// The names of the entry files in a disk cache directory (its lock and temporary files left out).
+/// The names of the entry files in a disk cache directory (in its 256 folders; its index and temporary files left out).
 func entryFiles(in directory: URL) -> [String] {
-    ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []).filter { !$0.hasPrefix(".") }
+    let folders = ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []).filter { $0.utf8.count == 2 }
+    return folders.flatMap { folder in
+        ((try? FileManager.default.contentsOfDirectory(atPath: directory.appendingPathComponent(folder).path)) ?? [])
+            .filter { !$0.hasPrefix(".") }
+    }
 }

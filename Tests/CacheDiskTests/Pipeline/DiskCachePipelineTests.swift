@@ -135,6 +135,8 @@ struct DiskCachePipelineTests {
         let loader = HeldLoader { .success(.data(HeldLoader.fakeData(for: $0.url), metadata(maxAge: 60))) }
         let pipeline = makePipeline(loader: loader, diskCache: disk, clock: clock)
         let url = testURL(16, 16, 7), path = directory.entryPath(url)
+        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent,
+                                                withIntermediateDirectories: true)
         #expect(mkfifo(path, 0o644) == 0)
         defer { releaseFIFO(path) }
         let response = try await withDeadline { try await pipeline.image(for: ImageRequest(url: url)) }

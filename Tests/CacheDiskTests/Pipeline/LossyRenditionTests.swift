@@ -25,7 +25,7 @@ import Testing
     /// The bytes stored for `request`'s rendition (found by the store event's size among the
     /// directory's files: the original is a 12-byte FakeImage).
     static func renditionBytes(_ directory: TemporaryDirectory) -> [Data] {
-        directory.names.compactMap { try? Data(contentsOf: directory.url.appendingPathComponent($0)) }
+        directory.entryFolderFiles.compactMap { try? Data(contentsOf: URL(fileURLWithPath: $0)) }
             .filter { $0.count > 200 }
     }
 
