@@ -224,6 +224,18 @@ func probe(_ directory: URL, hits ids: [Int]) async throws -> (total: Int, count
     return (total, count, idle.sorted)
 }
 
+/// A new instance on `directory`, timed from the open to its first hit (entry N/2, checked) and to
+/// its entryCount (the index complete), in seconds.
+func timedOpen(_ directory: URL, entries n: Int) async throws
+    -> (DiskCache, (firstHit: Double, hit: Bool, complete: Double, count: Int)) {
+    let start = now()
+    let cache = try open(directory)
+    let first = await cache.cachedData(for: url(n / 2))
+    let firstHit = now() - start
+    let count = await cache.entryCount
+    return (cache, (firstHit, first?.data == body(n / 2), now() - start, count))
+}
+
 /// The whole benchmark at `entries` entries.
 func benchmark(entries n: Int) async throws {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("DiskCacheBenchmark-\(UUID().uuidString)")
@@ -247,15 +259,10 @@ func benchmark(entries n: Int) async throws {
     // Open: a new instance, timed to its first hit and to entryCount (the index complete).
     log("open and lookups")
     do {
-        let start = now()
-        let cache = try open(directory)
-        let first = await cache.cachedData(for: url(n / 2))
-        let firstHit = now() - start
-        let count = await cache.entryCount
-        let complete = now() - start
-        result("open → first hit", "\(fixed(firstHit * 1000, 1)) ms" + (first?.data == body(n / 2) ? "" : " (MISSED)"))
+        let (cache, opened) = try await timedOpen(directory, entries: n)
+        result("open → first hit", "\(fixed(opened.firstHit * 1000, 1)) ms" + (opened.hit ? "" : " (MISSED)"))
         result("open → index complete (entryCount == N)",
-               "\(grouped(Int(complete * 1000))) ms" + (count == n ? "" : " (entryCount \(grouped(count)))"))
+               "\(grouped(Int(opened.complete * 1000))) ms" + (opened.count == n ? "" : " (entryCount \(grouped(opened.count)))"))
 
         // Lookups at a fixed pseudo-random order.
         let ids = order(lookups, in: 0..<n, seed: 1)
@@ -402,16 +409,11 @@ func resident(_ directory: URL, entries n: Int) async throws {
 
 /// Child: open → first hit and open → entryCount, in ms.
 func reopen(_ directory: URL, entries n: Int) async throws {
-    let start = now()
-    let cache = try open(directory)
-    let first = await cache.cachedData(for: url(n / 2))
-    let firstHit = now() - start
-    let count = await cache.entryCount
-    let complete = now() - start
-    result("first", fixed(firstHit * 1000, 1))
-    result("hit", first?.data == body(n / 2) ? "yes" : "no")
-    result("complete", grouped(Int(complete * 1000)))
-    result("count", String(count))
+    let (cache, opened) = try await timedOpen(directory, entries: n)
+    result("first", fixed(opened.firstHit * 1000, 1))
+    result("hit", opened.hit ? "yes" : "no")
+    result("complete", grouped(Int(opened.complete * 1000)))
+    result("count", String(opened.count))
     await cache.waitForMaintenance()
 }
 
