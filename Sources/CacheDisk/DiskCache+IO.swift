@@ -28,6 +28,62 @@ extension DiskCache {
         return CachedData(data: body, info: entry.info)
     }
 
+    /// What a lookup on the caller's thread found: an answer, or that it would have had to
+    /// wait (for the disk, for a connection another thread holds) or to repair something.
+    enum QuickAnswer<Value> {
+        case answered(Value?)
+        case wouldWait
+    }
+
+    /// Reads `url`'s entry without waiting: the index's row if its connection is free, then the
+    /// file's header and body only as far as the page cache holds them (`RWF_NOWAIT`). Anything
+    /// else — a read that would go to the disk, a rebuild, a missing or damaged file — is left
+    /// to ``read(url:name:)`` on the pool, which also repairs. A miss the index answers touches
+    /// no file.
+    func readWithoutWaiting(url: URL, name: String) -> QuickAnswer<CachedData> {
+        let entry: OpenedEntry
+        switch lookUpWithoutWaiting(url: url, name: name) {
+        case .answered(let found?): entry = found
+        case .answered(nil): return .answered(nil)
+        case .wouldWait: return .wouldWait
+        }
+        var body = Data(count: Int(entry.header.bodyLength))
+        let ok = body.isEmpty || body.withUnsafeMutableBytes { entry.file.read(into: $0, at: entry.headerLength) }
+        guard ok, CRC32.checksum(body) == entry.header.bodyCRC else { return .wouldWait }
+        recordHit(entry)
+        return .answered(CachedData(data: body, info: entry.info))
+    }
+
+    /// ``readDigest(url:name:)`` without waiting (see ``readWithoutWaiting(url:name:)``).
+    func readDigestWithoutWaiting(url: URL, name: String) -> QuickAnswer<CachedDigest> {
+        switch lookUpWithoutWaiting(url: url, name: name) {
+        case .answered(let entry?):
+            recordHit(entry)
+            return .answered(CachedDigest(length: Int(entry.header.bodyLength), crc32: entry.header.bodyCRC, info: entry.info))
+        case .answered(nil): return .answered(nil)
+        case .wouldWait: return .wouldWait
+        }
+    }
+
+    private func lookUpWithoutWaiting(url: URL, name: String) -> QuickAnswer<OpenedEntry> {
+        let (key, digest) = DiskIndex.key(of: name)
+        guard let answer = index.rowWithoutWaiting(key) else { return .wouldWait }
+        guard let row = answer else { return index.isRebuilding ? .wouldWait : .answered(nil) }
+        guard row.name == digest else { return .answered(nil) }  // another name sharing the key's 8 bytes
+        let fd = open(entryPath(name), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
+        guard fd >= 0 else { return .wouldWait }  // gone or odd: the pool's read drops or removes it
+        let file = DiskFiles.Descriptor(fd: fd)
+        file.noWait = true
+        guard let status = file.status(), status.st_mode & S_IFMT == S_IFREG, Int(status.st_size) <= maxEntryFileSize,
+              let header = DiskCacheEntry.read(from: file, kind: .entry, fileSize: Int(status.st_size)),
+              UInt64(Int(status.st_size) - header.length) == header.value.bodyLength,
+              header.value.url == url.absoluteString else { return .wouldWait }
+        var entry = OpenedEntry(file: file, status: status, header: header.value, headerLength: header.length,
+                                key: key, indexed: true, info: header.value.info)
+        if row.generation == header.value.generation, let info = Self.decodeInfo(row.info) { entry.info = info }
+        return .answered(entry)
+    }
+
     /// The digest of `url`'s entry in file `name` from its row and header alone: the body is
     /// neither read nor checked (a torn body is found by the next full ``read(url:name:)``).
     /// Counts as a use for LRU order, like a read.

@@ -76,6 +76,8 @@ final class DiskIndex: Sendable {
         var clock: Int64 = 0
         /// Whether a delayed write of the waiting hits is scheduled.
         var flushScheduled = false
+        /// Whether an immediate write of them is on its way.
+        var flushRequested = false
     }
 
     /// At most this many hits wait in memory before they are written in one transaction.
@@ -265,16 +267,28 @@ final class DiskIndex: Sendable {
 
     /// The row under `key`, or `nil` (also when the index cannot answer).
     func row(_ key: Int64) -> Row? {
-        reading { connection throws(SQLiteConnection.Failure) -> Row? in
-            var found: Row?
-            try connection.query("SELECT name, generation, size, last_use, info FROM entries WHERE key = ?",
-                                 [.integer(key)]) { row throws(SQLiteConnection.Failure) in
-                found = Row(key: key, name: row.blob(0), generation: UInt64(bitPattern: row.integer(1)),
-                            size: Int(row.integer(2)), lastUse: row.integer(3), info: row.blob(4))
-                return false
-            }
-            return found
+        reading { connection throws(SQLiteConnection.Failure) -> Row? in try Self.row(key, on: connection) } ?? nil
+    }
+
+    /// The row under `key` if the read connection is free now: `.some(nil)` for no row, `nil`
+    /// when the connection is busy with another thread or the query failed (the caller then
+    /// asks ``row(_:)`` on a thread that may wait, which also handles a corrupt database).
+    func rowWithoutWaiting(_ key: Int64) -> Row?? {
+        reader.withLockIfAvailable { connection -> Row?? in
+            guard let connection else { return nil }
+            return try? Self.row(key, on: connection)
         } ?? nil
+    }
+
+    private static func row(_ key: Int64, on connection: SQLiteConnection) throws(SQLiteConnection.Failure) -> Row? {
+        var found: Row?
+        try connection.query("SELECT name, generation, size, last_use, info FROM entries WHERE key = ?",
+                             [.integer(key)]) { row throws(SQLiteConnection.Failure) in
+            found = Row(key: key, name: row.blob(0), generation: UInt64(bitPattern: row.integer(1)),
+                        size: Int(row.integer(2)), lastUse: row.integer(3), info: row.blob(4))
+            return false
+        }
+        return found
     }
 
     /// The total disk space and count of the entries, from the `totals` row.
@@ -303,7 +317,11 @@ final class DiskIndex: Sendable {
     func recordUse(_ key: Int64, at time: Int64, flushAfter interval: TimeInterval) -> UseWrite {
         state.withLock {
             $0.pendingUses[key] = time
-            if $0.pendingUses.count >= Self.maxPendingUses || interval <= 0 { return .now }
+            if $0.flushRequested { return .scheduled }  // a write on its way takes this hit too
+            if $0.pendingUses.count >= Self.maxPendingUses || interval <= 0 {
+                $0.flushRequested = true
+                return .now
+            }
             if $0.flushScheduled { return .scheduled }
             $0.flushScheduled = true
             return .later(interval)
@@ -319,6 +337,7 @@ final class DiskIndex: Sendable {
             defer {
                 state.pendingUses = [:]
                 state.flushScheduled = false
+                state.flushRequested = false
             }
             return state.pendingUses
         }
