@@ -144,7 +144,7 @@ extension DiskCache {
     /// Opens file `name` when it holds `url`'s entry with a sound header. A damaged file is
     /// removed (as anything but a regular file is by the open).
     func openEntry(url: URL, name: String) -> Opened {
-        guard let file = DiskFiles.openRegular(entryPath(name), flags: O_RDONLY),
+        guard isFolder(folderPath(name)), let file = DiskFiles.openRegular(entryPath(name), flags: O_RDONLY),
               let status = file.status(), status.st_mode & S_IFMT == S_IFREG else { return .absent }
         let fileSize = Int(status.st_size)
         guard fileSize <= maxEntryFileSize, let header = DiskCacheEntry.read(from: file, kind: .entry, fileSize: fileSize),
@@ -220,13 +220,22 @@ extension DiskCache {
     /// anything else under its name (a symlink there is never followed out of the cache).
     func writeFolder(for name: String) -> Bool {
         let folder = folderPath(name)
-        var status = stat()
-        if lstat(folder, &status) == 0 {
-            if status.st_mode & S_IFMT == S_IFDIR { return true }
-            DiskFiles.remove(folder, ifStill: status)
-        }
+        if isFolder(folder) { return true }
         guard mkdir(folder, 0o755) == 0 || errno == EEXIST else { return false }
+        var status = stat()
         return lstat(folder, &status) == 0 && status.st_mode & S_IFMT == S_IFDIR
+    }
+
+    /// Whether `folder` is a real directory, checked before any path through it is opened,
+    /// listed or unlinked: a symlink there (planted, or a folder moved away) would lead reads
+    /// and removals out of the cache, as `O_NOFOLLOW` guards the last component only. Anything
+    /// but a directory there is removed, as at an entry's path, and `false` returned.
+    func isFolder(_ folder: String) -> Bool {
+        var status = stat()
+        guard lstat(folder, &status) == 0 else { return false }
+        if status.st_mode & S_IFMT == S_IFDIR { return true }
+        DiskFiles.remove(folder, ifStill: status)
+        return false
     }
 
     /// Replaces the info in the row of `url`'s entry; the file is not touched. As RFC 9111
