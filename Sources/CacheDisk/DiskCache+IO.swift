@@ -70,6 +70,10 @@ extension DiskCache {
         guard let answer = index.rowWithoutWaiting(key) else { return .wouldWait }
         guard let row = answer else { return index.isRebuilding ? .wouldWait : .answered(nil) }
         guard row.name == digest else { return .answered(nil) }  // another name sharing the key's 8 bytes
+        // The folder must be a real directory (O_NOFOLLOW guards only the last component); a
+        // symlink there is the pool's to remove.
+        var folder = stat()
+        guard lstat(folderPath(name), &folder) == 0, folder.st_mode & S_IFMT == S_IFDIR else { return .wouldWait }
         let fd = open(entryPath(name), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
         guard fd >= 0 else { return .wouldWait }  // gone or odd: the pool's read drops or removes it
         let file = DiskFiles.Descriptor(fd: fd)
