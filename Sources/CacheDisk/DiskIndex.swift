@@ -190,8 +190,10 @@ final class DiskIndex: Sendable {
     }
 
     /// Reopens the database if another instance or process replaced it (its recovery from a
-    /// corrupt file); called by each maintenance pass.
+    /// corrupt file), or tries again to open one that could not be opened (a busy or read-only
+    /// moment); called by each maintenance pass.
     func followReplacement() {
+        guard isOpen else { return open() }
         let opened = state.withLock { $0.identity }
         let current = Self.identity(of: databasePath)
         if let opened, let current, current.dev == opened.dev, current.ino == opened.ino { return }
