@@ -110,7 +110,7 @@ extension DiskCache {
                 }
                 let (key, digest) = DiskIndex.key(of: name)
                 guard now.timeIntervalSince1970 - DiskFiles.modificationTime(status) > DiskFiles.temporaryLifetime,
-                      index.row(key)?.name != digest else { continue }
+                      index.rowForMaintenance(key)?.name != digest else { continue }
                 DiskFiles.remove(folder + "/" + name, ifStill: status)
             } else if DiskFiles.isStaleTemporary(name, status: status, now: now) {
                 unlink(folder + "/" + name)
@@ -136,7 +136,7 @@ extension DiskCache {
         var rows: [DiskIndex.Row] = []
         for name in DiskFiles.names(in: folder) ?? [] where DiskFiles.isEntryName(name) {
             let (key, digest) = DiskIndex.key(of: name)
-            if index.row(key)?.name == digest { continue }
+            if index.rowForMaintenance(key)?.name == digest { continue }
             if let row = readRow(path: folder + "/" + name, key: key, digest: digest, sidecar: nil) { rows.append(row) }
         }
         index.insertIfAbsent(rows)
@@ -172,7 +172,7 @@ extension DiskCache {
             let flat = path + "/" + name
             let sidecar = readSidecar(flat + DiskFiles.infoSuffix)
             let (key, digest) = DiskIndex.key(of: name)
-            guard index.row(key)?.name != digest else {  // stored again since: the new file wins
+            guard index.rowForMaintenance(key)?.name != digest else {  // stored again since: the new file wins
                 unlink(flat)
                 continue
             }

@@ -272,6 +272,12 @@ final class DiskIndex: Sendable {
         reading { connection throws(SQLiteConnection.Failure) -> Row? in try Self.row(key, on: connection) } ?? nil
     }
 
+    /// ``row(_:)`` on the write connection: for the sweep and the rebuild, whose thousands of
+    /// queries then never hold the connection that lookups take.
+    func rowForMaintenance(_ key: Int64) -> Row? {
+        writing { connection throws(SQLiteConnection.Failure) -> Row? in try Self.row(key, on: connection) } ?? nil
+    }
+
     /// The row under `key` if the read connection is free now: `.some(nil)` for no row, `nil`
     /// when the connection is busy with another thread or the query failed (the caller then
     /// asks ``row(_:)`` on a thread that may wait, which also handles a corrupt database).
