@@ -422,8 +422,8 @@ final class DiskIndex: Sendable {
             try connection.transaction { () throws(SQLiteConnection.Failure) -> [Row] in
                 var size = 0, count = 0
                 try connection.query("SELECT size, count FROM totals") { row throws(SQLiteConnection.Failure) in
-                    size = Int(row.integer(0))
-                    count = Int(row.integer(1))
+                    size = Self.clamped(row.integer(0))
+                    count = Self.clamped(row.integer(1))
                     return false
                 }
                 var excess = sizeTarget.map { size - $0 } ?? 0
@@ -433,7 +433,7 @@ final class DiskIndex: Sendable {
                 try connection.query("SELECT key, name, generation, size, last_use FROM entries ORDER BY last_use LIMIT ?",
                                      [.integer(Int64(batch))]) { row throws(SQLiteConnection.Failure) in
                     let victim = Row(key: row.integer(0), name: row.blob(1), generation: UInt64(bitPattern: row.integer(2)),
-                                     size: Int(row.integer(3)), lastUse: row.integer(4), info: [])
+                                     size: Self.clamped(row.integer(3)), lastUse: row.integer(4), info: [])
                     guard excess > 0 || excessCount > 0 || victim.lastUse < cutoff else { return false }
                     victims.append(victim)
                     excess -= victim.size
@@ -447,6 +447,10 @@ final class DiskIndex: Sendable {
             }
         } ?? []
     }
+
+    /// A size or count read from the database, within 0...2^48: any process can write the file,
+    /// and a planted Int64.min or Int64.max must not overflow the eviction's arithmetic.
+    private static func clamped(_ value: Int64) -> Int { Int(min(max(value, 0), 1 << 48)) }
 
     // MARK: Maintenance state
 
