@@ -73,13 +73,16 @@ struct DiskCacheHostileIndexTests {
     }
 
     /// Recovered: after the background work (a rebuild), every key whose file is there is
-    /// served, and the index counts exactly those files.
-    func expectRecovered(_ cache: DiskCache, in directory: TemporaryDirectory, _ context: String) async {
+    /// served, and the index, a sound database again (read by the test's own connection),
+    /// holds a row for exactly those files and counts their blocks.
+    func expectRecovered(_ cache: DiskCache, in directory: TemporaryDirectory, _ context: String) async throws {
         await cache.waitForMaintenance()
         let withFiles = keysWithFiles(directory)
         #expect(await served(cache, context) == withFiles, "\(context)")
         #expect(await cache.entryCount == withFiles.count, "\(context)")
         #expect(await cache.totalSize == allocatedBytes(in: directory), "\(context)")
+        let names = try IndexDatabase(directory).rows().map(\.fileName)
+        #expect(Set(names) == Set(directory.entryNames) && names.count == withFiles.count, "\(context)")
     }
 
     // MARK: A database made unreadable
@@ -98,9 +101,9 @@ struct DiskCacheHostileIndexTests {
         let cache = try makeCache(directory)
         // At once, before the rebuild has run: a lookup without a row reads the file.
         #expect(await served(cache, "\(damage), during the rebuild") == Set(0..<Self.keys))
-        await expectRecovered(cache, in: directory, "\(damage), rebuilt")
+        try await expectRecovered(cache, in: directory, "\(damage), rebuilt")
         await store(0..<2, version: 2, in: cache)
-        await expectRecovered(try makeCache(directory), in: directory, "\(damage), reopened")
+        try await expectRecovered(try makeCache(directory), in: directory, "\(damage), reopened")
     }
 
     @Test(arguments: Damage.allCases)
@@ -120,9 +123,9 @@ struct DiskCacheHostileIndexTests {
         await store(4..<Self.keys, version: 1, in: cache)
         _ = await served(cache, "\(damage), after stores")
         await cache.trim()
-        await expectRecovered(cache, in: directory, "\(damage), recovered")
+        try await expectRecovered(cache, in: directory, "\(damage), recovered")
         #expect(keysWithFiles(directory).isSuperset(of: 4..<Self.keys), "\(damage): stores after the damage were lost")
-        await expectRecovered(try makeCache(directory), in: directory, "\(damage), reopened")
+        try await expectRecovered(try makeCache(directory), in: directory, "\(damage), reopened")
     }
 
     @Test func anUnreadableIndexRenamedOverTheOpenOneIsFollowedAndRebuilt() async throws {
@@ -138,7 +141,7 @@ struct DiskCacheHostileIndexTests {
         _ = await served(cache, "replaced")
         await store(4..<Self.keys, version: 1, in: cache)
         await cache.trim()  // a maintenance pass follows the replacement
-        await expectRecovered(cache, in: directory, "replaced, recovered")
+        try await expectRecovered(cache, in: directory, "replaced, recovered")
         #expect(keysWithFiles(directory) == Set(0..<Self.keys))
     }
 
