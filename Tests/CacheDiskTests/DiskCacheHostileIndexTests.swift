@@ -234,6 +234,30 @@ struct DiskCacheHostileIndexTests {
         #expect(await cache.totalSize == rows.reduce(0) { $0 + Int($1.size) }, "\(plant): the totals drifted from the rows")
     }
 
+    /// A planted 32 MiB info, then name: neither a lookup nor an info update may read it into
+    /// memory, and a lookup serves the entry's own bytes and info or a miss.
+    @Test func aPlantedHugeBlobIsNeverReadIntoMemory() async throws {
+        for column in ["info", "name"] {
+            let directory = try TemporaryDirectory()
+            defer { directory.remove() }
+            let cache = try makeCache(directory)
+            await store(0..<3, version: 1, in: cache)
+            try IndexDatabase(directory).execute("UPDATE entries SET \(column) = zeroblob(\(32 << 20))")
+            // Measured alone (the memory tests' lock), the least growth of three tries, each on
+            // a key of its own (an info update replaces the planted blob).
+            var key = 0
+            let growth = try await ResidentMemory.exclusively {
+                try await ResidentMemory.peakGrowth(attempts: 3) {
+                    if let entry = await cache.cachedData(for: Self.url(key)) { #expect(DiskCachePattern.isExact(entry, key: key)) }
+                    await cache.updateInfo(CacheEntryInfo(etag: DiskCachePattern.etag(1)), for: Self.url(key))
+                    key += 1
+                }
+            }
+            guard let growth else { return }  // no /proc to measure with
+            #expect(growth < 16 << 20, "\(column): the peak grew by \(growth) bytes")
+        }
+    }
+
     // MARK: Truncated files
 
     @Test func entryFilesTruncatedUnderTheirRowsAreMissesAndTheirRowsGo() async throws {
