@@ -74,7 +74,7 @@ var targets: [Target] = [
     .executableTarget(name: "DiskCacheCrashWriter", dependencies: ["CacheDisk", "PipelineCore", "PipelineTestSupport"],
                       path: "Tests/DiskCacheCrashWriter"),
     .testTarget(name: "CacheDiskTests", dependencies: ["CacheDisk", "PipelineCore", "LoaderHTTP", "PipelineTestSupport",
-                                                    "DiskCacheCrashWriter", "CodecPNG", "CodecJPEG", "CodecWebP"]),
+                                                    "DiskCacheCrashWriter", "CodecPNG", "CodecJPEG", "CodecWebP", "CSQLite"]),
     .target(name: "CJPEGTestEncoder", dependencies: ["CJPEG"], path: "Tests/CJPEGTestEncoder"),
     .target(name: "CJPEGTestBuffered", dependencies: ["CJPEG"], path: "Tests/CJPEGTestBuffered"),
     .target(name: "CMemoryProbe", path: "Tests/CMemoryProbe"),

@@ -78,10 +78,12 @@ extension DiskCache {
         }
     }
 
-    /// Removes entry file `name` if its header names `generation` (or is damaged).
+    /// Removes entry file `name` if its header names `generation` (or is damaged). A name that
+    /// is not an entry's (a planted row's: an empty one makes the path the cache's own folder)
+    /// names no file.
     private func removeFile(named name: String, generation: UInt64) {
-        guard isFolder(folderPath(name)), let file = DiskFiles.openRegular(entryPath(name), flags: O_RDONLY),
-              let status = file.status() else { return }
+        guard DiskFiles.isEntryName(name), isFolder(folderPath(name)),
+              let file = DiskFiles.openRegular(entryPath(name), flags: O_RDONLY), let status = file.status() else { return }
         let header = DiskCacheEntry.read(from: file, kind: .entry, fileSize: Int(status.st_size))
         if header == nil || header?.value.generation == generation { DiskFiles.remove(entryPath(name), ifStill: status) }
     }

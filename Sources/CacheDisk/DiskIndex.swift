@@ -267,6 +267,12 @@ final class DiskIndex: Sendable {
     /// without a row must then read the file.
     var isRebuilding: Bool { state.withLock { $0.rebuilding } }
 
+    /// The `name` and `info` columns as read: a blob of a length no row of ours has (planted) reads
+    /// as empty, without its content being loaded (SQLite takes a blob's length from the record
+    /// header), so a 64 MiB one costs no 64 MiB allocation.
+    private static let nameColumn = "CASE WHEN length(name) = 32 THEN name ELSE X'' END"
+    private static let infoColumn = "CASE WHEN length(info) <= \(CacheEntryInfo.maxEncodedLength) THEN info ELSE X'' END"
+
     /// The row under `key`, or `nil` (also when the index cannot answer).
     func row(_ key: Int64) -> Row? {
         reading { connection throws(SQLiteConnection.Failure) -> Row? in try Self.row(key, on: connection) } ?? nil
@@ -290,7 +296,7 @@ final class DiskIndex: Sendable {
 
     private static func row(_ key: Int64, on connection: SQLiteConnection) throws(SQLiteConnection.Failure) -> Row? {
         var found: Row?
-        try connection.query("SELECT name, generation, size, last_use, info FROM entries WHERE key = ?",
+        try connection.query("SELECT \(Self.nameColumn), generation, size, last_use, \(Self.infoColumn) FROM entries WHERE key = ?",
                              [.integer(key)]) { row throws(SQLiteConnection.Failure) in
             found = Row(key: key, name: row.blob(0), generation: UInt64(bitPattern: row.integer(1)),
                         size: Int(row.integer(2)), lastUse: row.integer(3), info: row.blob(4))
@@ -414,7 +420,7 @@ final class DiskIndex: Sendable {
         writing { connection throws(SQLiteConnection.Failure) -> Bool in
             try connection.transaction { () throws(SQLiteConnection.Failure) -> Bool in
                 var stored: [UInt8]?
-                try connection.query("SELECT info FROM entries WHERE key = ? AND name = ? AND generation = ?",
+                try connection.query("SELECT \(Self.infoColumn) FROM entries WHERE key = ? AND name = ? AND generation = ?",
                                      [.integer(key), .blob(name), .integer(Int64(bitPattern: generation))]) { row throws(SQLiteConnection.Failure) in
                     stored = row.blob(0)
                     return false
@@ -456,18 +462,18 @@ final class DiskIndex: Sendable {
             try connection.transaction { () throws(SQLiteConnection.Failure) -> [Row] in
                 var size = 0, count = 0
                 try connection.query("SELECT size, count FROM totals") { row throws(SQLiteConnection.Failure) in
-                    size = Int(row.integer(0))
-                    count = Int(row.integer(1))
+                    size = Self.clamped(row.integer(0))
+                    count = Self.clamped(row.integer(1))
                     return false
                 }
                 var excess = sizeTarget.map { size - $0 } ?? 0
                 var excessCount = countTarget.map { count - $0 } ?? 0
                 let cutoff = unusedBefore ?? Int64.min
                 var victims: [Row] = []
-                try connection.query("SELECT key, name, generation, size, last_use FROM entries ORDER BY last_use LIMIT ?",
+                try connection.query("SELECT key, \(Self.nameColumn), generation, size, last_use FROM entries ORDER BY last_use LIMIT ?",
                                      [.integer(Int64(batch))]) { row throws(SQLiteConnection.Failure) in
                     let victim = Row(key: row.integer(0), name: row.blob(1), generation: UInt64(bitPattern: row.integer(2)),
-                                     size: Int(row.integer(3)), lastUse: row.integer(4), info: [])
+                                     size: Self.clamped(row.integer(3)), lastUse: row.integer(4), info: [])
                     guard excess > 0 || excessCount > 0 || victim.lastUse < cutoff else { return false }
                     victims.append(victim)
                     excess -= victim.size
@@ -481,6 +487,10 @@ final class DiskIndex: Sendable {
             }
         } ?? []
     }
+
+    /// A size or count read from the database, within 0...2^48: any process can write the file,
+    /// and a planted Int64.min or Int64.max must not overflow the eviction's arithmetic.
+    private static func clamped(_ value: Int64) -> Int { Int(min(max(value, 0), 1 << 48)) }
 
     // MARK: Maintenance state
 
