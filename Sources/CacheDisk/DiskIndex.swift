@@ -78,13 +78,24 @@ final class DiskIndex: Sendable {
         var flushScheduled = false
         /// Whether an immediate write of them is on its way.
         var flushRequested = false
+        /// How many times a corrupt database was replaced by this instance.
+        var recoveries = 0
     }
 
     /// At most this many hits wait in memory before they are written in one transaction.
     static let maxPendingUses = 1024
 
+    /// Rows waiting for a grouped commit (``store(_:)``), and the totals after the commit for
+    /// each store whose row another store committed.
+    private struct CommitQueue {
+        var nextTicket = 0
+        var rows: [(ticket: Int, row: Row)] = []
+        var results: [Int: (size: Int, count: Int)] = [:]
+    }
+
     let directory: String
     let databasePath: String
+    private let queue = Mutex(CommitQueue())
     private let reader = Mutex<SQLiteConnection?>(nil)
     private let writer = Mutex<SQLiteConnection?>(nil)
     private let state = Mutex(State())
@@ -104,7 +115,7 @@ final class DiskIndex: Sendable {
         removeOddNodes()
         do throws(SQLiteConnection.Failure) {
             let (writing, rebuilding) = try openWriter()
-            let reading = try SQLiteConnection(path: databasePath, busyTimeoutMilliseconds: 5000)
+            let reading = try openReader()
             let identity = Self.identity(of: databasePath)
             writer.withLock { $0 = writing }
             reader.withLock { $0 = reading }
@@ -116,7 +127,7 @@ final class DiskIndex: Sendable {
             if error.isCorrupt || error.code == -1 {
                 removeDatabaseFiles()
                 if let (writing, _) = try? openWriter(),
-                   let reading = try? SQLiteConnection(path: databasePath, busyTimeoutMilliseconds: 5000) {
+                   let reading = try? openReader() {
                     let identity = Self.identity(of: databasePath)
                     writer.withLock { $0 = writing }
                     reader.withLock { $0 = reading }
@@ -131,6 +142,17 @@ final class DiskIndex: Sendable {
         }
     }
 
+    /// SQLite's page cache per connection, in KiB: bounded, so the index's resident memory does
+    /// not grow with the entries (lookups past it are served by the kernel's page cache).
+    static let pageCacheKiB = 1024
+
+    /// The read connection.
+    private func openReader() throws(SQLiteConnection.Failure) -> SQLiteConnection {
+        let connection = try SQLiteConnection(path: databasePath, busyTimeoutMilliseconds: 5000)
+        try connection.execute("PRAGMA cache_size = -\(Self.pageCacheKiB)")
+        return connection
+    }
+
     /// The write connection, with the schema made if the database is new. Throws a failure of
     /// code -1 for a database of another schema version.
     private func openWriter() throws(SQLiteConnection.Failure) -> (SQLiteConnection, rebuilding: Bool) {
@@ -138,7 +160,7 @@ final class DiskIndex: Sendable {
         // WAL: readers never wait for the writer, and a commit is one append. NORMAL: a commit
         // is not synced (a power cut may lose the last ones: their files become orphans and are
         // swept), and the database is never corrupted by a crash.
-        try connection.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL")
+        try connection.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA cache_size = -\(Self.pageCacheKiB)")
         let version = try connection.transaction { () throws(SQLiteConnection.Failure) -> Int64 in
             let version = try connection.integer("PRAGMA user_version") ?? 0
             if version == 0 { try connection.execute(Self.schema) }
@@ -185,6 +207,7 @@ final class DiskIndex: Sendable {
                current.dev == opened.dev, current.ino == opened.ino {
                 removeDatabaseFiles()
             }
+            if deleting { state.withLock { $0.recoveries += 1 } }
         }
         open()
     }
@@ -307,14 +330,17 @@ final class DiskIndex: Sendable {
 
     /// The total disk space and count of the entries, from the `totals` row.
     func totals() -> (size: Int, count: Int)? {
-        reading { connection throws(SQLiteConnection.Failure) -> (size: Int, count: Int) in
-            var totals = (size: 0, count: 0)
-            try connection.query("SELECT size, count FROM totals") { row throws(SQLiteConnection.Failure) in
-                totals = (Int(row.integer(0)), Int(row.integer(1)))
-                return false
-            }
-            return totals
+        reading { connection throws(SQLiteConnection.Failure) in try Self.totals(on: connection) }
+    }
+
+    /// The `totals` row (clamped: a planted row's size must not overflow the cap arithmetic).
+    private static func totals(on connection: SQLiteConnection) throws(SQLiteConnection.Failure) -> (size: Int, count: Int) {
+        var totals = (size: 0, count: 0)
+        try connection.query("SELECT size, count FROM totals") { row throws(SQLiteConnection.Failure) in
+            totals = (clamped(row.integer(0)), clamped(row.integer(1)))
+            return false
         }
+        return totals
     }
 
     /// When the caller should write the waiting hits.
@@ -376,19 +402,60 @@ final class DiskIndex: Sendable {
     }
 
     /// Inserts or replaces `row`; returns the totals after, or `nil` when it was not recorded.
+    ///
+    /// Commits are grouped: rows wait in a queue, and whichever store holds the write connection
+    /// next commits every waiting row in one transaction (a store that finds its row committed
+    /// by another returns that commit's totals). One store alone pays one commit; 64 at once pay
+    /// a few, instead of queueing 64 commits (and their checkpoints) behind one lock.
     func store(_ row: Row) -> (size: Int, count: Int)? {
-        writing { connection throws(SQLiteConnection.Failure) -> (size: Int, count: Int) in
-            try connection.run("""
-                INSERT INTO entries(key, name, generation, size, last_use, info) VALUES (?, ?, ?, ?, ?, ?)
-                ON CONFLICT(key) DO UPDATE SET name = excluded.name, generation = excluded.generation,
-                    size = excluded.size, last_use = excluded.last_use, info = excluded.info
-                """, Self.arguments(row))
-            var totals = (size: 0, count: 0)
-            try connection.query("SELECT size, count FROM totals") { row throws(SQLiteConnection.Failure) in
-                totals = (Int(row.integer(0)), Int(row.integer(1)))
-                return false
+        let ticket = queue.withLock { queue -> Int in
+            queue.nextTicket += 1
+            queue.rows.append((queue.nextTicket, row))
+            return queue.nextTicket
+        }
+        // A second attempt only when the first found the database corrupt and made it anew:
+        // the row then goes into the new one instead of being lost.
+        for _ in 0..<2 {
+            let recoveries = state.withLock { $0.recoveries }
+            if let totals = writing({ connection throws(SQLiteConnection.Failure) in try commitQueued(on: connection, for: ticket) }) {
+                return totals
             }
+            if state.withLock({ $0.recoveries }) == recoveries { break }
+        }
+        return queue.withLock { queue in
+            if let totals = queue.results.removeValue(forKey: ticket) { return totals }  // another holder committed it
+            queue.rows.removeAll { $0.ticket == ticket }
+            return nil
+        }
+    }
+
+    /// Commits every queued row in one transaction (unless another holder already committed
+    /// `ticket`'s); the totals after. On a failure the rows go back to the queue for the next
+    /// holder, and the error is thrown.
+    private func commitQueued(on connection: SQLiteConnection, for ticket: Int) throws(SQLiteConnection.Failure)
+        -> (size: Int, count: Int) {
+        let batch = queue.withLock { queue -> [(ticket: Int, row: Row)]? in
+            if queue.results[ticket] != nil { return nil }
+            defer { queue.rows = [] }
+            return queue.rows
+        }
+        guard let batch else { return queue.withLock { $0.results.removeValue(forKey: ticket) } ?? (0, 0) }
+        do throws(SQLiteConnection.Failure) {
+            let totals = try connection.transaction { () throws(SQLiteConnection.Failure) -> (size: Int, count: Int) in
+                for (_, row) in batch {
+                    try connection.run("""
+                        INSERT INTO entries(key, name, generation, size, last_use, info) VALUES (?, ?, ?, ?, ?, ?)
+                        ON CONFLICT(key) DO UPDATE SET name = excluded.name, generation = excluded.generation,
+                            size = excluded.size, last_use = excluded.last_use, info = excluded.info
+                        """, Self.arguments(row))
+                }
+                return try Self.totals(on: connection)
+            }
+            queue.withLock { queue in for (other, _) in batch where other != ticket { queue.results[other] = totals } }
             return totals
+        } catch {
+            queue.withLock { $0.rows.insert(contentsOf: batch, at: 0) }
+            throw error
         }
     }
 
@@ -460,12 +527,7 @@ final class DiskIndex: Sendable {
     func evict(sizeTarget: Int?, countTarget: Int?, unusedBefore: Int64?, batch: Int) -> [Row] {
         writing { connection throws(SQLiteConnection.Failure) -> [Row] in
             try connection.transaction { () throws(SQLiteConnection.Failure) -> [Row] in
-                var size = 0, count = 0
-                try connection.query("SELECT size, count FROM totals") { row throws(SQLiteConnection.Failure) in
-                    size = Self.clamped(row.integer(0))
-                    count = Self.clamped(row.integer(1))
-                    return false
-                }
+                let (size, count) = try Self.totals(on: connection)
                 var excess = sizeTarget.map { size - $0 } ?? 0
                 var excessCount = countTarget.map { count - $0 } ?? 0
                 let cutoff = unusedBefore ?? Int64.min
