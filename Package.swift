@@ -54,7 +54,8 @@ var targets: [Target] = [
     .target(name: "CCurlShim", dependencies: ["CCurl"]),
     .target(name: "LoaderHTTP", dependencies: ["PipelineCore", "CCurl", "CCurlShim"]),
     .target(name: "LoaderFile", dependencies: ["PipelineCore"]),
-    .target(name: "CacheDisk", dependencies: ["PipelineCore", "CSQLite"]),
+    .target(name: "CDiskCacheShim"),
+    .target(name: "CacheDisk", dependencies: ["PipelineCore", "CSQLite", "CDiskCacheShim"]),
     .target(name: "CacheRedis", dependencies: ["PipelineCore", "CHiredis"]),
     .target(name: "MemoryPressureLinux", dependencies: ["PipelineCore"]),
     // The image server's handler (no HTTP library in its API) and its libmicrohttpd transport.
@@ -73,7 +74,7 @@ var targets: [Target] = [
     .executableTarget(name: "DiskCacheCrashWriter", dependencies: ["CacheDisk", "PipelineCore", "PipelineTestSupport"],
                       path: "Tests/DiskCacheCrashWriter"),
     .testTarget(name: "CacheDiskTests", dependencies: ["CacheDisk", "PipelineCore", "LoaderHTTP", "PipelineTestSupport",
-                                                    "DiskCacheCrashWriter", "CodecPNG", "CodecJPEG", "CodecWebP"]),
+                                                    "DiskCacheCrashWriter", "CodecPNG", "CodecJPEG", "CodecWebP", "CSQLite"]),
     .target(name: "CJPEGTestEncoder", dependencies: ["CJPEG"], path: "Tests/CJPEGTestEncoder"),
     .target(name: "CJPEGTestBuffered", dependencies: ["CJPEG"], path: "Tests/CJPEGTestBuffered"),
     .target(name: "CMemoryProbe", path: "Tests/CMemoryProbe"),
@@ -126,7 +127,7 @@ var targets: [Target] = [
 ]
 
 for index in targets.indices where targets[index].type != .system && targets[index].name != "CCurlShim"
-    && targets[index].name != "CMicroHTTPDShim" {
+    && targets[index].name != "CMicroHTTPDShim" && targets[index].name != "CDiskCacheShim" {
     targets[index].swiftSettings = (targets[index].swiftSettings ?? []) + strictSettings
 }
 

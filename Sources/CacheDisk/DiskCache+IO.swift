@@ -28,6 +28,66 @@ extension DiskCache {
         return CachedData(data: body, info: entry.info)
     }
 
+    /// What a lookup on the caller's thread found: an answer, or that it would have had to
+    /// wait (for the disk, for a connection another thread holds) or to repair something.
+    enum QuickAnswer<Value> {
+        case answered(Value?)
+        case wouldWait
+    }
+
+    /// Reads `url`'s entry without waiting: the index's row if its connection is free, then the
+    /// file's header and body only as far as the page cache holds them (`RWF_NOWAIT`). Anything
+    /// else — a read that would go to the disk, a rebuild, a missing or damaged file — is left
+    /// to ``read(url:name:)`` on the pool, which also repairs. A miss the index answers touches
+    /// no file.
+    func readWithoutWaiting(url: URL, name: String) -> QuickAnswer<CachedData> {
+        let entry: OpenedEntry
+        switch lookUpWithoutWaiting(url: url, name: name) {
+        case .answered(let found?): entry = found
+        case .answered(nil): return .answered(nil)
+        case .wouldWait: return .wouldWait
+        }
+        var body = Data(count: Int(entry.header.bodyLength))
+        let ok = body.isEmpty || body.withUnsafeMutableBytes { entry.file.read(into: $0, at: entry.headerLength) }
+        guard ok, CRC32.checksum(body) == entry.header.bodyCRC else { return .wouldWait }
+        recordHit(entry)
+        return .answered(CachedData(data: body, info: entry.info))
+    }
+
+    /// ``readDigest(url:name:)`` without waiting (see ``readWithoutWaiting(url:name:)``).
+    func readDigestWithoutWaiting(url: URL, name: String) -> QuickAnswer<CachedDigest> {
+        switch lookUpWithoutWaiting(url: url, name: name) {
+        case .answered(let entry?):
+            recordHit(entry)
+            return .answered(CachedDigest(length: Int(entry.header.bodyLength), crc32: entry.header.bodyCRC, info: entry.info))
+        case .answered(nil): return .answered(nil)
+        case .wouldWait: return .wouldWait
+        }
+    }
+
+    private func lookUpWithoutWaiting(url: URL, name: String) -> QuickAnswer<OpenedEntry> {
+        let (key, digest) = DiskIndex.key(of: name)
+        guard let answer = index.rowWithoutWaiting(key) else { return .wouldWait }
+        guard let row = answer else { return index.isRebuilding ? .wouldWait : .answered(nil) }
+        guard row.name == digest else { return .answered(nil) }  // another name sharing the key's 8 bytes
+        // The folder must be a real directory (O_NOFOLLOW guards only the last component); a
+        // symlink there is the pool's to remove.
+        var folder = stat()
+        guard lstat(folderPath(name), &folder) == 0, folder.st_mode & S_IFMT == S_IFDIR else { return .wouldWait }
+        let fd = open(entryPath(name), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
+        guard fd >= 0 else { return .wouldWait }  // gone or odd: the pool's read drops or removes it
+        let file = DiskFiles.Descriptor(fd: fd)
+        file.noWait = true
+        guard let status = file.status(), status.st_mode & S_IFMT == S_IFREG, Int(status.st_size) <= maxEntryFileSize,
+              let header = DiskCacheEntry.read(from: file, kind: .entry, fileSize: Int(status.st_size)),
+              UInt64(Int(status.st_size) - header.length) == header.value.bodyLength,
+              header.value.url == url.absoluteString else { return .wouldWait }
+        var entry = OpenedEntry(file: file, status: status, header: header.value, headerLength: header.length,
+                                key: key, indexed: true, info: header.value.info)
+        if row.generation == header.value.generation, let info = Self.decodeInfo(row.info) { entry.info = info }
+        return .answered(entry)
+    }
+
     /// The digest of `url`'s entry in file `name` from its row and header alone: the body is
     /// neither read nor checked (a torn body is found by the next full ``read(url:name:)``).
     /// Counts as a use for LRU order, like a read.
@@ -88,7 +148,7 @@ extension DiskCache {
     /// Opens file `name` when it holds `url`'s entry with a sound header. A damaged file is
     /// removed (as anything but a regular file is by the open).
     func openEntry(url: URL, name: String) -> Opened {
-        guard let file = DiskFiles.openRegular(entryPath(name), flags: O_RDONLY),
+        guard isFolder(folderPath(name)), let file = DiskFiles.openRegular(entryPath(name), flags: O_RDONLY),
               let status = file.status(), status.st_mode & S_IFMT == S_IFREG else { return .absent }
         let fileSize = Int(status.st_size)
         guard fileSize <= maxEntryFileSize, let header = DiskCacheEntry.read(from: file, kind: .entry, fileSize: fileSize),
@@ -164,13 +224,22 @@ extension DiskCache {
     /// anything else under its name (a symlink there is never followed out of the cache).
     func writeFolder(for name: String) -> Bool {
         let folder = folderPath(name)
-        var status = stat()
-        if lstat(folder, &status) == 0 {
-            if status.st_mode & S_IFMT == S_IFDIR { return true }
-            DiskFiles.remove(folder, ifStill: status)
-        }
+        if isFolder(folder) { return true }
         guard mkdir(folder, 0o755) == 0 || errno == EEXIST else { return false }
+        var status = stat()
         return lstat(folder, &status) == 0 && status.st_mode & S_IFMT == S_IFDIR
+    }
+
+    /// Whether `folder` is a real directory, checked before any path through it is opened,
+    /// listed or unlinked: a symlink there (planted, or a folder moved away) would lead reads
+    /// and removals out of the cache, as `O_NOFOLLOW` guards the last component only. Anything
+    /// but a directory there is removed, as at an entry's path, and `false` returned.
+    func isFolder(_ folder: String) -> Bool {
+        var status = stat()
+        guard lstat(folder, &status) == 0 else { return false }
+        if status.st_mode & S_IFMT == S_IFDIR { return true }
+        DiskFiles.remove(folder, ifStill: status)
+        return false
     }
 
     /// Replaces the info in the row of `url`'s entry; the file is not touched. As RFC 9111

@@ -78,9 +78,12 @@ extension DiskCache {
         }
     }
 
-    /// Removes entry file `name` if its header names `generation` (or is damaged).
+    /// Removes entry file `name` if its header names `generation` (or is damaged). A name that
+    /// is not an entry's (a planted row's: an empty one makes the path the cache's own folder)
+    /// names no file.
     private func removeFile(named name: String, generation: UInt64) {
-        guard let file = DiskFiles.openRegular(entryPath(name), flags: O_RDONLY), let status = file.status() else { return }
+        guard DiskFiles.isEntryName(name), isFolder(folderPath(name)),
+              let file = DiskFiles.openRegular(entryPath(name), flags: O_RDONLY), let status = file.status() else { return }
         let header = DiskCacheEntry.read(from: file, kind: .entry, fileSize: Int(status.st_size))
         if header == nil || header?.value.generation == generation { DiskFiles.remove(entryPath(name), ifStill: status) }
     }
@@ -99,6 +102,7 @@ extension DiskCache {
     /// power cut) once older than ``DiskFiles/temporaryLifetime``, stale temporary files, and
     /// anything but a regular file under an entry's name.
     func sweep(folder: String, now: Date) {
+        guard isFolder(folder) else { return }
         for name in DiskFiles.names(in: folder) ?? [] {
             guard let status = DiskFiles.status(of: name, in: folder) else { continue }
             if DiskFiles.isEntryName(name) {
@@ -108,7 +112,7 @@ extension DiskCache {
                 }
                 let (key, digest) = DiskIndex.key(of: name)
                 guard now.timeIntervalSince1970 - DiskFiles.modificationTime(status) > DiskFiles.temporaryLifetime,
-                      index.row(key)?.name != digest else { continue }
+                      index.rowForMaintenance(key)?.name != digest else { continue }
                 DiskFiles.remove(folder + "/" + name, ifStill: status)
             } else if DiskFiles.isStaleTemporary(name, status: status, now: now) {
                 unlink(folder + "/" + name)
@@ -130,10 +134,11 @@ extension DiskCache {
 
     /// Indexes the entry files of `folder` that have no row, in one transaction.
     private func indexFolder(_ folder: String) {
+        guard isFolder(folder) else { return }
         var rows: [DiskIndex.Row] = []
         for name in DiskFiles.names(in: folder) ?? [] where DiskFiles.isEntryName(name) {
             let (key, digest) = DiskIndex.key(of: name)
-            if index.row(key)?.name == digest { continue }
+            if index.rowForMaintenance(key)?.name == digest { continue }
             if let row = readRow(path: folder + "/" + name, key: key, digest: digest, sidecar: nil) { rows.append(row) }
         }
         index.insertIfAbsent(rows)
@@ -169,7 +174,7 @@ extension DiskCache {
             let flat = path + "/" + name
             let sidecar = readSidecar(flat + DiskFiles.infoSuffix)
             let (key, digest) = DiskIndex.key(of: name)
-            guard index.row(key)?.name != digest else {  // stored again since: the new file wins
+            guard index.rowForMaintenance(key)?.name != digest else {  // stored again since: the new file wins
                 unlink(flat)
                 continue
             }
@@ -181,11 +186,11 @@ extension DiskCache {
         }
         index.insertIfAbsent(rows)
         for name in names {
+            guard let status = DiskFiles.status(of: name, in: path) else { continue }
+            // Whatever node is there (a directory too): the flat layout's files are gone for good.
             if name.hasSuffix(DiskFiles.infoSuffix) && DiskFiles.isEntryName(name.dropLast(DiskFiles.infoSuffix.count))
-                || name == ".lock" {
-                unlink(path + "/" + name)
-            } else if let status = DiskFiles.status(of: name, in: path), DiskFiles.isStaleTemporary(name, status: status, now: now) {
-                unlink(path + "/" + name)
+                || name == ".lock" || DiskFiles.isStaleTemporary(name, status: status, now: now) {
+                DiskFiles.remove(path + "/" + name, ifStill: status)
             }
         }
     }
@@ -215,6 +220,7 @@ extension DiskCache {
         }
         for folder in 0...255 {
             let folderPath = path + "/" + SHA256.hex([UInt8(folder)])
+            guard isFolder(folderPath) else { continue }
             for name in DiskFiles.names(in: folderPath) ?? []
             where DiskFiles.isEntryName(name) || name.hasPrefix(DiskFiles.temporaryPrefix) {
                 if let status = DiskFiles.status(of: name, in: folderPath) { DiskFiles.remove(folderPath + "/" + name, ifStill: status) }

@@ -27,8 +27,10 @@ import Synchronization
 ///   ``maxUnusedAge`` it also removes every entry unused for that long (then a store also
 ///   starts a pass when the last began a tenth of that age ago). Passes in several processes
 ///   delete disjoint rows in SQLite transactions.
-/// - All file and database work runs on a dedicated `WorkerPool`, never on an actor or the
-///   cooperative pool.
+/// - Writes, repairs, eviction and anything that may wait for the disk run on a dedicated
+///   `WorkerPool`, never on an actor or the cooperative pool. A lookup that needs no waiting (the
+///   index's connection is free; the file's bytes are in the page cache, read with
+///   `RWF_NOWAIT`) is answered on the caller's thread without a hop.
 public final class DiskCache: DataCaching, Sendable {
     /// The directory holding the entries.
     public let directory: URL
@@ -174,15 +176,22 @@ public final class DiskCache: DataCaching, Sendable {
     // MARK: DataCaching
 
     /// The entry for `url`, or `nil` when there is none or it is damaged (then it is removed).
+    ///
+    /// Answered on the caller's thread when that needs no waiting: a miss the index answers, or
+    /// a hit whose file the page cache holds (a few microseconds, no thread hop). Otherwise the
+    /// read runs on the cache's pool.
     public func cachedData(for url: URL) async -> CachedData? {
         let name = fileName(url)
+        if case .answered(let data) = readWithoutWaiting(url: url, name: name) { return data }
         return try? await pool.run(priority: PriorityHandle(.visible)) { [self] in read(url: url, name: name) }
     }
 
     /// The length, CRC-32 and info of `url`'s entry, read from its header only (no body read):
     /// what a rendition's tag check needs. `nil` when there is none or its header is damaged.
+    /// Answered on the caller's thread when it can be without waiting, as ``cachedData(for:)``.
     public func cachedDigest(for url: URL) async -> CachedDigest? {
         let name = fileName(url)
+        if case .answered(let digest) = readDigestWithoutWaiting(url: url, name: name) { return digest }
         return try? await pool.run(priority: PriorityHandle(.visible)) { [self] in readDigest(url: url, name: name) }
     }
 

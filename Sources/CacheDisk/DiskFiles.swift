@@ -1,3 +1,4 @@
+import CDiskCacheShim
 import Foundation
 
 /// Blocking POSIX file operations for the disk cache. Every function here runs on the cache's
@@ -30,16 +31,33 @@ enum DiskFiles {
             return status
         }
 
+        /// Whether reads may only take what the page cache holds (`preadv2` with `RWF_NOWAIT`):
+        /// a read that would wait for the disk fails at once and sets ``wouldWait``.
+        var noWait = false
+        /// Set when a ``noWait`` read failed because it would have waited (or the file system
+        /// cannot tell): the caller retries on a thread that may wait.
+        private(set) var wouldWait = false
+
         /// Fills `buffer` from `offset`; `false` on an error or a short file.
         func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int) -> Bool {
+            guard let base = buffer.baseAddress else { return true }
             var done = 0
             while done < buffer.count {
-                let n = pread(fd, buffer.baseAddress! + done, buffer.count - done, off_t(offset + done))
+                let n = noWait ? readNoWait(base + done, count: buffer.count - done, at: offset + done)
+                    : pread(fd, base + done, buffer.count - done, off_t(offset + done))
                 if n < 0 && errno == EINTR { continue }
+                if n < 0 && noWait {
+                    wouldWait = true
+                    return false
+                }
                 guard n > 0 else { return false }
                 done += n
             }
             return true
+        }
+
+        private func readNoWait(_ base: UnsafeMutableRawPointer, count: Int, at offset: Int) -> Int {
+            cachedisk_pread_nowait(fd, base, UInt(count), Int64(offset))
         }
 
         /// `count` bytes from `offset`, or `nil`.
@@ -51,9 +69,10 @@ enum DiskFiles {
 
         /// Writes all of `bytes`; `false` on an error.
         func write(_ bytes: UnsafeRawBufferPointer) -> Bool {
+            guard let base = bytes.baseAddress else { return true }
             var done = 0
             while done < bytes.count {
-                let n = Foundation.write(fd, bytes.baseAddress! + done, bytes.count - done)
+                let n = Foundation.write(fd, base + done, bytes.count - done)
                 if n < 0 && errno == EINTR { continue }
                 guard n > 0 else { return false }
                 done += n

@@ -76,13 +76,26 @@ final class DiskIndex: Sendable {
         var clock: Int64 = 0
         /// Whether a delayed write of the waiting hits is scheduled.
         var flushScheduled = false
+        /// Whether an immediate write of them is on its way.
+        var flushRequested = false
+        /// How many times a corrupt database was replaced by this instance.
+        var recoveries = 0
     }
 
     /// At most this many hits wait in memory before they are written in one transaction.
     static let maxPendingUses = 1024
 
+    /// Rows waiting for a grouped commit (``store(_:)``), and the totals after the commit for
+    /// each store whose row another store committed.
+    private struct CommitQueue {
+        var nextTicket = 0
+        var rows: [(ticket: Int, row: Row)] = []
+        var results: [Int: (size: Int, count: Int)] = [:]
+    }
+
     let directory: String
     let databasePath: String
+    private let queue = Mutex(CommitQueue())
     private let reader = Mutex<SQLiteConnection?>(nil)
     private let writer = Mutex<SQLiteConnection?>(nil)
     private let state = Mutex(State())
@@ -102,7 +115,7 @@ final class DiskIndex: Sendable {
         removeOddNodes()
         do throws(SQLiteConnection.Failure) {
             let (writing, rebuilding) = try openWriter()
-            let reading = try SQLiteConnection(path: databasePath, busyTimeoutMilliseconds: 5000)
+            let reading = try openReader()
             let identity = Self.identity(of: databasePath)
             writer.withLock { $0 = writing }
             reader.withLock { $0 = reading }
@@ -114,7 +127,7 @@ final class DiskIndex: Sendable {
             if error.isCorrupt || error.code == -1 {
                 removeDatabaseFiles()
                 if let (writing, _) = try? openWriter(),
-                   let reading = try? SQLiteConnection(path: databasePath, busyTimeoutMilliseconds: 5000) {
+                   let reading = try? openReader() {
                     let identity = Self.identity(of: databasePath)
                     writer.withLock { $0 = writing }
                     reader.withLock { $0 = reading }
@@ -129,6 +142,17 @@ final class DiskIndex: Sendable {
         }
     }
 
+    /// SQLite's page cache per connection, in KiB: bounded, so the index's resident memory does
+    /// not grow with the entries (lookups past it are served by the kernel's page cache).
+    static let pageCacheKiB = 1024
+
+    /// The read connection.
+    private func openReader() throws(SQLiteConnection.Failure) -> SQLiteConnection {
+        let connection = try SQLiteConnection(path: databasePath, busyTimeoutMilliseconds: 5000)
+        try connection.execute("PRAGMA cache_size = -\(Self.pageCacheKiB)")
+        return connection
+    }
+
     /// The write connection, with the schema made if the database is new. Throws a failure of
     /// code -1 for a database of another schema version.
     private func openWriter() throws(SQLiteConnection.Failure) -> (SQLiteConnection, rebuilding: Bool) {
@@ -136,7 +160,7 @@ final class DiskIndex: Sendable {
         // WAL: readers never wait for the writer, and a commit is one append. NORMAL: a commit
         // is not synced (a power cut may lose the last ones: their files become orphans and are
         // swept), and the database is never corrupted by a crash.
-        try connection.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL")
+        try connection.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA cache_size = -\(Self.pageCacheKiB)")
         let version = try connection.transaction { () throws(SQLiteConnection.Failure) -> Int64 in
             let version = try connection.integer("PRAGMA user_version") ?? 0
             if version == 0 { try connection.execute(Self.schema) }
@@ -183,13 +207,16 @@ final class DiskIndex: Sendable {
                current.dev == opened.dev, current.ino == opened.ino {
                 removeDatabaseFiles()
             }
+            if deleting { state.withLock { $0.recoveries += 1 } }
         }
         open()
     }
 
     /// Reopens the database if another instance or process replaced it (its recovery from a
-    /// corrupt file); called by each maintenance pass.
+    /// corrupt file), or tries again to open one that could not be opened (a busy or read-only
+    /// moment); called by each maintenance pass.
     func followReplacement() {
+        guard isOpen else { return open() }
         let opened = state.withLock { $0.identity }
         let current = Self.identity(of: databasePath)
         if let opened, let current, current.dev == opened.dev, current.ino == opened.ino { return }
@@ -263,30 +290,57 @@ final class DiskIndex: Sendable {
     /// without a row must then read the file.
     var isRebuilding: Bool { state.withLock { $0.rebuilding } }
 
+    /// The `name` and `info` columns as read: a blob of a length no row of ours has (planted) reads
+    /// as empty, without its content being loaded (SQLite takes a blob's length from the record
+    /// header), so a 64 MiB one costs no 64 MiB allocation.
+    private static let nameColumn = "CASE WHEN length(name) = 32 THEN name ELSE X'' END"
+    private static let infoColumn = "CASE WHEN length(info) <= \(CacheEntryInfo.maxEncodedLength) THEN info ELSE X'' END"
+
     /// The row under `key`, or `nil` (also when the index cannot answer).
     func row(_ key: Int64) -> Row? {
-        reading { connection throws(SQLiteConnection.Failure) -> Row? in
-            var found: Row?
-            try connection.query("SELECT name, generation, size, last_use, info FROM entries WHERE key = ?",
-                                 [.integer(key)]) { row throws(SQLiteConnection.Failure) in
-                found = Row(key: key, name: row.blob(0), generation: UInt64(bitPattern: row.integer(1)),
-                            size: Int(row.integer(2)), lastUse: row.integer(3), info: row.blob(4))
-                return false
-            }
-            return found
+        reading { connection throws(SQLiteConnection.Failure) -> Row? in try Self.row(key, on: connection) } ?? nil
+    }
+
+    /// ``row(_:)`` on the write connection: for the sweep and the rebuild, whose thousands of
+    /// queries then never hold the connection that lookups take.
+    func rowForMaintenance(_ key: Int64) -> Row? {
+        writing { connection throws(SQLiteConnection.Failure) -> Row? in try Self.row(key, on: connection) } ?? nil
+    }
+
+    /// The row under `key` if the read connection is free now: `.some(nil)` for no row, `nil`
+    /// when the connection is busy with another thread or the query failed (the caller then
+    /// asks ``row(_:)`` on a thread that may wait, which also handles a corrupt database).
+    func rowWithoutWaiting(_ key: Int64) -> Row?? {
+        reader.withLockIfAvailable { connection -> Row?? in
+            guard let connection else { return nil }
+            return try? Self.row(key, on: connection)
         } ?? nil
+    }
+
+    private static func row(_ key: Int64, on connection: SQLiteConnection) throws(SQLiteConnection.Failure) -> Row? {
+        var found: Row?
+        try connection.query("SELECT \(Self.nameColumn), generation, size, last_use, \(Self.infoColumn) FROM entries WHERE key = ?",
+                             [.integer(key)]) { row throws(SQLiteConnection.Failure) in
+            found = Row(key: key, name: row.blob(0), generation: UInt64(bitPattern: row.integer(1)),
+                        size: Int(row.integer(2)), lastUse: row.integer(3), info: row.blob(4))
+            return false
+        }
+        return found
     }
 
     /// The total disk space and count of the entries, from the `totals` row.
     func totals() -> (size: Int, count: Int)? {
-        reading { connection throws(SQLiteConnection.Failure) -> (size: Int, count: Int) in
-            var totals = (size: 0, count: 0)
-            try connection.query("SELECT size, count FROM totals") { row throws(SQLiteConnection.Failure) in
-                totals = (Int(row.integer(0)), Int(row.integer(1)))
-                return false
-            }
-            return totals
+        reading { connection throws(SQLiteConnection.Failure) in try Self.totals(on: connection) }
+    }
+
+    /// The `totals` row (clamped: a planted row's size must not overflow the cap arithmetic).
+    private static func totals(on connection: SQLiteConnection) throws(SQLiteConnection.Failure) -> (size: Int, count: Int) {
+        var totals = (size: 0, count: 0)
+        try connection.query("SELECT size, count FROM totals") { row throws(SQLiteConnection.Failure) in
+            totals = (clamped(row.integer(0)), clamped(row.integer(1)))
+            return false
         }
+        return totals
     }
 
     /// When the caller should write the waiting hits.
@@ -303,7 +357,11 @@ final class DiskIndex: Sendable {
     func recordUse(_ key: Int64, at time: Int64, flushAfter interval: TimeInterval) -> UseWrite {
         state.withLock {
             $0.pendingUses[key] = time
-            if $0.pendingUses.count >= Self.maxPendingUses || interval <= 0 { return .now }
+            if $0.flushRequested { return .scheduled }  // a write on its way takes this hit too
+            if $0.pendingUses.count >= Self.maxPendingUses || interval <= 0 {
+                $0.flushRequested = true
+                return .now
+            }
             if $0.flushScheduled { return .scheduled }
             $0.flushScheduled = true
             return .later(interval)
@@ -319,6 +377,7 @@ final class DiskIndex: Sendable {
             defer {
                 state.pendingUses = [:]
                 state.flushScheduled = false
+                state.flushRequested = false
             }
             return state.pendingUses
         }
@@ -343,19 +402,60 @@ final class DiskIndex: Sendable {
     }
 
     /// Inserts or replaces `row`; returns the totals after, or `nil` when it was not recorded.
+    ///
+    /// Commits are grouped: rows wait in a queue, and whichever store holds the write connection
+    /// next commits every waiting row in one transaction (a store that finds its row committed
+    /// by another returns that commit's totals). One store alone pays one commit; 64 at once pay
+    /// a few, instead of queueing 64 commits (and their checkpoints) behind one lock.
     func store(_ row: Row) -> (size: Int, count: Int)? {
-        writing { connection throws(SQLiteConnection.Failure) -> (size: Int, count: Int) in
-            try connection.run("""
-                INSERT INTO entries(key, name, generation, size, last_use, info) VALUES (?, ?, ?, ?, ?, ?)
-                ON CONFLICT(key) DO UPDATE SET name = excluded.name, generation = excluded.generation,
-                    size = excluded.size, last_use = excluded.last_use, info = excluded.info
-                """, Self.arguments(row))
-            var totals = (size: 0, count: 0)
-            try connection.query("SELECT size, count FROM totals") { row throws(SQLiteConnection.Failure) in
-                totals = (Int(row.integer(0)), Int(row.integer(1)))
-                return false
+        let ticket = queue.withLock { queue -> Int in
+            queue.nextTicket += 1
+            queue.rows.append((queue.nextTicket, row))
+            return queue.nextTicket
+        }
+        // A second attempt only when the first found the database corrupt and made it anew:
+        // the row then goes into the new one instead of being lost.
+        for _ in 0..<2 {
+            let recoveries = state.withLock { $0.recoveries }
+            if let totals = writing({ connection throws(SQLiteConnection.Failure) in try commitQueued(on: connection, for: ticket) }) {
+                return totals
             }
+            if state.withLock({ $0.recoveries }) == recoveries { break }
+        }
+        return queue.withLock { queue in
+            if let totals = queue.results.removeValue(forKey: ticket) { return totals }  // another holder committed it
+            queue.rows.removeAll { $0.ticket == ticket }
+            return nil
+        }
+    }
+
+    /// Commits every queued row in one transaction (unless another holder already committed
+    /// `ticket`'s); the totals after. On a failure the rows go back to the queue for the next
+    /// holder, and the error is thrown.
+    private func commitQueued(on connection: SQLiteConnection, for ticket: Int) throws(SQLiteConnection.Failure)
+        -> (size: Int, count: Int) {
+        let batch = queue.withLock { queue -> [(ticket: Int, row: Row)]? in
+            if queue.results[ticket] != nil { return nil }
+            defer { queue.rows = [] }
+            return queue.rows
+        }
+        guard let batch else { return queue.withLock { $0.results.removeValue(forKey: ticket) } ?? (0, 0) }
+        do throws(SQLiteConnection.Failure) {
+            let totals = try connection.transaction { () throws(SQLiteConnection.Failure) -> (size: Int, count: Int) in
+                for (_, row) in batch {
+                    try connection.run("""
+                        INSERT INTO entries(key, name, generation, size, last_use, info) VALUES (?, ?, ?, ?, ?, ?)
+                        ON CONFLICT(key) DO UPDATE SET name = excluded.name, generation = excluded.generation,
+                            size = excluded.size, last_use = excluded.last_use, info = excluded.info
+                        """, Self.arguments(row))
+                }
+                return try Self.totals(on: connection)
+            }
+            queue.withLock { queue in for (other, _) in batch where other != ticket { queue.results[other] = totals } }
             return totals
+        } catch {
+            queue.withLock { $0.rows.insert(contentsOf: batch, at: 0) }
+            throw error
         }
     }
 
@@ -387,7 +487,7 @@ final class DiskIndex: Sendable {
         writing { connection throws(SQLiteConnection.Failure) -> Bool in
             try connection.transaction { () throws(SQLiteConnection.Failure) -> Bool in
                 var stored: [UInt8]?
-                try connection.query("SELECT info FROM entries WHERE key = ? AND name = ? AND generation = ?",
+                try connection.query("SELECT \(Self.infoColumn) FROM entries WHERE key = ? AND name = ? AND generation = ?",
                                      [.integer(key), .blob(name), .integer(Int64(bitPattern: generation))]) { row throws(SQLiteConnection.Failure) in
                     stored = row.blob(0)
                     return false
@@ -427,20 +527,15 @@ final class DiskIndex: Sendable {
     func evict(sizeTarget: Int?, countTarget: Int?, unusedBefore: Int64?, batch: Int) -> [Row] {
         writing { connection throws(SQLiteConnection.Failure) -> [Row] in
             try connection.transaction { () throws(SQLiteConnection.Failure) -> [Row] in
-                var size = 0, count = 0
-                try connection.query("SELECT size, count FROM totals") { row throws(SQLiteConnection.Failure) in
-                    size = Int(row.integer(0))
-                    count = Int(row.integer(1))
-                    return false
-                }
+                let (size, count) = try Self.totals(on: connection)
                 var excess = sizeTarget.map { size - $0 } ?? 0
                 var excessCount = countTarget.map { count - $0 } ?? 0
                 let cutoff = unusedBefore ?? Int64.min
                 var victims: [Row] = []
-                try connection.query("SELECT key, name, generation, size, last_use FROM entries ORDER BY last_use LIMIT ?",
+                try connection.query("SELECT key, \(Self.nameColumn), generation, size, last_use FROM entries ORDER BY last_use LIMIT ?",
                                      [.integer(Int64(batch))]) { row throws(SQLiteConnection.Failure) in
                     let victim = Row(key: row.integer(0), name: row.blob(1), generation: UInt64(bitPattern: row.integer(2)),
-                                     size: Int(row.integer(3)), lastUse: row.integer(4), info: [])
+                                     size: Self.clamped(row.integer(3)), lastUse: row.integer(4), info: [])
                     guard excess > 0 || excessCount > 0 || victim.lastUse < cutoff else { return false }
                     victims.append(victim)
                     excess -= victim.size
@@ -454,6 +549,10 @@ final class DiskIndex: Sendable {
             }
         } ?? []
     }
+
+    /// A size or count read from the database, within 0...2^48: any process can write the file,
+    /// and a planted Int64.min or Int64.max must not overflow the eviction's arithmetic.
+    private static func clamped(_ value: Int64) -> Int { Int(min(max(value, 0), 1 << 48)) }
 
     // MARK: Maintenance state
 

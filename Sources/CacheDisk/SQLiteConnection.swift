@@ -14,9 +14,12 @@ final class SQLiteConnection: @unchecked Sendable {
         let code: Int32
         let message: String
 
-        /// Whether the database file is damaged or not a database at all: the index is then
-        /// rebuilt from the entry files.
-        var isCorrupt: Bool { code & 0xFF == SQLITE_CORRUPT || code & 0xFF == SQLITE_NOTADB }
+        /// Whether the database file is damaged, not a database at all, or not the index (a
+        /// table missing: every statement the index runs is fixed, so `SQLITE_ERROR` means the
+        /// schema is not its own): the index is then rebuilt from the entry files.
+        var isCorrupt: Bool {
+            code & 0xFF == SQLITE_CORRUPT || code & 0xFF == SQLITE_NOTADB || code & 0xFF == SQLITE_ERROR
+        }
 
         var description: String { "SQLite error \(code): \(message)" }
     }

@@ -12,10 +12,13 @@ struct DiskCacheCrashTests {
     static let keys = 24
 
     /// A writer; with `reportsStores`, its line after each store can be awaited (else its
-    /// stdout is discarded).
-    func launchWriter(_ directory: TemporaryDirectory, count: Int, seed: Int, reportsStores: Bool = false) throws -> ExternalTool.Child {
+    /// stdout is discarded). With `sizeLimit`, it runs in its churn mode: that cap (eviction
+    /// throughout), a read and an info update after each store, a line after each.
+    func launchWriter(_ directory: TemporaryDirectory, count: Int, seed: Int, reportsStores: Bool = false,
+                      sizeLimit: Int? = nil) throws -> ExternalTool.Child {
         let executable = try #require(helperExecutable("DiskCacheCrashWriter"), "DiskCacheCrashWriter not built")
-        return try ExternalTool.Child(executable.path, [directory.url.path, "\(Self.keys)", "\(count)", "\(seed)"],
+        let options = sizeLimit.map { ["--size-limit=\($0)"] } ?? []
+        return try ExternalTool.Child(executable.path, [directory.url.path, "\(Self.keys)", "\(count)", "\(seed)"] + options,
                                       readsOutput: reportsStores)
     }
 

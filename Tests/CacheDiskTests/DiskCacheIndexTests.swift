@@ -165,6 +165,26 @@ struct DiskCacheIndexTests {
         #expect(FileManager.default.fileExists(atPath: youngOrphan))
     }
 
+    /// The directory deleted under a running cache (a tmp cleaner, an operator): lookups miss,
+    /// stores fail quietly, nothing crashes or recreates the folder behind the operator's back;
+    /// a new instance on the path starts an empty cache.
+    @Test func aDeletedDirectoryMissesAndStoresNothing() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let cache = try makeCache(directory)
+        await cache.storeData(Self.body(1), info: CacheEntryInfo(), for: Self.url(1))
+        try FileManager.default.removeItem(at: directory.url)
+        #expect(await cache.cachedData(for: Self.url(1)) == nil)
+        await cache.storeData(Self.body(2), info: CacheEntryInfo(), for: Self.url(2))
+        #expect(await cache.cachedData(for: Self.url(2)) == nil)
+        await cache.trim()
+        #expect(!FileManager.default.fileExists(atPath: directory.url.path))
+        let fresh = try makeCache(directory)
+        #expect(await fresh.entryCount == 0)
+        await fresh.storeData(Self.body(3), info: CacheEntryInfo(), for: Self.url(3))
+        #expect(await fresh.cachedData(for: Self.url(3))?.data == Self.body(3))
+    }
+
     /// A version-3 info sidecar of the flat layout for the entry file `entry`: the entry's
     /// header with magic "IPDI", `info`, and no body.
     static func sidecar(for entry: Data, info: CacheEntryInfo) throws -> Data {

@@ -116,6 +116,19 @@ public enum ResidentMemory {
         return result
     }
 
+    /// ``peakGrowth(attempts:largest:_:)`` for an asynchronous body.
+    public static func peakGrowth(attempts: Int = 7, largest: Bool = false, _ body: () async throws -> Void) async throws -> Int? {
+        _ = memory_probe_fix_mmap_threshold(128 * 1024)
+        var result: Int?
+        for _ in 0..<attempts {
+            guard resetPeak(), let before = peak() else { return nil }
+            try await body()
+            guard let after = peak() else { return nil }
+            result = largest ? max(result ?? 0, after - before) : min(result ?? Int.max, after - before)
+        }
+        return result
+    }
+
     /// `VmHWM` from `/proc/self/status`, in bytes.
     public static func peak() -> Int? {
         guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return nil }
