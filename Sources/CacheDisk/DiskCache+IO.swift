@@ -1,3 +1,4 @@
+import CDiskCacheShim
 import Foundation
 import PipelineCore
 import Synchronization
@@ -41,22 +42,31 @@ extension DiskCache {
     /// to ``read(url:name:)`` on the pool, which also repairs. A miss the index answers touches
     /// no file.
     func readWithoutWaiting(url: URL, name: String) -> QuickAnswer<CachedData> {
-        let entry: OpenedEntry
-        switch lookUpWithoutWaiting(url: url, name: name) {
-        case .answered(let found?): entry = found
+        let found: OpenedEntry
+        switch lookUpWithoutWaiting(url: url, name: name, readsWhole: true) {
+        case .answered(let entry?): found = entry
         case .answered(nil): return .answered(nil)
         case .wouldWait: return .wouldWait
         }
-        var body = Data(count: Int(entry.header.bodyLength))
-        let ok = body.isEmpty || body.withUnsafeMutableBytes { entry.file.read(into: $0, at: entry.headerLength) }
-        guard ok, CRC32.checksum(body) == entry.header.bodyCRC else { return .wouldWait }
+        var entry = found
+        var body: Data
+        if var whole = entry.wholeFile {  // a small file, read in one go with its header
+            entry.wholeFile = nil
+            whole.removeSubrange(0..<entry.headerLength)  // in place: no second buffer
+            body = whole
+        } else {
+            body = Data(count: Int(entry.header.bodyLength))
+            let ok = body.isEmpty || body.withUnsafeMutableBytes { entry.file.read(into: $0, at: entry.headerLength) }
+            guard ok else { return .wouldWait }
+        }
+        guard CRC32.checksum(body) == entry.header.bodyCRC else { return .wouldWait }
         recordHit(entry)
         return .answered(CachedData(data: body, info: entry.info))
     }
 
     /// ``readDigest(url:name:)`` without waiting (see ``readWithoutWaiting(url:name:)``).
     func readDigestWithoutWaiting(url: URL, name: String) -> QuickAnswer<CachedDigest> {
-        switch lookUpWithoutWaiting(url: url, name: name) {
+        switch lookUpWithoutWaiting(url: url, name: name, readsWhole: false) {
         case .answered(let entry?):
             recordHit(entry)
             return .answered(CachedDigest(length: Int(entry.header.bodyLength), crc32: entry.header.bodyCRC, info: entry.info))
@@ -65,26 +75,51 @@ extension DiskCache {
         }
     }
 
-    private func lookUpWithoutWaiting(url: URL, name: String) -> QuickAnswer<OpenedEntry> {
+    /// Opens entry file `name` for reading with no symlink followed in its folder or its name
+    /// (`openat2` below the directory; where that call does not exist, an `lstat` of the folder
+    /// then an `O_NOFOLLOW` open). -1 when it cannot.
+    private func openBelowDirectory(_ name: String) -> Int32 {
+        let fd = directoryDescriptor >= 0 ? cachedisk_open_beneath(directoryDescriptor, String(name.prefix(2)) + "/" + name) : -1
+        guard fd < 0, directoryDescriptor < 0 || errno == ENOSYS else { return fd }
+        var folder = stat()
+        guard lstat(folderPath(name), &folder) == 0, folder.st_mode & S_IFMT == S_IFDIR else { return -1 }
+        return open(entryPath(name), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
+    }
+
+    /// Files up to this size are read whole in one `pread` when their body is wanted.
+    static let oneReadLimit = 64 << 10
+
+    private func lookUpWithoutWaiting(url: URL, name: String, readsWhole: Bool) -> QuickAnswer<OpenedEntry> {
         let (key, digest) = DiskIndex.key(of: name)
         guard let answer = index.rowWithoutWaiting(key) else { return .wouldWait }
         guard let row = answer else { return index.isRebuilding ? .wouldWait : .answered(nil) }
         guard row.name == digest else { return .answered(nil) }  // another name sharing the key's 8 bytes
-        // The folder must be a real directory (O_NOFOLLOW guards only the last component); a
-        // symlink there is the pool's to remove.
-        var folder = stat()
-        guard lstat(folderPath(name), &folder) == 0, folder.st_mode & S_IFMT == S_IFDIR else { return .wouldWait }
-        let fd = open(entryPath(name), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
+        let rowInfo = Self.decodeInfo(row.info)
+        let fd = openBelowDirectory(name)
         guard fd >= 0 else { return .wouldWait }  // gone or odd: the pool's read drops or removes it
         let file = DiskFiles.Descriptor(fd: fd)
         file.noWait = true
-        guard let status = file.status(), status.st_mode & S_IFMT == S_IFREG, Int(status.st_size) <= maxEntryFileSize,
-              let header = DiskCacheEntry.read(from: file, kind: .entry, fileSize: Int(status.st_size)),
-              UInt64(Int(status.st_size) - header.length) == header.value.bodyLength,
+        guard let status = file.status(), status.st_mode & S_IFMT == S_IFREG else { return .wouldWait }
+        let fileSize = Int(status.st_size)
+        guard fileSize <= maxEntryFileSize else { return .wouldWait }
+        var wholeFile: Data?
+        let parsed: (value: DiskCacheEntry, length: Int)?
+        if readsWhole && fileSize <= Self.oneReadLimit {
+            var whole = Data(count: fileSize)
+            guard whole.isEmpty || whole.withUnsafeMutableBytes({ file.read(into: $0, at: 0) }) else { return .wouldWait }
+            parsed = whole.withUnsafeBytes {
+                DiskCacheEntry.read(from: $0, kind: .entry, fileSize: fileSize, skippingInfoOf: rowInfo == nil ? nil : row.generation)
+            }
+            wholeFile = whole
+        } else {
+            parsed = DiskCacheEntry.read(from: file, kind: .entry, fileSize: fileSize)
+        }
+        guard let header = parsed, UInt64(fileSize - header.length) == header.value.bodyLength,
               header.value.url == url.absoluteString else { return .wouldWait }
         var entry = OpenedEntry(file: file, status: status, header: header.value, headerLength: header.length,
                                 key: key, indexed: true, info: header.value.info)
-        if row.generation == header.value.generation, let info = Self.decodeInfo(row.info) { entry.info = info }
+        entry.wholeFile = wholeFile
+        if row.generation == header.value.generation, let rowInfo { entry.info = rowInfo }
         return .answered(entry)
     }
 
@@ -108,6 +143,8 @@ extension DiskCache {
         var indexed = false
         /// The row's info when it describes this file (same generation), else the header's.
         var info = CacheEntryInfo()
+        /// The whole file, when a lookup read a small one in one go.
+        var wholeFile: Data?
     }
 
     /// What is at an entry's path.

@@ -73,6 +73,9 @@ public final class DiskCache: DataCaching, Sendable {
     let pool: WorkerPool
     let index: DiskIndex
     let maintenance = Mutex(MaintenanceState())
+    /// The directory, opened once: lookups open entries below it with `openat2`,
+    /// which refuses a symlink in any component in the same call. -1 when it cannot be opened.
+    let directoryDescriptor: Int32
 
     /// A cache in `$XDG_CACHE_HOME/<name>` (or `~/.cache/<name>`), created if missing.
     /// - Parameters:
@@ -124,11 +127,13 @@ public final class DiskCache: DataCaching, Sendable {
         // Idle threads linger a second: a run of lookups reuses them instead of starting one each.
         self.pool = WorkerPool(maxConcurrent: 4, name: "DiskCache", idleTimeout: 1)
         self.index = DiskIndex(directory: directory.path)
+        self.directoryDescriptor = open(directory.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         scheduleMaintenance()  // a rebuild if one is pending, a folder's sweep, eviction: in the background
     }
 
     deinit {
         index.flushUses()  // the last hits' times, for LRU order in the next process
+        if directoryDescriptor >= 0 { close(directoryDescriptor) }
     }
 
     /// `$XDG_CACHE_HOME/<name>` when that variable is an absolute path, else `~/.cache/<name>`.

@@ -93,7 +93,10 @@ struct DiskCacheEntry: Equatable {
     }
 
     /// Decodes a whole header (exactly its declared length), or `nil` when it is corrupt.
-    static func decode(_ bytes: UnsafeRawBufferPointer, kind: Kind) -> DiskCacheEntry? {
+    /// With `skippingInfoOf`, a version-3 header of that generation is returned with an empty
+    /// info, not decoded (the caller has the entry's current info from the index; its bytes are
+    /// still covered by the header's CRC).
+    static func decode(_ bytes: UnsafeRawBufferPointer, kind: Kind, skippingInfoOf generation: UInt64? = nil) -> DiskCacheEntry? {
         guard let (length, version) = declaredLength(bytes, kind: kind, fileSize: bytes.count), length == bytes.count else {
             return nil
         }
@@ -105,13 +108,31 @@ struct DiskCacheEntry: Equatable {
         guard bytes.loadLittleEndian(UInt16.self, at: 6) == 0, urlLength <= maxURLLength,
               infoLength <= CacheEntryInfo.maxEncodedLength, fixedLength + urlLength + infoLength + 4 == length,
               let url = String(validating: UnsafeRawBufferPointer(rebasing: bytes[fixedLength..<fixedLength + urlLength]),
-                               as: UTF8.self),
-              let info = CacheEntryInfo(encoded: UnsafeRawBufferPointer(
-                  rebasing: bytes[(fixedLength + urlLength)..<(fixedLength + urlLength + infoLength)]))
+                               as: UTF8.self)
         else { return nil }
-        return DiskCacheEntry(kind: kind, generation: bytes.loadLittleEndian(UInt64.self, at: 12), url: url, info: info,
+        let headerGeneration = bytes.loadLittleEndian(UInt64.self, at: 12)
+        let info: CacheEntryInfo
+        if let generation, generation == headerGeneration {
+            info = CacheEntryInfo()
+        } else {
+            guard let decoded = CacheEntryInfo(encoded: UnsafeRawBufferPointer(
+                rebasing: bytes[(fixedLength + urlLength)..<(fixedLength + urlLength + infoLength)])) else { return nil }
+            info = decoded
+        }
+        return DiskCacheEntry(kind: kind, generation: headerGeneration, url: url, info: info,
                               bodyLength: bytes.loadLittleEndian(UInt64.self, at: 20),
                               bodyCRC: bytes.loadLittleEndian(UInt32.self, at: 28))
+    }
+
+    /// The header at the start of `bytes`, the first bytes of a file of `fileSize` bytes (the
+    /// whole file, when the caller read it in one go), and its length; `nil` when it is damaged
+    /// or longer than `bytes`.
+    static func read(from bytes: UnsafeRawBufferPointer, kind: Kind, fileSize: Int,
+                     skippingInfoOf generation: UInt64? = nil) -> (value: DiskCacheEntry, length: Int)? {
+        guard let length = declaredLength(bytes, kind: kind, fileSize: fileSize)?.length, length <= bytes.count,
+              let header = decode(UnsafeRawBufferPointer(rebasing: bytes[0..<length]), kind: kind, skippingInfoOf: generation)
+        else { return nil }
+        return (header, length)
     }
 
     /// The header at the start of `file`, and its length; `nil` when it is damaged.

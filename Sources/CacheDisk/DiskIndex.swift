@@ -96,7 +96,27 @@ final class DiskIndex: Sendable {
     let directory: String
     let databasePath: String
     private let queue = Mutex(CommitQueue())
-    private let reader = Mutex<SQLiteConnection?>(nil)
+    private let reader = Mutex<Reader?>(nil)
+    /// Commits of this instance's write connection: a read snapshot older than the last one is
+    /// replaced, so this instance always reads its own writes.
+    private let commits = Atomic<Int>(0)
+
+    /// The read connection and its snapshot. Beginning a read transaction in WAL mode costs two
+    /// `fcntl` locks on the shared-memory file (a third of a page-cache hit), so lookups share
+    /// one for at most ``snapshotLifetime``: another process's commits are seen that much
+    /// later (a lookup may miss an entry stored a few milliseconds ago), this instance's at
+    /// once. A snapshot left idle is ended by a task soon after, so it never pins the WAL.
+    private final class Reader: @unchecked Sendable {
+        let connection: SQLiteConnection
+        /// When the open snapshot began (uptime nanoseconds), `nil` without one.
+        var snapshotSince: UInt64?
+        var commitsSeen = 0
+
+        init(_ connection: SQLiteConnection) { self.connection = connection }
+    }
+
+    /// How long lookups share one read snapshot.
+    static let snapshotLifetime: UInt64 = 10_000_000
     private let writer = Mutex<SQLiteConnection?>(nil)
     private let state = Mutex(State())
 
@@ -118,7 +138,7 @@ final class DiskIndex: Sendable {
             let reading = try openReader()
             let identity = Self.identity(of: databasePath)
             writer.withLock { $0 = writing }
-            reader.withLock { $0 = reading }
+            reader.withLock { $0 = Reader(reading) }
             state.withLock {
                 $0.rebuilding = rebuilding
                 $0.identity = identity
@@ -130,7 +150,7 @@ final class DiskIndex: Sendable {
                    let reading = try? openReader() {
                     let identity = Self.identity(of: databasePath)
                     writer.withLock { $0 = writing }
-                    reader.withLock { $0 = reading }
+                    reader.withLock { $0 = Reader(reading) }
                     state.withLock {
                         $0.rebuilding = true
                         $0.identity = identity
@@ -225,18 +245,59 @@ final class DiskIndex: Sendable {
 
     /// Runs `body` on the read connection; `nil` when there is none or the call failed (a
     /// corrupt database is then replaced).
-    private func reading<T>(_ body: (SQLiteConnection) throws(SQLiteConnection.Failure) -> T) -> T? {
-        let result = reader.withLock { connection -> Result<T, SQLiteConnection.Failure>? in
-            guard let connection else { return nil }
-            do throws(SQLiteConnection.Failure) { return .success(try body(connection)) } catch { return .failure(error) }
+    private func reading<T: Sendable>(_ body: (SQLiteConnection) throws(SQLiteConnection.Failure) -> T) -> T? {
+        let result = reader.withLock { reader -> Result<T, SQLiteConnection.Failure>? in
+            guard let reader else { return nil }
+            return read(on: reader, body)
         }
         return handle(result)
+    }
+
+    /// Runs `body` in `reader`'s current snapshot (beginning a new one when it is too old or
+    /// this instance has committed since); a failure ends the snapshot.
+    private func read<T: Sendable>(on reader: Reader, _ body: (SQLiteConnection) throws(SQLiteConnection.Failure) -> T)
+        -> Result<T, SQLiteConnection.Failure> {
+        let now = DispatchTime.now().uptimeNanoseconds
+        let committed = commits.load(ordering: .acquiring)
+        do throws(SQLiteConnection.Failure) {
+            if let since = reader.snapshotSince, now &- since < Self.snapshotLifetime, reader.commitsSeen == committed {
+                return .success(try body(reader.connection))
+            }
+            if reader.snapshotSince != nil {
+                reader.snapshotSince = nil
+                try reader.connection.execute("COMMIT")
+            }
+            try reader.connection.execute("BEGIN")
+            reader.snapshotSince = now
+            reader.commitsSeen = committed
+            scheduleSnapshotEnd()
+            return .success(try body(reader.connection))
+        } catch {
+            if reader.snapshotSince != nil { try? reader.connection.execute("ROLLBACK") }
+            reader.snapshotSince = nil
+            return .failure(error)
+        }
+    }
+
+    /// Ends the read snapshot once it is older than ``snapshotLifetime`` (soon after it began),
+    /// unless lookups have already replaced it.
+    private func scheduleSnapshotEnd() {
+        Task.detached { [self] in
+            try? await Task.sleep(nanoseconds: 2 * Self.snapshotLifetime)
+            reader.withLock { reader in
+                guard let reader, let since = reader.snapshotSince,
+                      DispatchTime.now().uptimeNanoseconds &- since >= Self.snapshotLifetime else { return }
+                reader.snapshotSince = nil
+                try? reader.connection.execute("COMMIT")
+            }
+        }
     }
 
     /// Runs `body` on the write connection; `nil` when there is none or the call failed.
     private func writing<T>(_ body: (SQLiteConnection) throws(SQLiteConnection.Failure) -> T) -> T? {
         let result = writer.withLock { connection -> Result<T, SQLiteConnection.Failure>? in
             guard let connection else { return nil }
+            defer { commits.add(1, ordering: .releasing) }  // whatever it did, later reads see it
             do throws(SQLiteConnection.Failure) { return .success(try body(connection)) } catch { return .failure(error) }
         }
         return handle(result)
@@ -257,13 +318,16 @@ final class DiskIndex: Sendable {
     /// The row key and 32-byte name of file name `name` (64 hex digits; any other string, which
     /// only a test's name function gives, is hashed to 32 bytes first).
     static func key(of name: String) -> (key: Int64, name: [UInt8]) {
-        var bytes = [UInt8]()
-        bytes.reserveCapacity(32)
-        var utf8 = name.utf8.makeIterator()
-        while let high = utf8.next(), let low = utf8.next(), let h = hexValue(high), let l = hexValue(low) {
-            bytes.append(h << 4 | l)
-        }
-        if bytes.count != 32 || name.utf8.count != 64 { bytes = SHA256.hash(Array(name.utf8)) }
+        let parsed = name.utf8.withContiguousStorageIfAvailable { utf8 -> [UInt8]? in
+            guard utf8.count == 64 else { return nil }
+            var bytes = [UInt8](repeating: 0, count: 32)
+            for i in 0..<32 {
+                guard let high = hexValue(utf8[2 * i]), let low = hexValue(utf8[2 * i + 1]) else { return nil }
+                bytes[i] = high << 4 | low
+            }
+            return bytes
+        } ?? nil
+        let bytes = parsed ?? SHA256.hash(Array(name.utf8))
         let key = bytes.prefix(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
         return (Int64(bitPattern: key), bytes)
     }
@@ -311,9 +375,9 @@ final class DiskIndex: Sendable {
     /// when the connection is busy with another thread or the query failed (the caller then
     /// asks ``row(_:)`` on a thread that may wait, which also handles a corrupt database).
     func rowWithoutWaiting(_ key: Int64) -> Row?? {
-        reader.withLockIfAvailable { connection -> Row?? in
-            guard let connection else { return nil }
-            return try? Self.row(key, on: connection)
+        reader.withLockIfAvailable { reader -> Row?? in
+            guard let reader else { return nil }
+            return try? read(on: reader) { connection throws(SQLiteConnection.Failure) in try Self.row(key, on: connection) }.get()
         } ?? nil
     }
 

@@ -26,6 +26,10 @@ struct DiskCacheIndexTests {
         }
         #expect(Self.strays(in: directory).isEmpty, "\(Self.strays(in: directory))")
         #expect(directory.names.contains("index.sqlite"))
+        // A hit read in one go with its header starts its bytes at index 0, as any Data a caller
+        // indexes from zero.
+        let hit = try #require(await cache.cachedData(for: Self.url(3)))
+        #expect(hit.data.startIndex == 0 && hit.data == Self.body(3))
         #expect(Set(directory.entryNames) == Set((0..<40).map { DiskCache.fileName(for: Self.url($0)) }))
     }
 

@@ -53,4 +53,31 @@ struct SHA256Tests {
         #expect(CRC32.checksum(Array("123456789".utf8)) == 0xCBF4_3926)
         #expect(CRC32.checksum([UInt8]()) == 0)
     }
+
+    /// Slicing-by-8 against the bit-at-a-time definition, at every length up to 40 and every
+    /// alignment of a longer buffer, whole and fed in pieces.
+    @Test func crc32AgreesWithTheBitwiseDefinition() {
+        func bitwise(_ bytes: ArraySlice<UInt8>) -> UInt32 {
+            var c: UInt32 = 0xFFFF_FFFF
+            for byte in bytes {
+                c ^= UInt32(byte)
+                for _ in 0..<8 { c = c & 1 != 0 ? 0xEDB8_8320 ^ (c >> 1) : c >> 1 }
+            }
+            return ~c
+        }
+        var seed: UInt32 = 12345
+        let bytes = (0..<5000).map { _ -> UInt8 in
+            seed = seed &* 1_103_515_245 &+ 12345
+            return UInt8(truncatingIfNeeded: seed >> 16)
+        }
+        for length in 0...40 { #expect(CRC32.checksum(Array(bytes[0..<length])) == bitwise(bytes[0..<length]), "length \(length)") }
+        for start in 0..<8 {
+            let slice = bytes[start..<(start + 4093)]
+            let whole = bitwise(slice)
+            #expect(slice.withUnsafeBytes { CRC32.checksum($0) } == whole, "offset \(start)")
+            let split = start * 517 + 3
+            let first = slice.prefix(split).withUnsafeBytes { CRC32.checksum($0) }
+            #expect(slice.dropFirst(split).withUnsafeBytes { CRC32.checksum($0, continuing: first) } == whole)
+        }
+    }
 }

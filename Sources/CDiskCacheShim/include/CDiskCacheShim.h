@@ -6,4 +6,11 @@
 /// without the flag, always: the caller then reads on a thread that may wait).
 long cachedisk_pread_nowait(int fd, void *buffer, unsigned long count, long long offset);
 
+/// Opens `path` (relative, below the directory `dirfd`) for reading without following a
+/// symlink in any of its components and without leaving `dirfd` (openat2 with RESOLVE_BENEATH
+/// and RESOLVE_NO_SYMLINKS, Linux 5.6+; O_NOFOLLOW alone guards only the last component). Never
+/// blocks on a FIFO (O_NONBLOCK). Returns the descriptor, or -1 with errno (ENOSYS where
+/// openat2 does not exist: the caller then checks each component itself).
+int cachedisk_open_beneath(int dirfd, const char *path);
+
 #endif

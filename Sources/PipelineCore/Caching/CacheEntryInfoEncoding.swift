@@ -112,14 +112,14 @@ extension CacheEntryInfo {
 
 extension [UInt8] {
     /// Appends `value`'s bytes, least significant first.
-    package mutating func appendLittleEndian<T: FixedWidthInteger>(_ value: T) {
+    @inlinable package mutating func appendLittleEndian<T: FixedWidthInteger>(_ value: T) {
         Swift.withUnsafeBytes(of: value.littleEndian) { append(contentsOf: $0) }
     }
 }
 
 extension UnsafeRawBufferPointer {
     /// The little-endian integer at byte `offset` (unaligned; the caller checked the bounds).
-    package func loadLittleEndian<T: FixedWidthInteger>(_: T.Type, at offset: Int) -> T {
+    @inlinable package func loadLittleEndian<T: FixedWidthInteger>(_: T.Type, at offset: Int) -> T {
         T(littleEndian: loadUnaligned(fromByteOffset: offset, as: T.self))
     }
 }
