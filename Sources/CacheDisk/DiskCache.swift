@@ -10,8 +10,8 @@ import Synchronization
 ///   hex and `xx` its first two digits (256 folders: a million entries make about 4,000 files
 ///   per folder). The file's header records the full URL, which is compared on every read, so
 ///   a name collision is a miss, never another picture.
-/// - An index in SQLite (`<directory>/index.sqlite`, ``DiskIndex``) holds a row per entry: its
-///   generation, the disk space it takes, its last use and its ``CacheEntryInfo``. Lookups,
+/// - An index in SQLite (`<directory>/index.sqlite`) holds a row per entry: its
+///   generation, the disk space it takes, its last use and its `CacheEntryInfo`. Lookups,
 ///   the caps and eviction read the index, never the folder, so opening costs the same at any
 ///   entry count; a miss touches no file.
 /// - Every file is written as a temporary file in its folder and renamed into place before

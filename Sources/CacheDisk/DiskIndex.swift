@@ -117,6 +117,7 @@ final class DiskIndex: Sendable {
 
     /// How long lookups share one read snapshot.
     static let snapshotLifetime: UInt64 = 10_000_000
+
     private let writer = Mutex<SQLiteConnection?>(nil)
     private let state = Mutex(State())
 
@@ -134,31 +135,27 @@ final class DiskIndex: Sendable {
     private func open() {
         removeOddNodes()
         do throws(SQLiteConnection.Failure) {
-            let (writing, rebuilding) = try openWriter()
-            let reading = try openReader()
-            let identity = Self.identity(of: databasePath)
-            writer.withLock { $0 = writing }
-            reader.withLock { $0 = Reader(reading) }
-            state.withLock {
-                $0.rebuilding = rebuilding
-                $0.identity = identity
-            }
+            try connect()
         } catch {
+            // Corrupt, not a database, or of another schema: made anew, with a rebuild pending.
             if error.isCorrupt || error.code == -1 {
                 removeDatabaseFiles()
-                if let (writing, _) = try? openWriter(),
-                   let reading = try? openReader() {
-                    let identity = Self.identity(of: databasePath)
-                    writer.withLock { $0 = writing }
-                    reader.withLock { $0 = Reader(reading) }
-                    state.withLock {
-                        $0.rebuilding = true
-                        $0.identity = identity
-                    }
-                    return
-                }
+                if (try? connect()) != nil { return }
             }
             state.withLock { $0.rebuilding = true }  // no index: every lookup reads the file
+        }
+    }
+
+    /// Opens both connections on the database (making its schema if it is new) and installs them.
+    private func connect() throws(SQLiteConnection.Failure) {
+        let (writing, rebuilding) = try openWriter()
+        let reading = try openReader()
+        let identity = Self.identity(of: databasePath)
+        writer.withLock { $0 = writing }
+        reader.withLock { $0 = Reader(reading) }
+        state.withLock {
+            $0.rebuilding = rebuilding
+            $0.identity = identity
         }
     }
 

@@ -7,7 +7,7 @@ import Testing
 /// Child processes (`DiskCacheCrashWriter`) writing `DiskCachePattern` entries: killed with
 /// SIGKILL mid-loop, or two at once on one directory. Afterwards every entry must be absent or
 /// byte-exact, with an ETag from the same version as its bytes.
-@Suite("Disk cache across crashes and processes", .timeLimit(.minutes(2)), .serialized)
+@Suite("Disk cache across crashes and processes", .timeLimit(.minutes(4)), .serialized, .tags(.cpuBound))
 struct DiskCacheCrashTests {
     static let keys = 24
 

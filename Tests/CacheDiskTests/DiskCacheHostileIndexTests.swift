@@ -9,7 +9,7 @@ import Testing
 /// connection of the test's own (as another process could), and entry files truncated under
 /// their rows. Whatever was done, every answer is a miss or exact bytes, nothing crashes, and
 /// once the cache has recovered every entry whose file is left is served again.
-@Suite("Disk cache index under attack: unreadable database, planted rows, truncated files", .timeLimit(.minutes(1)))
+@Suite("Disk cache index under attack: unreadable database, planted rows, truncated files", .timeLimit(.minutes(3)))
 struct DiskCacheHostileIndexTests {
     static let keys = 8
 

@@ -4,7 +4,7 @@ import PipelineCore
 import PipelineTestSupport
 import Testing
 
-@Suite("Disk cache review regressions: index and replacement", .timeLimit(.minutes(1)))
+@Suite("Disk cache review regressions: index and replacement", .timeLimit(.minutes(3)))
 struct DiskCacheIndexRegressionTests {
     /// A read that finds a damaged entry removes the file; the index (size cap, entry count)
     /// must forget it too, or the phantom bytes count against the cap until the next rescan.
