@@ -33,7 +33,6 @@ let package = Package(
         benchmark("ColorBenchmark", ["PipelineCore", "CodecJPEG", "CodecPNG", "CodecWebP", "CodecHEIF", "ColorManagement"]),
         benchmark("ProcessorBenchmark", ["PipelineCore", "CacheDisk", "CodecJPEG", "CodecPNG", "CodecWebP", "LoaderFile"]),
         benchmark("DiskCacheBenchmark", ["PipelineCore", "CacheDisk"]),
-        benchmark("HitProbe", ["PipelineCore", "CacheDisk"]),
         benchmark("DecodeMemoryBenchmark", ["PipelineCore", "CodecJPEG", "CodecPNG", "CodecWebP", "CodecHEIF", "CodecGIF"],
                   other: ["CMallocTuning"]),
         benchmark("EncoderBenchmark", ["PipelineCore", "CodecPNG", "CodecWebP", "CodecHEIF"]),
