@@ -119,6 +119,7 @@ extension DiskCache {
         var entry = OpenedEntry(file: file, status: status, header: header.value, headerLength: header.length,
                                 key: key, indexed: true, info: header.value.info)
         entry.wholeFile = wholeFile
+        entry.lastUse = row.lastUse
         if row.generation == header.value.generation, let rowInfo { entry.info = rowInfo }
         return .answered(entry)
     }
@@ -145,6 +146,8 @@ extension DiskCache {
         var info = CacheEntryInfo()
         /// The whole file, when a lookup read a small one in one go.
         var wholeFile: Data?
+        /// The row's last use (microseconds since 1970).
+        var lastUse: Int64 = 0
     }
 
     /// What is at an entry's path.
@@ -169,6 +172,7 @@ extension DiskCache {
             entry.info = entry.header.info
             if let row {
                 entry.indexed = true
+                entry.lastUse = row.lastUse
                 // The row describes its generation only: a file renamed in by a writer whose row
                 // has not committed yet carries its own info in its header.
                 if row.generation == entry.header.generation, let info = Self.decodeInfo(row.info) { entry.info = info }
@@ -197,11 +201,15 @@ extension DiskCache {
         return .opened(OpenedEntry(file: file, status: status, header: header.value, headerLength: header.length))
     }
 
-    /// Records a hit for LRU order: in memory, written to the index in a batch off the request
-    /// path (``accessPersistInterval``).
+    /// Records a hit for LRU order when the entry's last use is older than
+    /// ``accessPersistInterval``: in memory, written to the index in a batch off the request path.
     private func recordHit(_ entry: OpenedEntry) {
         guard entry.indexed else { return }
-        switch index.recordUse(entry.key, at: index.tick(), flushAfter: accessPersistInterval) {
+        let now = index.tick()
+        // A planted or clock-skewed last use (far past, future) must not overflow: it counts as old.
+        let (age, overflow) = now.subtractingReportingOverflow(entry.lastUse)
+        guard overflow || age < 0 || Double(age) >= accessPersistInterval * 1e6 else { return }
+        switch index.recordUse(entry.key, at: now, flushAfter: accessPersistInterval) {
         case .now: Task { [index, pool] in _ = try? await pool.run(priority: PriorityHandle(.prefetch)) { index.flushUses() } }
         case .later(let delay):
             Task { [index, pool] in

@@ -53,10 +53,14 @@ public final class DiskCache: DataCaching, Sendable {
     public let syncsWrites: Bool
     /// The fraction of ``sizeLimit`` an eviction pass trims down to. Default 0.8.
     public let trimRatio: Double
-    /// How long, at most, a hit's time waits in memory before it is written to the index, in
-    /// seconds. Hits are written in batches, one transaction for up to 1,024 of them (a full
-    /// batch goes at once), off the request path; ``waitForMaintenance()`` and the next
-    /// eviction pass write them too. Default 5; 0 writes each hit at once (in the background).
+    /// How often, at most, a hit on one entry is written to the index, in seconds: a hit on an
+    /// entry whose last use is more recent than that keeps it (entries used within the same
+    /// interval are not ordered among themselves). Hits that are written wait in memory and go
+    /// in batches, one transaction for up to 1,024 (a full batch at once, else within this
+    /// interval), off the request path; ``waitForMaintenance()`` and
+    /// the next eviction pass write them too. Each written hit rewrites its row's page and the
+    /// last-use index's, so writing every hit of a busy cache would write megabytes of index a
+    /// second. Default 60; 0 writes every hit, at once (in the background).
     public let accessPersistInterval: TimeInterval
     /// Entries not used for this long, in seconds, are removed by the next eviction pass, even
     /// under the cap; `nil` for no age limit. Default `nil`, as Nuke's `DataCache`: the size cap
@@ -65,7 +69,7 @@ public final class DiskCache: DataCaching, Sendable {
     /// or answers offline. Kingfisher's 7 days and SDWebImage's week are `7 * 86_400`.
     ///
     /// "Used" is a store or a hit in any process on the directory; another process's hits are
-    /// seen once written to the index, within ``accessPersistInterval``.
+    /// seen once written to the index (see ``accessPersistInterval``).
     public let maxUnusedAge: TimeInterval?
 
     let path: String
@@ -97,13 +101,13 @@ public final class DiskCache: DataCaching, Sendable {
     ///   - sizeLimit: bytes; default ``defaultSizeLimit(for:)``.
     ///   - syncsWrites: `fsync` every write before its rename. Default `false`.
     ///   - trimRatio: the fraction of the cap an eviction pass trims to. Default 0.8.
-    ///   - accessPersistInterval: seconds a hit's time may wait before it is written to the index
-    ///     (``accessPersistInterval``). Default 5.
+    ///   - accessPersistInterval: seconds between two writes of one entry's last use to the
+    ///     index (``accessPersistInterval``). Default 60.
     ///   - maxUnusedAge: seconds an entry may go unused before it is removed (``maxUnusedAge``);
     ///     default `nil`, no age limit.
     ///   - countLimit: entries; default ``defaultCountLimit(sizeLimit:)``.
     public convenience init(directory: URL, sizeLimit: Int? = nil, syncsWrites: Bool = false,
-                            trimRatio: Double = 0.8, accessPersistInterval: TimeInterval = 5,
+                            trimRatio: Double = 0.8, accessPersistInterval: TimeInterval = 60,
                             maxUnusedAge: TimeInterval? = nil, countLimit: Int? = nil) throws {
         try self.init(directory: directory, sizeLimit: sizeLimit, syncsWrites: syncsWrites, trimRatio: trimRatio,
                       accessPersistInterval: accessPersistInterval, maxUnusedAge: maxUnusedAge, countLimit: countLimit,

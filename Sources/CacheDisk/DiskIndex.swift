@@ -177,7 +177,12 @@ final class DiskIndex: Sendable {
         // WAL: readers never wait for the writer, and a commit is one append. NORMAL: a commit
         // is not synced (a power cut may lose the last ones: their files become orphans and are
         // swept), and the database is never corrupted by a crash.
-        try connection.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA cache_size = -\(Self.pageCacheKiB)")
+        // journal_size_limit: a WAL that grew (a long rebuild, a burst of writes) is cut back to
+        // 4 MiB once checkpointed.
+        try connection.execute("""
+            PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA cache_size = -\(Self.pageCacheKiB);
+            PRAGMA journal_size_limit = 4194304
+            """)
         let version = try connection.transaction { () throws(SQLiteConnection.Failure) -> Int64 in
             let version = try connection.integer("PRAGMA user_version") ?? 0
             if version == 0 { try connection.execute(Self.schema) }
@@ -276,6 +281,18 @@ final class DiskIndex: Sendable {
         }
     }
 
+    /// Ends the read snapshot now. A write calls it first: the checkpoint SQLite runs after a
+    /// commit can copy the WAL into the database and start it over only up to the oldest
+    /// snapshot still open, so a snapshot renewed behind every write would let the WAL grow
+    /// (30,000 lookups grew it to 35 MB).
+    private func endSnapshot() {
+        reader.withLock { reader in
+            guard let reader, reader.snapshotSince != nil else { return }
+            reader.snapshotSince = nil
+            try? reader.connection.execute("COMMIT")
+        }
+    }
+
     /// Ends the read snapshot once it is older than ``snapshotLifetime`` (soon after it began),
     /// unless lookups have already replaced it.
     private func scheduleSnapshotEnd() {
@@ -292,6 +309,7 @@ final class DiskIndex: Sendable {
 
     /// Runs `body` on the write connection; `nil` when there is none or the call failed.
     private func writing<T>(_ body: (SQLiteConnection) throws(SQLiteConnection.Failure) -> T) -> T? {
+        endSnapshot()  // so that this write's checkpoint can take the whole WAL back
         let result = writer.withLock { connection -> Result<T, SQLiteConnection.Failure>? in
             guard let connection else { return nil }
             defer { commits.add(1, ordering: .releasing) }  // whatever it did, later reads see it

@@ -68,7 +68,7 @@ struct DiskCacheEvictionTests {
         defer { directory.remove() }
         let size = try await Self.entrySize(directory)
         let cache = try makeCache(directory, accessPersistInterval: 3600)
-        let past = Date().addingTimeInterval(-100)
+        let past = Date().addingTimeInterval(-2 * 86_400)  // longer ago than the interval: hits count
         for i in 0..<10 {
             await cache.storeData(Data(count: 1000), info: CacheEntryInfo(), for: Self.url(i))
             await cache.setLastUse(past.addingTimeInterval(Double(i)), for: Self.url(i))
@@ -86,6 +86,27 @@ struct DiskCacheEvictionTests {
         await third.waitForMaintenance()
         let present = (0..<10).filter { FileManager.default.fileExists(atPath: directory.entryPath(Self.url($0))) }
         #expect(present == [1, 4, 5, 6, 7, 8, 9])
+    }
+
+    /// A hit on an entry used more recently than ``DiskCache/accessPersistInterval`` is not
+    /// written: the index is not rewritten for every hit of a hot entry, and entries used within
+    /// one interval keep the order they had.
+    @Test func aHitWithinTheIntervalKeepsTheLastUse() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let size = try await Self.entrySize(directory)
+        let cache = try makeCache(directory, accessPersistInterval: 3600)
+        let past = Date().addingTimeInterval(-100)
+        for i in 0..<10 {
+            await cache.storeData(Data(count: 1000), info: CacheEntryInfo(), for: Self.url(i))
+            await cache.setLastUse(past.addingTimeInterval(Double(i)), for: Self.url(i))
+        }
+        _ = await cache.cachedData(for: Self.url(0))  // used 100 s ago: within the hour
+        await cache.waitForMaintenance()
+        let other = try makeCache(directory, sizeLimit: 9 * size, trimRatio: 1)
+        await other.waitForMaintenance()
+        #expect(!FileManager.default.fileExists(atPath: directory.entryPath(Self.url(0))))
+        #expect(FileManager.default.fileExists(atPath: directory.entryPath(Self.url(1))))
     }
 
     /// Two instances (as two processes would) evicting at once delete disjoint rows: the total

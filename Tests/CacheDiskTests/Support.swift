@@ -36,9 +36,9 @@ extension TemporaryDirectory {
     }
 }
 
-/// A test cache with a small cap and no mtime persistence delay unless asked.
+/// A test cache: every hit written to the index at once (exact LRU order) unless asked.
 func makeCache(_ directory: TemporaryDirectory, sizeLimit: Int = 64 << 20, trimRatio: Double = 0.8,
-               accessPersistInterval: TimeInterval = 600, maxUnusedAge: TimeInterval? = nil, countLimit: Int? = nil,
+               accessPersistInterval: TimeInterval = 0, maxUnusedAge: TimeInterval? = nil, countLimit: Int? = nil,
                fileName: @escaping @Sendable (URL) -> String = DiskCache.fileName(for:)) throws -> DiskCache {
     try DiskCache(directory: directory.url, sizeLimit: sizeLimit, syncsWrites: false, trimRatio: trimRatio,
                   accessPersistInterval: accessPersistInterval, maxUnusedAge: maxUnusedAge, countLimit: countLimit,
