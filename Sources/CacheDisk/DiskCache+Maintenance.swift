@@ -52,12 +52,17 @@ extension DiskCache {
     /// ``sizeLimit`` or the count over ``countLimit``, the least recently used down to
     /// ``trimRatio`` of both. Runs on `pool`.
     func maintenancePass() {
-        maintenance.withLock { $0.lastPassStart = Date().timeIntervalSince1970 }
+        let first = maintenance.withLock { state -> Bool in
+            defer { state.lastPassStart = Date().timeIntervalSince1970 }
+            return state.lastPassStart == 0
+        }
         index.followReplacement()
         index.flushUses()
         index.refreshRebuilding()
         if index.isRebuilding && index.isOpen { rebuild() }
-        sweepNextFolder()
+        // Not in the pass that opening starts: its folder (4,000 files at a million entries)
+        // would compete with the first lookups for the machine.
+        if !first { sweepNextFolder() }
         evict()
     }
 

@@ -153,7 +153,7 @@ struct DiskCacheIndexTests {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let cache = try makeCache(directory)
-        await cache.waitForMaintenance()  // the first pass swept folder 00; the cursor is at 01
+        await cache.waitForMaintenance()  // the pass after opening sweeps nothing; the cursor is at 00
         let folder = directory.url.appendingPathComponent("01")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let oldOrphan = folder.appendingPathComponent("01" + String(repeating: "a", count: 62)).path
