@@ -191,14 +191,21 @@ extension DiskCache {
     func openEntry(url: URL, name: String) -> Opened {
         guard isFolder(folderPath(name)), let file = DiskFiles.openRegular(entryPath(name), flags: O_RDONLY),
               let status = file.status(), status.st_mode & S_IFMT == S_IFREG else { return .absent }
-        let fileSize = Int(status.st_size)
-        guard fileSize <= maxEntryFileSize, let header = DiskCacheEntry.read(from: file, kind: .entry, fileSize: fileSize),
-              UInt64(fileSize - header.length) == header.value.bodyLength else {
+        guard let header = soundHeader(of: file, fileSize: Int(status.st_size)) else {
             removeDamaged(name, status: status)
             return .absent
         }
         guard header.value.url == url.absoluteString else { return .otherURL }  // a collision: not ours
         return .opened(OpenedEntry(file: file, status: status, header: header.value, headerLength: header.length))
+    }
+
+    /// The header of the entry file `file` of `fileSize` bytes when the file is sound: no larger
+    /// than an entry under this cap can be, a header that decodes, and then exactly the body
+    /// length it declares. `nil` for damage.
+    func soundHeader(of file: DiskFiles.Descriptor, fileSize: Int) -> (value: DiskCacheEntry, length: Int)? {
+        guard fileSize <= maxEntryFileSize, let header = DiskCacheEntry.read(from: file, kind: .entry, fileSize: fileSize),
+              UInt64(fileSize - header.length) == header.value.bodyLength else { return nil }
+        return header
     }
 
     /// Records a hit for LRU order when the entry's last use is older than
@@ -209,14 +216,15 @@ extension DiskCache {
         // A planted or clock-skewed last use (far past, future) must not overflow: it counts as old.
         let (age, overflow) = now.subtractingReportingOverflow(entry.lastUse)
         guard overflow || age < 0 || Double(age) >= accessPersistInterval * 1e6 else { return }
+        let delay: TimeInterval
         switch index.recordUse(entry.key, at: now, flushAfter: accessPersistInterval) {
-        case .now: Task { [index, pool] in _ = try? await pool.run(priority: PriorityHandle(.prefetch)) { index.flushUses() } }
-        case .later(let delay):
-            Task { [index, pool] in
-                try? await Task.sleep(for: .seconds(delay))
-                _ = try? await pool.run(priority: PriorityHandle(.prefetch)) { index.flushUses() }
-            }
-        case .scheduled: break
+        case .now: delay = 0
+        case .later(let wait): delay = wait
+        case .scheduled: return
+        }
+        Task { [index, pool] in
+            if delay > 0 { try? await Task.sleep(for: .seconds(delay)) }
+            _ = try? await pool.run(priority: PriorityHandle(.prefetch)) { index.flushUses() }
         }
     }
 

@@ -153,9 +153,7 @@ extension DiskCache {
     /// sidecar's info when that applies); a damaged file is removed and `nil` returned.
     private func readRow(path: String, key: Int64, digest: [UInt8], sidecar: DiskCacheEntry?) -> DiskIndex.Row? {
         guard let file = DiskFiles.openRegular(path, flags: O_RDONLY), let status = file.status() else { return nil }
-        let fileSize = Int(status.st_size)
-        guard fileSize <= maxEntryFileSize, let header = DiskCacheEntry.read(from: file, kind: .entry, fileSize: fileSize),
-              UInt64(fileSize - header.length) == header.value.bodyLength else {
+        guard let header = soundHeader(of: file, fileSize: Int(status.st_size)) else {
             DiskFiles.remove(path, ifStill: status)
             return nil
         }
@@ -220,15 +218,11 @@ extension DiskCache {
     /// Removes every entry and temporary file, and every row.
     func removeAllFiles() {
         index.removeAll()
-        for name in DiskFiles.names(in: path) ?? [] where DiskFiles.isEntryName(name) || name.hasPrefix(DiskFiles.temporaryPrefix) {
-            if let status = DiskFiles.status(of: name, in: path) { DiskFiles.remove(path + "/" + name, ifStill: status) }
-        }
-        for folder in 0...255 {
-            let folderPath = path + "/" + SHA256.hex([UInt8(folder)])
-            guard isFolder(folderPath) else { continue }
-            for name in DiskFiles.names(in: folderPath) ?? []
-            where DiskFiles.isEntryName(name) || name.hasPrefix(DiskFiles.temporaryPrefix) {
-                if let status = DiskFiles.status(of: name, in: folderPath) { DiskFiles.remove(folderPath + "/" + name, ifStill: status) }
+        // The top folder too: entries of the flat layout not yet moved in.
+        let folders = [path] + (0...255).map { path + "/" + SHA256.hex([UInt8($0)]) }.filter(isFolder)
+        for folder in folders {
+            for name in DiskFiles.names(in: folder) ?? [] where DiskFiles.isEntryName(name) || name.hasPrefix(DiskFiles.temporaryPrefix) {
+                if let status = DiskFiles.status(of: name, in: folder) { DiskFiles.remove(folder + "/" + name, ifStill: status) }
             }
         }
     }

@@ -32,11 +32,9 @@ enum DiskFiles {
         }
 
         /// Whether reads may only take what the page cache holds (`preadv2` with `RWF_NOWAIT`):
-        /// a read that would wait for the disk fails at once and sets ``wouldWait``.
+        /// a read that would wait for the disk (or a file system that cannot tell) fails at once,
+        /// and the caller retries on a thread that may wait.
         var noWait = false
-        /// Set when a ``noWait`` read failed because it would have waited (or the file system
-        /// cannot tell): the caller retries on a thread that may wait.
-        private(set) var wouldWait = false
 
         /// Fills `buffer` from `offset`; `false` on an error or a short file.
         func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int) -> Bool {
@@ -46,10 +44,6 @@ enum DiskFiles {
                 let n = noWait ? readNoWait(base + done, count: buffer.count - done, at: offset + done)
                     : pread(fd, base + done, buffer.count - done, off_t(offset + done))
                 if n < 0 && errno == EINTR { continue }
-                if n < 0 && noWait {
-                    wouldWait = true
-                    return false
-                }
                 guard n > 0 else { return false }
                 done += n
             }
