@@ -62,6 +62,14 @@ var targets: [Target] = [
     .target(name: "ImageServer", dependencies: ["PipelineCore"]),
     .target(name: "CMicroHTTPDShim", dependencies: ["CMicroHTTPD"]),
     .target(name: "ImageServerHTTP", dependencies: ["ImageServer", "CMicroHTTPD", "CMicroHTTPDShim"]),
+    // Faces for the crop anchor, on OpenCV's cascade classifier behind a C shim. Debian ships no
+    // opencv4.pc, and OpenCV's headers include each other as "opencv2/…", so the shim's
+    // `opencv4` is a symlink to /usr/include/opencv4 searched as a header path (unsafeFlags'
+    // -I would refuse the package as a dependency); the three libraries are linked by name.
+    .target(name: "CFaceDetectionShim",
+            cxxSettings: [.headerSearchPath("opencv4")],
+            linkerSettings: [.linkedLibrary("opencv_objdetect"), .linkedLibrary("opencv_imgproc"), .linkedLibrary("opencv_core")]),
+    .target(name: "FaceDetection", dependencies: ["PipelineCore", "CFaceDetectionShim"]),
     .target(name: "ImagePipelineKit", dependencies: ["PipelineCore", "CodecJPEG", "CodecPNG", "CodecWebP", "CodecHEIF",
                                                    "CodecGIF", "CodecSVG", "CodecJXL", "LoaderFile", "LoaderHTTP", "CacheDisk"]),
     // Published test support: no Swift Testing or XCTest inside, so apps use it from either.
@@ -107,6 +115,8 @@ var targets: [Target] = [
                 exclude: ["Fixtures"]),
     .testTarget(name: "ImageServerTests", dependencies: ["ImageServer", "ImagePipelineKit", "PipelineCore", "PipelineTestSupport"]),
     .testTarget(name: "ImageServerHTTPTests", dependencies: ["ImageServerHTTP", "ImageServer", "PipelineTestSupport"]),
+    .testTarget(name: "FaceDetectionTests", dependencies: ["FaceDetection", "PipelineCore", "CodecJPEG", "CodecPNG", "LoaderFile",
+                                                         "PipelineTestSupport"]),
     .testTarget(name: "LoaderFileTests", dependencies: ["PipelineCore", "LoaderFile", "CodecPNG", "PipelineTestSupport"]),
 
     // The codecs, loaders and disk cache come through the kit (its registries are imgpipe's list of them).
@@ -127,7 +137,8 @@ var targets: [Target] = [
 ]
 
 for index in targets.indices where targets[index].type != .system && targets[index].name != "CCurlShim"
-    && targets[index].name != "CMicroHTTPDShim" && targets[index].name != "CDiskCacheShim" {
+    && targets[index].name != "CMicroHTTPDShim" && targets[index].name != "CDiskCacheShim"
+    && targets[index].name != "CFaceDetectionShim" {
     targets[index].swiftSettings = (targets[index].swiftSettings ?? []) + strictSettings
 }
 
@@ -154,6 +165,7 @@ let package = Package(
         .library(name: "ImageServer", targets: ["ImageServer"]),
         .library(name: "ImageServerHTTP", targets: ["ImageServerHTTP"]),
         .library(name: "ImagePipelineKit", targets: ["ImagePipelineKit"]),
+        .library(name: "FaceDetection", targets: ["FaceDetection"]),
         .library(name: "ImagePipelineTesting", targets: ["ImagePipelineTesting"]),
         .executable(name: "imgpipe", targets: ["imgpipe"]),
     ],

@@ -8,6 +8,8 @@ import Foundation
 /// picture allows, so ``top`` keeps the top edge and ``focalPoint(x:y:)`` at `(0.5, 0.5)` is
 /// ``center``. ``attention`` and ``entropy`` look at the pixels, as `vipsthumbnail --smartcrop`
 /// does, on the picture already shrunk by the decoder (so they cost little beside the decode).
+/// ``detected(by:fallback:)`` keeps the regions a ``CropRegionDetecting`` finds (faces, from the
+/// `FaceDetection` product's `.faces`), on the same shrunk picture.
 /// An animation's frames share one window: a smart strategy is taken there as ``center``.
 public struct CropAnchor: Hashable, Sendable, CustomStringConvertible {
     /// How the window is found.
@@ -18,6 +20,18 @@ public struct CropAnchor: Hashable, Sendable, CustomStringConvertible {
         case attention
         /// libvips's entropy strategy (``CropAnchor/entropy``).
         case entropy
+        /// The regions a detector finds, else `fallback` (``CropAnchor/detected(by:fallback:)``).
+        indirect case detected(RegionDetector, fallback: CropAnchor)
+    }
+
+    /// A detector as the anchor holds it: compared and hashed by its identifier, as
+    /// ``ImageProcessor`` compares processors, so an anchor stays a usable key part.
+    struct RegionDetector: Hashable, Sendable {
+        let base: any CropRegionDetecting
+
+        static func == (lhs: RegionDetector, rhs: RegionDetector) -> Bool { lhs.base.identifier == rhs.base.identifier }
+
+        func hash(into hasher: inout Hasher) { hasher.combine(base.identifier) }
     }
 
     let strategy: Strategy
@@ -62,12 +76,25 @@ public struct CropAnchor: Hashable, Sendable, CustomStringConvertible {
     /// away whichever opposite slice has the lower histogram entropy (less detail).
     public static let entropy = CropAnchor(.entropy)
 
-    /// `"center"`, `"top"`, `"bottomRight"`, `"focal(0.25,0.6)"`, `"attention"`, `"entropy"`:
-    /// also the anchor's part of the disk-rendition key.
+    /// The window placed to keep the regions `detector` finds on the shrunk picture (see
+    /// ``CropRegionDetecting``), mapped to the source: all of them when their union fits in the
+    /// window; otherwise the largest region and, largest first, each further region that still
+    /// fits with those kept; centred on the largest region alone when even it is larger than the
+    /// window. Where the detector finds nothing, `fallback` places the window (``attention`` by
+    /// default; a geometric fallback centres the window on its point, a detecting one is taken
+    /// as ``attention``).
+    public static func detected(by detector: any CropRegionDetecting, fallback: CropAnchor = .attention) -> CropAnchor {
+        let fallback = if case .detected = fallback.strategy { CropAnchor.attention } else { fallback }
+        return CropAnchor(.detected(RegionDetector(base: detector), fallback: fallback))
+    }
+
+    /// `"center"`, `"top"`, `"bottomRight"`, `"focal(0.25,0.6)"`, `"attention"`, `"entropy"`,
+    /// `"detected(IDENTIFIER,attention)"`: also the anchor's part of the disk-rendition key.
     public var description: String {
         switch strategy {
         case .attention: return "attention"
         case .entropy: return "entropy"
+        case .detected(let detector, let fallback): return "detected(\(detector.base.identifier),\(fallback))"
         case .point(let x, let y):
             let names: [[String]] = [["topLeft", "top", "topRight"], ["left", "center", "right"],
                                      ["bottomLeft", "bottom", "bottomRight"]]

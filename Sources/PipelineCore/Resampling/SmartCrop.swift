@@ -4,21 +4,13 @@ extension ResizePlan {
     /// This plan with its `.fill` window moved where `anchor`'s smart strategy puts it in
     /// `decoded` (the decoder's upright bitmap, of any size in proportion to ``sourceSize``);
     /// the plan itself when there is nothing to choose (no crop, or a geometric anchor, which
-    /// ``init(source:target:contentMode:anchor:allowsUpscaling:)`` placed already).
-    func anchored(_ anchor: CropAnchor, in decoded: Bitmap) -> ResizePlan {
+    /// ``init(source:target:contentMode:anchor:allowsUpscaling:)`` placed already). Throws what
+    /// a detecting anchor's ``CropRegionDetecting/regions(in:)`` throws.
+    func anchored(_ anchor: CropAnchor, in decoded: Bitmap) throws -> ResizePlan {
         guard anchor.point == nil, crop != PixelRect(sourceSize) else { return self }
         let sx = Double(decoded.width) / Double(sourceSize.width), sy = Double(decoded.height) / Double(sourceSize.height)
         let window = (width: crop.width * sx, height: crop.height * sy)
-        let origin: (x: Double, y: Double)
-        switch anchor.strategy {
-        case .point: return self
-        case .attention:
-            let centre = SmartCrop.attentionCentre(decoded, window: window)
-            origin = (centre.x - window.width / 2, centre.y - window.height / 2)
-        case .entropy:
-            let corner = SmartCrop.entropyOrigin(decoded, window: (Int(window.width.rounded()), Int(window.height.rounded())))
-            origin = (Double(corner.x), Double(corner.y))
-        }
+        guard let origin = try SmartCrop.origin(anchor, in: decoded, window: window) else { return self }
         // Moved only along an axis with room to move (the other keeps its centred position).
         var plan = self
         let slack = (x: Double(sourceSize.width) - crop.width, y: Double(sourceSize.height) - crop.height)
@@ -34,6 +26,49 @@ extension ResizePlan {
 /// of the decode. Colour is premultiplied, as libvips premultiplies before it looks, so
 /// content under transparency does not count.
 enum SmartCrop {
+    /// The top-left corner `anchor` puts a window of `window` at in `bitmap`, in its pixels
+    /// (before clamping to the picture); `nil` to keep the plan's own (a geometric anchor).
+    static func origin(_ anchor: CropAnchor, in bitmap: Bitmap, window: (width: Double, height: Double))
+        throws -> (x: Double, y: Double)? {
+        switch anchor.strategy {
+        case .point(let x, let y):
+            return (x * Double(bitmap.width) - window.width / 2, y * Double(bitmap.height) - window.height / 2)
+        case .attention:
+            let centre = attentionCentre(bitmap, window: window)
+            return (centre.x - window.width / 2, centre.y - window.height / 2)
+        case .entropy:
+            let corner = entropyOrigin(bitmap, window: (Int(window.width.rounded()), Int(window.height.rounded())))
+            return (Double(corner.x), Double(corner.y))
+        case .detected(let detector, let fallback):
+            let regions = try detector.base.regions(in: bitmap).filter { $0.width > 0 && $0.height > 0 }
+            guard let kept = keptRegion(regions, window: window) else {
+                return try origin(fallback, in: bitmap, window: window)
+            }
+            return (kept.x + kept.width / 2 - window.width / 2, kept.y + kept.height / 2 - window.height / 2)
+        }
+    }
+
+    // MARK: detected regions
+
+    /// What a detecting anchor centres the window on: the union of `regions` when it fits in
+    /// `window`; otherwise the union of the largest region and, largest first, each further one
+    /// that still fits with those kept (the largest alone when even it does not fit); `nil`
+    /// when there is no region.
+    static func keptRegion(_ regions: [PixelRect], window: (width: Double, height: Double)) -> PixelRect? {
+        let bySize = regions.sorted { $0.width * $0.height > $1.width * $1.height }
+        guard var kept = bySize.first else { return nil }
+        func union(_ a: PixelRect, _ b: PixelRect) -> PixelRect {
+            let x = min(a.x, b.x), y = min(a.y, b.y)
+            return PixelRect(x: x, y: y, width: max(a.x + a.width, b.x + b.width) - x,
+                             height: max(a.y + a.height, b.y + b.height) - y)
+        }
+        for region in bySize.dropFirst() {
+            let joined = union(kept, region)
+            if joined.width <= window.width, joined.height <= window.height { kept = joined }
+        }
+        return kept
+    }
+
     // MARK: attention
 
     /// The side of the map libvips scores attention on: the precision of the window's position.

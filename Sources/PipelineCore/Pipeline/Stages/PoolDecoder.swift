@@ -203,7 +203,7 @@ struct PoolDecoder: Sendable {
                 plan = ResizePlan(source: picture.size, target: key.targetSize, contentMode: key.contentMode,
                                   anchor: key.cropAnchor, allowsUpscaling: key.processing.allowsUpscaling)
             }
-            plan = plan.anchored(key.cropAnchor, in: picture)
+            plan = try plan.anchored(key.cropAnchor, in: picture)
             let bitmap = picture.size == plan.outputSize && plan.crop == PixelRect(plan.sourceSize)
                 ? picture
                 : Resampler.resample(picture.premultiplied(), plan: plan, filter: key.processing.resamplingFilter)
