@@ -105,7 +105,7 @@ var targets: [Target] = [
     .testTarget(name: "CodecGIFTests", dependencies: ["CodecGIF", "CodecWebP", "CodecPNG", "LoaderFile", "PipelineCore",
                                                            "PipelineTestSupport", "GIFFixtureWriter"]),
     .testTarget(name: "ImgpipeTests", dependencies: ["imgpipe", "ImagePipelineKit", "PipelineCore", "PipelineTestSupport",
-                                                  "CodecGIF", "GIFFixtureWriter"]),
+                                                  "CodecGIF", "GIFFixtureWriter", "FaceDetection"]),
     .testTarget(name: "CacheRedisTests", dependencies: ["CacheRedis", "CacheDisk", "PipelineCore", "LoaderHTTP", "CodecPNG", "PipelineTestSupport"]),
     .testTarget(name: "ImagePipelineKitTests", dependencies: ["ImagePipelineKit", "ImagePipelineTesting", "PipelineCore", "CacheDisk",
                                                             "LoaderFile", "PipelineTestSupport", "PNGFromFiles"],
@@ -120,7 +120,8 @@ var targets: [Target] = [
     .testTarget(name: "LoaderFileTests", dependencies: ["PipelineCore", "LoaderFile", "CodecPNG", "PipelineTestSupport"]),
 
     // The codecs, loaders and disk cache come through the kit (its registries are imgpipe's list of them).
-    .executableTarget(name: "imgpipe", dependencies: ["PipelineCore", "ImagePipelineKit", "ImageServer", "ImageServerHTTP", "CacheRedis"]),
+    .executableTarget(name: "imgpipe", dependencies: ["PipelineCore", "ImagePipelineKit", "ImageServer", "ImageServerHTTP", "CacheRedis",
+                                                  "FaceDetection"]),
 
     .executableTarget(name: "PNGFromFiles", dependencies: ["PipelineCore", "CodecPNG", "LoaderFile"],
                       path: "Examples/PNGFromFiles"),

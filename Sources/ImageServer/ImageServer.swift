@@ -57,6 +57,10 @@ public final class ImageServer: Sendable {
         public var resultMemoryBytes: Int
         /// Prefixed to every metric name (imgproxy's `IMGPROXY_PROMETHEUS_NAMESPACE`).
         public var metricsNamespace: String
+        /// The anchor `gravity:sm` crops at: ``PipelineCore/CropAnchor/attention`` (libvips's,
+        /// imgproxy's) by default; the `FaceDetection` product's `.faces` keeps faces. Part of
+        /// every `sm` result's key, so results of another anchor are not served.
+        public var smartAnchor: CropAnchor
 
         /// A configuration with imgproxy's defaults where they fit a public server, and ours
         /// where they did not (automatic AVIF and WebP on).
@@ -80,6 +84,7 @@ public final class ImageServer: Sendable {
             accessLog = nil
             resultMemoryBytes = 64 << 20
             metricsNamespace = ""
+            smartAnchor = .attention
         }
     }
 
@@ -150,7 +155,8 @@ public final class ImageServer: Sendable {
         }
         let now = configuration.pipeline.configuration.now()
         let url = try ImgproxyURL.parse(request.path, signing: configuration.signing, presets: configuration.presets, now: now)
-        let options = url.options
+        // `sm` parses as attention; the configured smart anchor takes its place (and its key).
+        let options = url.options.withSmartAnchor(configuration.smartAnchor)
         let source = try checkedSource(url.source)
         let choice = outputChoice(options: options, accept: request.headers["Accept"])
         let key = ResultStore.key(options: options, source: source, choice: choice)

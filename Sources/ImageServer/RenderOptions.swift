@@ -154,3 +154,13 @@ public struct RenderOptions: Hashable, Sendable {
     /// imgproxy's defaults.
     public init() {}
 }
+
+extension RenderOptions {
+    /// These options with `anchor` in place of `gravity:sm`'s ``PipelineCore/CropAnchor/attention``
+    /// (``ImageServer/Configuration/smartAnchor``).
+    func withSmartAnchor(_ anchor: CropAnchor) -> RenderOptions {
+        var options = self
+        if options.gravity.anchor == .attention { options.gravity.anchor = anchor }
+        return options
+    }
+}

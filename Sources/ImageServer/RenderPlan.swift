@@ -77,7 +77,7 @@ struct RenderPlan: Sendable {
             }
         }
         let cropToW = Self.minNonZero(resultW, scaledSize.width), cropToH = Self.minNonZero(resultH, scaledSize.height)
-        resultCropIsSmart = options.gravity.anchor == .attention || options.gravity.anchor == .entropy
+        resultCropIsSmart = options.gravity.anchor.point == nil
         if cropToW < scaledSize.width || cropToH < scaledSize.height {
             let (x, y) = Self.position(outer: scaledSize, inner: PixelSize(width: cropToW, height: cropToH),
                                        gravity: options.gravity, dpr: dprScale)

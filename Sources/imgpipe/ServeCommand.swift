@@ -1,4 +1,5 @@
 import CacheRedis
+import FaceDetection
 import Foundation
 import ImagePipelineKit
 import ImageServer
@@ -44,6 +45,9 @@ struct ServeOptions: OptionGroup {
     let allowSVG = Option("allow-svg", "BOOL", .server,
                           "decode SVG sources (default false: librsvg can abort the process or run unbounded on hostile documents)", .boolean)
     let prometheusNamespace = Option("prometheus-namespace", "NAME", .server, "prefix of every metric name (default: none)", .text)
+    let smartGravity = Option("smart-gravity", "HOW", .server,
+                              "what g:sm keeps: attention (libvips's, the default) or faces (OpenCV's, else attention; needs opencv-data)",
+                              SmartGravity.parser)
     let quiet = Flag("quiet", .server, "write no access-log line per request")
 
     /// The environment variable of each option (imgproxy's names with `IMGPIPE_`), and the
@@ -59,8 +63,21 @@ struct ServeOptions: OptionGroup {
         "allow-svg": "IMGPIPE_ALLOW_SVG", "redis-url": "IMGPIPE_REDIS_URL", "redis-secret": "IMGPIPE_REDIS_SECRET",
         "watermark": "IMGPIPE_WATERMARK_PATH", "max-clients": "IMGPIPE_MAX_CLIENTS", "shutdown-grace": "IMGPIPE_GRACEFUL_STOP_TIMEOUT",
         "cache-dir": "IMGPIPE_CACHE_DIR", "max-pixels": "IMGPIPE_MAX_SRC_RESOLUTION_PIXELS", "timeout": "IMGPIPE_DOWNLOAD_TIMEOUT",
-        "memory-cache-mb": "IMGPIPE_MEMORY_CACHE_MB",
+        "memory-cache-mb": "IMGPIPE_MEMORY_CACHE_MB", "smart-gravity": "IMGPIPE_SMART_GRAVITY",
     ]
+}
+
+/// `serve --smart-gravity`'s value: the anchor `g:sm` crops at.
+enum SmartGravity {
+    static var parser: ValueParser<CropAnchor> {
+        ValueParser { text, option in
+            switch text.lowercased() {
+            case "attention": return .attention
+            case "faces": return .faces
+            default: throw UsageError(message: "\(option) needs attention or faces, got '\(text)'")
+            }
+        }
+    }
 }
 
 extension ValueParser where Value == Bool {
@@ -221,6 +238,11 @@ struct ServeSetup {
         server.autoJXL = try settings[options.autoJXL] ?? false
         server.allowOrigin = try settings[options.allowOrigin]
         server.metricsNamespace = try settings[options.prometheusNamespace] ?? ""
+        server.smartAnchor = try settings[options.smartGravity] ?? .attention
+        if server.smartAnchor == .faces {
+            // A missing cascade stops the start, not the first `g:sm` request.
+            do { try FaceDetector.shared.load() } catch { throw UsageError(message: "--smart-gravity faces: \(error)") }
+        }
         if let path = try settings[options.watermark] {
             do {
                 server.watermark = try await pipeline.image(for: WriteRequest.make(URL(fileURLWithPath: path))).bitmap

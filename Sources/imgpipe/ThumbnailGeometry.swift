@@ -1,4 +1,5 @@
 import Foundation
+import FaceDetection
 import PipelineCore
 
 /// What size `imgpipe thumb` asks for and how it crops: `--size`/`--fill` with the crop options
@@ -20,7 +21,8 @@ struct ThumbnailGeometry {
         let fill = Option("fill", "WxH", .size, "fill exactly W×H pixels, cropped (centre unless a crop option says otherwise)",
                           .widthByHeight)
         let smartcrop = Option("smartcrop", "HOW", .size, "with --size WxH: fill the box and crop, keeping: none (fit instead), centre, "
-                               + "attention (people, subjects: libvips's attention) or entropy (the most detailed part)", SmartCrop.parser)
+                               + "attention (people, subjects: libvips's attention), entropy (the most detailed part) or faces "
+                               + "(the faces OpenCV finds, else attention; needs Debian's opencv-data)", SmartCrop.parser)
         let crop = Flag("crop", .size, "with --size WxH: fill the box, centre-cropped (same as --smartcrop centre)")
         let gravity = Option("gravity", "SIDE", .size, "fill and keep this side or corner: centre, north, south, east, west, northeast, "
                              + "northwest, southeast, southwest (or top, bottom, left, right, top-left, …)", ThumbnailGeometry.gravityParser)
@@ -41,7 +43,8 @@ struct ThumbnailGeometry {
                 case "centre", "center": .anchor(.center)
                 case "attention": .anchor(.attention)
                 case "entropy": .anchor(.entropy)
-                default: throw UsageError(message: "\(option) needs none, centre, attention or entropy, got '\(how)'")
+                case "faces": .anchor(.faces)
+                default: throw UsageError(message: "\(option) needs none, centre, attention, entropy or faces, got '\(how)'")
                 }
             }
         }

@@ -1,4 +1,5 @@
 import Foundation
+import FaceDetection
 import ImagePipelineKit
 import PipelineTestSupport
 import Testing
@@ -55,6 +56,30 @@ struct ImgpipeCropTests {
         }
     }
 
+    /// opencv-doc's messi5.jpg cut to start just left of the face (at 226–265 of 548 × 342)
+    /// and filled into 120 × 240: the window (171 source pixels wide) keeps the face at the left
+    /// edge, as `--gravity west` does, where the centred window (80–251 of the cut) misses it.
+    @Test(.enabled(if: FileManager.default.fileExists(atPath: "/usr/share/doc/opencv-doc/examples/data/messi5.jpg")
+                   && FileManager.default.fileExists(atPath: FaceDetector.defaultCascade.path),
+                   "opencv-doc's messi5.jpg or opencv-data's cascade is not installed (scripts/bootstrap): skipped"))
+    func smartcropFacesKeepsTheFaceNearTheEdge() async throws {
+        try await withTemporaryDirectory(prefix: "imgpipe-crop") { (directory: URL) async throws in
+            let messi = try JPEGDecoder().decode(Data(contentsOf: URL(fileURLWithPath: "/usr/share/doc/opencv-doc/examples/data/messi5.jpg")),
+                                                 options: DecodeOptions()).bitmap
+            let source = directory.appendingPathComponent("messi-left.png")
+            try PNGEncoder().encode(ImageProcessor.crop(PixelRect(x: 216, y: 0, width: 332, height: 342)).process(messi)).write(to: source)
+            var outputs: [String: [UInt8]] = [:]
+            for crop in [["--smartcrop", "faces"], ["--gravity", "west"], ["--smartcrop", "centre"]] {
+                let out = directory.appendingPathComponent("out.pam")
+                let result = try await Imgpipe.run(["thumb", source.path, "-s", "120x240"] + crop + ["-o", out.path])
+                try #require(result.status == 0, "\(crop): \(result.stderr)")
+                outputs[crop[1]] = try pamPixels(out)
+            }
+            #expect(outputs["faces"] == outputs["west"])
+            #expect(outputs["faces"] != outputs["centre"])
+        }
+    }
+
     @Test func smartcropNoneFitsInsideTheBox() async throws {
         try await withTemporaryDirectory(prefix: "imgpipe-crop") { (directory: URL) async throws in
             let source = directory.appendingPathComponent("subject.png")
@@ -67,7 +92,7 @@ struct ImgpipeCropTests {
     }
 
     @Test(arguments: [
-        (["-s", "100x100", "--smartcrop", "faces"], "--smartcrop needs none, centre, attention or entropy, got 'faces'"),
+        (["-s", "100x100", "--smartcrop", "eyes"], "--smartcrop needs none, centre, attention, entropy or faces, got 'eyes'"),
         (["-s", "100x", "--smartcrop", "attention"], "--smartcrop crops to a box: give --size WxH or N, not one side only"),
         (["-s", "100x100", "--gravity", "up"], "--gravity needs centre, north, south, east, west"),
         (["-s", "100x100", "--focal", "1.5,0.5"], "--focal needs X,Y with each 0-1 of the picture"),
