@@ -4,6 +4,7 @@ import Testing
 
 /// "Link only what you import": an app of PipelineCore + CodecPNG + LoaderFile links libpng and
 /// neither libjpeg nor libcurl nor librsvg (and its cairo) nor libjxl (and its highway and brotli), with the umbrella product in the same package.
+/// Nor OpenCV: only an app that imports FaceDetection links it (the kit's users too go without).
 @Suite("Linkage")
 struct LinkageTests {
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/ldd"), "ldd is not installed: skipped"))
@@ -21,5 +22,29 @@ struct LinkageTests {
         #expect(!text.contains("libwebp") && !text.contains("libheif") && !text.contains("libgif"), "\(text)")
         #expect(!text.contains("librsvg") && !text.contains("libcairo"), "CodecSVG's libraries: \(text)")
         #expect(!text.contains("libjxl") && !text.contains("libhwy") && !text.contains("libbrotli"), "CodecJXL's libraries: \(text)")
+        #expect(!text.contains("libopencv") && !text.contains("libtbb"), "FaceDetection's libraries: \(text)")
     }
+
+    /// The README's app (`scripts/readme-app` builds it in `.build/readme-app`): ImagePipelineKit
+    /// and nothing else of ours, so no OpenCV; the control is imgpipe, which imports FaceDetection.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/ldd")
+                   && FileManager.default.isExecutableFile(atPath: readmeApp.path),
+                   "ldd, or the README's app (run scripts/readme-app first), is missing: skipped"))
+    func anImagePipelineKitAppLinksNoOpenCV() throws {
+        let app = try ExternalTool.runBlocking("/usr/bin/ldd", [Self.readmeApp.path])
+        #expect(app.status == 0)
+        #expect(app.stdout.contains("libjpeg"), "the kit's codecs are there: \(app.stdout)")
+        #expect(!app.stdout.contains("libopencv"), "\(app.stdout)")
+        let directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        let imgpipe = [directory, directory.deletingLastPathComponent()].map { $0.appendingPathComponent("imgpipe") }
+            .first { FileManager.default.isExecutableFile(atPath: $0.path) }
+        if let imgpipe {
+            #expect(try ExternalTool.runBlocking("/usr/bin/ldd", [imgpipe.path]).stdout.contains("libopencv_objdetect"),
+                    "imgpipe imports FaceDetection: the control links OpenCV")
+        }
+    }
+
+    /// `.build/readme-app/MyApp/.build/debug/MyApp` of this checkout.
+    static let readmeApp = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent(".build/readme-app/MyApp/.build/debug/MyApp")
 }
