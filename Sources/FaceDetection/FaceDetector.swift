@@ -9,7 +9,7 @@ import Synchronization
 /// scales `scaleFactor` apart for boxes at least the cascade's window (20 × 20 pixels for the
 /// default) that `minNeighbors` overlapping hits agree on.
 ///
-/// A ``CropRegionDetecting``: ``PipelineCore/CropAnchor/faces`` uses the shared one. One
+/// A [`CropRegionDetecting`](/documentation/pipelinecore/cropregiondetecting): [`CropAnchor.faces`](/documentation/facedetection/pipelinecore/cropanchor/faces) uses the shared one. One
 /// detector serves any number of threads: an OpenCV classifier is not safe for two searches at
 /// once, so each search borrows a classifier of its own from the detector's idle ones (loading
 /// another when none is idle) and gives it back.
@@ -18,7 +18,7 @@ public final class FaceDetector: CropRegionDetecting {
     /// the cascade thumbor uses.
     public static let defaultCascade = URL(fileURLWithPath: "/usr/share/opencv4/haarcascades/haarcascade_frontalface_alt.xml")
 
-    /// A detector of the default cascade and parameters: the one ``PipelineCore/CropAnchor/faces`` uses.
+    /// A detector of the default cascade and parameters: the one [`CropAnchor.faces`](/documentation/facedetection/pipelinecore/cropanchor/faces) uses.
     public static let shared = FaceDetector()
 
     /// The cascade file (OpenCV's XML).
@@ -60,7 +60,7 @@ public final class FaceDetector: CropRegionDetecting {
                                      minNeighbors: minNeighbors)
     }
 
-    /// ``faces(in:)``, for ``PipelineCore/CropAnchor/detected(by:fallback:)``.
+    /// ``faces(in:)``, for [`CropAnchor.detected(by:fallback:)`](/documentation/pipelinecore/cropanchor/detected(by:fallback:)).
     public func regions(in bitmap: Bitmap) throws -> [PixelRect] { try faces(in: bitmap) }
 
     /// 8-bit grey by OpenCV's fixed-point `RGB2GRAY` (weights 4899, 9617 and 1868 of 2¹⁴), rows

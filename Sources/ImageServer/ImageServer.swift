@@ -57,7 +57,7 @@ public final class ImageServer: Sendable {
         public var resultMemoryBytes: Int
         /// Prefixed to every metric name (imgproxy's `IMGPROXY_PROMETHEUS_NAMESPACE`).
         public var metricsNamespace: String
-        /// The anchor `gravity:sm` crops at: ``PipelineCore/CropAnchor/attention`` (libvips's,
+        /// The anchor `gravity:sm` crops at: [`CropAnchor.attention`](/documentation/pipelinecore/cropanchor/attention) (libvips's,
         /// imgproxy's) by default; the `FaceDetection` product's `.faces` keeps faces. Part of
         /// every `sm` result's key, so results of another anchor are not served.
         public var smartAnchor: CropAnchor
