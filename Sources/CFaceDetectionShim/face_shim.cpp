@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <new>
 #include <vector>
@@ -33,32 +34,39 @@ void silenceOpenCV() {
     std::call_once(once, [] { cv::utils::logging::setLogLevel(cv::utils::logging::LOG_LEVEL_SILENT); });
 }
 
+// Runs `body` (which returns a code), turning every C++ exception into a code and a message:
+// none may cross into Swift. `failure` is the code of an exception other than bad_alloc.
+template <typename Body> int guarded(char *message, size_t capacity, int failure, Body body) {
+    try {
+        return body();
+    } catch (const std::bad_alloc &) {
+        say(message, capacity, "out of memory");
+        return FACESHIM_NO_MEMORY;
+    } catch (const std::exception &error) {
+        say(message, capacity, error.what());
+        return failure;
+    } catch (...) {
+        say(message, capacity, "unknown exception");
+        return failure;
+    }
+}
+
 }  // namespace
 
 extern "C" int faceshim_detector_create(const char *path, faceshim_detector **detector, char *message, size_t capacity) {
     if (detector == nullptr) return FACESHIM_BAD_ARGUMENT;
     *detector = nullptr;
     if (path == nullptr) return FACESHIM_BAD_ARGUMENT;
-    try {
+    return guarded(message, capacity, FACESHIM_BAD_CASCADE, [&] {
         silenceOpenCV();
-        auto *made = new faceshim_detector();
+        std::unique_ptr<faceshim_detector> made(new faceshim_detector());
         if (!made->classifier.load(path) || made->classifier.empty()) {
-            delete made;
             say(message, capacity, "not an OpenCV cascade");
             return FACESHIM_BAD_CASCADE;
         }
-        *detector = made;
+        *detector = made.release();
         return FACESHIM_OK;
-    } catch (const std::bad_alloc &) {
-        say(message, capacity, "out of memory");
-        return FACESHIM_NO_MEMORY;
-    } catch (const std::exception &error) {
-        say(message, capacity, error.what());
-        return FACESHIM_BAD_CASCADE;
-    } catch (...) {
-        say(message, capacity, "unknown exception");
-        return FACESHIM_BAD_CASCADE;
-    }
+    });
 }
 
 extern "C" void faceshim_detector_free(faceshim_detector *detector) { delete detector; }
@@ -74,10 +82,10 @@ extern "C" int faceshim_detect(faceshim_detector *detector, const uint8_t *grey,
         say(message, capacity, "bad argument");
         return FACESHIM_BAD_ARGUMENT;
     }
-    try {
+    return guarded(message, capacity, FACESHIM_OPENCV_ERROR, [&] {
         // A header over the caller's pixels: OpenCV reads them, never writes or keeps them.
         const cv::Mat picture(height, width, CV_8UC1, const_cast<uint8_t *>(grey), stride);
-        // Histogram-equalised first, as OpenCV's facedetect sample and thumbor do: a dim or
+        // Histogram-equalised first, as OpenCV's facedetect sample does: a dim or
         // washed-out face then has the contrast the cascade was trained on.
         cv::Mat equalised;
         cv::equalizeHist(picture, equalised);
@@ -93,16 +101,7 @@ extern "C" int faceshim_detect(faceshim_detector *detector, const uint8_t *grey,
         *boxes = out;
         *count = found.size();
         return FACESHIM_OK;
-    } catch (const std::bad_alloc &) {
-        say(message, capacity, "out of memory");
-        return FACESHIM_NO_MEMORY;
-    } catch (const std::exception &error) {
-        say(message, capacity, error.what());
-        return FACESHIM_OPENCV_ERROR;
-    } catch (...) {
-        say(message, capacity, "unknown exception");
-        return FACESHIM_OPENCV_ERROR;
-    }
+    });
 }
 
 extern "C" void faceshim_boxes_free(faceshim_box *boxes) { std::free(boxes); }
