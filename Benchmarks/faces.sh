@@ -3,8 +3,9 @@
 # finds in the whole picture each tool's crop keeps: `imgpipe thumb --smartcrop faces`,
 # `vipsthumbnail --smartcrop attention` and thumbor 7.8 with its face detector (PyPI `thumbor`
 # with `opencv-python-headless`, a loopback server this script starts: `/WxH/smart/`), with the
-# centre crop beside them; then the time of the batch: imgpipe --fill (centre), --smartcrop
-# attention, --smartcrop faces, minimum of $RUNS runs (default 5).
+# centre crop beside them; then the time of a batch of these pictures, and of the ten 2560x1600
+# photographs Benchmarks/smartcrop.sh uses: imgpipe --fill (centre), --smartcrop attention,
+# --smartcrop faces, one process each, minimum of $RUNS runs (default 5).
 #
 # Pictures: opencv-doc's messi5.jpg (548x342) and basketball1.png (640x480, grey), scikit-image's
 # astronaut.png (512x512, public domain; from its PyPI wheel, `pip download scikit-image==0.26.0
@@ -152,10 +153,17 @@ print("all: " + "  ".join(f"{t} {totals[t]}/{total_fit}" for t in tools))
 PY
 
 kill "$thumbor_pid" 2>/dev/null || true; wait "$thumbor_pid" 2>/dev/null || true; thumbor_pid=""
-files=("$work"/src/*)
-echo
-echo "time for all ${#files[@]} pictures, 256x256 JPEG out, one imgpipe process (ms, best of $runs):"
-for crop in "--fill 256x256" "-s 256x256 --smartcrop attention" "-s 256x256 --smartcrop faces"; do
-  # shellcheck disable=SC2086 # the crop options are words
-  printf '%-40s %6s\n' "imgpipe $crop" "$(best "$bin" thumb "${files[@]}" $crop --out-dir "$work/out" --format jpg --no-disk-cache)"
+# The time: these pictures, and the ten 2560x1600 photographs Benchmarks/smartcrop.sh crops.
+mkdir -p "$work/wallpapers"
+for name in Autumn BytheWater ColdRipple ColorfulCups DarkestHour EveningGlow FallenLeaf Grey Kite Path; do
+  cp "$(wallpapers)/$name/contents/images/2560x1600.jpg" "$work/wallpapers/$name.jpg"
+done
+for set in src wallpapers; do
+  files=("$work/$set"/*)
+  echo
+  echo "time for the ${#files[@]} files of $set, 256x256 JPEG out, one imgpipe process (ms, best of $runs):"
+  for crop in "--fill 256x256" "-s 256x256 --smartcrop attention" "-s 256x256 --smartcrop faces"; do
+    # shellcheck disable=SC2086 # the crop options are words
+    printf '%-40s %6s\n' "imgpipe $crop" "$(best "$bin" thumb "${files[@]}" $crop --out-dir "$work/out" --format jpg --no-disk-cache)"
+  done
 done

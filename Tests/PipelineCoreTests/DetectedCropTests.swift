@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 @testable import PipelineCore
@@ -29,6 +30,16 @@ struct GreenDetector: CropRegionDetecting {
             }
         }
         return boxes
+    }
+}
+
+/// A detector that keeps the right quarter of whatever it is given, and records the sizes it saw.
+final class RightQuarterDetector: CropRegionDetecting {
+    let seen = Mutex<[PixelSize]>([])
+    var identifier: String { "right-quarter" }
+    func regions(in bitmap: Bitmap) throws -> [PixelRect] {
+        seen.withLock { $0.append(bitmap.size) }
+        return [PixelRect(x: Double(bitmap.width) * 0.75, y: 0, width: Double(bitmap.width) / 4, height: Double(bitmap.height) / 4)]
     }
 }
 
@@ -69,6 +80,15 @@ struct DetectedCropTests {
         #expect(crop.x == 200, "centred on 320 is 220, clamped to the slack 200")
         let middle = Self.picture(PixelSize(width: 200, height: 100), green: [PixelRect(x: 60, y: 40, width: 10, height: 10)])
         #expect(try Self.plan.anchored(.detected(by: GreenDetector()), in: middle).crop.x == 30, "centre 130 − 100")
+    }
+
+    @Test func aDecodeLargerThanTheFillsScaleIsSearchedAtThatScaleAndMappedBack() throws {
+        let detector = RightQuarterDetector()
+        // The decoder gave the whole 400 × 200 source (DCT scaling stops above the fill's scale).
+        let decoded = Self.picture(PixelSize(width: 400, height: 200), green: [])
+        let crop = try Self.plan.anchored(.detected(by: detector), in: decoded).crop
+        #expect(detector.seen.withLock { $0 } == [PixelSize(width: 200, height: 100)], "searched at the plan's scaled size")
+        #expect(crop.x == 200, "the region at 300…400 of the source: the window at the right edge")
     }
 
     @Test func regionsThatFitTogetherAreAllKeptElseTheLargestFirst() {

@@ -77,7 +77,8 @@ public struct CropAnchor: Hashable, Sendable, CustomStringConvertible {
     public static let entropy = CropAnchor(.entropy)
 
     /// The window placed to keep the regions `detector` finds on the shrunk picture (see
-    /// ``CropRegionDetecting``), mapped to the source: all of them when their union fits in the
+    /// ``CropRegionDetecting``; at most the whole picture at the fill's scale, so a region of a
+    /// few output pixels may go unfound), mapped to the source: all of them when their union fits in the
     /// window; otherwise the largest region and, largest first, each further region that still
     /// fits with those kept; centred on the largest region alone when even it is larger than the
     /// window. Where the detector finds nothing, `fallback` places the window (``attention`` by

@@ -3,7 +3,8 @@
 /// the core links no detection library (the `FaceDetection` product's OpenCV detector is one).
 ///
 /// Called on a decode thread with the picture as the decoder gave it (already shrunk towards
-/// the output size, upright), once per decode that crops; several decodes can call one detector
+/// the output size, upright; shrunk further to the whole picture at the fill's scale when the
+/// decoder stopped above it), once per decode that crops; several decodes can call one detector
 /// at once, so an implementation that is not reentrant guards itself.
 public protocol CropRegionDetecting: Sendable {
     /// A stable name for this detector and the parameters that change its boxes: part of the

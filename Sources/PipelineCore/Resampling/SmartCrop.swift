@@ -10,7 +10,7 @@ extension ResizePlan {
         guard anchor.point == nil, crop != PixelRect(sourceSize) else { return self }
         let sx = Double(decoded.width) / Double(sourceSize.width), sy = Double(decoded.height) / Double(sourceSize.height)
         let window = (width: crop.width * sx, height: crop.height * sy)
-        guard let origin = try SmartCrop.origin(anchor, in: decoded, window: window) else { return self }
+        guard let origin = try SmartCrop.origin(anchor, in: decoded, window: window, scaledSize: scaledSize) else { return self }
         // Moved only along an axis with room to move (the other keeps its centred position).
         var plan = self
         let slack = (x: Double(sourceSize.width) - crop.width, y: Double(sourceSize.height) - crop.height)
@@ -28,7 +28,9 @@ extension ResizePlan {
 enum SmartCrop {
     /// The top-left corner `anchor` puts a window of `window` at in `bitmap`, in its pixels
     /// (before clamping to the picture); `nil` to keep the plan's own (a geometric anchor).
-    static func origin(_ anchor: CropAnchor, in bitmap: Bitmap, window: (width: Double, height: Double))
+    /// `scaledSize` is the whole picture at the fill's scale: a detector searches a copy of
+    /// `bitmap` no larger than that.
+    static func origin(_ anchor: CropAnchor, in bitmap: Bitmap, window: (width: Double, height: Double), scaledSize: PixelSize)
         throws -> (x: Double, y: Double)? {
         switch anchor.strategy {
         case .point(let x, let y):
@@ -40,15 +42,32 @@ enum SmartCrop {
             let corner = entropyOrigin(bitmap, window: (Int(window.width.rounded()), Int(window.height.rounded())))
             return (Double(corner.x), Double(corner.y))
         case .detected(let detector, let fallback):
-            let regions = try detector.base.regions(in: bitmap).filter { $0.width > 0 && $0.height > 0 }
+            let regions = try detectedRegions(detector.base, in: bitmap, atMost: scaledSize)
             guard let kept = keptRegion(regions, window: window) else {
-                return try origin(fallback, in: bitmap, window: window)
+                return try origin(fallback, in: bitmap, window: window, scaledSize: scaledSize)
             }
             return (kept.x + kept.width / 2 - window.width / 2, kept.y + kept.height / 2 - window.height / 2)
         }
     }
 
     // MARK: detected regions
+
+    /// `detector`'s regions in `bitmap`, in its pixels, searched in a copy shrunk to `limit` when
+    /// `bitmap` is larger (a JPEG decoder's DCT scaling leaves up to twice the fill's scale): a
+    /// cascade's time grows with the pixels, and a region too small to find at the fill's scale
+    /// is too small to matter in its output.
+    static func detectedRegions(_ detector: any CropRegionDetecting, in bitmap: Bitmap, atMost limit: PixelSize) throws -> [PixelRect] {
+        var searched = bitmap
+        if limit.isValid, bitmap.width > limit.width || bitmap.height > limit.height {
+            let scale = min(Double(limit.width) / Double(bitmap.width), Double(limit.height) / Double(bitmap.height))
+            searched = Resampler.resample(bitmap, to: PixelSize(width: max(1, Int((Double(bitmap.width) * scale).rounded())),
+                                                                height: max(1, Int((Double(bitmap.height) * scale).rounded()))),
+                                          filter: .areaAverage)
+        }
+        let kx = Double(bitmap.width) / Double(searched.width), ky = Double(bitmap.height) / Double(searched.height)
+        return try detector.regions(in: searched).filter { $0.width > 0 && $0.height > 0 }
+            .map { PixelRect(x: $0.x * kx, y: $0.y * ky, width: $0.width * kx, height: $0.height * ky) }
+    }
 
     /// What a detecting anchor centres the window on: the union of `regions` when it fits in
     /// `window`; otherwise the union of the largest region and, largest first, each further one
