@@ -80,6 +80,12 @@ struct ImgpipeCropTests {
         }
     }
 
+    @Test func serveSmartGravityIsAttentionOrFaces() async throws {
+        let result = try await Imgpipe.run(["serve", "--smart-gravity", "eyes"])
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("--smart-gravity needs attention or faces, got 'eyes'"), "\(result.stderr)")
+    }
+
     @Test func smartcropNoneFitsInsideTheBox() async throws {
         try await withTemporaryDirectory(prefix: "imgpipe-crop") { (directory: URL) async throws in
             let source = directory.appendingPathComponent("subject.png")
