@@ -1,4 +1,5 @@
 import Foundation
+import PipelineTestSupport
 import Synchronization
 import Testing
 
@@ -43,6 +44,18 @@ final class RightQuarterDetector: CropRegionDetecting {
     }
 }
 
+/// A detector whose search waits until the test releases it, and says when it started.
+final class HeldDetector: CropRegionDetecting {
+    let entered = DispatchSemaphore(value: 0)
+    let released = DispatchSemaphore(value: 0)
+    var identifier: String { "held" }
+    func regions(in bitmap: Bitmap) throws -> [PixelRect] {
+        entered.signal()
+        released.wait()
+        return []
+    }
+}
+
 /// A detector that fails: its error must fail the request.
 struct FailingDetector: CropRegionDetecting {
     struct Failure: Error {}
@@ -52,7 +65,7 @@ struct FailingDetector: CropRegionDetecting {
 
 /// ``CropAnchor/detected(by:fallback:)``: the window keeps the detected regions, mapped from the
 /// decoder's shrunk picture to the source; the fallback places it where there is none.
-@Suite("Detected crop anchors")
+@Suite("Detected crop anchors", .timeLimit(.minutes(1)))
 struct DetectedCropTests {
     /// A grey picture of `size` with green squares at `boxes` (in its pixels).
     static func picture(_ size: PixelSize, green boxes: [PixelRect]) -> Bitmap {
@@ -113,6 +126,27 @@ struct DetectedCropTests {
         #expect(try Self.plan.anchored(.detected(by: GreenDetector(), fallback: .left), in: decoded).crop.x == 0)
         #expect(try Self.plan.anchored(.detected(by: GreenDetector(), fallback: .right), in: decoded).crop.x == 200)
         #expect(throws: FailingDetector.Failure.self) { try Self.plan.anchored(.detected(by: FailingDetector()), in: decoded) }
+    }
+
+    @Test func cancellingWhileTheDetectorSearchesEndsTheRequestAtOnce() async throws {
+        let detector = HeldDetector()
+        let pipeline = makePipeline(loader: HeldLoader.immediate())
+        let request = ImageRequest(url: testURL(64, 32, 3), targetSize: .pixels(PixelSize(width: 16, height: 16)), contentMode: .fill,
+                                   cropAnchor: .detected(by: detector))
+        let task = pipeline.imageTask(for: request)
+        await Task.detached { detector.entered.wait() }.value
+        task.cancel()
+        await #expect(throws: CancellationError.self) { _ = try await task.response }
+        detector.released.signal()
+    }
+
+    @Test func aDetectorsErrorFailsTheRequest() async throws {
+        let pipeline = makePipeline(loader: HeldLoader.immediate())
+        let request = ImageRequest(url: testURL(64, 32, 3), targetSize: .pixels(PixelSize(width: 16, height: 16)), contentMode: .fill,
+                                   cropAnchor: .detected(by: FailingDetector()))
+        await #expect(throws: (any Error).self) { _ = try await pipeline.image(for: request) }
+        let centred = ImageRequest(url: testURL(64, 32, 3), targetSize: .pixels(PixelSize(width: 16, height: 16)), contentMode: .fill)
+        #expect(try await pipeline.image(for: centred).bitmap.size == PixelSize(width: 16, height: 16))
     }
 
     @Test func theDetectorsIdentifierAndTheFallbackMakeTheKey() {
