@@ -127,7 +127,7 @@ public struct RenderOptions: Hashable, Sendable {
     public var background: RGBAColor?
     /// Gaussian blur sigma, or `nil`.
     public var blur: Double?
-    /// Sharpen sigma (``PipelineCore/ImageProcessor/sharpen(sigma:x1:y2:y3:m1:m2:)`` with
+    /// Sharpen sigma (`ImageProcessor.sharpen(sigma:)` with
     /// libvips's other defaults, as imgproxy calls `vips_sharpen`), or `nil`.
     public var sharpen: Double?
     public var watermark: Watermark?
