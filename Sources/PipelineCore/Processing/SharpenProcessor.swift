@@ -27,7 +27,7 @@ import Foundation
 struct SharpenProcessor: ImageProcessing {
     let sigma: Double, x1: Double, y2: Double, y3: Double, m1: Double, m2: Double
     /// The difference → change table, built once per processor.
-    private let curve: [Int32]
+    private let curve: [Int16]
 
     /// The largest sigma: beyond it libvips's integer sums overflow (and its mask soon fails).
     static let maxSigma = 1000.0
@@ -57,7 +57,7 @@ struct SharpenProcessor: ImageProcessing {
 
     /// libvips's table: entry `i` is the change for a difference of `i − 32768` LabS units,
     /// rescaled to ±100 as `(i − 32767) / 327.67` (sic: one unit off, as libvips has it).
-    static func curve(x1: Double, y2: Double, y3: Double, m1: Double, m2: Double) -> [Int32] {
+    static func curve(x1: Double, y2: Double, y3: Double, m1: Double, m2: Double) -> [Int16] {
         (0..<65536).map { i in
             let v = Double(i - 32767) / 327.67
             var y: Double
@@ -70,14 +70,15 @@ struct SharpenProcessor: ImageProcessing {
             }
             if y < -y3 { y = -y3 }
             if y > y2 { y = y2 }
-            // The change is added to L and clipped to 0…32767: anything beyond ±32767 is the same.
-            return Int32(max(-32767, min(32767, (y * 327.67).rounded(.toNearestOrEven))))
+            // The change is added to L and clipped to 0…32767: anything beyond ±32767 is the same,
+            // so a short holds it (half the cache a C int takes).
+            return Int16(max(-32767, min(32767, (y * 327.67).rounded(.toNearestOrEven))))
         }
     }
 
     // MARK: - The pass
 
-    private static func sharpen(_ bitmap: Bitmap, mask: IntegerGaussianMask, curve: [Int32]) throws -> Bitmap {
+    private static func sharpen(_ bitmap: Bitmap, mask: IntegerGaussianMask, curve: [Int16]) throws -> Bitmap {
         let w = bitmap.width, h = bitmap.height, reach = mask.reach, stride = bitmap.bytesPerRow
         let premultiplied = bitmap.pixelFormat.isPremultiplied
         let window = min(2 * reach + 1, h), padded = w + 2 * reach
@@ -111,7 +112,7 @@ struct SharpenProcessor: ImageProcessing {
                             }
                             let l = lRing + slot * padded
                             for x in 0..<w {
-                                l[reach + x] = tables.labS(pixels[4 * x], pixels[4 * x + 1], pixels[4 * x + 2]).l
+                                l[reach + x] = tables.labS(pixels[4 * x], pixels[4 * x + 1], pixels[4 * x + 2])
                             }
                             for x in 0..<reach { l[x] = l[reach]; l[reach + w + x] = l[reach + w - 1] }
                             accumulate(into: sums, count: w, weights: weights, taps: 2 * reach + 1) { UnsafePointer(l + $0) }
@@ -129,7 +130,7 @@ struct SharpenProcessor: ImageProcessing {
                         target.update(from: pixels, count: w * 4)
                         for x in 0..<w {
                             let v1 = l[x]
-                            let change = curve[Int(v1 - divide(sums[x])) + 32768]
+                            let change = Int32(curve[Int(v1 - divide(sums[x])) + 32768])
                             guard change != 0, pixels[4 * x + 3] != 0 else { continue }
                             let sharpened = min(max(v1 + change, 0), 32767)
                             tables.write(pixels + 4 * x, l: sharpened, into: target + 4 * x)
@@ -221,14 +222,14 @@ private final class LabTables: Sendable {
         return cubeRoot.withUnsafeBufferPointer { t in t[i] + f * (t[i + 1] - t[i]) }
     }
 
-    /// LabS L of an sRGB colour, and the cube root of its Y for ``write(_:l:into:)``.
+    /// LabS L of an sRGB colour.
     @inline(__always)
-    func labS(_ r: UInt8, _ g: UInt8, _ b: UInt8) -> (l: Int32, cubeRootY: Float) {
+    func labS(_ r: UInt8, _ g: UInt8, _ b: UInt8) -> Int32 {
         let (lr, lg, lb) = linear.withUnsafeBufferPointer { t in (Double(t[Int(r)]), Double(t[Int(g)]), Double(t[Int(b)])) }
         let y = Float(100.0 * 0.2126 * lr + 100.0 * 0.7152 * lg + 100.0 * 0.07220 * lb)
         let cby = root(y, Self.white.y)
         let l = Float(116.0 * Double(cby) - 16.0)
-        return (min(max(Int32(Double(l) * (32767.0 / 100.0)), 0), 32767), cby)
+        return min(max(Int32(Double(l) * (32767.0 / 100.0)), 0), 32767)
     }
 
     /// Writes the sRGB colour of `pixel` (straight RGB) with its LabS L replaced by `l`, alpha
@@ -237,9 +238,9 @@ private final class LabTables: Sendable {
     func write(_ pixel: UnsafePointer<UInt8>, l: Int32, into target: UnsafeMutablePointer<UInt8>) {
         let (lr, lg, lb) = linear.withUnsafeBufferPointer { t in (Double(t[Int(pixel[0])]), Double(t[Int(pixel[1])]), Double(t[Int(pixel[2])])) }
         let x = Float(100.0 * 0.4124 * lr + 100.0 * 0.3576 * lg + 100.0 * 0.18056 * lb)
-        let cby = labS(pixel[0], pixel[1], pixel[2]).cubeRootY
+        let y = Float(100.0 * 0.2126 * lr + 100.0 * 0.7152 * lg + 100.0 * 0.07220 * lb)
         let z = Float(100.0 * 0.0193 * lr + 100.0 * 0.1192 * lg + 100.0 * 0.9505 * lb)
-        let cbx = root(x, Self.white.x), cbz = root(z, Self.white.z)
+        let cbx = root(x, Self.white.x), cby = root(y, Self.white.y), cbz = root(z, Self.white.z)
         let a = Float(500.0 * Double(cbx - cby)), b = Float(200.0 * Double(cby - cbz))
         // Lab2LabS truncates a* × 256 and b* × 256 to shorts; LabS2Lab divides back.
         let aS = Float(Double(Int16(clamping: Int(Double(a) * 256))) / 256)
