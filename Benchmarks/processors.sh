@@ -1,13 +1,20 @@
 #!/usr/bin/env bash
 # Built-in processors on a 512x512 bitmap (ProcessorBenchmark, release build) beside Pillow's
-# GaussianBlur / ImageOps.fit + ellipse mask / convert("L") and vips gaussblur, same machine,
+# GaussianBlur / ImageOps.fit + ellipse mask / convert("L"), vips gaussblur and vips sharpen
+# (on the same synthetic bitmap and on Samples/dunes-progressive.jpg made 512x512), same machine,
 # minimum of $RUNS runs (default 7). Needs python3-pil and libvips-tools. Don't run it while
 # other builds share the machine.
 source "$(dirname "$0")/common.sh"
 bench_runs 7
 bench_bootstrap libvips-tools python3-pil
 bin="$(bench_build ProcessorBenchmark)/ProcessorBenchmark"
-"$bin" "$runs"
+# The photo for the sharpen rows: a real photo stretched to 512x512 (RGBA), raw for the driver.
+mkdir -p "$inputs"
+photo="$inputs/dunes-512.v"
+vips thumbnail Samples/dunes-progressive.jpg "$inputs/dunes-512-rgb.v" 512 --height 512 --size force
+vips bandjoin_const "$inputs/dunes-512-rgb.v" "$photo" 255
+vips rawsave "$photo" "$inputs/dunes-512.raw"
+PHOTO="$inputs/dunes-512.raw" "$bin" "$runs"
 # Second launch of a 100-photo grid (1280 px JPEGs -> 256x256 round): renditions vs originals on
 # disk. Needs Benchmarks/.inputs/photo-baseline.jpg (run Benchmarks/thumbnails.sh once) and vips.
 grid="$inputs/grid-1280"
@@ -24,7 +31,7 @@ if [ -d "$grid" ]; then
   # The .circle grid (results with alpha) from renditions in each candidate format.
   cache=$(mktemp -d); "$bin" "$runs" alpha "$grid" "$cache"; rm -rf "$cache"
 fi
-"$pillow" - "$runs" <<'PY'
+"$pillow" - "$runs" "$photo" <<'PY'
 import sys, time, subprocess, tempfile, os
 from PIL import Image, ImageFilter, ImageOps, ImageDraw
 runs = int(sys.argv[1]); side = 512
@@ -50,4 +57,12 @@ for r in (2, 8, 20):
     # The whole vips process (start-up included), so an upper bound on its blur time.
     ms = best(lambda: subprocess.run(["vips", "gaussblur", src, os.path.join(d, "out.v"), str(r)], check=True))
     print("| vips gaussblur sigma %d (process, incl. start-up) | %.2f |" % (r, ms))
+# vips sharpen beside `vips copy` of the same file: the copy is the process's start-up and I/O,
+# so the difference estimates the sharpening itself.
+for name, path in (("synthetic", src), ("photo", sys.argv[2])):
+    copy = best(lambda: subprocess.run(["vips", "copy", path, os.path.join(d, "out.v")], check=True))
+    print("| vips copy, %s (process: start-up and I/O) | %.2f |" % (name, copy))
+    for s in ("0.5", "1", "2.5"):
+        ms = best(lambda: subprocess.run(["vips", "sharpen", path, os.path.join(d, "out.v"), "--sigma", s], check=True))
+        print("| vips sharpen sigma %s, %s (process; minus copy %.2f) | %.2f |" % (s, name, ms - copy, ms))
 PY

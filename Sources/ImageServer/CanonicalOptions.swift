@@ -29,6 +29,7 @@ extension RenderOptions {
         if !autoRotate { add("ar", ["0"]) }
         if let background { add("bg", [background.description]) }
         if let blur { add("bl", [Self.number(blur)]) }
+        if let sharpen { add("sh", [Self.number(sharpen)]) }
         if let watermark { add("wm", [Self.number(watermark.opacity)] + Self.text(watermark.position) + [Self.number(watermark.scale)]) }
         if !stripMetadata { add("sm", ["0"]) }
         if !stripColorProfile { add("scp", ["0"]) }

@@ -6,7 +6,7 @@ import PipelineCore
 /// empty argument leaves its field as it was, and `preset|pr` applies its presets in place.
 ///
 /// Every option this server does not build is refused, never ignored: a client that asked for
-/// `sharpen` and got an unsharpened picture would cache the wrong thing forever.
+/// `pixelate` and got a sharp picture would cache the wrong thing forever.
 struct OptionParser {
     /// The most pixels of a side, after `dpr`: width, height, padding and offsets.
     static let maxSide = 16_384
@@ -14,6 +14,9 @@ struct OptionParser {
     static let maxDPR = 8.0
     /// The largest blur sigma (libvips's kernel grows with it).
     static let maxBlur = 100.0
+    /// The largest sharpen sigma (libvips's mask grows with it too; a sigma of a few pixels
+    /// already sharpens only coarse detail).
+    static let maxSharpen = 100.0
     /// How deep presets may name presets.
     static let maxPresetDepth = 8
     /// How many option segments presets may expand to in one URL: presets that name others
@@ -53,6 +56,10 @@ struct OptionParser {
             let sigma = try option.onlyDouble()
             guard sigma > 0, sigma <= Self.maxBlur else { throw option.invalid(0, "a sigma in (0, 100]") }
             options.blur = sigma
+        case "sharpen", "sh":
+            let sigma = try option.onlyDouble()
+            guard sigma > 0, sigma <= Self.maxSharpen else { throw option.invalid(0, "a sigma in (0, 100]") }
+            options.sharpen = sigma
         case "watermark", "wm": try watermark(option, &options)
         case "strip_metadata", "sm": options.stripMetadata = try option.onlyBool()
         case "strip_color_profile", "scp": options.stripColorProfile = try option.onlyBool()
@@ -299,7 +306,7 @@ struct OptionParser {
     /// imgproxy's options (long and short names) this server does not build: refused by name.
     static let unbuilt: Set<String> = [
         "min-width", "mw", "min-height", "mh", "zoom", "z", "extend_aspect_ratio", "extend_ar", "exar", "rotate", "rot",
-        "flip", "fl", "sharpen", "sh", "pixelate", "pix", "unsharp_masking", "ush", "adjust", "a", "brightness", "br",
+        "flip", "fl", "pixelate", "pix", "unsharp_masking", "ush", "adjust", "a", "brightness", "br",
         "contrast", "co", "saturation", "sa", "monochrome", "mc", "duotone", "dt", "background_alpha", "bga",
         "blur_detections", "bd", "draw_detections", "dd", "colorize", "col", "gradient", "gr", "watermark_url", "wmu",
         "watermark_text", "wmt", "watermark_size", "wms", "watermark_shadow", "wmsh", "style", "st", "keep_copyright", "kcr",

@@ -127,6 +127,9 @@ public struct RenderOptions: Hashable, Sendable {
     public var background: RGBAColor?
     /// Gaussian blur sigma, or `nil`.
     public var blur: Double?
+    /// Sharpen sigma (`ImageProcessor.sharpen(sigma:)` with
+    /// libvips's other defaults, as imgproxy calls `vips_sharpen`), or `nil`.
+    public var sharpen: Double?
     public var watermark: Watermark?
     /// Output carries no EXIF/XMP (ours never does; accepted for compatibility).
     public var stripMetadata = true

@@ -103,9 +103,13 @@ extension Command {
             let composition = try ThumbnailComposition(invocation, options.composition, geometry: geometry)
             let steps = processors(invocation, options)
             let filter = invocation[options.filter] ?? .default
+            let sharpening = invocation[options.sharpenReductions].map {
+                ReductionSharpening(minimumReduction: $0, sigma: invocation[options.sharpen] ?? ReductionSharpening().sigma)
+            }
             @Sendable func request(_ url: URL, _ processors: [ImageProcessor]) -> ImageRequest {
                 var request = WriteRequest.make(url, geometry: geometry, processors: processors, filter: filter)
                 composition.apply(to: &request)
+                request.processing.sharpening = sharpening
                 return request
             }
             let out = invocation[options.out]
@@ -164,11 +168,14 @@ extension Command {
             return try await render(WriteRequest.make(try Sources.url(invocation.positionals[0])), to: output, invocation)
         })
 
-    /// The built-in processors `thumb`'s `--blur`, `--corner-radius` and `--round` ask for,
-    /// in that order.
+    /// The built-in processors `thumb`'s `--blur`, `--sharpen`, `--corner-radius` and `--round`
+    /// ask for, in that order (blur then sharpen, as imgproxy's filters run). With
+    /// `--sharpen-reductions`, `--sharpen` is the policy's sigma instead (the request's
+    /// ``ReductionSharpening``, before every processor).
     private static func processors(_ invocation: Invocation, _ options: ThumbOptions) -> [ImageProcessor] {
         var list = [ImageProcessor]()
         if let blur = invocation[options.blur] { list.append(.gaussianBlur(radius: blur)) }
+        if let sigma = invocation[options.sharpen], !invocation.has(options.sharpenReductions) { list.append(.sharpen(sigma: sigma)) }
         if let corner = invocation[options.cornerRadius] { list.append(.roundedCorners(radius: corner)) }
         if invocation[options.round] { list.append(.circle) }
         return list
@@ -271,6 +278,12 @@ struct ThumbOptions: OptionGroup {
                               .text)
     let format = OutputOptions.format("with --out-dir (default png), or with --out - for stdout: \(OutputFormat.formatNames)")
     let blur = Option("blur", "R", .processing, "Gaussian blur, standard deviation R output pixels", .radius)
+    let sharpen = Option("sharpen", "SIGMA", .processing,
+                         "unsharp mask after the resize (and --blur), as vips sharpen: sigma SIGMA output pixels (0.5 suits screens), "
+                             + "libvips's other defaults", .sharpenSigma)
+    let sharpenReductions = Option("sharpen-reductions", "N", .processing,
+                                   "sharpen only pictures the resize shrank N times or more (e.g. 2), right after the resize, "
+                                       + "with --sharpen's sigma (default 0.5)", .reduction)
     let cornerRadius = Option("corner-radius", "R", .processing, "round the corners by R output pixels", .radius)
     let round = Flag("round", .processing, "crop to a circle (transparent outside)")
     let filter = Option("filter", "F", .processing, "resampling filter: lanczos3 or area (default \(ResamplingFilter.default.rawValue))",

@@ -135,6 +135,26 @@ extension ValueParser where Value == Double {
         }
     }
 
+    /// An unsharp mask's sigma in output pixels: above 0, at most 100 (the server's bound).
+    static var sharpenSigma: ValueParser {
+        ValueParser { text, option in
+            guard let value = Double(text), value > 0, value <= 100 else {
+                throw UsageError(message: "\(option) needs a sigma above 0, at most 100 pixels, got '\(text)'")
+            }
+            return value
+        }
+    }
+
+    /// A reduction factor (source pixels per output pixel): 1 to 1,000.
+    static var reduction: ValueParser {
+        ValueParser { text, option in
+            guard let value = Double(text), value >= 1, value <= 1000 else {
+                throw UsageError(message: "\(option) needs a reduction factor from 1 to 1000, got '\(text)'")
+            }
+            return value
+        }
+    }
+
     /// A fraction: 0-1, or above 0 up to 1 unless `allowsZero`.
     static func fraction(allowsZero: Bool) -> ValueParser {
         ValueParser { text, option in

@@ -171,4 +171,23 @@ struct RendererOutputTests {
         let webp = try await RenderFixture.render(options, source, format: .webp)
         #expect(try RenderFixture.decode(webp.data, convertsToSRGB: false).iccProfile == original)
     }
+
+    /// `sh:1` sharpens the resized picture, after blur, with the library's processor: the PNG
+    /// is the unsharpened render with `.sharpen(sigma: 1)` applied, byte for byte, and not the
+    /// unsharpened render itself; `bl:` then `sh:` is the blurred render sharpened.
+    @Test func sharpenIsTheProcessorAfterTheResize() async throws {
+        let source = RenderFixture.sample("dunes-progressive.jpg")
+        var options = RenderOptions()
+        options.width = 240
+        let plain = try RenderFixture.decode(try await RenderFixture.render(options, source).data).bitmap
+        options.sharpen = 1
+        let sharpened = try RenderFixture.decode(try await RenderFixture.render(options, source).data).bitmap
+        #expect(sharpened.size == plain.size && sharpened.unpremultipliedBytes() != plain.unpremultipliedBytes())
+        #expect(sharpened.unpremultipliedBytes() == (try ImageProcessor.sharpen(sigma: 1).process(plain)).unpremultipliedBytes())
+        options.blur = 2
+        let both = try RenderFixture.decode(try await RenderFixture.render(options, source).data).bitmap
+        options.sharpen = nil
+        let blurred = try RenderFixture.decode(try await RenderFixture.render(options, source).data).bitmap
+        #expect(both.unpremultipliedBytes() == (try ImageProcessor.sharpen(sigma: 1).process(blurred)).unpremultipliedBytes())
+    }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import PipelineCore
 import PipelineTestSupport
 import Testing
 
@@ -22,7 +23,7 @@ struct ImgpipeTests {
         let options = result.stdout.split(separator: "\n").filter { $0.hasPrefix("  --") }
             .map { String($0.dropFirst(2).prefix { $0 != " " }) }
         #expect(options.count == Set(options).count, "each option once")
-        for name in ["--size", "--smartcrop", "--blur", "--out", "--format", "--quality", "--cache-dir", "--verbose", "--help"] {
+        for name in ["--size", "--smartcrop", "--blur", "--sharpen", "--sharpen-reductions", "--out", "--format", "--quality", "--cache-dir", "--verbose", "--help"] {
             #expect(options.contains(name), "\(name) listed")
         }
         let size = try #require(result.stdout.range(of: "size and crop:")), out = try #require(result.stdout.range(of: "\noutput:"))
@@ -53,6 +54,9 @@ struct ImgpipeTests {
         (["thumb", "a.png", "--size", "5"], "'imgpipe thumb' needs --out FILE or --out-dir DIR"),
         (["thumb", "a.jpg", "--fill", "5by5", "--out", "x.png"], "--fill needs WIDTHxHEIGHT"),
         (["thumb", "a.jpg", "--size", "5", "--blur", "-1", "--out", "x.png"], "--blur needs a positive number of pixels"),
+        (["thumb", "a.jpg", "--size", "5", "--sharpen", "0", "--out", "x.png"], "--sharpen needs a sigma above 0, at most 100 pixels, got '0'"),
+        (["thumb", "a.jpg", "--size", "5", "--sharpen-reductions", "0.5", "--out", "x.png"],
+         "--sharpen-reductions needs a reduction factor from 1 to 1000, got '0.5'"),
         (["decode", "a.jpg"], "needs --out FILE"),
         (["info"], "'info' needs at least one SOURCE"),
         (["info", "a", "--json=yes"], "'--json' takes no value"),
@@ -226,6 +230,28 @@ struct ImgpipeTests {
             let start = try #require(data.indices.first { data[$0...].starts(with: Array("ENDHDR\n".utf8)) }) + 7
             #expect(data[start + 3] == 0)                          // corner: outside the circle
             #expect(data[start + (20 * 40 + 20) * 4 + 3] == 255)   // centre
+        }
+    }
+
+    /// `--sharpen 1` is the unsharpened thumbnail with `.sharpen(sigma: 1)` applied (the
+    /// processor that matches `vips sharpen`, SharpenTests); `--sharpen-reductions 3` sharpens
+    /// a 480-pixel photo made 120 wide (4×) the same way and leaves one made 240 wide (2×) alone.
+    @Test func thumbSharpensAlwaysOrAfterLargeReductions() async throws {
+        try await withTemporaryDirectory(prefix: "imgpipe-tests") { (directory: URL) async throws in
+            let dunes = Imgpipe.samples.appendingPathComponent("dunes-progressive.jpg").path
+            func thumb(_ size: Int, _ extra: [String]) async throws -> [UInt8] {
+                let out = directory.appendingPathComponent("t\(size)\(extra.joined()).pam")
+                let result = try await Imgpipe.run(["thumb", dunes, "--size", "\(size)", "--out", out.path, "--no-disk-cache"] + extra)
+                #expect(result.status == 0, "\(result.stderr)")
+                return try pamPixels(out)
+            }
+            let plain = try await thumb(120, [])
+            let expected = try ImageProcessor.sharpen(sigma: 1)
+                .process(try #require(Bitmap(width: 120, height: 80, bytesPerRow: 480, pixelFormat: .rgba8Straight, bytes: plain)))
+            #expect(expected.unpremultipliedBytes() != plain)
+            #expect(try await thumb(120, ["--sharpen", "1"]) == expected.unpremultipliedBytes())
+            #expect(try await thumb(120, ["--sharpen", "1", "--sharpen-reductions", "3"]) == expected.unpremultipliedBytes())
+            #expect(try await thumb(240, ["--sharpen", "1", "--sharpen-reductions", "3"]) == (try await thumb(240, [])))
         }
     }
 

@@ -3,6 +3,7 @@
 // in milliseconds (minimum of N runs). Run by
 // Benchmarks/processors.sh, which times Pillow and vips on the same machine beside it.
 // `SIDE=2048` times a 2048×2048 bitmap instead; `SIGMAS="3 12 20"` picks the blur's radii.
+// `PHOTO=file.raw` (512×512 RGBA, as `vips rawsave` writes it) adds the sharpen rows on a photo.
 import CacheDisk
 import CodecJPEG
 import CodecPNG
@@ -62,6 +63,22 @@ for sigma in (ProcessInfo.processInfo.environment["SIGMAS"] ?? "1 2 3 5 8 12 12.
     let ms = try time { try ImageProcessor.gaussianBlur(radius: sigma).process(input) }
     let path = sigma > exactLimit ? "three-pass box" : "exact kernel"
     print("| \(String(format: "%g", sigma)) | \(path) | \(String(format: "%.2f", ms)) |")
+}
+
+// Sharpening (libvips's `vips_sharpen`, default slopes) at three sigmas, on the synthetic picture
+// (nearly every pixel an edge: every pixel takes the Lab round trip) and on a photo.
+var sharpenInputs = [("synthetic \(side)×\(side)", input)]
+if let path = ProcessInfo.processInfo.environment["PHOTO"], let raw = FileManager.default.contents(atPath: path),
+   let photo = Bitmap(width: 512, height: raw.count / 2048, bytesPerRow: 2048, pixelFormat: .rgba8Straight, bytes: [UInt8](raw)) {
+    sharpenInputs.append(("photo 512×\(photo.height)", photo))
+}
+print("\n| input | sharpen(sigma:) | ms |")
+print("|---|---:|---:|")
+for (name, picture) in sharpenInputs {
+    for sigma in [0.5, 1, 2.5] {
+        let ms = try time { try ImageProcessor.sharpen(sigma: sigma).process(picture) }
+        print("| \(name) | \(sigma) | \(String(format: "%.2f", ms)) |")
+    }
 }
 
 /// Second launch of a grid: every JPEG in `photos` as a 256×256 thumbnail with a processor, by

@@ -5,7 +5,7 @@ import Foundation
 /// `[any ImageProcessing]` and wraps them here, so a custom processor needs no wrapper at the
 /// call site (`processors: [Sepia(), .circle]`). The built-ins are static members of
 /// ``ImageProcessing`` where `Self` is this type (`.circle`, `.grayscale`,
-/// `.gaussianBlur(radius:)`, `.roundedCorners(radius:)`, `.crop(_:)`, `.process(id:_:)`), so
+/// `.gaussianBlur(radius:)`, `.sharpen(sigma:)`, `.roundedCorners(radius:)`, `.crop(_:)`, `.process(id:_:)`), so
 /// they read the same in a request's list and as `ImageProcessor.circle`.
 public struct ImageProcessor: Hashable, Sendable, ImageProcessing {
     /// The wrapped step.
@@ -55,6 +55,19 @@ extension ImageProcessing where Self == ImageProcessor {
     /// `GaussianBlur(radius)`), separable, edges extended. `radius` ≤ 0 leaves the picture as is.
     public static func gaussianBlur(radius: Double) -> ImageProcessor {
         ImageProcessor(GaussianBlurProcessor(radius: radius))
+    }
+
+    /// Unsharp masking as libvips's `vips_sharpen` defines it (8.14): L* of CIELAB blurred with
+    /// its integer Gaussian of standard deviation `sigma` (output pixels), and the difference
+    /// L − blur(L) mapped to a change of L*: slope `m1` for differences within ±`x1` L* (flat
+    /// areas), `m2` beyond (edges), the result clipped to at most `y2` L* brighter and `y3`
+    /// darker. The defaults are libvips's, for screen output; for more or less sharpening,
+    /// change `m2`. Colour (a*, b*) and alpha are kept; a pixel whose L does not change keeps
+    /// its bytes. `sigma` in (0, 1000], the others in 0…1,000,000, else the processor throws
+    /// ``ImageProcessingError/invalidParameter(_:)``.
+    public static func sharpen(sigma: Double = 0.5, x1: Double = 2, y2: Double = 10, y3: Double = 20,
+                               m1: Double = 0, m2: Double = 3) -> ImageProcessor {
+        ImageProcessor(SharpenProcessor(sigma: sigma, x1: x1, y2: y2, y3: y3, m1: m1, m2: m2))
     }
 
     /// Grey by Rec. 709 luma (0.2126 R + 0.7152 G + 0.0722 B on the stored values), alpha kept.

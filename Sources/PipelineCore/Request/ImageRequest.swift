@@ -83,11 +83,14 @@ public struct ProcessingOptions: Hashable, Sendable {
     public var pixelFormat: PixelFormat
     /// Cut away a uniform border before resizing (``Trim``). Default `nil`: the whole picture.
     public var trim: Trim?
+    /// Sharpen pictures the resize reduced by a large factor, before the request's processors
+    /// (``ReductionSharpening``). Default `nil`: never.
+    public var sharpening: ReductionSharpening?
 
     /// Creates options; the defaults suit almost every caller.
     public init(appliesOrientation: Bool = true, strictDecoding: Bool = false, allowsUpscaling: Bool = false,
                 convertsToSRGB: Bool = true, resamplingFilter: ResamplingFilter = .default,
-                pixelFormat: PixelFormat = .rgba8Premultiplied, trim: Trim? = nil) {
+                pixelFormat: PixelFormat = .rgba8Premultiplied, trim: Trim? = nil, sharpening: ReductionSharpening? = nil) {
         self.appliesOrientation = appliesOrientation
         self.strictDecoding = strictDecoding
         self.allowsUpscaling = allowsUpscaling
@@ -95,6 +98,7 @@ public struct ProcessingOptions: Hashable, Sendable {
         self.resamplingFilter = resamplingFilter
         self.pixelFormat = pixelFormat
         self.trim = trim
+        self.sharpening = sharpening
     }
 }
 

@@ -156,12 +156,8 @@ enum SmartCrop {
     /// `map` blurred as `vips_gaussblur` does by default: a separable mask of `rint(20 × g)`
     /// integer weights, cut where the Gaussian falls below 0.2 of its peak, edges extended.
     private static func blurred(_ map: [Double], side: Int, sigma: Double) -> [Double] {
-        let twoSigmaSquared = 2 * sigma * sigma
-        var reach = 0
-        while Double(reach) < 8 * sigma, exp(-Double(reach * reach) / twoSigmaSquared) >= 0.2 { reach += 1 }
-        reach = max(reach - 1, 0)
-        let weights = (-reach...reach).map { (20 * exp(-Double($0 * $0) / twoSigmaSquared)).rounded() }
-        let total = max(1, weights.reduce(0, +))
+        guard let mask = IntegerGaussianMask(sigma: sigma, minimumAmplitude: 0.2) else { return map }
+        let reach = mask.reach, weights = mask.weights.map(Double.init), total = Double(mask.scale)
         func pass(_ input: [Double], horizontal: Bool) -> [Double] {
             var output = [Double](repeating: 0, count: input.count)
             for y in 0..<side {

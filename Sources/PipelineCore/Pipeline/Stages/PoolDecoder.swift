@@ -207,7 +207,15 @@ struct PoolDecoder: Sendable {
             let bitmap = picture.size == plan.outputSize && plan.crop == PixelRect(plan.sourceSize)
                 ? picture
                 : Resampler.resample(picture.premultiplied(), plan: plan, filter: key.processing.resamplingFilter)
-            var response = ImageResponse(bitmap: bitmap.converted(to: wanted), source: source, originalSize: upright,
+            // Source pixels per output pixel (the crop's, so a fill counts its scale, not its cut).
+            // A vector picture is drawn at its size: nothing was averaged away.
+            var result = bitmap
+            if let sharpening = key.processing.sharpening, !info.isVector,
+               sharpening.applies(toReduction: min(plan.crop.width / Double(plan.outputSize.width),
+                                                   plan.crop.height / Double(plan.outputSize.height))) {
+                result = try sharpening.processor.process(bitmap)
+            }
+            var response = ImageResponse(bitmap: result.converted(to: wanted), source: source, originalSize: upright,
                                          format: info.format, warnings: decoded.warnings)
             response.iccProfile = decoded.iccProfile
             if placeholder {
