@@ -29,6 +29,9 @@ extension RenderOptions {
         if !autoRotate { add("ar", ["0"]) }
         if let background { add("bg", [background.description]) }
         if let blur { add("bl", [Self.number(blur)]) }
+        if brightness != 0 { add("br", [String(brightness)]) }
+        if contrast != 1 { add("co", [Self.number(contrast)]) }
+        if saturation != 1 { add("sa", [Self.number(saturation)]) }
         if let watermark { add("wm", [Self.number(watermark.opacity)] + Self.text(watermark.position) + [Self.number(watermark.scale)]) }
         if !stripMetadata { add("sm", ["0"]) }
         if !stripColorProfile { add("scp", ["0"]) }
