@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Built-in processors on a 512x512 bitmap (ProcessorBenchmark, release build) beside Pillow's
-# GaussianBlur / ImageOps.fit + ellipse mask / convert("L") and vips gaussblur, same machine,
-# minimum of $RUNS runs (default 7). Needs python3-pil and libvips-tools. Don't run it while
-# other builds share the machine.
+# GaussianBlur / ImageOps.fit + ellipse mask / convert("L") / ImageEnhance, vips gaussblur and
+# gamma, and ImageMagick's -modulate, same machine, minimum of $RUNS runs (default 7). Needs
+# python3-pil, libvips-tools and imagemagick. Don't run it while other builds share the machine.
 source "$(dirname "$0")/common.sh"
 bench_runs 7
-bench_bootstrap libvips-tools python3-pil
+bench_bootstrap libvips-tools python3-pil imagemagick
 bin="$(bench_build ProcessorBenchmark)/ProcessorBenchmark"
 "$bin" "$runs"
+# .colorAdjustment, each step and all at once, opaque and premultiplied with an alpha ramp.
+"$bin" "$runs" adjust
 # Second launch of a 100-photo grid (1280 px JPEGs -> 256x256 round): renditions vs originals on
 # disk. Needs Benchmarks/.inputs/photo-baseline.jpg (run Benchmarks/thumbnails.sh once) and vips.
 grid="$inputs/grid-1280"
@@ -50,4 +52,25 @@ for r in (2, 8, 20):
     # The whole vips process (start-up included), so an upper bound on its blur time.
     ms = best(lambda: subprocess.run(["vips", "gaussblur", src, os.path.join(d, "out.v"), str(r)], check=True))
     print("| vips gaussblur sigma %d (process, incl. start-up) | %.2f |" % (r, ms))
+# The colour adjustments' references: Pillow's enhancers (made and applied, as a caller does),
+# a point table for the offset, and vips gamma / ImageMagick's -modulate hue as whole processes.
+from PIL import ImageEnhance
+def chain():
+    out = ImageEnhance.Brightness(im).enhance(1.1)
+    out = ImageEnhance.Contrast(out).enhance(1.4)
+    return ImageEnhance.Color(out).enhance(0.7)
+offset = [min(255, v + 40) for v in range(256)] * 3
+print("| ImageEnhance.Brightness(im).enhance(1.3) | %.2f |" % best(lambda: ImageEnhance.Brightness(im).enhance(1.3)))
+print("| im.point(table) (offset 40) | %.2f |" % best(lambda: im.point(offset)))
+print("| ImageEnhance.Contrast(im).enhance(1.5) | %.2f |" % best(lambda: ImageEnhance.Contrast(im).enhance(1.5)))
+print("| ImageEnhance.Color(im).enhance(1.6) | %.2f |" % best(lambda: ImageEnhance.Color(im).enhance(1.6)))
+print("| Brightness 1.1, Contrast 1.4, Color 0.7 chained | %.2f |" % best(chain))
+print("| vips gamma --exponent 2.2 (process, incl. start-up) | %.2f |"
+      % best(lambda: subprocess.run(["vips", "gamma", src, os.path.join(d, "out.v"), "--exponent", "2.2"], check=True)))
+png, out = os.path.join(d, "in.png"), os.path.join(d, "out.png")
+convert = "/usr/bin/convert" if os.path.exists("/usr/bin/convert") else "convert"
+print("| convert -modulate 100,100,116.67, hue 30 (process, incl. start-up, PNG in and out) | %.2f |"
+      % best(lambda: subprocess.run([convert, png, "-modulate", "100,100,116.66666666666667", out], check=True)))
+print("| convert in.png out.png, the same process without -modulate | %.2f |"
+      % best(lambda: subprocess.run([convert, png, out], check=True)))
 PY
