@@ -161,26 +161,27 @@ struct ColorAdjustmentProcessor: ImageProcessing {
 
     /// ImageMagick's HSL hue rotation (`ConvertRGBToHSL`, then `ConvertHSLToRGB`) on 8-bit
     /// colour: lightness and saturation are kept, so the largest and smallest channels keep their
-    /// values and only the middle one is computed, rounded to the nearest level.
+    /// values and only the middle one is computed, rounded to the nearest level. The hue is a
+    /// position on a circle of six times the chroma (whole numbers before the shift), so the only
+    /// division is the one that finds the new sextant.
     @inline(__always)
     private static func rotateHue(_ r: inout UInt8, _ g: inout UInt8, _ b: inout UInt8, by shift: Double) {
         let high = max(r, g, b), low = min(r, g, b)
         guard high > low else { return }
-        let chroma = Double(high - low)
-        var h: Double
+        let c = Int(high - low), chroma = Double(high - low)
+        let position: Int
         if r == high {
-            h = Double(Int(g) - Int(b)) / chroma
-            if g < b { h += 6 }
+            position = g >= b ? Int(g) - Int(b) : 6 * c + Int(g) - Int(b)
         } else if g == high {
-            h = 2 + Double(Int(b) - Int(r)) / chroma
+            position = 2 * c + Int(b) - Int(r)
         } else {
-            h = 4 + Double(Int(r) - Int(g)) / chroma
+            position = 4 * c + Int(r) - Int(g)
         }
-        h += shift
-        if h >= 6 { h -= 6 }
-        let sextant = min(5, max(0, Int(h)))
-        let rising = chroma * (1 - abs(h - 2 * (h / 2).rounded(.down) - 1))
-        let middle = UInt8(min(255, Double(low) + rising + 0.5))
+        var p = Double(position) + shift * chroma
+        if p >= 6 * chroma { p -= 6 * chroma }
+        let sextant = min(5, Int(p / chroma))
+        let into = p - Double(sextant) * chroma
+        let middle = UInt8(min(255, Double(low) + (sextant & 1 == 0 ? into : chroma - into) + 0.5))
         switch sextant {
         case 0: (r, g, b) = (high, middle, low)
         case 1: (r, g, b) = (middle, high, low)
