@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Built-in processors on a 512x512 bitmap (ProcessorBenchmark, release build) beside Pillow's
-# GaussianBlur / ImageOps.fit + ellipse mask / convert("L"), vips gaussblur and vips sharpen
-# (on the same synthetic bitmap and on Samples/dunes-progressive.jpg made 512x512), same machine,
-# minimum of $RUNS runs (default 7). Needs python3-pil and libvips-tools. Don't run it while
-# other builds share the machine.
+# GaussianBlur / ImageOps.fit + ellipse mask / convert("L") / ImageEnhance, vips gaussblur,
+# sharpen and gamma (on the same synthetic bitmap and on Samples/dunes-progressive.jpg made
+# 512x512), and ImageMagick's -modulate, same machine, minimum of $RUNS runs (default 7). Needs
+# python3-pil, libvips-tools and imagemagick. Don't run it while other builds share the machine.
 source "$(dirname "$0")/common.sh"
 bench_runs 7
-bench_bootstrap libvips-tools python3-pil
+bench_bootstrap libvips-tools python3-pil imagemagick
 bin="$(bench_build ProcessorBenchmark)/ProcessorBenchmark"
 # The photo for the sharpen rows: a real photo stretched to 512x512 (RGBA), raw for the driver.
 mkdir -p "$inputs"
@@ -15,6 +15,8 @@ vips thumbnail Samples/dunes-progressive.jpg "$inputs/dunes-512-rgb.v" 512 --hei
 vips bandjoin_const "$inputs/dunes-512-rgb.v" "$photo" 255
 vips rawsave "$photo" "$inputs/dunes-512.raw"
 PHOTO="$inputs/dunes-512.raw" "$bin" "$runs"
+# .colorAdjustment, each step and all at once, opaque and premultiplied with an alpha ramp.
+"$bin" "$runs" adjust
 # Second launch of a 100-photo grid (1280 px JPEGs -> 256x256 round): renditions vs originals on
 # disk. Needs Benchmarks/.inputs/photo-baseline.jpg (run Benchmarks/thumbnails.sh once) and vips.
 grid="$inputs/grid-1280"
@@ -65,4 +67,25 @@ for name, path in (("synthetic", src), ("photo", sys.argv[2])):
     for s in ("0.5", "1", "2.5"):
         ms = best(lambda: subprocess.run(["vips", "sharpen", path, os.path.join(d, "out.v"), "--sigma", s], check=True))
         print("| vips sharpen sigma %s, %s (process; minus copy %.2f) | %.2f |" % (s, name, ms - copy, ms))
+# The colour adjustments' references: Pillow's enhancers (made and applied, as a caller does),
+# a point table for the offset, and vips gamma / ImageMagick's -modulate hue as whole processes.
+from PIL import ImageEnhance
+def chain():
+    out = ImageEnhance.Brightness(im).enhance(1.1)
+    out = ImageEnhance.Contrast(out).enhance(1.4)
+    return ImageEnhance.Color(out).enhance(0.7)
+offset = [min(255, v + 40) for v in range(256)] * 3
+print("| ImageEnhance.Brightness(im).enhance(1.3) | %.2f |" % best(lambda: ImageEnhance.Brightness(im).enhance(1.3)))
+print("| im.point(table) (offset 40) | %.2f |" % best(lambda: im.point(offset)))
+print("| ImageEnhance.Contrast(im).enhance(1.5) | %.2f |" % best(lambda: ImageEnhance.Contrast(im).enhance(1.5)))
+print("| ImageEnhance.Color(im).enhance(1.6) | %.2f |" % best(lambda: ImageEnhance.Color(im).enhance(1.6)))
+print("| Brightness 1.1, Contrast 1.4, Color 0.7 chained | %.2f |" % best(chain))
+print("| vips gamma --exponent 2.2 (process, incl. start-up) | %.2f |"
+      % best(lambda: subprocess.run(["vips", "gamma", src, os.path.join(d, "out.v"), "--exponent", "2.2"], check=True)))
+png, out = os.path.join(d, "in.png"), os.path.join(d, "out.png")
+convert = "/usr/bin/convert" if os.path.exists("/usr/bin/convert") else "convert"
+print("| convert -modulate 100,100,116.67, hue 30 (process, incl. start-up, PNG in and out) | %.2f |"
+      % best(lambda: subprocess.run([convert, png, "-modulate", "100,100,116.66666666666667", out], check=True)))
+print("| convert in.png out.png, the same process without -modulate | %.2f |"
+      % best(lambda: subprocess.run([convert, png, out], check=True)))
 PY

@@ -30,6 +30,9 @@ extension RenderOptions {
         if let background { add("bg", [background.description]) }
         if let blur { add("bl", [Self.number(blur)]) }
         if let sharpen { add("sh", [Self.number(sharpen)]) }
+        if brightness != 0 { add("br", [String(brightness)]) }
+        if contrast != 1 { add("co", [Self.number(contrast)]) }
+        if saturation != 1 { add("sa", [Self.number(saturation)]) }
         if let watermark { add("wm", [Self.number(watermark.opacity)] + Self.text(watermark.position) + [Self.number(watermark.scale)]) }
         if !stripMetadata { add("sm", ["0"]) }
         if !stripColorProfile { add("scp", ["0"]) }

@@ -17,6 +17,9 @@ struct OptionParser {
     /// The largest sharpen sigma (libvips's mask grows with it too; a sigma of a few pixels
     /// already sharpens only coarse detail).
     static let maxSharpen = 100.0
+    /// The largest `contrast` and `saturation` factor: at 10 every channel 13 levels from its
+    /// blend's grey already reaches black or white.
+    static let maxColorFactor = 10.0
     /// How deep presets may name presets.
     static let maxPresetDepth = 8
     /// How many option segments presets may expand to in one URL: presets that name others
@@ -60,6 +63,16 @@ struct OptionParser {
             let sigma = try option.onlyDouble()
             guard sigma > 0, sigma <= Self.maxSharpen else { throw option.invalid(0, "a sigma in (0, 100]") }
             options.sharpen = sigma
+        case "adjust", "a": try adjust(option, &options)
+        case "brightness", "br":
+            try option.expect(max: 1)
+            options.brightness = try option.brightness(0)
+        case "contrast", "co":
+            try option.expect(max: 1)
+            options.contrast = try option.colorFactor(0)
+        case "saturation", "sa":
+            try option.expect(max: 1)
+            options.saturation = try option.colorFactor(0)
         case "watermark", "wm": try watermark(option, &options)
         case "strip_metadata", "sm": options.stripMetadata = try option.onlyBool()
         case "strip_color_profile", "scp": options.stripColorProfile = try option.onlyBool()
@@ -196,6 +209,14 @@ struct OptionParser {
         }
     }
 
+    /// imgproxy Pro's `adjust:%brightness:%contrast:%saturation`; an empty argument leaves its field.
+    private func adjust(_ option: Option, _ options: inout RenderOptions) throws(ServerError) {
+        try option.expect(max: 3)
+        if option.has(0) { options.brightness = try option.brightness(0) }
+        if option.has(1) { options.contrast = try option.colorFactor(1) }
+        if option.has(2) { options.saturation = try option.colorFactor(2) }
+    }
+
     private func watermark(_ option: Option, _ options: inout RenderOptions) throws(ServerError) {
         try option.expect(max: 5)
         let opacity = try option.double(0)
@@ -306,8 +327,7 @@ struct OptionParser {
     /// imgproxy's options (long and short names) this server does not build: refused by name.
     static let unbuilt: Set<String> = [
         "min-width", "mw", "min-height", "mh", "zoom", "z", "extend_aspect_ratio", "extend_ar", "exar", "rotate", "rot",
-        "flip", "fl", "pixelate", "pix", "unsharp_masking", "ush", "adjust", "a", "brightness", "br",
-        "contrast", "co", "saturation", "sa", "monochrome", "mc", "duotone", "dt", "background_alpha", "bga",
+        "flip", "fl", "pixelate", "pix", "unsharp_masking", "ush", "monochrome", "mc", "duotone", "dt", "background_alpha", "bga",
         "blur_detections", "bd", "draw_detections", "dd", "colorize", "col", "gradient", "gr", "watermark_url", "wmu",
         "watermark_text", "wmt", "watermark_size", "wms", "watermark_shadow", "wmsh", "style", "st", "keep_copyright", "kcr",
         "enforce_thumbnail", "eth", "max_bytes", "mb", "jpeg_options", "jpgo", "png_options", "pngo", "webp_options", "webpo",
@@ -377,6 +397,21 @@ private struct Option {
     func cropSide(_ index: Int) throws(ServerError) -> Double {
         let value = try double(index)
         guard value >= 0, value <= 65_535 else { throw invalid(index, "pixels in 0…65535 or a fraction") }
+        return value
+    }
+
+    /// imgproxy Pro's brightness: an integer −255…255 (levels added to R, G and B).
+    func brightness(_ index: Int) throws(ServerError) -> Int {
+        guard index < args.count, let value = Int(args[index]), (-255...255).contains(value) else {
+            throw invalid(index, "an integer in -255…255")
+        }
+        return value
+    }
+
+    /// A contrast or saturation factor: 0…``OptionParser/maxColorFactor`` (1 leaves the picture).
+    func colorFactor(_ index: Int) throws(ServerError) -> Double {
+        let value = try double(index)
+        guard value >= 0, value <= OptionParser.maxColorFactor else { throw invalid(index, "a factor in 0…10") }
         return value
     }
 

@@ -130,6 +130,15 @@ public struct RenderOptions: Hashable, Sendable {
     /// Sharpen sigma (`ImageProcessor.sharpen(sigma:)` with
     /// libvips's other defaults, as imgproxy calls `vips_sharpen`), or `nil`.
     public var sharpen: Double?
+    /// imgproxy Pro's `brightness`: levels added to R, G and B, −255…255 (0, the default, adds
+    /// none): [`ColorAdjustment/brightnessOffset`](/documentation/pipelinecore/coloradjustment/brightnessoffset).
+    public var brightness = 0
+    /// imgproxy Pro's `contrast`, a factor (1, the default, leaves the picture): Pillow's
+    /// `ImageEnhance.Contrast`, [`ColorAdjustment/contrast`](/documentation/pipelinecore/coloradjustment/contrast).
+    public var contrast = 1.0
+    /// imgproxy Pro's `saturation`, a factor (1, the default, leaves the picture): Pillow's
+    /// `ImageEnhance.Color`, [`ColorAdjustment/saturation`](/documentation/pipelinecore/coloradjustment/saturation).
+    public var saturation = 1.0
     public var watermark: Watermark?
     /// Output carries no EXIF/XMP (ours never does; accepted for compatibility).
     public var stripMetadata = true

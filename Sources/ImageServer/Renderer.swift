@@ -44,7 +44,8 @@ public struct RenderedImage: Sendable {
 ///    differently) decodes the whole source at the one scale the result needs and cuts and
 ///    resizes it in a processor. `trim:` is the exception: the border is only known from the
 ///    full-size pixels, so a trimmed source is decoded at full size.
-/// 3. Processors after the geometry, in imgproxy's order: blur, sharpen, extend, padding, flatten
+/// 3. Processors after the geometry, in imgproxy's order: blur, sharpen, the colour adjustments
+///    (`adjust`, `brightness`, `contrast`, `saturation`), extend, padding, flatten
 ///    (`background:`, or white for a format without alpha), watermark.
 /// 4. The encode (``OutputNegotiation``) on a pool of its own threads; an animation stays
 ///    animated where the format can, every frame through the same processors, one at a time as
@@ -232,14 +233,18 @@ struct Renderer: Sendable {
         }
     }
 
-    /// The processors after the geometry, in imgproxy's order: blur and sharpen (its filters
-    /// step), extend, padding, flatten, watermark. Extension and padding are transparent; the
-    /// flatten that follows (given a `background:`, or for a format without alpha, onto white
-    /// as imgproxy's default background) colours them.
+    /// The processors after the geometry, in imgproxy's order: the filters (blur, sharpen, then
+    /// the colour adjustments, in one pass: the offset, contrast, saturation), extend, padding,
+    /// flatten, watermark. The adjustments come before the extension and padding, so the mean
+    /// grey of `contrast` is the picture's own and padding keeps its colour. Extension and
+    /// padding are transparent; the flatten that follows (given a `background:`, or for a format
+    /// without alpha, onto white as imgproxy's default background) colours them.
     func postProcessors(_ options: RenderOptions, plan: RenderPlan, format: ImageFormat, trimmed: Bool) -> [ImageProcessor] {
         var list: [ImageProcessor] = []
         if let sigma = options.blur, sigma > 0 { list.append(.gaussianBlur(radius: sigma)) }
         if let sigma = options.sharpen, sigma > 0 { list.append(.sharpen(sigma: sigma)) }
+        let adjustment = ColorAdjustment(brightnessOffset: options.brightness, contrast: options.contrast, saturation: options.saturation)
+        if !adjustment.isIdentity { list.append(.colorAdjustment(adjustment)) }
         if let extended = plan.extended, !trimmed {
             let inner = plan.croppedSize
             list.append(.padded(to: extended.canvas, background: .clear,

@@ -168,14 +168,19 @@ extension Command {
             return try await render(WriteRequest.make(try Sources.url(invocation.positionals[0])), to: output, invocation)
         })
 
-    /// The built-in processors `thumb`'s `--blur`, `--sharpen`, `--corner-radius` and `--round`
-    /// ask for, in that order (blur then sharpen, as imgproxy's filters run). With
-    /// `--sharpen-reductions`, `--sharpen` is the policy's sigma instead (the request's
-    /// ``ReductionSharpening``, before every processor).
+    /// The built-in processors `thumb`'s `--blur`, `--sharpen`, the colour options
+    /// (`--brightness`, `--contrast`, `--saturation`, `--hue`, `--gamma`: one ``ColorAdjustment``),
+    /// `--corner-radius` and `--round` ask for, in that order (the server's: filters, then shape;
+    /// blur then sharpen, as imgproxy's filters run). With `--sharpen-reductions`, `--sharpen` is
+    /// the policy's sigma instead (the request's ``ReductionSharpening``, before every processor).
     private static func processors(_ invocation: Invocation, _ options: ThumbOptions) -> [ImageProcessor] {
         var list = [ImageProcessor]()
         if let blur = invocation[options.blur] { list.append(.gaussianBlur(radius: blur)) }
         if let sigma = invocation[options.sharpen], !invocation.has(options.sharpenReductions) { list.append(.sharpen(sigma: sigma)) }
+        let adjustment = ColorAdjustment(brightness: invocation[options.brightness] ?? 1, contrast: invocation[options.contrast] ?? 1,
+                                         saturation: invocation[options.saturation] ?? 1, hue: invocation[options.hue] ?? 0,
+                                         gamma: invocation[options.gamma] ?? 1)
+        if !adjustment.isIdentity { list.append(.colorAdjustment(adjustment)) }
         if let corner = invocation[options.cornerRadius] { list.append(.roundedCorners(radius: corner)) }
         if invocation[options.round] { list.append(.circle) }
         return list
@@ -284,6 +289,19 @@ struct ThumbOptions: OptionGroup {
     let sharpenReductions = Option("sharpen-reductions", "N", .processing,
                                    "sharpen only pictures the resize shrank N times or more (e.g. 2), right after the resize, "
                                        + "with --sharpen's sigma (default 0.5)", .reduction)
+    let brightness = Option("brightness", "F", .processing,
+                            "multiply R, G, B by F (Pillow's ImageEnhance.Brightness; 1 unchanged, 0 black); near ImageMagick's "
+                                + "-modulate F*100, which scales HSL lightness", .colorFactor)
+    let contrast = Option("contrast", "F", .processing,
+                          "blend with the picture's mean grey by F (Pillow's ImageEnhance.Contrast; 1 unchanged, 0 flat grey); near "
+                              + "ImageMagick's -brightness-contrast 0xC, C = 400/pi*atan(F)-100, which pivots on mid-grey", .colorFactor)
+    let saturation = Option("saturation", "F", .processing,
+                            "blend with each pixel's luma by F (Pillow's ImageEnhance.Color; 1 unchanged, 0 grey); near ImageMagick's "
+                                + "-modulate 100,F*100, which scales HSL saturation", .colorFactor)
+    let hue = Option("hue", "DEG", .processing, "rotate the HSL hue by DEG degrees: ImageMagick's -modulate 100,100,H with H = 100 + DEG/1.8 (DEG taken in 0-360)",
+                     .degrees)
+    let gamma = Option("gamma", "G", .processing, "255*(c/255)^(1/G) (1 unchanged, above 1 lighter): vips gamma --exponent G, "
+                           + "ImageMagick's -gamma G", .gamma)
     let cornerRadius = Option("corner-radius", "R", .processing, "round the corners by R output pixels", .radius)
     let round = Flag("round", .processing, "crop to a circle (transparent outside)")
     let filter = Option("filter", "F", .processing, "resampling filter: lanczos3 or area (default \(ResamplingFilter.default.rawValue))",

@@ -144,12 +144,40 @@ extension ValueParser where Value == Double {
             return value
         }
     }
+    /// A colour adjustment's factor: 0 to ``ColorAdjustment/maxFactor`` (1 leaves the picture).
+    static var colorFactor: ValueParser {
+        ValueParser { text, option in
+            guard let value = Double(text), value >= 0, value <= ColorAdjustment.maxFactor else {
+                throw UsageError(message: "\(option) needs a factor from 0 to \(Int(ColorAdjustment.maxFactor)) (1 leaves the picture), got '\(text)'")
+            }
+            return value
+        }
+    }
 
     /// A reduction factor (source pixels per output pixel): 1 to 1,000.
     static var reduction: ValueParser {
         ValueParser { text, option in
             guard let value = Double(text), value >= 1, value <= 1000 else {
                 throw UsageError(message: "\(option) needs a reduction factor from 1 to 1000, got '\(text)'")
+            }
+            return value
+        }
+    }
+    /// An angle in degrees, at most a million either way.
+    static var degrees: ValueParser {
+        ValueParser { text, option in
+            guard let value = Double(text), abs(value) <= 1_000_000 else {
+                throw UsageError(message: "\(option) needs an angle in degrees, got '\(text)'")
+            }
+            return value
+        }
+    }
+
+    /// A gamma exponent: 1/``ColorAdjustment/maxFactor`` to ``ColorAdjustment/maxFactor``.
+    static var gamma: ValueParser {
+        ValueParser { text, option in
+            guard let value = Double(text), value >= 1 / ColorAdjustment.maxFactor, value <= ColorAdjustment.maxFactor else {
+                throw UsageError(message: "\(option) needs an exponent from 0.001 to \(Int(ColorAdjustment.maxFactor)) (1 leaves the picture), got '\(text)'")
             }
             return value
         }

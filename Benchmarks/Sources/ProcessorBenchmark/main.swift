@@ -30,6 +30,10 @@ for y in 0..<side {
     }
 }
 guard let input = Bitmap(width: side, height: side, bytesPerRow: side * 4, bytes: bytes) else { exit(1) }
+if CommandLine.arguments.count == 3, CommandLine.arguments[2] == "adjust" {
+    try colorAdjustments(input)
+    exit(0)
+}
 
 func time(_ body: () throws -> Bitmap) rethrows -> Double {
     var best = Double.infinity

@@ -73,6 +73,38 @@ extension ImageProcessing where Self == ImageProcessor {
     /// Grey by Rec. 709 luma (0.2126 R + 0.7152 G + 0.0722 B on the stored values), alpha kept.
     public static var grayscale: ImageProcessor { ImageProcessor(GrayscaleProcessor()) }
 
+    /// Brightness, contrast, saturation, hue and gamma in one pass, in that order, each as its
+    /// reference defines it (Pillow's `ImageEnhance`, ImageMagick's `-modulate` hue, libvips's
+    /// `gamma`: see ``ColorAdjustment``). Alpha is kept; an adjustment out of range throws
+    /// ``ImageProcessingError/invalidParameter(_:)``. The shorthands below are this with one
+    /// component set, and have its identifier.
+    public static func colorAdjustment(_ adjustment: ColorAdjustment) -> ImageProcessor {
+        ImageProcessor(ColorAdjustmentProcessor(adjustment: adjustment))
+    }
+
+    /// Pillow's `ImageEnhance.Brightness(im).enhance(factor)`: colour × `factor` (1 unchanged,
+    /// 0 black, 0…1000).
+    public static func brightness(_ factor: Double) -> ImageProcessor { .colorAdjustment(ColorAdjustment(brightness: factor)) }
+
+    /// `levels` added to R, G and B, clipped (−255…255): imgproxy's `brightness`.
+    public static func brightness(offset levels: Int) -> ImageProcessor {
+        .colorAdjustment(ColorAdjustment(brightnessOffset: levels))
+    }
+
+    /// Pillow's `ImageEnhance.Contrast(im).enhance(factor)`: a blend with the picture's mean grey
+    /// (1 unchanged, 0 flat grey, 0…1000).
+    public static func contrast(_ factor: Double) -> ImageProcessor { .colorAdjustment(ColorAdjustment(contrast: factor)) }
+
+    /// Pillow's `ImageEnhance.Color(im).enhance(factor)`: a blend with each pixel's luma
+    /// (1 unchanged, 0 grey, 0…1000).
+    public static func saturation(_ factor: Double) -> ImageProcessor { .colorAdjustment(ColorAdjustment(saturation: factor)) }
+
+    /// The HSL hue rotated by `degrees`, as ImageMagick's `-modulate 100,100,(100 + degrees / 1.8)`.
+    public static func hue(degrees: Double) -> ImageProcessor { .colorAdjustment(ColorAdjustment(hue: degrees)) }
+
+    /// libvips's `gamma`: `255 × (c / 255)^(1/exponent)` (1 unchanged, above 1 lighter, 0.001…1000).
+    public static func gamma(_ exponent: Double) -> ImageProcessor { .colorAdjustment(ColorAdjustment(gamma: exponent)) }
+
     /// Keeps `rect` (output pixels, rounded to whole pixels, clipped to the picture).
     public static func crop(_ rect: PixelRect) -> ImageProcessor { ImageProcessor(CropProcessor(rect: rect)) }
 
