@@ -30,28 +30,9 @@ struct BlurHashConformanceTests {
         }
     }()
 
-    /// Reads `[[ppm, x, y, decodeWidth, decodeHeight], …]` as JSON on stdin and prints, for
-    /// each, the reference's hash and its decoding (RGB bytes, hex).
-    static let script = """
-        import json, sys, blurhash
-        def ppm(path):
-            data = open(path, "rb").read()
-            fields, i = [], 2
-            while len(fields) < 3:
-                while data[i] in b" \\t\\r\\n": i += 1
-                j = i
-                while data[j] in b"0123456789": j += 1
-                fields.append(int(data[i:j])); i = j
-            i += 1
-            w, h = fields[0], fields[1]
-            return [[list(data[i + (y * w + x) * 3:i + (y * w + x) * 3 + 3]) for x in range(w)] for y in range(h)]
-        out = []
-        for path, cx, cy, dw, dh in json.load(sys.stdin):
-            text = blurhash.encode(ppm(path), components_x=cx, components_y=cy)
-            pixels = blurhash.decode(text, dw, dh)
-            out.append({"hash": text, "rgb": bytes(c for row in pixels for p in row for c in p).hex()})
-        print(json.dumps(out))
-        """
+    /// `scripts/blurhash-reference`, which runs the reference over PPM files.
+    static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../scripts/blurhash-reference")
+        .standardizedFileURL.path
 
     /// One input: its name, the pixels our encoder reads, the component counts.
     struct Input {
@@ -120,7 +101,7 @@ struct BlurHashConformanceTests {
                 try Self.ppm(input.pixels).write(to: file)
                 jobs.append([file.path, input.x, input.y, decoded.width, decoded.height])
             }
-            let outcome = try await ExternalTool.run(python, ["-c", Self.script],
+            let outcome = try await ExternalTool.run(python, [Self.script, "hash"],
                                                      input: try JSONSerialization.data(withJSONObject: jobs), timeout: 120)
             try #require(outcome.status == 0, "the reference: \(outcome.stderr)")
             let answers = try #require(try JSONSerialization.jsonObject(with: outcome.output) as? [[String: String]])
