@@ -137,6 +137,12 @@ public struct RenderOptions: Hashable, Sendable {
     public var transform: ImageOrientation {
         ImageOrientation(quarterTurnsClockwise: rotate / 90, flop: flipHorizontal, flip: flipVertical)
     }
+
+    /// The size the geometry starts from for a source of `info`: its stored size turned by its
+    /// EXIF orientation (unless ``autoRotate`` is off), then by ``transform``.
+    public func orientedSize(of info: ImageInfo) -> PixelSize {
+        (autoRotate ? info.orientation : .up).followed(by: transform).uprightSize(of: info.size)
+    }
     /// Flatten alpha onto this colour (and the colour of padding and extension); `nil`: keep alpha.
     public var background: RGBAColor?
     /// Gaussian blur sigma, or `nil`.

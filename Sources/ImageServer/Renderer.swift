@@ -100,7 +100,7 @@ struct Renderer: Sendable {
         let loading = ContinuousClock.now
         let info = try await pipeline.info(for: request)
         let downloadSeconds = ImageServer.seconds(since: loading)
-        let upright = (options.autoRotate ? info.orientation : .up).followed(by: options.transform).uprightSize(of: info.size)
+        let upright = options.orientedSize(of: info)
         let frameLimit = options.maxAnimationFrames
         if let frameLimit, frameLimit > 1, info.frameCount > frameLimit {
             throw ServerError(.unprocessable, "source has \(info.frameCount) frames, over max_animation_frames \(frameLimit): \(MessageText.url(source))")

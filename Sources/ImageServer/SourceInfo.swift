@@ -58,7 +58,7 @@ extension Renderer {
         request.processing.transform = options.transform
         request.processing.pixelFormat = .rgba8Straight
         let header = try await pipeline.info(for: request)
-        let size = (options.autoRotate ? header.orientation : .up).followed(by: options.transform).uprightSize(of: header.size)
+        let size = options.orientedSize(of: header)
         if let megapixels = options.maxSourceResolution, Double(size.width) * Double(size.height) > megapixels * 1_000_000 {
             throw ServerError(.unprocessable, "source is \(size.width)×\(size.height), over max_src_resolution \(megapixels) megapixels: "
                               + MessageText.url(source))

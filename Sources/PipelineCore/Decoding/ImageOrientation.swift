@@ -1,4 +1,8 @@
 /// The eight EXIF orientations: how the stored pixels must be turned to be upright.
+///
+/// The same eight values name any turn in 90° steps with or without a mirror
+/// (``init(quarterTurnsClockwise:flop:flip:)``): ``ProcessingOptions/transform`` is one, applied
+/// after the file's own (``followed(by:)``).
 public enum ImageOrientation: Int, Hashable, Sendable, CaseIterable {
     /// Stored upright.
     case up = 1
