@@ -42,6 +42,7 @@ let package = Package(
         benchmark("PreviewBenchmark", ["PipelineCore", "LoaderHTTP", "CacheDisk", "CodecJPEG"]),
         benchmark("FirstPictureBenchmark", ["PipelineCore", "CodecJPEG", "LoaderFile"]),
         benchmark("LoadBenchmark", ["PipelineCore", "LoaderHTTP", "CacheRedis", "CacheDisk", "CodecPNG"]),
+        benchmark("OrientationBenchmark", ["PipelineCore", "CodecJPEG", "LoaderFile"]),
         // glibc's mallopt for DecodeMemoryBenchmark's peak-RSS measurements.
         .target(name: "CMallocTuning"),
     ],

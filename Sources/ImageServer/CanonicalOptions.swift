@@ -27,6 +27,8 @@ extension RenderOptions {
         }
         if let padding { add("pd", [padding.top, padding.right, padding.bottom, padding.left].map { String($0) }) }
         if !autoRotate { add("ar", ["0"]) }
+        if rotate != 0 { add("rot", [String(rotate)]) }
+        if flipHorizontal || flipVertical { add("fl", [flipHorizontal ? "1" : "0", flipVertical ? "1" : "0"]) }
         if let background { add("bg", [background.description]) }
         if let blur { add("bl", [Self.number(blur)]) }
         if let sharpen { add("sh", [Self.number(sharpen)]) }

@@ -107,7 +107,8 @@ public final class ImageServer: Sendable {
                               decoders: configuration.pipeline.configuration.decoders)
     }
 
-    /// Answers `request`: `/health`, or a picture URL. Never throws: every failure is a
+    /// Answers `request`: `/health`, a source's info (`/info/<signature>/<options>/plain/<source>`,
+    /// ``SourceInfo``), or a picture URL. Never throws: every failure is a
     /// response with its status and a one-line body. `HEAD` is answered as `GET` (the transport
     /// sends no body).
     public func respond(to request: ServerRequest) async -> ServerResponse {
@@ -120,7 +121,7 @@ public final class ImageServer: Sendable {
         } else {
             metrics.requestStarted()
             do {
-                response = try await picture(for: request)
+                response = request.path.hasPrefix("/info/") ? try await info(for: request) : try await picture(for: request)
             } catch let error as ServerError {
                 failure = error.kind
                 response = .text(error.status, error.message, headers: ["Cache-Control": "no-cache"])
@@ -171,6 +172,30 @@ public final class ImageServer: Sendable {
             }
         }
         return response(result, options: options, source: source, negotiated: choice.explicit == nil, request: request, now: now)
+    }
+
+    /// The info endpoint (``SourceInfo``): the path after `/info` is a picture URL's, signed,
+    /// parsed and its source checked the same way; the work takes a worker of the gate and the
+    /// same deadline as a picture.
+    private func info(for request: ServerRequest) async throws -> ServerResponse {
+        guard request.method == "GET" || request.method == "HEAD" else {
+            throw ServerError(.methodNotAllowed, "only GET and HEAD are served")
+        }
+        let now = configuration.pipeline.configuration.now()
+        let url = try ImgproxyURL.parse(String(request.path.dropFirst("/info".count)), signing: configuration.signing,
+                                        presets: configuration.presets, now: now)
+        let options = url.options
+        let source = try checkedSource(url.source)
+        let timeout = ServerError(.timeout, "the info took longer than \(Self.format(configuration.timeout)) s")
+        let described = try await withDeadline(configuration.timeout, onTimeout: timeout) { [self] in
+            try await gate.run { try await renderer.info(options, source: source) }
+        }
+        var headers = HTTPFields()
+        var maxAge = configuration.ttl
+        if let expires = options.expires { maxAge = min(maxAge, max(0, Int(expires.timeIntervalSince(now)))) }
+        headers["Cache-Control"] = "public, max-age=\(maxAge)"
+        headers["Content-Type"] = "application/json"
+        return ServerResponse(status: 200, headers: headers, body: described.json)
     }
 
     /// Renders, derives the `ETag` and keeps the result: one worker of the gate while it runs.

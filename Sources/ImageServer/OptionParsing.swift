@@ -54,6 +54,19 @@ struct OptionParser {
         case "trim", "t": try trim(option, &options)
         case "padding", "pd": try padding(option, &options)
         case "auto_rotate", "ar": options.autoRotate = try option.onlyBool()
+        case "rotate", "rot":
+            try option.expect(max: 1)
+            guard option.has(0) else { break }
+            // Any whole number of degrees parses (Int bounds it); imgproxy refuses the rest.
+            guard let angle = Int(args[0]) else { throw option.invalid(0, "an angle in degrees, a multiple of 90") }
+            guard angle.isMultiple(of: 90) else {
+                throw ServerError(.badRequest, "invalid argument \(Option.quoted(args[0])) to \(name): the rotation angle must be a multiple of 90")
+            }
+            options.rotate = (angle % 360 + 360) % 360
+        case "flip", "fl":
+            try option.expect(max: 2)
+            if option.has(0) { options.flipHorizontal = try option.bool(0) }
+            if option.has(1) { options.flipVertical = try option.bool(1) }
         case "background", "bg": try background(option, &options)
         case "blur", "bl":
             let sigma = try option.onlyDouble()
@@ -326,8 +339,8 @@ struct OptionParser {
 
     /// imgproxy's options (long and short names) this server does not build: refused by name.
     static let unbuilt: Set<String> = [
-        "min-width", "mw", "min-height", "mh", "zoom", "z", "extend_aspect_ratio", "extend_ar", "exar", "rotate", "rot",
-        "flip", "fl", "pixelate", "pix", "unsharp_masking", "ush", "monochrome", "mc", "duotone", "dt", "background_alpha", "bga",
+        "min-width", "mw", "min-height", "mh", "zoom", "z", "extend_aspect_ratio", "extend_ar", "exar",
+        "pixelate", "pix", "unsharp_masking", "ush", "monochrome", "mc", "duotone", "dt", "background_alpha", "bga",
         "blur_detections", "bd", "draw_detections", "dd", "colorize", "col", "gradient", "gr", "watermark_url", "wmu",
         "watermark_text", "wmt", "watermark_size", "wms", "watermark_shadow", "wmsh", "style", "st", "keep_copyright", "kcr",
         "enforce_thumbnail", "eth", "max_bytes", "mb", "jpeg_options", "jpgo", "png_options", "pngo", "webp_options", "webpo",

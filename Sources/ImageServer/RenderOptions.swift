@@ -123,6 +123,26 @@ public struct RenderOptions: Hashable, Sendable {
     public var padding: Padding?
     /// Rotate by EXIF orientation (imgproxy's default: yes).
     public var autoRotate = true
+    /// imgproxy's `rotate|rot:%angle`: degrees clockwise after the EXIF orientation, a multiple
+    /// of 90 kept as 0, 90, 180 or 270 (a negative angle turns counter-clockwise). Default 0.
+    public var rotate = 0
+    /// imgproxy's `flip|fl:%horizontal:%vertical`, after the rotation: mirror left to right.
+    public var flipHorizontal = false
+    /// Mirror top to bottom, after the rotation and ``flipHorizontal``.
+    public var flipVertical = false
+
+    /// ``rotate``, ``flipHorizontal`` and ``flipVertical`` as one turn applied after the EXIF
+    /// orientation ([`ProcessingOptions.transform`](/documentation/pipelinecore/processingoptions/transform)),
+    /// in imgproxy's order: the rotation, then the flips.
+    public var transform: ImageOrientation {
+        ImageOrientation(quarterTurnsClockwise: rotate / 90, flop: flipHorizontal, flip: flipVertical)
+    }
+
+    /// The size the geometry starts from for a source of `info`: its stored size turned by its
+    /// EXIF orientation (unless ``autoRotate`` is off), then by ``transform``.
+    public func orientedSize(of info: ImageInfo) -> PixelSize {
+        (autoRotate ? info.orientation : .up).followed(by: transform).uprightSize(of: info.size)
+    }
     /// Flatten alpha onto this colour (and the colour of padding and extension); `nil`: keep alpha.
     public var background: RGBAColor?
     /// Gaussian blur sigma, or `nil`.

@@ -90,6 +90,10 @@ struct Renderer: Sendable {
         try Self.checkBuilt(options, watermark: watermark)
         var request = ImageRequest(url: source, decoding: .strict)
         request.processing.appliesOrientation = options.autoRotate
+        // `rot:` and `fl:` are folded into the decoder's orientation step: the picture is turned
+        // once, and the geometry below is planned on the turned picture, as imgproxy's
+        // `calcScale` sees the rotated size.
+        request.processing.transform = options.transform
         request.processing.convertsToSRGB = options.stripColorProfile
         request.processing.pixelFormat = .rgba8Straight
         if let trim = options.trim { request.processing.trim = Trim(threshold: trim.threshold, background: trim.color) }
@@ -97,7 +101,7 @@ struct Renderer: Sendable {
         let loading = ContinuousClock.now
         let info = try await pipeline.info(for: request)
         let downloadSeconds = ImageServer.seconds(since: loading)
-        let upright = options.autoRotate ? info.uprightSize : info.size
+        let upright = options.orientedSize(of: info)
         let frameLimit = options.maxAnimationFrames
         if let frameLimit, frameLimit > 1, info.frameCount > frameLimit {
             throw ServerError(.unprocessable, "source has \(info.frameCount) frames, over max_animation_frames \(frameLimit): \(MessageText.url(source))")

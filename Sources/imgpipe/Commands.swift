@@ -10,10 +10,10 @@ extension Command {
         return ", ICC \(name)\(space)" + (profile.problem.map { ", not applied: \(MessageText.escaped($0))" } ?? "")
     }
 
-    /// `imgpipe info SOURCE... [--json] [--thumbhash]`
+    /// `imgpipe info SOURCE... [--json] [--thumbhash] [--blurhash]`
     static let info = Command(
-        name: "info", synopsis: "SOURCE... [--json] [--thumbhash]",
-        summary: "print format, pixel size, orientation, alpha, frame count and colour profile of each source (headers only; --thumbhash also decodes)",
+        name: "info", synopsis: "SOURCE... [--json] [--thumbhash] [--blurhash]",
+        summary: "print format, pixel size, orientation, alpha, frame count and colour profile of each source (headers only; --thumbhash and --blurhash also decode)",
         positionals: .sources, options: InfoOptions(),
         run: { options, invocation in
             let urls = try Sources.urls(invocation.positionals)
@@ -55,12 +55,20 @@ extension Command {
                     }
                     // The placeholder hash of the picture as the pipeline decodes it (upright,
                     // colour-managed, shrunk on load): the encoder reads at most 100 × 100 pixels.
-                    var thumbHash: ThumbHash?
-                    if invocation[options.thumbhash] {
+                    // BlurHash reads the same small picture (one decode for both).
+                    var thumbHash: ThumbHash?, blurHash: BlurHash?
+                    if invocation[options.thumbhash] || invocation[options.blurhash] {
                         let side = ThumbHash.maxEncodedSide
                         let request = WriteRequest.make(url, target: .pixels(PixelSize(width: side, height: side)), contentMode: .fit)
-                        thumbHash = ThumbHash(bitmap: try await environment.pipeline.image(for: request).bitmap)
-                        row["thumbhash"] = thumbHash?.base64
+                        let small = try await environment.pipeline.image(for: request).bitmap
+                        if invocation[options.thumbhash] {
+                            thumbHash = ThumbHash(bitmap: small)
+                            row["thumbhash"] = thumbHash?.base64
+                        }
+                        if invocation[options.blurhash] {
+                            blurHash = BlurHash(bitmap: small)
+                            row["blurhash"] = blurHash?.string
+                        }
                     }
                     rows.append(row)
                     if !invocation[options.json] {
@@ -69,7 +77,8 @@ extension Command {
                               + ", \(info.hasAlpha ? "alpha" : "no alpha"), \(info.frameCount) frame\(info.frameCount == 1 ? "" : "s")"
                               + (animation.map(Self.describe) ?? "")
                               + (info.isProgressive ? ", progressive" : "") + Self.profileText(info.colorProfile)
-                              + ", \(Stats.bytes(data.count))" + (thumbHash.map { ", thumbhash \($0.base64)" } ?? ""))
+                              + ", \(Stats.bytes(data.count))" + (thumbHash.map { ", thumbhash \($0.base64)" } ?? "")
+                              + (blurHash.map { ", blurhash \($0.string)" } ?? ""))
                     }
                 } catch {
                     failed += 1
@@ -271,6 +280,8 @@ struct InfoOptions: OptionGroup {
     let json = Flag("json", .output, "print a JSON array instead of one line per source")
     let thumbhash = Flag("thumbhash", .output,
                          "also decode each source small (fit in \(ThumbHash.maxEncodedSide) px) and print its ThumbHash (base64)")
+    let blurhash = Flag("blurhash", .output,
+                        "also decode each source small (as --thumbhash) and print its BlurHash (4×3 components, as imgproxy and Wolt's encoders)")
 }
 
 /// `thumb`'s options: the size and crop, the processing around the resize, where and how it writes.

@@ -1,7 +1,8 @@
 import Foundation
 import PipelineCore
 
-/// What `imgpipe thumb` does around the resize: `--trim` before it, and after it (following
+/// What `imgpipe thumb` does around the resize: `--rotate`, `--flip`, `--flop` and `--trim`
+/// before it, and after it (following
 /// `--blur`, `--corner-radius` and `--round`) `--overlay`, `--pad` to the box and `--flatten`,
 /// parsed and checked in one place before anything is loaded.
 ///
@@ -11,6 +12,9 @@ import PipelineCore
 struct ThumbnailComposition {
     /// Cut a uniform border before resizing.
     var trim: Trim?
+    /// `--rotate` then `--flop` and `--flip`, after the EXIF orientation and before the resize
+    /// (the size and crop apply to the turned picture).
+    var transform = ImageOrientation.up
     /// Pad to the box (`--size`'s W×H) with this colour.
     var padding: (size: PixelSize, colour: RGBAColor)?
     /// Flatten onto this colour.
@@ -32,6 +36,11 @@ struct ThumbnailComposition {
                                        }
                                        return value
                                    })
+        let rotate = Option("rotate", "90|180|270", .processing,
+                            "turn the picture clockwise after its EXIF orientation, before the resize (the size applies to the turned picture)",
+                            .oneOf({ ["90", "180", "270"] }, { ["90": 1, "180": 2, "270": 3][$0] }))
+        let flip = Flag("flip", .processing, "mirror top to bottom (ImageMagick's -flip), after --rotate")
+        let flop = Flag("flop", .processing, "mirror left to right (ImageMagick's -flop), after --rotate")
         let pad = Flag("pad", .processing, "with --size WxH (or N): pad the fitted picture to exactly W×H with --background (default transparent)")
         let flatten = Flag("flatten", .processing, "composite onto --background (default white), leaving no transparency")
         let overlay = Option("overlay", "FILE|URL", .processing, "composite this picture (a watermark) over the thumbnail", .text)
@@ -60,6 +69,8 @@ struct ThumbnailComposition {
 
     init(_ invocation: Invocation, _ options: Options, geometry: ThumbnailGeometry) throws {
         let background = invocation[EncodingOptions.declared.background]
+        transform = ImageOrientation(quarterTurnsClockwise: invocation[options.rotate] ?? 0, flop: invocation[options.flop],
+                                     flip: invocation[options.flip])
         if invocation[options.trim] {
             trim = Trim(threshold: invocation[options.trimThreshold] ?? 10)
         } else if invocation.has(options.trimThreshold) {
@@ -89,8 +100,11 @@ struct ThumbnailComposition {
                    invocation[options.overlayOpacity] ?? 1, invocation[options.overlaySize])
     }
 
-    /// Puts the trim on `request`.
-    func apply(to request: inout ImageRequest) { request.processing.trim = trim }
+    /// Puts the turn and the trim on `request`.
+    func apply(to request: inout ImageRequest) {
+        request.processing.transform = transform
+        request.processing.trim = trim
+    }
 
     /// The processors after the resize, in order: overlay, padding, flattening. The overlay is
     /// loaded through a pipeline made from `invocation`'s options (its hosts, limits and

@@ -87,6 +87,30 @@ struct AnimationTests {
         await #expect(throws: ImagePipelineError.self) { try await pipeline.animation(for: ImageRequest(url: png)) }
     }
 
+    /// A turn (``ProcessingOptions/transform``) turns every frame before it is scaled: at full
+    /// size each frame is the plain frame turned, exactly; fitted in 50 × 58 the turned
+    /// landscape (116 × 100 → 100 × 116) fills the portrait box (the plain one would be 50 × 43).
+    @Test(.enabled(if: Corpus.has("gif"), Corpus.missing("gif")))
+    func aTurnTurnsEveryFrameBeforeTheSize() async throws {
+        let url = Corpus.folder("gif").appendingPathComponent("moon_impact.gif")
+        let pipeline = pipeline()
+        var turned = ImageRequest(url: url)
+        turned.processing.transform = .rightMirrored
+        var plainFrames: [Bitmap] = []
+        for try await frame in try await pipeline.animation(for: ImageRequest(url: url)).frames() { plainFrames.append(frame.bitmap) }
+        var index = 0
+        for try await frame in try await pipeline.animation(for: turned).frames() {
+            #expect(frame.bitmap == plainFrames[index].oriented(.rightMirrored), "frame \(index)")
+            index += 1
+        }
+        #expect(index == 14)
+        var small = ImageRequest(url: url, width: 50, height: 58)
+        small.processing.transform = .left
+        let animation = try await pipeline.animation(for: small)
+        #expect(animation.plan.outputSize == PixelSize(width: 50, height: 58))
+        for try await frame in animation.frames() { #expect(frame.bitmap.size == PixelSize(width: 50, height: 58)) }
+    }
+
     @Test(.enabled(if: Corpus.has("webp-animated"), Corpus.missing("webp-animated")))
     func thePipelineGivesAnimatedWebPToo() async throws {
         let url = Corpus.folder("webp-animated").appendingPathComponent("beacon.webp")

@@ -86,6 +86,13 @@ struct JXLConformanceTests {
             }
         }
         #expect(mismatches == 0)
+        // A requested turn is folded with the codestream's: libjxl keeps the orientation and
+        // the stored pixels are turned once (6 then a quarter turn: a half turn of the stored).
+        var options = DecodeOptions(pixelFormat: .rgba8Straight)
+        options.transform = .right
+        let turned = try JXLDecoder().decode(data, options: options).bitmap
+        #expect(turned == upright.oriented(.right))
+        #expect(turned == stored.oriented(.down))
     }
 
     /// Adobe RGB: converted by libjxl to sRGB (the reference); without conversion, the pixels

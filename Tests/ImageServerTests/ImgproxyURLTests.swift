@@ -149,6 +149,26 @@ func refusal(_ path: String, presets: Presets = Presets()) -> ServerError? {
         #expect(try options("att:1").returnAttachment && !options("return_attachment:0").returnAttachment)
     }
 
+    /// imgproxy's `rotate|rot:%angle` (a multiple of 90, else refused as imgproxy does) and
+    /// `flip|fl:%horizontal:%vertical`, folded into one turn after the EXIF orientation.
+    @Test func rotateAndFlip() throws {
+        #expect(try options("rot:90").rotate == 90 && options("rotate:180").rotate == 180)
+        #expect(try options("rot:450").rotate == 90 && options("rot:-90").rotate == 270 && options("rot:-360").rotate == 0)
+        #expect(try options("rot:90/rot:").rotate == 90, "an empty argument leaves it")
+        #expect(try options("rot:90").transform == .right && options("rot:270").transform == .left)
+        #expect(try options("fl:1").flipHorizontal && !options("fl:1").flipVertical)
+        #expect(try options("flip::t").flipVertical && !options("flip::t").flipHorizontal)
+        #expect(try options("fl:1:1").transform == .down && options("fl:1:0").transform == .upMirrored)
+        // imgproxy's order: the rotation, then the flips.
+        #expect(try options("rot:90/fl:1").transform == .leftMirrored && options("fl:0:1/rot:90").transform == .rightMirrored)
+        #expect(refusal("rot:45")?.message == "invalid argument \"45\" to rot: the rotation angle must be a multiple of 90")
+        #expect(refusal("rotate:1.5")?.message.contains("multiple of 90") == true)
+        #expect(refusal("rot:99999999999999999999999")?.kind == .badRequest)
+        #expect(refusal("rot:90:1")?.kind == .badRequest)
+        #expect(refusal("fl:1:0:1")?.kind == .badRequest)
+        #expect(refusal("fl:yes")?.message.contains("boolean") == true)
+    }
+
     @Test func qualityBlurWatermarkAndLimits() throws {
         #expect(try options("q:80").quality == 80)
         #expect(try options("quality:80/q:0").quality == nil)
@@ -210,7 +230,7 @@ func refusal(_ path: String, presets: Presets = Presets()) -> ServerError? {
     }
 
     @Test(arguments: [
-        "rotate:90", "rot:90", "flip:1", "fl:1", "pixelate:4", "pix:4", "unsharp_masking:auto", "ush:auto",
+        "pixelate:4", "pix:4", "unsharp_masking:auto", "ush:auto",
         "min-width:10", "mw:10", "min-height:10", "mh:10", "zoom:2", "z:2", "raw:1", "skp:png", "max_bytes:10", "kcr:1",
     ])
     func unbuiltOptionsAreRefusedByName(path: String) {

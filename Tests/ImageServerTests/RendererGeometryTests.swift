@@ -253,6 +253,33 @@ struct RendererGeometryTests {
         #expect(stored.size != stored.uprightSize)
     }
 
+    /// `rot:` and `fl:` after the EXIF orientation, with the geometry planned on the turned
+    /// picture as imgproxy's `calcScale` does: a quarter turn of the upright portrait balloon
+    /// is landscape, so `rs:fit:100:100` makes it 100 wide. The pixels are the upright render
+    /// turned (imgproxy's order, rotate then flip: a transpose for `rot:90/fl:1`) within one
+    /// level: the geometry and the turn commute for a fit of the whole picture, up to the
+    /// rounding of the resampler's two passes, which run in the other order on the transpose.
+    @Test func rotateAndFlipTurnThePictureBeforeTheGeometry() async throws {
+        let source = RenderFixture.sample("balloon-exif6.jpg")
+        let data = try Data(contentsOf: source)
+        let stored = try RenderFixture.decoders.requireDecoder(for: data).withSession(for: data) { $0.info }
+        let upright = stored.uprightSize
+        #expect(upright.height > upright.width, "the balloon stands upright")
+        let turned = try await Self.rendered(Self.options(.fit, 100, 100) { $0.rotate = 90 }, source)
+        #expect(turned.width == 100 && turned.height < 100, "landscape once turned: \(turned.size)")
+        let transposed = try await Self.rendered(Self.options(.fit, 100, 100) { $0.rotate = 90; $0.flipHorizontal = true }, source)
+        let plain = try await Self.rendered(Self.options(.fit, 100, 100), source)
+        #expect(plain.size == transposed.size.transposed)
+        let difference = absoluteDifference(transposed, plain.oriented(.leftMirrored))
+        #expect(difference.max <= 1, "rot:90/fl:1 is the upright picture transposed: mean \(difference.mean), max \(difference.max)")
+        // Without auto-rotation the turn applies to the stored pixels (stored landscape, turned portrait).
+        let storedTurned = try await Self.rendered(Self.options(.fit, 100, 100) { $0.autoRotate = false; $0.rotate = 90 }, source)
+        #expect(storedTurned.height == 100 && storedTurned.width < 100)
+        // A fill's crop is on the turned picture: 100×50 of the landscape turn keeps its width.
+        let filled = try await Self.rendered(Self.options(.fill, 100, 50) { $0.rotate = 270 }, source)
+        #expect(filled.size == PixelSize(width: 100, height: 50))
+    }
+
     // MARK: vips
 
     /// `bitmap` against `vipsthumbnail` of aurora with `arguments`: same size, mean difference

@@ -58,9 +58,31 @@ struct ImgpipeThumbHashTests {
         #expect(printed == ThumbHash(bitmap: bitmap).base64)
     }
 
+    /// `--blurhash`: the BlurHash of the same 100-pixel decode, alone or beside the ThumbHash,
+    /// in text and in JSON (key `blurhash`).
+    @Test func blurhashIsThePipelinesHundredPixelDecodeHashed() async throws {
+        let file = Self.sample("balloon-exif6.jpg")
+        let json = try await Imgpipe.run(["info", "--blurhash", "--thumbhash", "--json", file])
+        #expect(json.status == 0, "\(json.stderr)")
+        let row = try #require(try Self.rows(json).first)
+        let printed = try #require(row["blurhash"] as? String)
+        #expect(row["thumbhash"] is String)
+        let pipeline = ImagePipeline(configuration: .init(decoders: .standard, loaders: LoaderRegistry([FileDataLoader()])))
+        var request = ImageRequest(url: URL(fileURLWithPath: file), targetSize: .pixels(PixelSize(width: 100, height: 100)))
+        request.processing.pixelFormat = .rgba8Straight
+        let bitmap = try await pipeline.image(for: request).bitmap
+        #expect(printed == BlurHash(bitmap: bitmap).string)
+        #expect(BlurHash(string: printed)?.components.x == 4 && BlurHash(string: printed)?.components.y == 3)
+        let text = try await Imgpipe.run(["info", "--blurhash", file])
+        #expect(text.status == 0 && text.stdout.hasSuffix(", blurhash \(printed)\n"), "\(text.stdout)")
+        let alone = try await Imgpipe.run(["info", "--blurhash", "--json", file])
+        #expect(try Self.rows(alone).first?["thumbhash"] == nil)
+    }
+
     @Test func withoutTheOptionInfoDecodesNothingAndPrintsNoHash() async throws {
         let json = try await Imgpipe.run(["info", "--json", Self.sample("glass-alpha.png")])
         #expect(try Self.rows(json).first?["thumbhash"] == nil)
+        #expect(try Self.rows(json).first?["blurhash"] == nil)
         let text = try await Imgpipe.run(["info", Self.sample("glass-alpha.png")])
         #expect(text.status == 0 && !text.stdout.contains(", thumbhash "))
     }

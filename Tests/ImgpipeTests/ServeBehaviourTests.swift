@@ -25,6 +25,24 @@ struct ServeBehaviourTests {
 
     static let chromeAccept = "image/avif,image/webp,image/apng,image/svg+xml,image/*,*/*;q=0.8"
 
+    /// The info endpoint over HTTP: `/info/<signature>/<options>/plain/<source>` answers JSON.
+    @Test func theInfoEndpointAnswersJSONOverHTTP() async throws {
+        let root = try Self.root()
+        defer { try? FileManager.default.removeItem(at: root) }
+        try await ServeProcess.with(["IMGPIPE_LOCAL_FILESYSTEM_ROOT": root.path]) { server in
+            let answer = try await Curl.get(server.url("/info" + Serve.path("rot:90", "local:///aurora.png")))
+            #expect(answer.status == 200)
+            #expect(answer[header: "Content-Type"] == "application/json")
+            let json = try #require(try JSONSerialization.jsonObject(with: answer.body) as? [String: Any])
+            #expect(json["width"] as? Int == 320 && json["height"] as? Int == 480, "aurora is 480×320, turned")
+            #expect(json["format"] as? String == "png")
+            #expect((json["blurhash"] as? String).flatMap(BlurHash.init(string:)) != nil)
+            #expect((json["thumbhash"] as? String).flatMap(ThumbHash.init(base64:)) != nil)
+            let missing = try await Curl.get(server.url("/info" + Serve.path("w:1", "local:///missing.png")))
+            #expect(missing.status == 404)
+        }
+    }
+
     @Test func picturesCarryCacheControlAStrongETagAndAnswer304ToIfNoneMatch() async throws {
         let root = try Self.root()
         defer { try? FileManager.default.removeItem(at: root) }

@@ -106,6 +106,9 @@ struct ValueTests {
         #expect(key(base) != key(fill))
         #expect(key(base) != key(noOrientation))
         #expect(key(base) == key(prefetch))  // priority is not part of the key
+        var turned = base
+        turned.processing.transform = .right
+        #expect(key(base) != key(turned))
         var originalFill = ImageRequest(url: url)
         originalFill.contentMode = .fill
         #expect(key(originalFill) == key(ImageRequest(url: url)))  // mode means nothing at original size

@@ -78,6 +78,14 @@ public struct DecodeOptions: Hashable, Sendable {
     public var targetSize: PixelSize?
     /// Turn the result upright by the file's orientation. Default `true`.
     public var appliesOrientation: Bool
+    /// A turn applied after the file's orientation (``ProcessingOptions/transform``), or, with
+    /// ``appliesOrientation`` `false`, to the stored pixels. Default ``ImageOrientation/up``.
+    ///
+    /// Decoders never see it: ``ImageDecodingSession/decodeChecked(_:)`` asks a decoder for the
+    /// stored pixels when it is not `.up` and turns them once by ``orientation(for:)``, where
+    /// the decoder would have turned them by the file's orientation alone. ``targetSize`` is
+    /// then the size of the turned picture.
+    public var transform: ImageOrientation = .up
     /// Fail on corrupt-but-decodable data instead of returning it with warnings. Default `false`.
     public var strict: Bool
     /// What the source may cost (``Limits``): its pixel count, an animation's frames and
@@ -139,6 +147,18 @@ public struct DecodeOptions: Hashable, Sendable {
         self.convertsToSRGB = convertsToSRGB
         self.resamplingFilter = resamplingFilter
         self.pixelFormat = pixelFormat
+    }
+
+    /// The one turn that makes the result from `info`'s stored pixels: the file's orientation
+    /// (when ``appliesOrientation``), then ``transform``.
+    public func orientation(for info: ImageInfo) -> ImageOrientation {
+        (appliesOrientation ? info.orientation : .up).followed(by: transform)
+    }
+
+    /// The size of the result for a picture of `info` at full size: its stored size turned by
+    /// ``orientation(for:)``.
+    public func orientedSize(of info: ImageInfo) -> PixelSize {
+        orientation(for: info).uprightSize(of: info.size)
     }
 
     /// Throws ``ImagePipelineError/tooManyPixels(_:limit:)`` when `info` is over the limit,
@@ -298,11 +318,24 @@ extension ImageDecodingSession {
             try options.checkPixelLimit(info)
         }
         if !info.isVector, let target = options.targetSize {
-            let upright = options.appliesOrientation ? info.uprightSize : info.size
+            let upright = options.orientedSize(of: info)
             let clamped = PixelSize(width: min(target.width, upright.width), height: min(target.height, upright.height))
             options.targetSize = !clamped.isValid || clamped == upright ? nil : clamped
         }
-        let decoded = try decode(options)
+        var decoded: DecodedImage
+        if options.transform == .up {
+            decoded = try decode(options)
+        } else {
+            // The stored pixels, turned once by the file's orientation and the transform together
+            // where the decoder would have turned them by the file's alone.
+            let orientation = options.orientation(for: info)
+            var stored = options
+            stored.appliesOrientation = false
+            stored.transform = .up
+            stored.targetSize = options.targetSize.map { orientation.swapsDimensions ? $0.transposed : $0 }
+            decoded = try decode(stored)
+            decoded.bitmap = decoded.bitmap.oriented(orientation)
+        }
         if options.strict, let first = decoded.warnings.first {
             throw ImagePipelineError.corruptData(format: info.format, message: first)
         }

@@ -109,7 +109,7 @@ private final class FrameCursor: Sendable {
     }
 
     /// Whether frames are scaled or cropped to the plan (the scaled frame is memory of its own).
-    private var resamples: Bool { info.canvasSize != plan.outputSize || plan.crop != PixelRect(plan.sourceSize) }
+    private var resamples: Bool { options.transform.uprightSize(of: info.canvasSize) != plan.outputSize || plan.crop != PixelRect(plan.sourceSize) }
 
     /// What the sequence reserves: the codec's canvases and the scaled frame, admitted as a
     /// still decode's parts are (``DecodeAdmission/cost(_:)``).
@@ -155,6 +155,9 @@ private final class FrameCursor: Sendable {
         // than it announced (the first frame past them is decoded, never delivered).
         try options.checkAnimationLimits(canvas: info.canvasSize, frameCount: state.delivered + 1)
         state.delivered += 1
+        // The requested turn (``ProcessingOptions/transform``); animated formats carry no
+        // orientation of their own.
+        if options.transform != .up { frame.bitmap = frame.bitmap.oriented(options.transform) }
         if frame.bitmap.size != plan.outputSize || plan.crop != PixelRect(plan.sourceSize) {
             frame.bitmap = Resampler.resample(frame.bitmap, plan: plan, filter: options.resamplingFilter)
         }

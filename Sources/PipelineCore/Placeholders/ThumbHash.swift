@@ -221,8 +221,8 @@ extension ThumbHash {
     /// the largest size that fits at its aspect ratio (1280 × 960: 100 × 75). A box, not
     /// Lanczos or an exact area average: the hash keeps a handful of low frequencies, which a
     /// box passes as well, at a fraction of the cost, and it reads straight pixels weighted
-    /// by alpha without a premultiplied copy.
-    private static func fitting(_ bitmap: Bitmap) -> Bitmap {
+    /// by alpha without a premultiplied copy. ``BlurHash`` reads the same small picture.
+    static func fitting(_ bitmap: Bitmap) -> Bitmap {
         let limit = PixelSize(width: maxEncodedSide, height: maxEncodedSide)
         guard bitmap.width > limit.width || bitmap.height > limit.height else { return bitmap }
         return bitmap.boxAveraged(to: ResizePlan(source: bitmap.size, target: .pixels(limit), contentMode: .fit).outputSize)

@@ -210,7 +210,9 @@ struct RenditionStore: Sendable {
                        processing.convertsToSRGB].map { $0 ? "1" : "0" }.joined()
         // A fill's anchor only when it is not the centre, so centred renditions keep their keys.
         let mode = key.contentMode.rawValue + (key.cropAnchor == .center ? "" : "@\(key.cropAnchor)")
-        var parts = [key.cacheURL.absoluteString, size, mode, options] + (processing.trim.map { ["\($0)"] } ?? [])
+        // A transform only when there is one, so untransformed renditions keep their keys.
+        let transform = processing.transform == .up ? [] : ["transform=\(processing.transform.rawValue)"]
+        var parts = [key.cacheURL.absoluteString, size, mode, options] + (processing.trim.map { ["\($0)"] } ?? []) + transform
             + (processing.sharpening.map { ["\($0)"] } ?? []) + key.processors.map(\.identifier)
         if !encoding.isEmpty { parts.append("encoding=" + encoding) }
         // Length-prefixed parts, so no identifier can imitate a boundary.

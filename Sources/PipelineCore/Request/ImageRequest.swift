@@ -86,12 +86,26 @@ public struct ProcessingOptions: Hashable, Sendable {
     /// Sharpen pictures the resize reduced by a large factor, before the request's processors
     /// (``ReductionSharpening``). Default `nil`: never.
     public var sharpening: ReductionSharpening?
+    /// A rotation in 90° steps and mirror flips applied after the file's orientation, as one of
+    /// the eight orientations: ``ImageOrientation/right`` turns 90° clockwise,
+    /// ``ImageOrientation/upMirrored`` mirrors left to right, ``ImageOrientation/downMirrored``
+    /// top to bottom; ``ImageOrientation/init(quarterTurnsClockwise:flop:flip:)`` builds any
+    /// other. Default ``ImageOrientation/up``: none.
+    ///
+    /// It is folded into the decoder's orientation step (``DecodeOptions/transform``): the
+    /// picture is turned once, by the file's orientation followed by this one, so a rotated
+    /// thumbnail costs what an EXIF-rotated one does; the target size, a fill's crop and its
+    /// anchor are then computed on the turned picture. With ``appliesOrientation`` `false` the
+    /// file's orientation counts as ``ImageOrientation/up`` and this turns the stored pixels.
+    public var transform: ImageOrientation
 
     /// Creates options; the defaults suit almost every caller.
     public init(appliesOrientation: Bool = true, strictDecoding: Bool = false, allowsUpscaling: Bool = false,
                 convertsToSRGB: Bool = true, resamplingFilter: ResamplingFilter = .default,
-                pixelFormat: PixelFormat = .rgba8Premultiplied, trim: Trim? = nil, sharpening: ReductionSharpening? = nil) {
+                pixelFormat: PixelFormat = .rgba8Premultiplied, trim: Trim? = nil, sharpening: ReductionSharpening? = nil,
+                transform: ImageOrientation = .up) {
         self.appliesOrientation = appliesOrientation
+        self.transform = transform
         self.strictDecoding = strictDecoding
         self.allowsUpscaling = allowsUpscaling
         self.convertsToSRGB = convertsToSRGB

@@ -127,13 +127,18 @@ final class DecodeStage: Sendable {
     /// cache once the header read.
     func animation(for resolved: ResolvedRequest) async throws -> ImageAnimation {
         let request = resolved.request, key = resolved.key
-        let options = configuration.decodeOptions(resamplingFilter: key.processing.resamplingFilter)
+        let options = {
+            var options = configuration.decodeOptions(resamplingFilter: key.processing.resamplingFilter)
+            options.transform = key.processing.transform
+            return options
+        }()
         let decoders = configuration.decoders
         let ((format, animated, info), data) = try await header(of: resolved) { data in
             try Self.readAnimationHeader(data, decoders: decoders, options: options)
         }
         // One window for every frame: a smart anchor is centred (``CropAnchor`` says so).
-        let plan = ResizePlan(source: info.canvasSize, target: key.targetSize, contentMode: key.contentMode,
+        // Frames are turned by the transform before they are scaled (``ImageAnimation``).
+        let plan = ResizePlan(source: options.transform.uprightSize(of: info.canvasSize), target: key.targetSize, contentMode: key.contentMode,
                               anchor: key.cropAnchor, allowsUpscaling: key.processing.allowsUpscaling)
         return ImageAnimation(format: format, info: info, plan: plan, url: resolved.fetchURL, pixelFormat: key.processing.pixelFormat,
                               data: data, decoder: animated, options: options, admission: decoder.admission, priority: request.priority)

@@ -170,9 +170,12 @@ struct PoolDecoder: Sendable {
                                         strict: key.processing.strictDecoding, limits: limits,
                                         convertsToSRGB: key.processing.convertsToSRGB,
                                         resamplingFilter: key.processing.resamplingFilter)
+            options.transform = key.processing.transform
             // A vector picture's limit is checked against the size it renders at, in `decodeChecked`.
             if !info.isVector { try options.checkPixelLimit(info) }
-            let upright = options.appliesOrientation ? info.uprightSize : info.size
+            // The picture as the file's orientation and the requested turn leave it: the plan's
+            // target, crop and anchor are computed on it.
+            let upright = options.orientedSize(of: info)
             var plan = ResizePlan(source: upright, target: key.targetSize, contentMode: key.contentMode,
                                   anchor: key.cropAnchor, allowsUpscaling: key.processing.allowsUpscaling,
                                   rendersAtAnySize: info.isVector)
@@ -190,8 +193,10 @@ struct PoolDecoder: Sendable {
             if let admission, reserved == nil {
                 // The resampler's output, unless the decoder's full-size bitmap is the answer,
                 // and a trimmed copy.
+                // A transform turns the decoder's bitmap into a copy of it (`decodeChecked`).
+                let turned = options.transform == .up ? 0 : (options.targetSize ?? drawn).pixelCount * 4
                 let bytes = session.estimatedPeakMemory(options) + (resamples ? plan.outputSize.pixelCount * 4 : 0)
-                    + (trim != nil ? drawn.pixelCount * 4 : 0)
+                    + (trim != nil ? drawn.pixelCount * 4 : 0) + turned
                 guard admission.tryAcquire(bytes) else { return .needsMemory(bytes) }
                 admitted = bytes
             }
