@@ -108,7 +108,7 @@ public final class ImageServer: Sendable {
     }
 
     /// Answers `request`: `/health`, a source's info (`/info/<signature>/<options>/plain/<source>`,
-    /// ``SourceInfo``), or a picture URL. Never throws: every failure is a
+    /// `SourceInfo`), or a picture URL. Never throws: every failure is a
     /// response with its status and a one-line body. `HEAD` is answered as `GET` (the transport
     /// sends no body).
     public func respond(to request: ServerRequest) async -> ServerResponse {
@@ -174,7 +174,7 @@ public final class ImageServer: Sendable {
         return response(result, options: options, source: source, negotiated: choice.explicit == nil, request: request, now: now)
     }
 
-    /// The info endpoint (``SourceInfo``): the path after `/info` is a picture URL's, signed,
+    /// The info endpoint (`SourceInfo`): the path after `/info` is a picture URL's, signed,
     /// parsed and its source checked the same way; the work takes a worker of the gate and the
     /// same deadline as a picture.
     private func info(for request: ServerRequest) async throws -> ServerResponse {

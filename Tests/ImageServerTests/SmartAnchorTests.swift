@@ -44,6 +44,7 @@ struct SmartAnchorTests {
         let pipeline = ImagePipeline(configuration: .init(decoders: RenderFixture.decoders,
                                                           loaders: LoaderRegistry([try RootedFileLoader(root: root)])))
         var configuration = ImageServer.Configuration(pipeline: pipeline, encoders: .standard)
+        configuration.timeout = 300  // no deadline a starved test machine reaches
         if let smartAnchor { configuration.smartAnchor = smartAnchor }
         return ImageServer(configuration: configuration)
     }

@@ -56,8 +56,8 @@ struct ImageOrientationTests {
         #expect(options.orientedSize(of: info) == PixelSize(width: 20, height: 30))
     }
 
-    /// A turn takes part in the rendition key only when there is one: renditions stored before
-    /// the field existed keep their keys.
+    /// A turn and a resampling filter other than the default take part in the rendition key
+    /// only when there is one: renditions stored before the fields counted keep their keys.
     @Test func theRenditionKeyNamesATurn() throws {
         let url = try #require(URL(string: "https://x/a.jpg"))
         var request = ImageRequest(url: url, width: 100, height: 100)
@@ -66,7 +66,13 @@ struct ImageOrientationTests {
         let turned = ImageKey(request: request, cacheURL: url)
         request.processing.transform = .right
         let otherTurn = ImageKey(request: request, cacheURL: url)
-        let urls = [plain, turned, otherTurn].map { RenditionStore.url(for: $0, encoding: "jpeg") }
-        #expect(Set(urls).count == 3)
+        request.processing.transform = .up
+        request.processing.resamplingFilter = .areaAverage
+        let areaFiltered = ImageKey(request: request, cacheURL: url)
+        let urls = [plain, turned, otherTurn, areaFiltered].map { RenditionStore.url(for: $0, encoding: "jpeg") }
+        #expect(Set(urls).count == 4, "a turn or another resampling filter is another rendition")
+        request.processing.resamplingFilter = .default
+        #expect(RenditionStore.url(for: ImageKey(request: request, cacheURL: url), encoding: "jpeg") == urls[0],
+                "the default filter and no turn keep the key of before")
     }
 }

@@ -196,9 +196,9 @@ struct RenditionStore: Sendable {
 
     /// The disk-cache key of `key`'s rendition written by an encoder whose
     /// ``RenditionEncoding/renditionIdentifier`` is `encoding`: a URL no loader serves, naming a
-    /// SHA-256 of the cache identity, size, mode and crop anchor, options (a trim and a
-    /// sharpening only when set, so keys without them stay as they were), processor
-    /// identifiers and encoding.
+    /// SHA-256 of the cache identity, size, mode and crop anchor, options (a trim, a turn, a
+    /// resampling filter other than the default and a sharpening only when set, so keys without
+    /// them stay as they were), processor identifiers and encoding.
     static func url(for key: ImageKey, encoding: String) -> URL? {
         let size: String
         switch key.targetSize {
@@ -210,10 +210,12 @@ struct RenditionStore: Sendable {
                        processing.convertsToSRGB].map { $0 ? "1" : "0" }.joined()
         // A fill's anchor only when it is not the centre, so centred renditions keep their keys.
         let mode = key.contentMode.rawValue + (key.cropAnchor == .center ? "" : "@\(key.cropAnchor)")
-        // A transform only when there is one, so untransformed renditions keep their keys.
+        // A transform and a filter other than the default only when asked for, so renditions
+        // without them keep their keys (the filter changes the pixels as much as a processor).
         let transform = processing.transform == .up ? [] : ["transform=\(processing.transform.rawValue)"]
+        let filter = processing.resamplingFilter == .default ? [] : ["filter=\(processing.resamplingFilter.rawValue)"]
         var parts = [key.cacheURL.absoluteString, size, mode, options] + (processing.trim.map { ["\($0)"] } ?? []) + transform
-            + (processing.sharpening.map { ["\($0)"] } ?? []) + key.processors.map(\.identifier)
+            + filter + (processing.sharpening.map { ["\($0)"] } ?? []) + key.processors.map(\.identifier)
         if !encoding.isEmpty { parts.append("encoding=" + encoding) }
         // Length-prefixed parts, so no identifier can imitate a boundary.
         let text = parts.map { "\($0.utf8.count):\($0)" }.joined()
