@@ -17,7 +17,10 @@ enum CurlErrors {
         case CURLE_PARTIAL_FILE:
             return ImagePipelineError.truncated(expected: transfer.metadata?.contentLength, received: Int64(transfer.body.count))
         case CURLE_OPERATION_TIMEDOUT:
-            return ImagePipelineError.timeout("connecting took longer than the connect timeout (\(message))")
+            // The only curl timer the transfer sets (the engine keeps the idle, low-speed and
+            // total limits); curl's detail says how long the connect ran ("… after 301 milliseconds").
+            let timeout = HTTPError.seconds(transfer.limits.connectTimeout)
+            return ImagePipelineError.timeout("connecting took longer than the connect timeout of \(timeout) s (\(transfer.curlDetail ?? message))")
         case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CERTPROBLEM,
              CURLE_SSL_CIPHER, CURLE_SSL_CACERT_BADFILE, CURLE_SSL_ISSUER_ERROR, CURLE_SSL_PINNEDPUBKEYNOTMATCH,
              CURLE_SSL_INVALIDCERTSTATUS, CURLE_SSL_SHUTDOWN_FAILED, CURLE_USE_SSL_FAILED, CURLE_SSL_ENGINE_INITFAILED:

@@ -58,7 +58,7 @@ struct TransferJob: Sendable {
 final class CurlTransfer {
     let job: TransferJob
     let easy: UnsafeMutableRawPointer
-    private let limits: HTTPDataLoader.Configuration
+    let limits: HTTPDataLoader.Configuration
     private var headerList: UnsafeMutablePointer<curl_slist>?
     private(set) var status = 0
     /// The next header line is a response's first: its status line. Only that line is read as
