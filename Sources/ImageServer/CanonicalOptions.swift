@@ -27,8 +27,10 @@ extension RenderOptions {
         }
         if let padding { add("pd", [padding.top, padding.right, padding.bottom, padding.left].map { String($0) }) }
         if !autoRotate { add("ar", ["0"]) }
-        if rotate != 0 { add("rot", [String(rotate)]) }
-        if flipHorizontal || flipVertical { add("fl", [flipHorizontal ? "1" : "0", flipVertical ? "1" : "0"]) }
+        // The turn, not its spelling: `rot:180` and `fl:1:1` are one picture, so one key.
+        let turn = Self.turn(transform)
+        if turn.degrees != 0 { add("rot", [String(turn.degrees)]) }
+        if turn.mirrored { add("fl", ["1", "0"]) }
         if let background { add("bg", [background.description]) }
         if let blur { add("bl", [Self.number(blur)]) }
         if let sharpen { add("sh", [Self.number(sharpen)]) }
@@ -47,6 +49,18 @@ extension RenderOptions {
         if let maxSourceResolution { add("msr", [Self.number(maxSourceResolution)]) }
         if let maxAnimationFrames { add("maf", [String(maxAnimationFrames)]) }
         return parts.joined(separator: "/")
+    }
+
+    /// `transform` as a clockwise rotation then, when `mirrored`, a mirror left to right: one
+    /// spelling of each of the eight turns.
+    private static func turn(_ transform: ImageOrientation) -> (degrees: Int, mirrored: Bool) {
+        for quarters in 0..<4 {
+            for mirrored in [false, true]
+            where ImageOrientation(quarterTurnsClockwise: quarters, flop: mirrored) == transform {
+                return (quarters * 90, mirrored)
+            }
+        }
+        return (0, false)
     }
 
     private static func text(_ gravity: Gravity) -> [String] {

@@ -12,12 +12,14 @@ import PipelineCore
 /// Read as imgproxy reads them: `resize|rs`, `size|s`, `resizing_type|rt` (fit fill fill-down
 /// force auto), `width|w`, `height|h`, `dpr` (0–8], `enlarge|el`, `extend|ex`, `gravity|g` (no so
 /// ea we noea nowe soea sowe ce sm fp:x:y, with offsets), `crop|c`, `trim|t`, `padding|pd`,
-/// `auto_rotate|ar`, `background|bg`, `blur|bl`, `sharpen|sh`, `watermark|wm`, `strip_metadata|sm`,
-/// `strip_color_profile|scp`, `quality|q`, `format_quality|fq`, `format|f|ext`,
-/// `cachebuster|cb`, `expires|exp`, `filename|fn`, `return_attachment|att`, `preset|pr`,
-/// `max_src_resolution|msr`, `max_animation_frames|maf`. Booleans are Go's (`1 t true 0 f
-/// false`). Any other option, imgproxy's (`pixelate`, `rotate`, …) or unknown, is refused with
-/// 400 naming it, and so is an argument out of range (a side above 16,384 pixels after `dpr`).
+/// `auto_rotate|ar`, `rotate|rot`, `flip|fl`, `background|bg`, `blur|bl`, `sharpen|sh`,
+/// `adjust|a`, `brightness|br`, `contrast|co`, `saturation|sa` (imgproxy Pro's), `watermark|wm`,
+/// `strip_metadata|sm`, `strip_color_profile|scp`, `quality|q`, `format_quality|fq`,
+/// `format|f|ext`, `cachebuster|cb`, `expires|exp`, `filename|fn`, `return_attachment|att`,
+/// `preset|pr`, `max_src_resolution|msr`, `max_animation_frames|maf`. Booleans are Go's (`1 t
+/// true 0 f false`). Any other option, imgproxy's (`pixelate`, `min-width`, …) or unknown, is
+/// refused with 400 naming it, and so is an argument out of range (a side above 16,384 pixels
+/// after `dpr`).
 public struct ImgproxyURL: Sendable, Hashable {
     /// The options, presets applied (the `default` preset first, then the URL's in order).
     public var options: RenderOptions

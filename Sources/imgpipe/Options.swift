@@ -135,7 +135,8 @@ extension ValueParser where Value == Double {
         }
     }
 
-    /// An unsharp mask's sigma in output pixels: above 0, at most 100 (the server's bound).
+    /// An unsharp mask's sigma in output pixels: above 0, at most 100 (the blur's bound; the
+    /// server's `sh:` stops at 10, as its cost grows with sigma and a server's CPU is shared).
     static var sharpenSigma: ValueParser {
         ValueParser { text, option in
             guard let value = Double(text), value > 0, value <= 100 else {

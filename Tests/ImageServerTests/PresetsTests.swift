@@ -77,11 +77,23 @@ import Testing
         #expect(try options("g:no:-0:0").canonical == options("g:no").canonical)
     }
 
+    /// `rot` and `fl` are one turn of the picture (``RenderOptions/transform``): spellings of the
+    /// same turn share a text, so one result serves them; no turn is the empty text.
+    @Test func equalTurnsHaveOneText() throws {
+        #expect(try options("rot:180").canonical == options("fl:1:1").canonical)
+        #expect(try options("rot:90/fl:0:1").canonical == options("rot:270/fl:1").canonical)
+        #expect(try options("rot:90/fl:1:0").canonical == options("rot:270/fl:0:1").canonical)
+        for none in ["rot:360", "rot:-360", "fl:0:0", "fl:0", "rot:180/fl:1:1", "rot:0/fl:false:f"] {
+            #expect(try options(none).canonical == "", "\(none)")
+        }
+        #expect(try options("rot:-90").canonical == options("rot:270").canonical)
+    }
+
     @Test func everyOptionThatChangesTheBytesChangesTheText() throws {
         let variants = [
             "", "rt:fill", "rt:fill-down", "rt:force", "rt:auto", "w:10", "h:10", "dpr:2", "el:1", "ex:1", "ex:1:no", "ex:1:no:1:0",
             "g:no", "g:sm", "g:no:1:0", "g:no:0:1", "g:fp:0.2:0.3", "c:10:10", "c:10:10:no", "c:10:20", "t:10", "t:10:ff0000", "t:10::1", "t:10::0:1",
-            "pd:1", "pd:1:2", "ar:0", "rot:90", "rot:180", "fl:1", "fl:0:1", "fl:1:1", "bg:ff0000", "bg:fe0000", "bl:1", "bl:2", "sh:1", "sh:0.5",
+            "pd:1", "pd:1:2", "ar:0", "rot:90", "rot:180", "rot:270", "fl:1", "fl:0:1", "rot:90/fl:1", "rot:270/fl:1", "bg:ff0000", "bg:fe0000", "bl:1", "bl:2", "sh:1", "sh:0.5",
             "wm:0.5", "wm:0.5:no", "wm:0.5:no:1", "wm:0.5:no:0:0:0.5",
             "sm:0", "scp:0", "q:80", "fq:webp:80", "fq:avif:80", "f:webp", "f:png", "cb:1", "cb:2", "msr:5", "maf:3",
             "cb:a%2Fw%3A5", "cb:a/w:5", "br:1", "br:-1", "co:2", "co:0.5", "sa:2", "sa:0.5", "a:1:2:3",

@@ -63,6 +63,13 @@ struct FailingDetector: CropRegionDetecting {
     func regions(in bitmap: Bitmap) throws -> [PixelRect] { throw Failure() }
 }
 
+/// A detector that answers the same boxes whatever it is given.
+struct FixedDetector: CropRegionDetecting {
+    let boxes: [PixelRect]
+    var identifier: String { "fixed" }
+    func regions(in bitmap: Bitmap) throws -> [PixelRect] { boxes }
+}
+
 /// ``CropAnchor/detected(by:fallback:)``: the window keeps the detected regions, mapped from the
 /// decoder's shrunk picture to the source; the fallback places it where there is none.
 @Suite("Detected crop anchors", .timeLimit(.minutes(1)))
@@ -113,6 +120,32 @@ struct DetectedCropTests {
         #expect(SmartCrop.keptRegion([small, PixelRect(x: 50, y: 0, width: 300, height: 40)], window: (100, 100))?.width == 300,
                 "larger than the window: centred on the largest alone")
         #expect(SmartCrop.keptRegion([], window: (100, 100)) == nil)
+    }
+
+    /// A detector's odd boxes: one with a coordinate that is not finite, or wholly outside the
+    /// picture, is no region (the fallback places the window; a NaN put it at the left edge and
+    /// an infinite box outweighed the real one); one partly outside counts for its part inside;
+    /// thousands of boxes are taken in stride.
+    @Test func oddBoxesAreClippedToThePictureOrDropped() throws {
+        let decoded = Self.picture(PixelSize(width: 200, height: 100), green: [])
+        func cropX(_ boxes: [PixelRect]) throws -> Double {
+            try Self.plan.anchored(.detected(by: FixedDetector(boxes: boxes), fallback: .right), in: decoded).crop.x
+        }
+        let nan = Double.nan, inf = Double.infinity
+        let odd = [PixelRect(x: nan, y: 10, width: 20, height: 20), PixelRect(x: 10, y: 10, width: inf, height: 20),
+                   PixelRect(x: -inf, y: 0, width: inf, height: 50), PixelRect(x: 10, y: nan, width: 20, height: 20),
+                   PixelRect(x: 300, y: 10, width: 20, height: 20), PixelRect(x: -50, y: 10, width: 40, height: 20),
+                   PixelRect(x: 10, y: 10, width: -20, height: 20), PixelRect(x: 10, y: 150, width: 20, height: 20)]
+        #expect(try cropX(odd) == 200, "no region in the picture: the fallback (right)")
+        let real = PixelRect(x: 10, y: 40, width: 10, height: 10)  // centre 15 in the decode, 30 in the source
+        #expect(try cropX(odd + [real]) == 0, "only the real box counts")
+        // 180…260 is 180…200 inside: centre 190 in the decode, 380 in the source, clamped to 200.
+        #expect(try cropX([PixelRect(x: 180, y: 40, width: 80, height: 80)]) == 200)
+        // -60…20 is 0…20 inside, its centre 10 (the box's own, −20, is off the picture).
+        #expect(SmartCrop.clipped(PixelRect(x: -60, y: -10, width: 80, height: 30), to: PixelSize(width: 200, height: 100))
+                == PixelRect(x: 0, y: 0, width: 20, height: 20))
+        let many = (0..<5000).map { PixelRect(x: Double($0 % 190), y: Double($0 % 90), width: 10, height: 10) }
+        #expect(try cropX(many) >= 0)
     }
 
     @Test func withoutARegionTheFallbackPlacesTheWindow() throws {

@@ -25,12 +25,18 @@ public struct BlurHash: Hashable, Sendable, CustomStringConvertible {
     public let components: (x: Int, y: Int)
 
     /// A hash from its text; `nil` when it is not one: fewer than 6 characters, a character
-    /// outside the base-83 alphabet, or a length other than the component counts imply.
+    /// outside the base-83 alphabet, component counts outside 1–9 (the size flag's 81 and 82),
+    /// a length other than the component counts imply, or a value the encoding cannot hold (an
+    /// average above `FFFFFF`, an AC pair above 19 steps a channel), which the reference's
+    /// decoders would read as colours past white.
     public init?(string: String) {
         let digits = string.utf8.map { Self.value[Int($0)] }
-        guard digits.count >= 6, digits.allSatisfy({ $0 >= 0 }) else { return nil }
+        guard digits.count >= 6, digits.allSatisfy({ $0 >= 0 }), digits[0] < 81 else { return nil }
         let x = digits[0] % 9 + 1, y = digits[0] / 9 + 1
-        guard digits.count == 4 + 2 * x * y else { return nil }
+        guard digits.count == 4 + 2 * x * y, Self.decode83(string.utf8.dropFirst(2).prefix(4)) <= 0xFF_FFFF else { return nil }
+        for pair in stride(from: 6, to: digits.count, by: 2) where digits[pair] * 83 + digits[pair + 1] >= 19 * 19 * 19 {
+            return nil
+        }
         self.string = string
         components = (x, y)
     }

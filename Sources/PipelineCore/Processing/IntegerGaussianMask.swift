@@ -22,13 +22,16 @@ struct IntegerGaussianMask {
     init?(sigma: Double, minimumAmplitude: Double) {
         guard sigma > 0, sigma.isFinite else { return nil }
         let twoSigmaSquared = 2 * sigma * sigma
+        // exp(-x² / 2σ²); the centre is 1 even where 2σ² underflows to 0 (σ below about 1e-162),
+        // where libvips's 0 / 0 would be NaN (and `Int32(NaN)` traps): the one-weight mask.
+        func gaussian(_ x: Int) -> Double { x == 0 ? 1 : exp(-Double(x * x) / twoSigmaSquared) }
         // `int max_x = VIPS_CLIP(0, 8 * sigma, MASK_SANITY)`: the clipped double, truncated.
         let limit = Int(min(max(0, 8 * sigma), Double(Self.sanityLimit)))
         var x = 0
-        while x < limit, exp(-Double(x * x) / twoSigmaSquared) >= minimumAmplitude { x += 1 }
+        while x < limit, gaussian(x) >= minimumAmplitude { x += 1 }
         guard x < Self.sanityLimit else { return nil }
         reach = max(x - 1, 0)
-        weights = (-reach...reach).map { Int32((20 * exp(-Double($0 * $0) / twoSigmaSquared)).rounded(.toNearestOrEven)) }
+        weights = (-reach...reach).map { Int32((20 * gaussian($0)).rounded(.toNearestOrEven)) }
         let total = weights.reduce(0) { $0 + Int($1) }
         scale = total == 0 ? 1 : total
     }

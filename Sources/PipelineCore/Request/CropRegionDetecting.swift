@@ -12,6 +12,8 @@ public protocol CropRegionDetecting: Sendable {
     var identifier: String { get }
 
     /// The regions to keep in `bitmap` (premultiplied RGBA8), in its pixels; empty when there is
-    /// none (the anchor's fallback then places the window). Throws to fail the request.
+    /// none (the anchor's fallback then places the window). Each box counts for its part inside
+    /// the picture; one with no part there, or with a coordinate that is not finite, is dropped.
+    /// Throws to fail the request.
     func regions(in bitmap: Bitmap) throws -> [PixelRect]
 }

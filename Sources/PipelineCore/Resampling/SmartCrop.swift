@@ -65,8 +65,20 @@ enum SmartCrop {
                                           filter: .areaAverage)
         }
         let kx = Double(bitmap.width) / Double(searched.width), ky = Double(bitmap.height) / Double(searched.height)
-        return try detector.regions(in: searched).filter { $0.width > 0 && $0.height > 0 }
-            .map { PixelRect(x: $0.x * kx, y: $0.y * ky, width: $0.width * kx, height: $0.height * ky) }
+        return try detector.regions(in: searched).compactMap { box in
+            clipped(box, to: searched.size).map { PixelRect(x: $0.x * kx, y: $0.y * ky, width: $0.width * kx, height: $0.height * ky) }
+        }
+    }
+
+    /// The part of a detector's `box` inside a picture of `size`; `nil` when none is, or when a
+    /// coordinate is not finite (a detector's NaN would otherwise place the window at the edge,
+    /// and an infinite box would outweigh every real one).
+    static func clipped(_ box: PixelRect, to size: PixelSize) -> PixelRect? {
+        guard box.x.isFinite, box.y.isFinite, box.width.isFinite, box.height.isFinite else { return nil }
+        let left = max(0, box.x), top = max(0, box.y)
+        let right = min(Double(size.width), box.x + box.width), bottom = min(Double(size.height), box.y + box.height)
+        guard right > left, bottom > top else { return nil }
+        return PixelRect(x: left, y: top, width: right - left, height: bottom - top)
     }
 
     /// What a detecting anchor centres the window on: the union of `regions` when it fits in
