@@ -152,16 +152,29 @@ struct HTTPDataLoaderTests {
         }
     }
 
+    /// Nine transfers to one host under a limit of three: the first three are held by the
+    /// server until all nine were handed to the loader, so the limit is what keeps the other six
+    /// out (a 60-ms delay instead let a starved test process hand them over too far apart to
+    /// overlap, and the test saw two at once).
     @Test func perHostLimitCapsConcurrentTransfers() async throws {
         try await withFixtureServer { server in
             let loader = HTTPDataLoader(configuration: .init(maxConnectionsPerHost: 3))
+            let handedOver = Counter()
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for index in 0..<9 {
-                    group.addTask { _ = try await loader.load(DataLoadRequest(url: server.url("/delay/\(index)?ms=60"))) }
+                    group.addTask {
+                        handedOver.increment()
+                        _ = try await loader.load(DataLoadRequest(url: server.url("/hold/cap?i=\(index)")))
+                    }
                 }
+                try await server.awaitHits("/hold/cap", count: 3)
+                #expect(await eventually { handedOver.current == 9 })
+                #expect(try await server.stats().max_active == 3, "three held, the other six kept back by the limit")
+                try await server.release("cap")
                 try await group.waitForAll()
             }
             let stats = try await server.stats()
+            #expect(stats.hits["/hold/cap"] == 9)
             #expect(stats.max_active == 3)
             #expect(Set(stats.ports).count == 3)
         }
