@@ -66,10 +66,15 @@ var targets: [Target] = [
     // opencv4.pc, and OpenCV's headers include each other as "opencv2/…", so the shim's
     // `opencv4` is a symlink to /usr/include/opencv4 searched as a header path (unsafeFlags'
     // -I would refuse the package as a dependency); the three libraries are linked by name.
+    // The shim is the FaceDetectionOpenCV plugin (a dynamic library product): FaceDetection does
+    // not link it but dlopens it at the first search, so OpenCV (and its TBB, protobuf, BLAS,
+    // X11…) reaches only a process that looks for faces. FaceDetection sees the shim's header
+    // through CFaceDetectionABI, a module map with no `link`: types and constants, no symbols.
     .target(name: "CFaceDetectionShim",
             cxxSettings: [.headerSearchPath("opencv4")],
             linkerSettings: [.linkedLibrary("opencv_objdetect"), .linkedLibrary("opencv_imgproc"), .linkedLibrary("opencv_core")]),
-    .target(name: "FaceDetection", dependencies: ["PipelineCore", "CFaceDetectionShim"]),
+    .systemLibrary(name: "CFaceDetectionABI"),
+    .target(name: "FaceDetection", dependencies: ["PipelineCore", "CFaceDetectionABI"]),
     .target(name: "ImagePipelineKit", dependencies: ["PipelineCore", "CodecJPEG", "CodecPNG", "CodecWebP", "CodecHEIF",
                                                    "CodecGIF", "CodecSVG", "CodecJXL", "LoaderFile", "LoaderHTTP", "CacheDisk"]),
     // Published test support: no Swift Testing or XCTest inside, so apps use it from either.
@@ -167,6 +172,8 @@ let package = Package(
         .library(name: "ImageServerHTTP", targets: ["ImageServerHTTP"]),
         .library(name: "ImagePipelineKit", targets: ["ImagePipelineKit"]),
         .library(name: "FaceDetection", targets: ["FaceDetection"]),
+        // FaceDetection's OpenCV plugin, loaded at the first face search from beside the executable.
+        .library(name: "FaceDetectionOpenCV", type: .dynamic, targets: ["CFaceDetectionShim"]),
         .library(name: "ImagePipelineTesting", targets: ["ImagePipelineTesting"]),
         .executable(name: "imgpipe", targets: ["imgpipe"]),
     ],

@@ -25,6 +25,10 @@ bench_runs 5
 bench_bootstrap libvips-tools curl
 require_tools vipsthumbnail curl
 bin="$(bench_build imgpipe)/imgpipe"
+# imgpipe opens OpenCV at the first face search, from the FaceDetectionOpenCV plugin: built here
+# by the root package (its product) from the same sources, and named to imgpipe by its variable.
+swift build -c release --package-path "$root" --product FaceDetectionOpenCV >&2
+export IMGPIPE_FACE_PLUGIN="$root/.build/release/libFaceDetectionOpenCV.so"
 python=$("$root/scripts/python-venv" thumbor-faces "thumbor==7.8.0" "opencv-python-headless==4.14.0.94")
 venv=$(dirname "$(dirname "$python")")
 examples=/usr/share/doc/opencv-doc/examples/data

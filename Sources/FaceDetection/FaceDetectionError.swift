@@ -12,6 +12,10 @@ public struct FaceDetectionError: Error, Hashable, Sendable, CustomStringConvert
         case detectionFailed
         /// An allocation failed.
         case outOfMemory
+        /// The `FaceDetectionOpenCV` plugin (`libFaceDetectionOpenCV.so`) is not where it is
+        /// looked for, or did not load (OpenCV missing, another version's file): ``description``
+        /// names the files and how to build it (`swift build --product FaceDetectionOpenCV`).
+        case missingPlugin
     }
 
     /// What went wrong.

@@ -1,4 +1,4 @@
-import CFaceDetectionShim
+import CFaceDetectionABI
 import Foundation
 import PipelineCore
 import Synchronization
@@ -13,7 +13,16 @@ import Synchronization
 /// detector serves any number of threads: an OpenCV classifier is not safe for two searches at
 /// once, so each search borrows a classifier of its own from the detector's idle ones (loading
 /// another when none is idle) and gives it back.
+///
+/// OpenCV is not linked: the first search (or ``load()``) opens the `FaceDetectionOpenCV`
+/// plugin, `libFaceDetectionOpenCV.so`, from the file ``pluginEnvironmentKey`` names, else from
+/// beside the executable, else from beside the binary that holds this code; until then the
+/// process maps no OpenCV. Without it a search throws ``FaceDetectionError/Kind/missingPlugin``.
 public final class FaceDetector: CropRegionDetecting {
+    /// `IMGPIPE_FACE_PLUGIN`: the environment variable that names the plugin's file, looked at
+    /// before the folders of the executable and of this code.
+    public static let pluginEnvironmentKey = "IMGPIPE_FACE_PLUGIN"
+
     /// `/usr/share/opencv4/haarcascades/haarcascade_frontalface_alt.xml` (Debian's `opencv-data`),
     /// the cascade thumbor uses.
     public static let defaultCascade = URL(fileURLWithPath: "/usr/share/opencv4/haarcascades/haarcascade_frontalface_alt.xml")
@@ -43,8 +52,8 @@ public final class FaceDetector: CropRegionDetecting {
     /// `opencv-haar(PATH,SCALE,NEIGHBORS)`: what changes the boxes.
     public var identifier: String { "opencv-haar(\(cascade.path),\(scaleFactor),\(minNeighbors))" }
 
-    /// Loads one classifier now (kept for the first search): a missing or unreadable cascade
-    /// is reported at start-up rather than by the first request.
+    /// Loads the OpenCV plugin and one classifier now (kept for the first search): a missing
+    /// plugin or a missing or unreadable cascade is reported at start-up rather than by the first request.
     public func load() throws(FaceDetectionError) {
         let classifier = try Classifier(cascade)
         idle.withLock { $0.append(classifier) }
@@ -81,13 +90,14 @@ public final class FaceDetector: CropRegionDetecting {
     }
 }
 
-/// One loaded OpenCV cascade classifier, freed in `deinit`.
+/// One loaded OpenCV cascade classifier, freed in `deinit`, and the plugin's functions that run it.
 ///
 /// `@unchecked Sendable`: it moves between threads only through ``FaceDetector``'s `idle`
 /// list, whose `Mutex` hands each classifier to one search at a time.
 private final class Classifier: @unchecked Sendable {
     private let handle: OpaquePointer
     private let cascade: URL
+    private let plugin: OpenCVPlugin
 
     init(_ cascade: URL) throws(FaceDetectionError) {
         self.cascade = cascade
@@ -95,16 +105,18 @@ private final class Classifier: @unchecked Sendable {
             throw FaceDetectionError(.missingCascade, cascade,
                                      "no face cascade at \(cascade.path) (Debian's opencv-data package installs it)")
         }
+        let plugin = try OpenCVPlugin.load(for: cascade)
         var message = [CChar](repeating: 0, count: 256)
         var made: OpaquePointer?
-        let status = faceshim_detector_create(cascade.path, &made, &message, message.count)
+        let status = plugin.create(cascade.path, &made, &message, message.count)
         guard status == FACESHIM_OK, let made else {
             throw Self.error(status, cascade: cascade, message: message, doing: "loading the cascade")
         }
         handle = made
+        self.plugin = plugin
     }
 
-    deinit { faceshim_detector_free(handle) }
+    deinit { plugin.free(handle) }
 
     func detect(_ grey: [UInt8], width: Int, height: Int, scaleFactor: Double, minNeighbors: Int) throws(FaceDetectionError)
         -> [PixelRect] {
@@ -114,10 +126,10 @@ private final class Classifier: @unchecked Sendable {
         var boxes: UnsafeMutablePointer<faceshim_box>?
         var count = 0
         let status = grey.withUnsafeBufferPointer { pixels in
-            faceshim_detect(handle, pixels.baseAddress, Int32(width), Int32(height), width, scaleFactor, Int32(minNeighbors),
+            plugin.detect(handle, pixels.baseAddress, Int32(width), Int32(height), width, scaleFactor, Int32(minNeighbors),
                             0, &boxes, &count, &message, message.count)
         }
-        defer { faceshim_boxes_free(boxes) }
+        defer { plugin.freeBoxes(boxes) }
         guard status == FACESHIM_OK else { throw Self.error(status, cascade: cascade, message: message, doing: "searching") }
         guard let boxes else { return [] }
         return (0..<count).map { i in

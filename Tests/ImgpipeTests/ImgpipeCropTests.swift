@@ -80,6 +80,55 @@ struct ImgpipeCropTests {
         }
     }
 
+    /// OpenCV reaches imgpipe only when it looks for faces: the files the dynamic loader maps
+    /// (glibc's `LD_DEBUG=files` on stderr: every object loaded at start-up and by `dlopen`)
+    /// hold no libopencv for `--help` and `--smartcrop attention`, and for `--smartcrop faces`
+    /// the FaceDetectionOpenCV plugin, loaded by `dlopen`, with OpenCV after it. A missing
+    /// plugin fails here (it is built with the tests), not skips.
+    @Test(.enabled(if: FileManager.default.fileExists(atPath: "/usr/share/doc/opencv-doc/examples/data/messi5.jpg")
+                   && FileManager.default.fileExists(atPath: FaceDetector.defaultCascade.path),
+                   "opencv-doc's messi5.jpg or opencv-data's cascade is not installed (scripts/bootstrap): skipped"))
+    func openCVIsLoadedOnlyForAFaceSearch() async throws {
+        try await withTemporaryDirectory(prefix: "imgpipe-lazy") { (directory: URL) async throws in
+            let messi = "/usr/share/doc/opencv-doc/examples/data/messi5.jpg"
+            let out = directory.appendingPathComponent("out.png").path
+            var loaded: [String: String] = [:]
+            for (name, arguments) in [("help", ["--help"]), ("attention", ["thumb", messi, "-s", "120x240", "--smartcrop", "attention", "-o", out]),
+                                      ("faces", ["thumb", messi, "-s", "120x240", "--smartcrop", "faces", "-o", out])] {
+                let result = try await Imgpipe.run(arguments, environment: ["LD_DEBUG": "files"])
+                try #require(result.status == 0, "\(name): \(result.stderr)")
+                loaded[name] = result.stderr.split(separator: "\n").filter { $0.contains("file=") }.joined(separator: "\n")
+            }
+            for name in ["help", "attention"] {
+                let files = try #require(loaded[name])
+                #expect(files.contains("libjpeg"), "LD_DEBUG shows the loader's files: \(files)")
+                #expect(!files.contains("libopencv") && !files.contains("libFaceDetectionOpenCV"), "\(name): \(files)")
+            }
+            let faces = try #require(loaded["faces"])
+            #expect(faces.contains("libFaceDetectionOpenCV.so [0];  dynamically loaded by"), "\(faces)")
+            #expect(faces.contains("file=libopencv_objdetect"), "\(faces)")
+        }
+    }
+
+    /// A plugin that does not load (here `IMGPIPE_FACE_PLUGIN` names a file that is not a
+    /// library) fails the face search with a message that names the file and how to build it.
+    @Test(.enabled(if: FileManager.default.fileExists(atPath: FaceDetector.defaultCascade.path),
+                   "opencv-data's cascade is not installed (scripts/bootstrap), and is checked first: skipped"))
+    func aPluginThatDoesNotLoadNamesItselfAndHowToBuildIt() async throws {
+        try await withTemporaryDirectory(prefix: "imgpipe-lazy") { (directory: URL) async throws in
+            let source = directory.appendingPathComponent("in.png")
+            try Self.subjectOnTheRight().write(to: source)
+            let fake = directory.appendingPathComponent("libFaceDetectionOpenCV.so")
+            try Data("not a library".utf8).write(to: fake)
+            let result = try await Imgpipe.run(["thumb", source.path, "-s", "100x100", "--smartcrop", "faces",
+                                                "-o", directory.appendingPathComponent("out.png").path],
+                                               environment: [FaceDetector.pluginEnvironmentKey: fake.path])
+            #expect(result.status == 1)
+            #expect(result.stderr.contains("\(fake.path) did not load") && result.stderr.contains("swift build --product FaceDetectionOpenCV"),
+                    "\(result.stderr)")
+        }
+    }
+
     @Test func serveSmartGravityIsAttentionOrFaces() async throws {
         let result = try await Imgpipe.run(["serve", "--smart-gravity", "eyes"])
         #expect(result.status == 2)
