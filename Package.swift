@@ -80,7 +80,7 @@ var targets: [Target] = [
     // Published test support: no Swift Testing or XCTest inside, so apps use it from either.
     .target(name: "ImagePipelineTesting", dependencies: ["PipelineCore"]),
 
-    .target(name: "PipelineTestSupport", dependencies: ["PipelineCore", "ImagePipelineTesting", "CMemoryProbe"],
+    .target(name: "PipelineTestSupport", dependencies: ["PipelineCore", "ImagePipelineTesting", "CMemoryProbe", "CProcessSpawn"],
             path: "Tests/PipelineTestSupport"),
     .testTarget(name: "PipelineCoreTests", dependencies: ["PipelineCore", "CacheDisk", "PipelineTestSupport"]),
     .testTarget(name: "MemoryPressureLinuxTests", dependencies: ["MemoryPressureLinux", "PipelineCore", "PipelineTestSupport"]),
@@ -91,6 +91,7 @@ var targets: [Target] = [
     .target(name: "CJPEGTestEncoder", dependencies: ["CJPEG"], path: "Tests/CJPEGTestEncoder"),
     .target(name: "CJPEGTestBuffered", dependencies: ["CJPEG"], path: "Tests/CJPEGTestBuffered"),
     .target(name: "CMemoryProbe", path: "Tests/CMemoryProbe"),
+    .target(name: "CProcessSpawn", path: "Tests/CProcessSpawn"),
     .testTarget(name: "CodecJPEGTests", dependencies: ["CodecJPEG", "CJPEGTestEncoder", "CJPEGTestBuffered", "PipelineCore",
                                                     "PipelineTestSupport", "FuzzSupport"]),
     .testTarget(name: "CodecPNGTests", dependencies: ["CodecPNG", "PipelineCore", "PipelineTestSupport"]),

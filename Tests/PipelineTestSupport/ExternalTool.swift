@@ -1,4 +1,6 @@
+import CProcessSpawn
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -6,7 +8,7 @@ import Glibc
 
 /// A reference tool run to completion (Pillow through Debian's python, `vips`, ImageMagick,
 /// libjpeg's and libheif's tools, imgpipe itself): its exit status and output. The one place the
-/// tests start a `Process`; ``Child`` is the same for a child that keeps running (a server, a
+/// tests start a process (``ChildProcess``, by `posix_spawn`); ``Child`` is the same for a child that keeps running (a server, a
 /// writer to kill). The waiting happens on a thread of its own, never on one of Swift's
 /// cooperative threads: on a 2-core machine a test blocking one of those starves every other
 /// test of the run.
@@ -53,67 +55,188 @@ public enum ExternalTool {
     public static func runBlocking(_ path: String, _ arguments: [String], input: Data = Data(), environment: [String: String] = [:],
                                    directory: URL? = nil, timeout: TimeInterval? = nil) throws -> Outcome {
         let errorFile = FileManager.default.temporaryDirectory.appendingPathComponent("tool-\(UUID().uuidString).err")
-        _ = FileManager.default.createFile(atPath: errorFile.path, contents: nil)
-        defer { try? FileManager.default.removeItem(at: errorFile) }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
-        if !environment.isEmpty {
-            process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+        let errors = open(errorFile.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard errors >= 0 else { throw SpawnError(path: errorFile.path, code: errno) }
+        defer {
+            close(errors)
+            try? FileManager.default.removeItem(at: errorFile)
         }
-        if let directory { process.currentDirectoryURL = directory }
-        let stdin = Pipe(), out = Pipe()
-        process.standardInput = stdin
-        process.standardOutput = out
-        process.standardError = try FileHandle(forWritingTo: errorFile)
-        try process.run()
+        let stdin = try PipeEnds(), stdout = try PipeEnds()
+        let child: ChildProcess
+        do {
+            child = try ChildProcess(path, arguments, environment: environment, directory: directory, stdin: stdin.read,
+                                     stdout: stdout.write, stderr: errors)
+        } catch {
+            stdin.closeBoth()
+            stdout.closeBoth()
+            throw error
+        }
+        close(stdin.read)
+        close(stdout.write)
         if let timeout {
-            let pid = process.processIdentifier
-            DispatchQueue.global().asyncAfter(deadline: .now() + timeout) { [process] in
-                if process.isRunning && process.processIdentifier == pid { kill(pid, SIGKILL) }
+            DispatchQueue.global().asyncAfter(deadline: .now() + timeout) { child.kill(SIGKILL) }
+        }
+        let writer = FileHandle(fileDescriptor: stdin.write, closeOnDealloc: true)
+        Thread {
+            try? writer.write(contentsOf: input)
+            try? writer.close()
+        }.start()
+        let reader = FileHandle(fileDescriptor: stdout.read, closeOnDealloc: true)
+        let output = reader.readDataToEndOfFile()
+        try? reader.close()
+        child.waitUntilExit()
+        return Outcome(status: child.terminationStatus, terminatedBySignal: child.terminationReason == .uncaughtSignal,
+                       output: output, errors: (try? Data(contentsOf: errorFile)) ?? Data())
+    }
+
+    /// A tool that could not be started: `path` and the errno value.
+    public struct SpawnError: Error, CustomStringConvertible {
+        public var path: String
+        public var code: Int32
+        public var description: String { "could not start \(path): \(String(cString: strerror(code)))" }
+    }
+
+    /// A pipe's two descriptors, close-on-exec (the child gets its end by `dup2`, which clears it).
+    struct PipeEnds {
+        let read: Int32
+        let write: Int32
+
+        init() throws {
+            var ends: [Int32] = [-1, -1]
+            guard process_pipe(&ends) == 0 else { throw SpawnError(path: "pipe", code: errno) }
+            read = ends[0]
+            write = ends[1]
+        }
+
+        func closeBoth() {
+            close(read)
+            close(write)
+        }
+    }
+
+    /// A child started by `posix_spawn` (`process_spawn`), never by Foundation's `Process`: its
+    /// `run()` on Linux reads past glibc's buffer while it lists `/proc/self/fd`
+    /// (swift-corelibs-foundation #5472), and crashed a full test run that had a thousand
+    /// descriptors open. Every descriptor but 0, 1 and 2 is closed in the child. The members
+    /// are `Process`'s names, so a test reads it as it read a `Process`.
+    public final class ChildProcess: Sendable {
+        /// The child's pid.
+        public let processIdentifier: Int32
+        /// The wait status once the child was reaped. Only this object reaps it, under this
+        /// lock, so while it is `nil` the pid is still the child's (alive or a zombie).
+        private let ended = Mutex<Int32?>(nil)
+
+        /// Starts `path` with `arguments`, `environment` added to this process's, in `directory`
+        /// if given, its stdin, stdout and stderr on the given descriptors (the caller closes its
+        /// copies).
+        init(_ path: String, _ arguments: [String], environment: [String: String], directory: URL?, stdin: Int32, stdout: Int32,
+             stderr: Int32) throws {
+            let variables = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+            let argv = ([path] + arguments).map { strdup($0) } + [nil]
+            let envp = variables.map { strdup("\($0.key)=\($0.value)") } + [nil]
+            defer {
+                argv.forEach { free($0) }
+                envp.forEach { free($0) }
+            }
+            var pid: pid_t = 0
+            let status = argv.withUnsafeBufferPointer { argv in
+                envp.withUnsafeBufferPointer { envp in
+                    process_spawn(path, argv.baseAddress, envp.baseAddress, directory?.path, stdin, stdout, stderr, &pid)
+                }
+            }
+            guard status == 0 else { throw SpawnError(path: path, code: status) }
+            processIdentifier = pid
+        }
+
+        /// Whether the child still runs (a child that ended is reaped here).
+        public var isRunning: Bool { reaped() == nil }
+
+        /// Waits for the child to end.
+        public func waitUntilExit() {
+            guard reaped() == nil else { return }
+            // Waits without reaping, outside the lock, so several threads may wait at once.
+            var info = siginfo_t()
+            while waitid(P_PID, id_t(processIdentifier), &info, WEXITED | WNOWAIT) == -1, errno == EINTR {}
+            _ = reaped()
+        }
+
+        /// Sends `signal` while the child has not been reaped (its pid cannot belong to another
+        /// process then).
+        public func kill(_ signal: Int32) {
+            ended.withLock { ended in
+                if ended == nil { _ = Glibc.kill(processIdentifier, signal) }
             }
         }
-        Thread {
-            try? stdin.fileHandleForWriting.write(contentsOf: input)
-            try? stdin.fileHandleForWriting.close()
-        }.start()
-        let output = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        let errors = (try? Data(contentsOf: errorFile)) ?? Data()
-        return Outcome(status: process.terminationStatus, terminatedBySignal: process.terminationReason == .uncaughtSignal,
-                       output: output, errors: errors)
+
+        /// The exit status, or the signal's number when ``terminationReason`` is `.uncaughtSignal`
+        /// (call after ``waitUntilExit()``).
+        public var terminationStatus: Int32 {
+            let status = reaped() ?? 0
+            return status & 0x7f == 0 ? (status >> 8) & 0xff : status & 0x7f
+        }
+
+        /// How the child ended (call after ``waitUntilExit()``).
+        public var terminationReason: Process.TerminationReason {
+            let signal = (reaped() ?? 0) & 0x7f
+            return signal != 0 && signal != 0x7f ? .uncaughtSignal : .exit
+        }
+
+        /// The wait status, reaping the child if it ended; `nil` while it runs. A child someone
+        /// else reaped (`ECHILD`) reads as exit status 255.
+        private func reaped() -> Int32? {
+            ended.withLock { ended in
+                if let ended { return ended }
+                var status: Int32 = 0
+                let result = waitpid(processIdentifier, &status, WNOHANG)
+                if result == processIdentifier {
+                    ended = status
+                } else if result == -1, errno == ECHILD {
+                    ended = 255 << 8
+                }
+                return ended
+            }
+        }
     }
 
     /// A child that keeps running while the test talks to it: a local server that prints its
     /// port and exits when its stdin closes, a writer the test kills. stdin is a pipe this
     /// object holds open (closed by ``stop()``, or when the test process dies); stdout is a pipe
     /// read with ``firstLine()`` or ``lines()``, or discarded; stderr is discarded.
-    public final class Child: @unchecked Sendable {  // the Process and pipes are used from one test at a time
+    public final class Child: @unchecked Sendable {  // the file handles are used from one test at a time
         /// The child itself (its pid, whether it runs, how it ended).
-        public let process = Process()
-        private let input = Pipe()
-        private let output: Pipe?
+        public let process: ChildProcess
+        private let input: FileHandle
+        private let output: FileHandle?
 
         /// Starts `path` with `arguments`; with `readsOutput` false, its stdout is discarded.
         public init(_ path: String, _ arguments: [String], readsOutput: Bool = true) throws {
-            process.executableURL = URL(fileURLWithPath: path)
-            process.arguments = arguments
-            process.standardInput = input
-            output = readsOutput ? Pipe() : nil
-            process.standardOutput = output ?? FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
+            let stdin = try PipeEnds()
+            let stdout = readsOutput ? try PipeEnds() : nil
+            let null = open("/dev/null", O_WRONLY | O_CLOEXEC)
+            defer { close(null) }
+            do {
+                process = try ChildProcess(path, arguments, environment: [:], directory: nil, stdin: stdin.read,
+                                           stdout: stdout?.write ?? null, stderr: null)
+            } catch {
+                stdin.closeBoth()
+                stdout?.closeBoth()
+                throw error
+            }
+            close(stdin.read)
+            if let stdout { close(stdout.write) }
+            input = FileHandle(fileDescriptor: stdin.write, closeOnDealloc: true)
+            output = stdout.map { FileHandle(fileDescriptor: $0.read, closeOnDealloc: true) }
         }
 
         /// The pipe to the child's stdin, to write to.
-        public var standardInput: FileHandle { input.fileHandleForWriting }
+        public var standardInput: FileHandle { input }
 
         /// The next line the child writes, without its newline (blocks until it is written);
         /// `nil` when stdout ended first, or is discarded.
         public func firstLine() throws -> String? {
             guard let output else { return nil }
             var line = Data()
-            while let byte = try output.fileHandleForReading.read(upToCount: 1), !byte.isEmpty {
+            while let byte = try output.read(upToCount: 1), !byte.isEmpty {
                 if byte == Data("\n".utf8) { return String(decoding: line, as: UTF8.self) }
                 line += byte
             }
@@ -136,28 +259,28 @@ public enum ExternalTool {
         /// Reads and drops, on a thread of its own, whatever the child writes to stdout from now
         /// on, so that a chatty child never blocks on a full pipe.
         public func discardRemainingOutput() {
-            guard let reader = output?.fileHandleForReading else { return }
+            guard let reader = output else { return }
             Thread { while !reader.availableData.isEmpty {} }.start()
         }
 
         /// Closes the child's stdin, reads what it writes to stdout until it ends, and waits for
         /// it: a filter fed through ``standardInput``.
         public func finish() -> Data {
-            try? input.fileHandleForWriting.close()
-            let data = output?.fileHandleForReading.readDataToEndOfFile() ?? Data()
+            try? input.close()
+            let data = output?.readDataToEndOfFile() ?? Data()
             process.waitUntilExit()
             return data
         }
 
         /// Closes the child's stdin (a server of ours exits then) and waits for it to end.
         public func stop() {
-            try? input.fileHandleForWriting.close()
+            try? input.close()
             process.waitUntilExit()
         }
 
         /// Sends `signal` and waits for the child to end.
         public func kill(_ signal: Int32 = SIGKILL) {
-            if process.isRunning { Glibc.kill(process.processIdentifier, signal) }
+            process.kill(signal)
             process.waitUntilExit()
         }
     }

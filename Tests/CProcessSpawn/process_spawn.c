@@ -1,0 +1,43 @@
+// The tests' own process start: Foundation's Process.run on Linux reads 256 bytes of every
+// /proc/self/fd entry it lists, past the end of glibc's buffer when the last entry sits at the
+// edge of a mapping (swift-corelibs-foundation #5472), and a test process with a thousand open
+// descriptors crashed there. posix_spawn with closefrom needs no listing.
+#define _GNU_SOURCE
+#include "process_spawn.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <unistd.h>
+
+int process_spawn(const char *path, char *const argv[], char *const envp[], const char *directory, int in, int out,
+                  int err, pid_t *pid) {
+    posix_spawn_file_actions_t actions;
+    posix_spawnattr_t attributes;
+    int status = posix_spawn_file_actions_init(&actions);
+    if (status != 0) return status;
+    status = posix_spawnattr_init(&attributes);
+    if (status != 0) {
+        posix_spawn_file_actions_destroy(&actions);
+        return status;
+    }
+    sigset_t none, defaults;
+    sigemptyset(&none);
+    sigemptyset(&defaults);
+    const int reset[] = {SIGPIPE, SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGCHLD, SIGALRM, SIGUSR1, SIGUSR2};
+    for (unsigned i = 0; i < sizeof reset / sizeof reset[0]; i++) sigaddset(&defaults, reset[i]);
+    if (status == 0) status = posix_spawnattr_setsigmask(&attributes, &none);
+    if (status == 0) status = posix_spawnattr_setsigdefault(&attributes, &defaults);
+    if (status == 0) status = posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    if (status == 0) status = posix_spawn_file_actions_adddup2(&actions, in, 0);
+    if (status == 0) status = posix_spawn_file_actions_adddup2(&actions, out, 1);
+    if (status == 0) status = posix_spawn_file_actions_adddup2(&actions, err, 2);
+    if (status == 0 && directory != NULL) status = posix_spawn_file_actions_addchdir_np(&actions, directory);
+    if (status == 0) status = posix_spawn_file_actions_addclosefrom_np(&actions, 3);
+    if (status == 0) status = posix_spawn(pid, path, &actions, &attributes, argv, envp);
+    posix_spawnattr_destroy(&attributes);
+    posix_spawn_file_actions_destroy(&actions);
+    return status;
+}
+
+int process_pipe(int ends[2]) { return pipe2(ends, O_CLOEXEC); }
