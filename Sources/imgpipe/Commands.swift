@@ -222,7 +222,8 @@ extension Command {
                                                     firstFrameOnly: invocation[EncodingOptions.declared.firstFrame])
         if frames == nil { try output.settings.write(response.bitmap, iccProfile: response.iccProfile, to: output.path) }
         if environment.verbose {
-            let line = "\(Sources.label(request.url)): \(response.format) \(response.originalSize) → \(response.bitmap.size) from \(response.source); wrote \(output.path)"
+            let line = "\(Sources.label(request.url)): \(response.format) \(response.originalSize) → \(response.bitmap.size) "
+                + "from \(response.source); wrote \(MessageText.escaped(output.path, limit: 4_096))"
             // With `--out -` stdout holds the picture and nothing else.
             if output.path == OutputSettings.standardOutput { printError(line) } else { print(line) }
         }
@@ -244,7 +245,7 @@ extension Command {
             count += 1
             let path = (folder as NSString).appendingPathComponent(String(format: "preview-%02d.png", count))
             try png.write(preview.bitmap, to: path)
-            if verbose { print("preview \(count): \(preview.bitmap.size); wrote \(path)") }
+            if verbose { print("preview \(count): \(preview.bitmap.size); wrote \(MessageText.escaped(path, limit: 4_096))") }
         }
     }
 

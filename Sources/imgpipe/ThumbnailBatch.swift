@@ -103,7 +103,7 @@ enum ThumbnailBatch {
                     }
                     if verbose {
                         progress.report("\(Sources.label(urls[index])): \(response.format) \(response.originalSize) → "
-                                        + "\(response.bitmap.size); wrote \(paths[index])")
+                                        + "\(response.bitmap.size); wrote \(MessageText.escaped(paths[index], limit: 4_096))")
                     }
                 case .failure(let error):
                     failed += 1
@@ -145,10 +145,19 @@ enum ThumbnailBatch {
         return (paths, notes)
     }
 
-    /// The source's file name without its extension; `picture` when the URL has no usable name
-    /// (`http://host/`).
+    /// The source's file name without its extension, as one path component of the output
+    /// folder: a `/` that percent-decoding made of `%2F`, and every character a message would
+    /// escape (``PipelineCore/MessageText/needsEscaping(_:)``: control characters such as a
+    /// newline from `%0A`, line separators, invisible format characters) become `_`; `picture`
+    /// when nothing usable is left (`http://host/`, a name of dots only such as `%2E%2E`).
     static func stem(of url: URL) -> String {
-        let stem = url.deletingPathExtension().lastPathComponent
-        return stem.isEmpty || stem == "/" || stem == "." || stem == ".." ? "picture" : stem
+        let name = url.deletingPathExtension().lastPathComponent
+        guard name != "/" else { return "picture" }  // a URL without a path
+        var safe = String.UnicodeScalarView()
+        for scalar in name.unicodeScalars {
+            safe.append(scalar == "/" || MessageText.needsEscaping(scalar) ? "_" : scalar)
+        }
+        let stem = String(safe)
+        return stem.allSatisfy { $0 == "." } ? "picture" : stem
     }
 }

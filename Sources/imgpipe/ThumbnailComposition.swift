@@ -55,7 +55,8 @@ struct ThumbnailComposition {
                                    ValueParser { text, option in
                                        let parts = text.split(separator: ",", omittingEmptySubsequences: false)
                                            .map { Int($0.trimmingCharacters(in: .whitespaces)) }
-                                       guard parts.count == 2, let x = parts[0], let y = parts[1], abs(x) <= 100_000, abs(y) <= 100_000 else {
+                                       let limit = -100_000...100_000  // `abs` of Int.min would trap
+                                       guard parts.count == 2, let x = parts[0], let y = parts[1], limit.contains(x), limit.contains(y) else {
                                            throw UsageError(message: "\(option) needs X,Y in whole pixels, got '\(text)'")
                                        }
                                        return Offset(x: x, y: y)

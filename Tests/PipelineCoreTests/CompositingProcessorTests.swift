@@ -92,6 +92,19 @@ struct CompositingProcessorTests {
         #expect(throws: ImageProcessingError.self) { try ImageProcessor.overlay(dot, relativeSize: 0).process(base) }
     }
 
+    /// Offsets at the ends of `Int` put the overlay off the picture at every gravity: no
+    /// overflow trap (`Int.min` trapped, issue 41's re-probe), the picture unchanged.
+    @Test func extremeOverlayOffsetsLeaveThePictureAsItWas() throws {
+        let base = Self.filled(PixelSize(width: 6, height: 4), (0, 0, 0, 255))
+        let dot = Self.filled(PixelSize(width: 1, height: 1), (255, 255, 255, 255))
+        for gravity in [CropAnchor.topLeft, .center, .bottomRight] {
+            for offset in [(Int.min, 0), (0, Int.min), (Int.max, Int.max), (Int.min, Int.max)] {
+                #expect(try ImageProcessor.overlay(dot, gravity: gravity, offset: offset).process(base) == base,
+                        "\(gravity) \(offset)")
+            }
+        }
+    }
+
     /// Straight colour under low alpha survives only in a straight base: the same overlay over
     /// the same picture in the two formats agrees once both are premultiplied (to a level).
     @Test func overlayingAStraightOrPremultipliedBaseAgrees() throws {

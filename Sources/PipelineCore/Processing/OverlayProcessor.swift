@@ -24,8 +24,11 @@ struct OverlayProcessor: ImageProcessing {
         let (fx, fy) = gravity.point ?? (0.5, 0.5)
         // Centred on the gravity's point as closely as the edges allow, then moved `offset`
         // towards the centre from the edge it is anchored to (right and down from the centre).
+        // An inset past the base and the overlay together puts it off the base either way, so
+        // it is clamped there: no offset, `Int.min` included, can overflow.
         func place(_ f: Double, base: Int, size: Int, inset: Int) -> Int {
             let at = Int((f * Double(base - size)).rounded())
+            let inset = min(base + size, max(-(base + size), inset))
             return f > 0.5 ? at - inset : at + inset
         }
         let x0 = place(fx, base: bitmap.width, size: top.width, inset: offset.x)
