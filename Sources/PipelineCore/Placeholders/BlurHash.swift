@@ -75,7 +75,7 @@ public struct BlurHash: Hashable, Sendable, CustomStringConvertible {
         let count = w * h
         var linear = [Double](repeating: 0, count: count * 3)
         for i in 0..<count {
-            for c in 0..<3 { linear[i * 3 + c] = Self.linearTable[Int(rgba[i * 4 + c])] }
+            for c in 0..<3 { linear[i * 3 + c] = SRGBTransfer.linear[Int(rgba[i * 4 + c])] }
         }
         let width = Double(w), height = Double(h)
         // cos(π·i·x / width) as the reference computes it, once per column and row.
@@ -141,7 +141,7 @@ public struct BlurHash: Hashable, Sendable, CustomStringConvertible {
         let (nx, ny) = components
         let maximum = Double(digits[1] + 1) / 166 * punch
         let dc = Self.decode83(string.utf8.dropFirst(2).prefix(4))
-        var colours = [(Self.linearTable[dc >> 16], Self.linearTable[(dc >> 8) & 255], Self.linearTable[dc & 255])]
+        var colours = [(SRGBTransfer.linear[dc >> 16], SRGBTransfer.linear[(dc >> 8) & 255], SRGBTransfer.linear[dc & 255])]
         for component in 1..<(nx * ny) {
             let value = digits[4 + component * 2] * 83 + digits[5 + component * 2]
             func channel(_ step: Int) -> Double { signedPower((Double(step) - 9) / 9, 2) * maximum }
@@ -173,12 +173,6 @@ public struct BlurHash: Hashable, Sendable, CustomStringConvertible {
     }
 
     // MARK: - Arithmetic
-
-    /// sRGB 0–255 to linear light, the reference's curve, one entry per value.
-    private static let linearTable: [Double] = (0..<256).map { byte in
-        let value = Double(byte) / 255
-        return value <= 0.04045 ? value / 12.92 : pow((value + 0.055) / 1.055, 2.4)
-    }
 
     /// Linear light to sRGB 0–255, clamped, rounded as the reference (`Int(v + 0.5)`).
     private static func sRGB(_ linear: Double) -> Int {

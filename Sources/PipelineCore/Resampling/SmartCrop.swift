@@ -149,11 +149,7 @@ enum SmartCrop {
 
     /// CIE XYZ (D65, Y 0…100) of an 8-bit sRGB colour, as `vips_colourspace` gives it.
     private static func xyz(_ r: UInt8, _ g: UInt8, _ b: UInt8) -> (Double, Double, Double) {
-        func linear(_ v: UInt8) -> Double {
-            let c = Double(v) / 255
-            return c <= 0.04045 ? c / 12.92 : pow((c + 0.055) / 1.055, 2.4)
-        }
-        let (lr, lg, lb) = (linear(r), linear(g), linear(b))
+        let (lr, lg, lb) = (SRGBTransfer.linear[Int(r)], SRGBTransfer.linear[Int(g)], SRGBTransfer.linear[Int(b)])
         return (100 * (0.4124 * lr + 0.3576 * lg + 0.1805 * lb),
                 100 * (0.2126 * lr + 0.7152 * lg + 0.0722 * lb),
                 100 * (0.0193 * lr + 0.1192 * lg + 0.9505 * lb))
