@@ -20,24 +20,32 @@ var targets: [Target] = [
     cLibrary("CJPEG", pkgConfig: "libjpeg", apt: "libjpeg62-turbo-dev"),
     cLibrary("CPNG", pkgConfig: "libpng16", apt: "libpng-dev"),
     cLibrary("CWebP", pkgConfig: "libwebp", apt: "libwebp-dev"),
-    cLibrary("CHEIF", pkgConfig: "libheif", apt: "libheif-dev"),
     cLibrary("CGIF", pkgConfig: "libgif", apt: "libgif-dev"),
-    cLibrary("CCurl", pkgConfig: "libcurl", apt: "libcurl4-openssl-dev"),
     cLibrary("CLCMS2", pkgConfig: "lcms2", apt: "liblcms2-dev"),
     // No pkgConfig: librsvg-2.0.pc pulls in glib-2.0.pc, whose `-pthread` SwiftPM rejects with a
     // warning on every build; shim.h declares the few functions CodecSVG calls (checked against
-    // the real headers by CodecSVGTests) and the module map links librsvg, GIO and cairo.
+    // the real headers by CodecSVGTests); CLazyLibraries opens librsvg (and with it GIO and cairo).
     .systemLibrary(name: "CRSVG", providers: [.apt(["librsvg2-dev"])]),
     // No pkgConfig: hiredis.pc's Cflags carry -D_FILE_OFFSET_BITS=64, which SwiftPM rejects with a
     // warning on every build; the headers are in /usr/include/hiredis and the module map links it.
     .systemLibrary(name: "CHiredis", providers: [.apt(["libhiredis-dev"])]),
     .systemLibrary(name: "CSQLite", providers: [.apt(["libsqlite3-dev"])]),
+    // The heavy libraries, opened on first use (as libvips loads its heavy loaders as modules):
+    // their module maps have no `link` and no pkgConfig (whose --libs would link them), only the
+    // types; CLazyLibraries holds generated trampolines of the functions we call, which dlopen the
+    // library at the first call (scripts/gen-lazy-symbols). libheif's and libcurl's headers are on
+    // the default search path.
+    .systemLibrary(name: "CHEIF", providers: [.apt(["libheif-dev"])]),
+    .systemLibrary(name: "CCurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+    .target(name: "CLazyLibraries"),
+    // The Swift face of CLazyLibraries: load() with a typed MissingLibrary.
+    .target(name: "LazyLibraries", dependencies: ["PipelineCore", "CLazyLibraries"]),
     // No pkgConfig: libjxl.pc's Cflags are only -I/usr/include (on the default path), and its
     // Requires.private pull libhwy's -DHWY_SHARED_DEFINE into --cflags, which CJXL's headers do
-    // not use; the module map links libjxl and libjxl_threads.
+    // not use; CLazyLibraries opens libjxl and libjxl_threads.
     .systemLibrary(name: "CJXL", providers: [.apt(["libjxl-dev"])]),
     // No pkgConfig: libmicrohttpd.pc's Cflags add p11-kit's include folder, which the header does
-    // not need; the module map links libmicrohttpd.
+    // not need; CLazyLibraries opens libmicrohttpd.
     .systemLibrary(name: "CMicroHTTPD", providers: [.apt(["libmicrohttpd-dev"])]),
 
     .target(name: "CJPEGShim", dependencies: ["CJPEG"]),
@@ -47,12 +55,12 @@ var targets: [Target] = [
     .target(name: "CodecJPEG", dependencies: ["PipelineCore", "CJPEGShim", "ColorManagement"]),
     .target(name: "CodecPNG", dependencies: ["PipelineCore", "CPNGShim", "ColorManagement"]),
     .target(name: "CodecWebP", dependencies: ["PipelineCore", "CWebP", "ColorManagement"]),
-    .target(name: "CodecHEIF", dependencies: ["PipelineCore", "CHEIF", "ColorManagement"]),
+    .target(name: "CodecHEIF", dependencies: ["PipelineCore", "CHEIF", "LazyLibraries", "ColorManagement"]),
     .target(name: "CodecGIF", dependencies: ["PipelineCore", "CGIF"]),
-    .target(name: "CodecSVG", dependencies: ["PipelineCore", "CRSVG"]),
-    .target(name: "CodecJXL", dependencies: ["PipelineCore", "CJXL", "ColorManagement"]),
-    .target(name: "CCurlShim", dependencies: ["CCurl"]),
-    .target(name: "LoaderHTTP", dependencies: ["PipelineCore", "CCurl", "CCurlShim"]),
+    .target(name: "CodecSVG", dependencies: ["PipelineCore", "CRSVG", "LazyLibraries"]),
+    .target(name: "CodecJXL", dependencies: ["PipelineCore", "CJXL", "LazyLibraries", "ColorManagement"]),
+    .target(name: "CCurlShim", dependencies: ["CCurl", "CLazyLibraries"]),
+    .target(name: "LoaderHTTP", dependencies: ["PipelineCore", "CCurl", "CCurlShim", "LazyLibraries"]),
     .target(name: "LoaderFile", dependencies: ["PipelineCore"]),
     .target(name: "CDiskCacheShim"),
     .target(name: "CacheDisk", dependencies: ["PipelineCore", "CSQLite", "CDiskCacheShim"]),
@@ -60,8 +68,8 @@ var targets: [Target] = [
     .target(name: "MemoryPressureLinux", dependencies: ["PipelineCore"]),
     // The image server's handler (no HTTP library in its API) and its libmicrohttpd transport.
     .target(name: "ImageServer", dependencies: ["PipelineCore"]),
-    .target(name: "CMicroHTTPDShim", dependencies: ["CMicroHTTPD"]),
-    .target(name: "ImageServerHTTP", dependencies: ["ImageServer", "CMicroHTTPD", "CMicroHTTPDShim"]),
+    .target(name: "CMicroHTTPDShim", dependencies: ["CMicroHTTPD", "CLazyLibraries"]),
+    .target(name: "ImageServerHTTP", dependencies: ["ImageServer", "PipelineCore", "CMicroHTTPD", "CMicroHTTPDShim", "LazyLibraries"]),
     // Faces for the crop anchor, on OpenCV's cascade classifier behind a C shim. Debian ships no
     // opencv4.pc, and OpenCV's headers include each other as "opencv2/…", so the shim's
     // `opencv4` is a symlink to /usr/include/opencv4 searched as a header path (unsafeFlags'
@@ -145,7 +153,7 @@ var targets: [Target] = [
 
 for index in targets.indices where targets[index].type != .system && targets[index].name != "CCurlShim"
     && targets[index].name != "CMicroHTTPDShim" && targets[index].name != "CDiskCacheShim"
-    && targets[index].name != "CFaceDetectionShim" {
+    && targets[index].name != "CFaceDetectionShim" && targets[index].name != "CLazyLibraries" {
     targets[index].swiftSettings = (targets[index].swiftSettings ?? []) + strictSettings
 }
 

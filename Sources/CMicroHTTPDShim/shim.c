@@ -1,4 +1,5 @@
 #include "CMicroHTTPDShim.h"
+#include <CLazyLibraries.h>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -56,24 +57,24 @@ struct MHD_Daemon *cmhd_start(const struct cmhd_settings *settings, enum cmhd_st
     };
     // The port is bound through MHD_OPTION_SOCK_ADDR; given here too, it names the port in
     // MHD's bind failure message.
-    struct MHD_Daemon *daemon = MHD_start_daemon(flags, settings->port, NULL, NULL, settings->access, settings->context,
+    struct MHD_Daemon *daemon = IMGPIPE_LAZY_VARIADIC(MHD_start_daemon)(flags, settings->port, NULL, NULL, settings->access, settings->context,
                                                  MHD_OPTION_ARRAY, options, MHD_OPTION_END);
     *error = daemon == NULL ? CMHD_START_FAILED : CMHD_START_OK;
     return daemon;
 }
 
 uint16_t cmhd_daemon_port(struct MHD_Daemon *daemon) {
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_BIND_PORT);
+    const union MHD_DaemonInfo *info = IMGPIPE_LAZY_VARIADIC(MHD_get_daemon_info)(daemon, MHD_DAEMON_INFO_BIND_PORT);
     return info == NULL ? 0 : info->port;
 }
 
 int cmhd_connection_fd(struct MHD_Connection *connection) {
-    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    const union MHD_ConnectionInfo *info = IMGPIPE_LAZY_VARIADIC(MHD_get_connection_info)(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
     return info == NULL ? -1 : info->connect_fd;
 }
 
 int cmhd_connection_address(struct MHD_Connection *connection, char *buffer, size_t size) {
-    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    const union MHD_ConnectionInfo *info = IMGPIPE_LAZY_VARIADIC(MHD_get_connection_info)(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     if (info == NULL || info->client_addr == NULL) return -1;
     const struct sockaddr *address = info->client_addr;
     const void *bytes;

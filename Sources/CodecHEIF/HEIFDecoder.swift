@@ -56,15 +56,14 @@ public struct HEIFDecoder: ImageDecoding {
     /// Creates a HEIF decoder that treats the codecs' writes to stderr as `standardError` says.
     public init(standardError: StandardError) { self.standardError = standardError }
 
-    /// Whether this libheif can decode AVIF (it was built with libaom or dav1d):
-    /// `heif_have_decoder_for_format(heif_compression_AV1)`.
-    public static var decodesAVIF: Bool { HEIFLibrary.decodesAV1 }
+    /// Whether this libheif can decode AVIF (it was built with libaom or dav1d, or takes
+    /// our dav1d plugin): `heif_have_decoder_for_format(heif_compression_AV1)`. Asking opens libheif.
+    public static var decodesAVIF: Bool { (try? HEIFLibrary.load(.avif)) != nil && HEIFLibrary.decodesAV1 }
 
-    /// HEIF by its `ftyp` brands, and AVIF too when libheif has an AV1 decoder (AVIF data then
-    /// goes to another registered decoder, or fails as "AVIF data, but no AVIF decoder").
-    public var signatures: [ImageSignature] {
-        Self.decodesAVIF ? [Self.heifSignature, Self.avifSignature] : [Self.heifSignature]
-    }
+    /// HEIF and AVIF by their `ftyp` brands. Registration and sniffing do not open libheif (it is
+    /// opened at the first decode), so AVIF is claimed without asking whether libheif has an AV1
+    /// decoder; with none (``decodesAVIF``), decoding AVIF fails as unsupported, naming libheif.
+    public var signatures: [ImageSignature] { [Self.heifSignature, Self.avifSignature] }
 
     static let heifSignature = ImageSignature.isoBaseMedia(
         majorBrands: ["heic", "heix", "heim", "heis", "hevc", "hevx"],

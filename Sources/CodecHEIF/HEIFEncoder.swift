@@ -1,5 +1,6 @@
 import CHEIF
 import Foundation
+import LazyLibraries
 import PipelineCore
 
 /// Encodes a `Bitmap` as HEIC (HEVC, libheif's x265 plugin) or AVIF (AV1,
@@ -78,9 +79,10 @@ public struct HEIFEncoder: ImageEncoding {
 
     private var compressionFormat: heif_compression_format { heif_compression_format(rawValue: compression) }
 
-    /// Whether this libheif has an encoder for the codec (`heif_have_encoder_for_format`).
+    /// Whether this libheif has an encoder for the codec (`heif_have_encoder_for_format`);
+    /// `false` when libheif is not installed. Asking opens libheif.
     public var isAvailable: Bool {
-        HEIFLibrary.initialized && heif_have_encoder_for_format(compressionFormat) != 0
+        (try? LazyLibrary.heif.load()) != nil && HEIFLibrary.initialized && heif_have_encoder_for_format(compressionFormat) != 0
     }
 
     /// The HEIC or AVIF bytes of `bitmap`.
@@ -88,7 +90,8 @@ public struct HEIFEncoder: ImageEncoding {
     ///   no encoder for the codec (or none that is lossless, when asked);
     ///   `EncodingError.invalidOptions(format:message:)` for quality or effort
     ///   out of range, or lossless with chroma other than 4:4:4;
-    ///   `EncodingError.failed(format:message:)` with libheif's message.
+    ///   `EncodingError.failed(format:message:)` with libheif's message;
+    ///   `EncodingError.libraryUnavailable(format:_:)` when libheif is not installed.
     public func encode(_ bitmap: Bitmap, options: EncodeOptions) throws -> Data {
         try validateOptions(options)
         return try encode(straight: bitmap.unpremultipliedBytes(), size: bitmap.size, options: options)
@@ -102,6 +105,7 @@ public struct HEIFEncoder: ImageEncoding {
         guard size.isValid, straight.count == size.pixelCount * 4 else {
             throw EncodingError.failed(format: format, message: "\(straight.count) bytes are not \(size.width)×\(size.height) RGBA pixels")
         }
+        do { try LazyLibrary.heif.load() } catch { throw EncodingError.libraryUnavailable(format: format, error) }
         guard HEIFLibrary.initialized else { throw EncodingError.unsupported(format: format, message: "libheif failed to initialise") }
         guard heif_have_encoder_for_format(compressionFormat) != 0 else {
             throw EncodingError.unsupported(format: format, message: "libheif \(Self.libheifVersion) has no \(codecName) encoder")

@@ -1,5 +1,6 @@
 import CHEIF
 import Foundation
+import LazyLibraries
 import PipelineCore
 
 /// The libheif objects the decoder uses, each freed by its owner's `deinit` on every path, and
@@ -9,6 +10,11 @@ enum HEIFLibrary {
     /// up front avoids libheif's lazy registration racing between decode threads), then our
     /// dav1d plugin (``Dav1dPlugin``), which keeps dav1d's log lines off stderr.
     static var initialized: Bool { setUp.initialized }
+
+    /// Opens libheif on first use (`LazyLibrary`): a decoder's error when it is missing.
+    static func load(_ format: ImageFormat) throws(ImagePipelineError) {
+        do { try LazyLibrary.heif.load() } catch { throw .libraryUnavailable(error) }
+    }
 
     /// Whether ``Dav1dPlugin`` is registered (libheif refuses a plugin API newer than its own).
     static var dav1dPluginRegistered: Bool { setUp.dav1dPlugin }
@@ -47,6 +53,7 @@ enum HEIFLibrary {
         let format: ImageFormat
 
         init(_ bytes: UnsafeRawBufferPointer, format: ImageFormat) throws(ImagePipelineError) {
+            try load(format)
             guard initialized else { throw .unsupported(format: format, message: "libheif failed to initialise") }
             guard let base = bytes.baseAddress, !bytes.isEmpty else { throw .corruptData(format: format, message: "the data is empty") }
             if format == .avif, !decodesAV1 {

@@ -1,5 +1,6 @@
 import CJXL
 import Foundation
+import LazyLibraries
 import PipelineCore
 
 /// Encodes a `Bitmap` as a still JPEG XL (a bare codestream) with libjxl 0.7.
@@ -65,6 +66,7 @@ public struct JXLEncoder: ImageEncoding {
         private let runner: UnsafeMutableRawPointer?
 
         init(threads: Int) throws {
+            do { try LazyLibrary.jxl.load() } catch { throw EncodingError.libraryUnavailable(format: .jxl, error) }
             guard let encoder = JxlEncoderCreate(nil) else {
                 throw EncodingError.failed(format: .jxl, message: "libjxl could not create an encoder (out of memory)")
             }

@@ -1,5 +1,6 @@
 import CJXL
 import Foundation
+import LazyLibraries
 import PipelineCore
 
 /// One libjxl decoder (`JxlDecoder`) and its thread runner, if it has one, over bytes the caller
@@ -24,6 +25,7 @@ final class JXLHandle {
     /// A decoder over `bytes` (all of them), told to report `events`, with
     /// `threads` worker threads (0: it decodes on the calling thread).
     init(bytes: UnsafeRawBufferPointer, events: [JxlDecoderStatus], threads: Int, quiet: Bool) throws {
+        do { try LazyLibrary.jxl.load() } catch { throw ImagePipelineError.libraryUnavailable(error) }
         guard let decoder = JxlDecoderCreate(nil) else {
             throw ImagePipelineError.corruptData(format: .jxl, message: "libjxl could not create a decoder (out of memory)")
         }

@@ -45,6 +45,7 @@ public struct SVGDecoder: ImageDecoding {
     /// Parses the whole document (librsvg has no header-only mode) and runs `body`; the handle
     /// is freed when this returns.
     public func withSession<R>(for data: Data, _ body: (any ImageDecodingSession) throws -> R) throws -> R {
+        try SVGDocument.loadLibrary()  // before the root check, which inflates SVGZ with GIO
         guard SVGRootSniffer.isSVG(data) else {
             throw ImagePipelineError.corruptData(format: .svg, message: "the root element is not <svg>")
         }

@@ -1,5 +1,6 @@
 import CRSVG
 import Foundation
+import LazyLibraries
 import PipelineCore
 
 /// One parsed SVG document: a librsvg handle loaded from memory with no base file or URL, so
@@ -34,8 +35,15 @@ final class SVGDocument {
     /// the picture anyway, and the size stays representable.
     static let largestSide = Double(1 << 30)
 
+    /// Opens librsvg (with cairo, GLib and GIO) on first use (`LazyLibrary`): a decoder's error
+    /// when it is missing.
+    static func loadLibrary() throws(ImagePipelineError) {
+        do { try LazyLibrary.rsvg.load() } catch { throw .libraryUnavailable(error) }
+    }
+
     /// Parses `data` (SVG or gzip-compressed SVGZ: librsvg inflates it itself).
     init(_ data: Data, defaultSize: PixelSize) throws {
+        try Self.loadLibrary()
         GLibLogSilencer.install()
         var error: UnsafeMutablePointer<GError>?
         let loaded: OpaquePointer? = data.withUnsafeBytes { raw in

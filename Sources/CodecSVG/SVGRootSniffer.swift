@@ -129,8 +129,10 @@ enum SVGRootSniffer {
 
     /// The first `limit` bytes (or fewer) that the gzip stream in `raw` inflates to, through
     /// GIO's zlib decompressor; what came out before an error (a truncated stream) is kept.
+    /// Nothing when librsvg's libraries are not installed (GIO is opened with them, on the first
+    /// gzip stream: sniffing anything else opens nothing).
     static func inflatedHead(_ raw: UnsafeRawBufferPointer, limit: Int) -> [UInt8] {
-        guard let base = raw.baseAddress, let decompressor = g_zlib_decompressor_new(G_ZLIB_COMPRESSOR_FORMAT_GZIP) else { return [] }
+        guard (try? SVGDocument.loadLibrary()) != nil, let base = raw.baseAddress, let decompressor = g_zlib_decompressor_new(G_ZLIB_COMPRESSOR_FORMAT_GZIP) else { return [] }
         defer { g_object_unref(UnsafeMutableRawPointer(decompressor)) }
         let converter = decompressor  // a GZlibDecompressor is a GConverter
         var out = [UInt8](repeating: 0, count: limit)

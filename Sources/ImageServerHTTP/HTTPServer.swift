@@ -2,6 +2,7 @@ import CMicroHTTPD
 import CMicroHTTPDShim
 import Foundation
 import ImageServer
+import LazyLibraries
 import Synchronization
 
 #if canImport(Glibc)
@@ -62,9 +63,10 @@ public final class HTTPServer: Sendable {
     private let settings: Settings
     private let stopping = Mutex<Task<Void, Never>?>(nil)
 
-    /// Starts listening; throws ``HTTPServerError`` when the host is not an address literal or
-    /// the address cannot be bound.
+    /// Starts listening; throws ``HTTPServerError`` when the host is not an address literal,
+    /// the address cannot be bound, or libmicrohttpd (opened here, on first use) is not installed.
     public init(configuration: Configuration, handler: @escaping @Sendable (ServerRequest) async -> ServerResponse) throws {
+        do { try LazyLibrary.microhttpd.load() } catch { throw HTTPServerError.libraryUnavailable(error) }
         guard (0...65535).contains(configuration.port) else {
             throw HTTPServerError.cannotListen(address: "\(configuration.host):\(configuration.port)", reason: "port out of range")
         }

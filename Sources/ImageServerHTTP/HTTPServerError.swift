@@ -1,4 +1,5 @@
 import Foundation
+import PipelineCore
 
 /// Why an ``HTTPServer`` could not start.
 public enum HTTPServerError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -10,12 +11,16 @@ public enum HTTPServerError: Error, Sendable, Equatable, CustomStringConvertible
     case cannotListen(address: String, reason: String)
     /// A system call the server needs failed (its name and `errno`).
     case resources(String, Int32)
+    /// libmicrohttpd, opened when the first server starts, is not installed: `MissingLibrary`
+    /// names the package to install.
+    case libraryUnavailable(MissingLibrary)
 
     public var description: String {
         switch self {
         case .invalidHost(let host): "not an IP address to listen on: \(host.debugDescription)"
         case .cannotListen(let address, let reason): "cannot listen on \(address)" + (reason.isEmpty ? "" : ": \(reason)")
         case .resources(let call, let code): "\(call) failed: \(String(cString: strerror(code)))"
+        case .libraryUnavailable(let missing): missing.description
         }
     }
 }

@@ -4,10 +4,6 @@ import Foundation
 import PipelineCore
 import Synchronization
 
-/// Initialises libcurl once per process, before any handle exists (Swift runs a global's
-/// initialiser exactly once, thread-safely).
-private let curlGlobalInit: CURLcode = curl_global_init(ccurl_global_default())
-
 /// One curl multi handle and the one thread that drives it.
 ///
 /// Requests wait in ``Shared/pending`` (behind a `Mutex`) until their host and the total have a
@@ -74,7 +70,8 @@ final class CurlMultiEngine: @unchecked Sendable {
     private let lingerSeconds = 2.0
 
     init(configuration: HTTPDataLoader.Configuration) {
-        _ = curlGlobalInit
+        // libcurl is loaded (HTTPDataLoader.load) and curl_global_init has run, once, under the
+        // loader's lock (scripts/gen-lazy-symbols).
         self.configuration = configuration
         self.shared = Mutex(Shared(pending: PendingQueue(maxCount: configuration.maxQueuedRequests, maxBytes: configuration.maxQueuedBytes)))
         self.confined = Confined(downloadMemory: DownloadMemoryBudget(limit: configuration.maxDownloadMemory))

@@ -1,5 +1,6 @@
 import CCurl
 import Foundation
+import LazyLibraries
 import PipelineCore
 
 #if canImport(Glibc)
@@ -66,7 +67,8 @@ enum CurlURL {
     private static func idnaLookup(_ function: String, _ name: [UInt8]) -> String? {
         #if canImport(Glibc)
         typealias Lookup = @convention(c) (UnsafePointer<CChar>?, UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?, Int32) -> Int32
-        guard let symbol = dlsym(nil, function) else { return nil }  // nil: RTLD_DEFAULT
+        // libidn2 came with libcurl, which is opened RTLD_LOCAL: looked for from its handle.
+        guard (try? LazyLibrary.curl.load()) != nil, let symbol = LazyLibrary.curl.symbol(function) else { return nil }
         let lookup = unsafeBitCast(symbol, to: Lookup.self)
         let text = name.map { CChar(bitPattern: $0) } + [0]
         // IDN2_NFC_INPUT | IDN2_NONTRANSITIONAL, then IDN2_TRANSITIONAL, as libcurl's idn_decode.

@@ -1,4 +1,5 @@
 import Foundation
+import LazyLibraries
 import PipelineCore
 import Synchronization
 
@@ -39,7 +40,8 @@ import Synchronization
 public final class HTTPDataLoader: DataLoading {
     /// What the loader was created with.
     public let configuration: Configuration
-    let engine: CurlMultiEngine
+    /// Made at the first request (``engine``): until then libcurl is not loaded.
+    private let startedEngine = Mutex<CurlMultiEngine?>(nil)
     private let lastID = Atomic<UInt64>(0)
 
     /// `http` and `https`, or `https` alone when ``Configuration/requiresHTTPS`` is set.
@@ -48,23 +50,34 @@ public final class HTTPDataLoader: DataLoading {
     /// Creates a loader with its own connection pool.
     public init(configuration: Configuration = Configuration()) {
         self.configuration = configuration.clamped
-        self.engine = CurlMultiEngine(configuration: self.configuration)
+    }
+
+    /// The engine, made (and libcurl loaded) the first time it is asked for.
+    var engine: CurlMultiEngine {
+        startedEngine.withLock { engine in
+            if let engine { return engine }
+            let made = CurlMultiEngine(configuration: configuration)
+            engine = made
+            return made
+        }
     }
 
     /// Requests waiting for a connection slot (not yet sent): for tests and diagnostics.
-    public var queuedCount: Int { engine.queuedCount }
+    public var queuedCount: Int { startedEngine.withLock { $0?.queuedCount } ?? 0 }
 
     /// The body bytes the transfers in flight hold together now, against
     /// ``Configuration/maxDownloadMemory``: for tests and diagnostics.
-    public var downloadBytesInUse: Int64 { engine.downloadMemory.inUse }
+    public var downloadBytesInUse: Int64 { startedEngine.withLock { $0?.downloadMemory.inUse } ?? 0 }
 
     /// The most body bytes the transfers in flight held together since the loader was created.
-    public var peakDownloadBytes: Int64 { engine.downloadMemory.peakInUse }
+    public var peakDownloadBytes: Int64 { startedEngine.withLock { $0?.downloadMemory.peakInUse } ?? 0 }
 
     /// Loads `request.url`, conditionally when it carries a validator.
-    /// - Throws: ``HTTPError`` or `ImagePipelineError` (not found, truncated, too large, timeout,
-    ///   overloaded), or `CancellationError` when the task is cancelled.
+    /// - Throws: ``HTTPError`` (``HTTPError/libraryUnavailable(_:)`` when libcurl, opened at the
+    ///   first request, is not installed) or `ImagePipelineError` (not found, truncated, too
+    ///   large, timeout, overloaded), or `CancellationError` when the task is cancelled.
     public func load(_ request: DataLoadRequest) async throws -> DataLoadResult {
+        do { try LazyLibrary.curl.load() } catch { throw HTTPError.libraryUnavailable(error) }
         try checkAllowed(request.url)
         var url = request.url
         var crossOrigin = false

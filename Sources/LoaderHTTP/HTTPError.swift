@@ -56,6 +56,9 @@ public enum HTTPError: Error, Hashable, Sendable, CustomStringConvertible, Local
     /// libcurl's multi interface failed (out of memory, or an internal error): the transfers
     /// running at that moment end with this error; the loader goes on with the next ones.
     case engineFailure(message: String)
+    /// libcurl, opened at the first request, is not installed: `MissingLibrary` names the
+    /// package to install. Permanent: the process keeps the answer.
+    case libraryUnavailable(MissingLibrary)
 
     /// A refusal by the ``ConnectionPolicy`` and a header flood are permanent: the same URL is
     /// refused, or the same server floods, next time. No other HTTP error here is: 404 and 410
@@ -64,7 +67,7 @@ public enum HTTPError: Error, Hashable, Sendable, CustomStringConvertible, Local
     /// pipeline's negative cache.
     public var isPermanent: Bool {
         switch self {
-        case .refused, .headersTooLarge: return true
+        case .refused, .headersTooLarge, .libraryUnavailable: return true
         default: return false
         }
     }
@@ -83,7 +86,7 @@ public enum HTTPError: Error, Hashable, Sendable, CustomStringConvertible, Local
         case .notAPicture, .emptyBody: return .notAPicture
         case .headersTooLarge: return .overLimit
         case .tooSlow: return .timedOut
-        case .network, .incompleteHeaders, .unsupportedEncoding, .corruptEncoding, .engineFailure: return nil
+        case .network, .incompleteHeaders, .unsupportedEncoding, .corruptEncoding, .engineFailure, .libraryUnavailable: return nil
         }
     }
 
@@ -106,6 +109,7 @@ public enum HTTPError: Error, Hashable, Sendable, CustomStringConvertible, Local
         case .refused(let refusal): return refusal.description
         case .headersTooLarge(let limit): return "the response's headers are longer than the limit of \(limit) bytes"
         case .engineFailure(let message): return "the HTTP engine failed: \(MessageText.escaped(message))"
+        case .libraryUnavailable(let missing): return missing.description
         }
     }
 

@@ -1,6 +1,8 @@
 // The parts of libcurl that Swift cannot call directly: the variadic curl_easy_setopt,
 // curl_multi_setopt and curl_easy_getinfo, and a few macro constants. Each wrapper takes one
 // argument of a fixed type and returns curl's error code; nothing here allocates or frees.
+// libcurl is opened on first use (CLazyLibraries): the variadic functions are called through
+// their addresses there (IMGPIPE_LAZY_VARIADIC), never through a `...` trampoline.
 #ifndef CCURL_SHIM_H
 #define CCURL_SHIM_H
 
@@ -35,8 +37,6 @@ curl_socket_t ccurl_socket_bad(void);
 /// CURL_PREREQFUNC_OK and CURL_PREREQFUNC_ABORT, macros.
 int ccurl_prereq_ok(void);
 int ccurl_prereq_abort(void);
-/// CURL_GLOBAL_DEFAULT, a macro.
-long ccurl_global_default(void);
 /// CURLPIPE_MULTIPLEX, a macro.
 long ccurl_pipe_multiplex(void);
 /// The CURLMsg's result for a CURLMSG_DONE message (a union member).

@@ -3,7 +3,8 @@
 // MHD_get_connection_info (variadic), the external logger (a va_list) and the identity
 // unescape callback. Nothing here keeps state; every call returns a result or an error code.
 // It also brings epoll and eventfd, which Glibc's Swift module leaves out, to the watcher of
-// suspended connections.
+// suspended connections. libmicrohttpd is opened on first use (CLazyLibraries): the variadic
+// functions are called through their addresses there (IMGPIPE_LAZY_VARIADIC).
 #ifndef CMICROHTTPD_SHIM_H
 #define CMICROHTTPD_SHIM_H
 

@@ -50,6 +50,7 @@ enum MemoryCost {
         case .notFound(let url, _): return of(url)
         case .unsupported(_, let message), .corruptData(_, let message), .timeout(let message): return message.utf8.count
         case .fileUnreadable(let path, let reason): return path.utf8.count + reason.utf8.count
+        case .libraryUnavailable(let missing): return missing.description.utf8.count
         case .overloaded(let url, let limit, let detail): return of(url) + limit.rawValue.utf8.count + detail.utf8.count
         case .loadingFailed(let url, let underlying), .decodingFailed(let url, let underlying),
              .processingFailed(let url, let underlying):

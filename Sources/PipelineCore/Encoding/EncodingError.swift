@@ -11,6 +11,9 @@ public enum EncodingError: Error, Hashable, Sendable, CustomStringConvertible {
     case invalidOptions(format: ImageFormat, message: String)
     /// The codec library refused; `message` is its own.
     case failed(format: ImageFormat, message: String)
+    /// The codec's library, opened on first use, is not installed: ``MissingLibrary`` names it
+    /// and the package to install.
+    case libraryUnavailable(format: ImageFormat, MissingLibrary)
 
     /// A sentence naming the format and the reason.
     public var description: String {
@@ -23,6 +26,8 @@ public enum EncodingError: Error, Hashable, Sendable, CustomStringConvertible {
             return "invalid \(format) encoding options: \(message)"
         case .failed(let format, let message):
             return "\(format) encoding failed: \(message)"
+        case .libraryUnavailable(let format, let missing):
+            return "cannot encode \(format): \(missing)"
         }
     }
 }

@@ -64,6 +64,9 @@ public enum ImagePipelineError: Error, Sendable, CustomStringConvertible, Locali
     /// which may never have been asked. `detail` says what was counted. Never
     /// permanent (not negatively cached); a loader does not retry it itself.
     case overloaded(URL, limit: Limit, detail: String)
+    /// The codec's library, opened on first use, is not installed (or not the version this
+    /// was built against): ``MissingLibrary`` names it and the package to install.
+    case libraryUnavailable(MissingLibrary)
     /// A local file could not be read: a directory, not permitted, not a regular file.
     case fileUnreadable(path: String, reason: String)
     /// The request asked for cached data only and there was none.
@@ -112,7 +115,7 @@ public enum ImagePipelineError: Error, Sendable, CustomStringConvertible, Locali
     /// for itself through ``PipelineFailure`` (temporary when it does not conform).
     public var isPermanent: Bool {
         switch self {
-        case .notFound, .noDecoder, .unsupported, .corruptData, .tooManyPixels, .overLimit: return true
+        case .notFound, .noDecoder, .unsupported, .corruptData, .tooManyPixels, .overLimit, .libraryUnavailable: return true
         case .loadingFailed(_, let error), .decodingFailed(_, let error), .processingFailed(_, let error):
             return (error as? any PipelineFailure)?.isPermanent ?? false
         default: return false
@@ -145,6 +148,7 @@ public enum ImagePipelineError: Error, Sendable, CustomStringConvertible, Locali
         case .overloaded(let url, let limit, let detail): return Self.overloaded(url, limit: limit, detail: detail, fetchedAs: nil)
         case .fileUnreadable(let path, let reason):
             return "cannot read \(MessageText.escaped(path, limit: MessageText.urlLimit)): \(MessageText.escaped(reason))"
+        case .libraryUnavailable(let missing): return missing.description
         case .notCached: return "the picture is not cached and the request does not allow loading"
         case .unexpectedNotModified: return "the loader answered 'not modified' but nothing was cached"
         case .loadingFailed(let url, let error): return Self.wrapped("load", url, error)
@@ -206,6 +210,7 @@ public enum ImagePipelineError: Error, Sendable, CustomStringConvertible, Locali
         case (.timeout(let a), .timeout(let b)): return a == b
         case (.overloaded(let a1, let a2, let a3), .overloaded(let b1, let b2, let b3)): return a1 == b1 && a2 == b2 && a3 == b3
         case (.fileUnreadable(let a1, let a2), .fileUnreadable(let b1, let b2)): return a1 == b1 && a2 == b2
+        case (.libraryUnavailable(let a), .libraryUnavailable(let b)): return a == b
         case (.notCached, .notCached), (.unexpectedNotModified, .unexpectedNotModified): return true
         case (.loadingFailed(let a1, let a2), .loadingFailed(let b1, let b2)),
              (.decodingFailed(let a1, let a2), .decodingFailed(let b1, let b2)),

@@ -170,7 +170,7 @@ extension ImagePipelineError {
         case .timeout: return .timedOut
         case .notCached: return .notCached
         case .truncated: return .unavailable
-        case .unexpectedNotModified: return .failed
+        case .unexpectedNotModified, .libraryUnavailable: return .failed
         case .loadingFailed(_, let error): return Kind(known: error) ?? .unavailable
         case .decodingFailed(_, let error): return Kind(known: error) ?? .notAPicture
         case .processingFailed(_, let error): return Kind(known: error) ?? .failed
