@@ -14,9 +14,10 @@ import Glibc
 enum CurlURL {
     /// The host (the name libcurl resolves: see ``lookupName(_:)``; lower-case, without IPv6
     /// brackets or a final dot) and port (the scheme's when none is written) of `text`, or `nil`
-    /// when curl does not parse it as a URL with a host it can resolve.
+    /// when curl does not parse it as a URL with a host it can resolve, or libcurl is not installed
+    /// (a request then fails with `HTTPError.libraryUnavailable`).
     static func hostAndPort(of text: String) -> (host: String, port: Int?)? {
-        guard let handle = curl_url() else { return nil }
+        guard (try? LazyLibrary.curl.load()) != nil, let handle = curl_url() else { return nil }
         defer { curl_url_cleanup(handle) }
         guard curl_url_set(handle, CURLUPART_URL, text, 0) == CURLUE_OK else { return nil }
         guard let host = part(CURLUPART_HOST, of: handle, flags: 0).flatMap(lookupName) else { return nil }
