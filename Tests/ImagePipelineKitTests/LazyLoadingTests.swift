@@ -112,4 +112,20 @@ struct LazyLoadingTests {
             try await LazyLoadingTests.convert("Samples/aurora.png")
         }
     }
+
+    /// The same for libcurl at the HTTP loader's first request (refused before any connection).
+    @Test func aMissingLibcurlFailsTheRequestNamingThePackage() async {
+        await #expect(processExitsWith: .success) {
+            setenv("IMGPIPE_SONAME_LIBCURL", "libimgpipe-absent.so.4", 1)
+            let url = try #require(URL(string: "http://127.0.0.1:9/picture.png"))
+            do {
+                _ = try await HTTPDataLoader().load(DataLoadRequest(url: url))
+                exit(2)
+            } catch HTTPError.libraryUnavailable(let missing) {
+                guard missing.library == "libcurl", missing.package == "libcurl4", HTTPError.libraryUnavailable(missing).isPermanent
+                else { exit(3) }
+            }
+            guard try LazyLoadingTests.mappedLazyLibraries().isEmpty else { exit(4) }
+        }
+    }
 }
