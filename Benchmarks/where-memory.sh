@@ -25,7 +25,7 @@ bench_workdir where-memory
 split() {
   local line best="" _
   for _ in 1 2 3; do
-    line=$(python3 "$root/Benchmarks/memory_split.py" "$@" | cut -d' ' -f2-)
+    line=$(python3 "$root/Benchmarks/memory_split.py" "$@" 2>>"$work/stderr" | cut -d' ' -f2-)  # vips's nclx warnings
     if [ -z "$best" ] || [ "${line%% *}" -gt "${best%% *}" ]; then best=$line; fi
   done
   echo "$best"
@@ -41,7 +41,7 @@ for tool in imgpipe vipsthumbnail; do
   exe=$imgpipe; [ $tool = vipsthumbnail ] && exe=vipsthumbnail
   args=(thumb "$inputs/photo-baseline.jpg" --size 256 --out "$work/t.png")
   [ $tool = vipsthumbnail ] && args=("$inputs/photo-baseline.jpg" -s 256 -o "$work/v.png")
-  echo "$tool, baseline JPEG: the 12 most resident of $(python3 "$root/Benchmarks/memory_split.py" --libraries 999 "$exe" "${args[@]}" \
+  echo "$tool, baseline JPEG: the 12 most resident of $(python3 "$root/Benchmarks/memory_split.py" --libraries 999 "$exe" "${args[@]}" 2>/dev/null \
     | tail -n +2 | tee "$work/libraries" | wc -l) shared objects (MiB):"
   head -n 12 "$work/libraries" | while read -r kib name; do printf "  %s %s;" "$(mib "$kib")" "$name"; done
   echo
