@@ -58,7 +58,7 @@ pyvips_row() {
   local file=$1 label=$2 result best_ms first_ms before after peak kib="" _
   # pyvips-binary has no JPEG XL loader and no HEVC decoder: such a row says libvips's reason.
   result=$("$pyvips" "$root/Benchmarks/pyvips_thumbnail.py" time "$runs" $size "$out/y.png" "$file" 2>"$out/y.err") \
-    || { printf "$row_format  (%s)\n" "$label" "pyvips 8.18" failed "" "$(grep -v '^ *$' "$out/y.err" | tail -n 1 | sed 's/^ *//')"
+    || { printf "$row_format  (%s)\n" "$label" "pyvips 8.18" failed "" "$(grep -E 'heif:|not a known' "$out/y.err" | tail -n 1 | sed 's/^ *//')"
          row_ms=failed; return; }
   read -r best_ms first_ms <<<"$result"
   for _ in $(seq "$runs"); do
