@@ -62,8 +62,7 @@ for input in ${INPUTS:-photo-baseline.jpg photo-progressive.jpg photo-rgb.png ph
     arena2=""
     [ $tool = imgpipe ] && arena2=$(mib "$(MALLOC_ARENA_MAX=2 peak_kib "${command[@]}")")
     printf "$format" "$input" "$tool" "$(mib "$peak")" "$(mib $((peak - floor)))" "$(mib "$sampled")" "$(mib "$libs")" \
-      "$(mib "$exe")" "$(mib "$files")" "$(mib "$heap")" "$(mib "$arenas")" "$(mib "$stacks")" "$threads" "$arena2" \
-      | sed "s/ | \([^|]*\)$/ | \1/"
+      "$(mib "$exe")" "$(mib "$files")" "$(mib "$heap")" "$(mib "$arenas")" "$(mib "$stacks")" "$threads" "$arena2"
     echo "$(printf '%-29s' '')blocks (mmap'ed: bitmaps, codec buffers) $(mib "$blocks")"
   done
   if [ "${HEAPTRACK:-1}" != 0 ] && command -v heaptrack >/dev/null; then
