@@ -44,7 +44,8 @@ photo="$inputs/photo-rgb.png"
   "$photo" "$inputs/photo.avif" >/dev/null
 # jxl.sh's input too (it makes it from the same photo when thumbnails.sh's exists).
 [ -f "$inputs/photo-d1.jxl" ] || cjxl "$photo" "$inputs/photo-d1.jxl" -d 1 --quiet
-[ -f "$inputs/icon.svg" ] || cp "$root/../shared/corpus/svg/tango-computer.svg" "$inputs/icon.svg"
+[ -f "$inputs/icon.svg" ] || cp "$root/../shared/corpus/svg/tango-computer.svg" "$inputs/icon.svg" \
+  || echo "thumbnails.sh: no ../shared/corpus/svg (see ../shared/corpus/README.md): the SVG row is left out" >&2
 
 pillow_script='import sys
 from PIL import Image
@@ -76,6 +77,7 @@ printf "$row_format\n" input tool "ms" "peak MiB"
 for input in ${INPUTS:-photo-baseline.jpg photo-progressive.jpg photo-rgb.png photo-rgba.png photo-lossy.webp \
   photo-lossless.webp photo.heic photo.avif photo-d1.jxl icon.svg}; do
   file="$inputs/$input"
+  [ -f "$file" ] || continue
   tools="imgpipe"
   [ -n "${BASELINE_IMGPIPE:-}" ] && tools+=" baseline"
   tools+=" vipsthumbnail pyvips"
