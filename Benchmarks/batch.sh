@@ -4,6 +4,7 @@
 #   imgpipe thumb FILES... --size 256 --out-dir DIR --format $FORMAT   (one process, every core)
 #   vipsthumbnail -s 256 -o DIR/%s.$FORMAT FILES...                     (one process)
 #   Pillow draft + thumbnail + save, multiprocessing.Pool(2)           (2 worker processes)
+#   pyvips 8.18 Image.thumbnail + write_to_file, 2 Python threads       (in-process, see below)
 # Prints the minimum of $RUNS runs (default 5; the tools take turns) of wall time per tool,
 # pictures/s, the CPU seconds (user + sys) and peak RSS (/usr/bin/time) of that fastest run,
 # and the bytes written.
@@ -11,6 +12,12 @@
 # FORMAT=png (default) or FORMAT=jpg (quality 80 for every tool; needs imgpipe's JPEG encoder):
 # every tool writes the same format. FORMAT=pam measures decoding and resizing alone: imgpipe
 # writes PAM, vips and Pillow PPM (uncompressed both).
+#
+# pyvips 8.18 (PyPI pyvips + pyvips-binary, pinned, in scripts/python-venv's .build/venvs/pyvips)
+# runs Benchmarks/pyvips_thumbnail.py's batch mode: after `import pyvips` (not timed, so Python's
+# start-up is not counted against it) a ThreadPoolExecutor(2) thumbnails the 100 files, each
+# call with libvips's own thread pool too; its seconds and CPU are those of the batch inside the
+# process, its peak the process's VmHWM minus its VmRSS before the import (the interpreter).
 #
 # IMGPIPE_EXTRA="--compression-level 4" adds a row: imgpipe again with those options.
 # BASELINE_IMGPIPE=/path/to/imgpipe adds a row: another build of imgpipe (say, main before a
@@ -23,7 +30,8 @@
 # scaled by 2/3 to 1280x853 and saved as JPEG q90.
 #
 # Idempotent: installs missing peers with scripts/bootstrap (libvips-tools, time, python3-pil),
-# builds the release imgpipe (the benchmark package's).
+# builds the release imgpipe (the benchmark package's; IMGPIPE=/path/to/imgpipe measures that
+# build instead).
 # Don't run it while other builds share the machine unless you need a number.
 source "$(dirname "$0")/common.sh"
 batch="$inputs/batch-1280"
@@ -43,7 +51,8 @@ peer_format=$format
 [ "$format" = pam ] && peer_format=ppm
 
 bench_bootstrap libvips-tools time python3-pil
-imgpipe="$(bench_build imgpipe)/imgpipe"
+imgpipe=${IMGPIPE:-"$(bench_build imgpipe)/imgpipe"}
+pyvips=$("$root/scripts/python-venv" pyvips "pyvips==3.2.0" "pyvips-binary==8.18.7")
 
 photo_inputs
 if [ "$(ls "$batch"/*.jpg 2>/dev/null | wc -l)" -ne 100 ]; then
@@ -82,6 +91,16 @@ measure_once() {
   echo "$(awk -v s="$run_seconds" 'BEGIN { printf "%.3f", s }') $run_cpu $run_kib $(du -sk "$out/t" | cut -f1)"
 }
 
+# pyvips_thumbnail.py's own numbers (it times the batch inside the process), as measure_once prints.
+measure_pyvips() {
+  local result
+  rm -rf "$out/t"; mkdir -p "$out/t"
+  result=$("$pyvips" "$root/Benchmarks/pyvips_thumbnail.py" batch 2 $size "$out/t" "$peer_format$vips_suffix" "${files[@]}") \
+    || { echo "failed"; return; }
+  [ "$(ls "$out/t" | wc -l)" -eq 100 ] || { echo "batch: pyvips wrote $(ls "$out/t" | wc -l) files" >&2; echo "failed"; return; }
+  echo "$result $(du -sk "$out/t" | cut -f1)"
+}
+
 run_tool() {
   case $1 in
     imgpipe) measure_once "$imgpipe" thumb "${files[@]}" --size $size --out-dir "$out/t" --format "$format" "${imgpipe_options[@]}" ;;
@@ -92,6 +111,7 @@ run_tool() {
                         "${imgpipe_options[@]}" ;;
     vipsthumbnail) measure_once vipsthumbnail "${files[@]}" -s $size -o "$out/t/%s.$peer_format$vips_suffix" ;;
     pillow) measure_once "$pillow" -c "$pillow_script" "$out/t" "${files[@]}" ;;
+    pyvips) measure_pyvips ;;
   esac
 }
 
@@ -99,7 +119,7 @@ echo "100 photos 1280x853 -> ${size}px $format, min of $runs runs, $(nproc) core
 tools=(imgpipe)
 [ -n "${IMGPIPE_EXTRA:-}" ] && tools+=(imgpipe-extra)
 [ -n "${BASELINE_IMGPIPE:-}" ] && tools+=(imgpipe-baseline)
-tools+=(vipsthumbnail pillow)
+tools+=(vipsthumbnail pyvips pillow)
 # The tools take turns within each run, so a change in the machine's load hits them alike;
 # each keeps its fastest run.
 declare -A best
@@ -125,6 +145,12 @@ for tool in "${tools[@]}"; do
   [ "$tool" = imgpipe-baseline ] && label="baseline imgpipe"
   [ "$tool" = vipsthumbnail ] && label="vipsthumbnail (one process)"
   [ "$tool" = pillow ] && label="Pillow draft+thumbnail, Pool(2)"
+  [ "$tool" = pyvips ] && label="pyvips 8.18, 2 threads, in-process"
   printf "%-34s %8s %12s %9s %10s %11s\n" "$label" "$seconds" "$(awk -v s="$seconds" 'BEGIN { printf "%.1f", 100 / s }')" "$cpu" \
     "$(mib "$kb")" "$bytes"
 done
+# The goal: imgpipe's throughput at least 1.5x pyvips 8.18's.
+if [ "${best[imgpipe]}" != failed ] && [ "${best[pyvips]}" != failed ]; then
+  awk -v a="${best[imgpipe]%% *}" -v b="${best[pyvips]%% *}" -v c="${best[vipsthumbnail]%% *}" \
+    'BEGIN { printf "imgpipe pictures/s × pyvips 8.18: %.2f; × vipsthumbnail: %.2f\n", b / a, c / a }'
+fi

@@ -117,12 +117,13 @@ measure() {
 
 # row LABEL TOOL COMMAND...: measures COMMAND and prints one line of the driver's table:
 # label, tool, milliseconds and peak MiB in $row_format (a printf format for those four, e.g.
-# "%-22s %-14s %8s %10s"), then what the driver's `row_note` prints, if it defines one.
+# "%-22s %-14s %8s %10s"), then what the driver's `row_note` prints, if it defines one. Leaves
+# the numbers in row_ms and row_kib ("failed" and empty when the command failed).
 row() {
-    local label=$1 tool=$2 ms kb
+    local label=$1 tool=$2
     shift 2
-    read -r ms kb <<<"$(measure "$@")"
-    printf "$row_format" "$label" "$tool" "$ms" "$(mib "${kb:-0}")"
+    read -r row_ms row_kib <<<"$(measure "$@")"
+    printf "$row_format" "$label" "$tool" "$row_ms" "$(mib "${row_kib:-0}")"
     if declare -F row_note >/dev/null; then row_note; fi
     echo
 }

@@ -161,7 +161,9 @@ public struct JXLDecoder: ImageDecoding {
 
     /// Decodes the next image of `handle` (subscribed to basic info, colour encoding and full
     /// image) as straight RGBA8, oriented as `options` asks. Returns it with the profile its
-    /// pixels are in (`nil`: sRGB).
+    /// pixels are in (`nil`: sRGB). A picture without alpha comes labelled
+    /// `options.pixelFormat` straight away: libjxl gives it alpha 255 everywhere, where both
+    /// formats are the same bytes, so the caller's conversion is not a pass over every pixel.
     static func firstImage(_ handle: JXLHandle, header: JXLHeader, profile: ColorProfile?,
                            options: DecodeOptions, dcIsEnough: Bool = false) throws -> (Bitmap, ColorProfile?) {
         guard JxlDecoderSetKeepOrientation(handle.decoder, options.appliesOrientation ? 0 : 1) == JXL_DEC_SUCCESS,
@@ -188,7 +190,7 @@ public struct JXLDecoder: ImageDecoding {
                 stage = "the first frame's header"
             case JXL_DEC_NEED_IMAGE_OUT_BUFFER:
                 guard let output else { throw ImagePipelineError.corruptData(format: .jxl, message: "libjxl reported no basic info") }
-                var bitmap = Bitmap(zeroed: output, pixelFormat: .rgba8Straight)
+                var bitmap = Bitmap(zeroed: output, pixelFormat: header.basic.alpha_bits > 0 ? .rgba8Straight : options.pixelFormat)
                 try handle.decodeImage(into: &bitmap, stage: "the first frame's pixels", dcIsEnough: dcIsEnough)
                 return (bitmap, pixelProfile)
             case JXL_DEC_SUCCESS:

@@ -17,6 +17,7 @@
 import Foundation
 
 signal(SIGPIPE, SIG_IGN)  // a closed pipe is a write error, not a death by signal
+MallocPolicy.apply()  // large codec buffers go back to the system when freed
 _ = Console.standardError  // imgpipe's own stderr, duplicated before any decode can point fd 2 elsewhere
 let arguments = Array(CommandLine.arguments.dropFirst())
 if arguments.isEmpty || arguments == ["--help"] || arguments == ["-h"] || arguments == ["help"] {
