@@ -76,6 +76,9 @@ enum Dav1dPlugin {
         dav1d_default_settings(&settings)
         settings.frame_size_limit = 32768 * 32768  // libheif's MAX_IMAGE_WIDTH × MAX_IMAGE_HEIGHT, as its plugin sets
         settings.all_layers = 0
+        // One frame in flight: a still picture has one frame, and dav1d's frame threading (on by
+        // default with 2+ threads) keeps the whole frame's coefficients besides the picture.
+        settings.max_frame_delay = 1
         settings.logger.cookie = Unmanaged.passUnretained(session).toOpaque()
         settings.logger.callback = { cookie, format, arguments in
             guard let cookie, let format, let arguments else { return }
