@@ -139,6 +139,37 @@ public struct JXLDecoder: ImageDecoding {
         }
     }
 
+    /// The size an opaque colour picture in sRGB is resampled to as it leaves libjxl, or `nil`
+    /// to return it at full size: the target when it is smaller and nothing is cut from it
+    /// (``DecodeOptions/cutsAfterScaling``: a fill's crop is resampled from the full-size
+    /// picture, as before, so its bytes do not change). Its pixels then pass through an
+    /// RGB buffer (3 bytes a pixel, as vips's jxlload holds them) and ``PlaneRows`` instead of a
+    /// full-size RGBA bitmap — a quarter less memory for the picture, the same bytes as the
+    /// pipeline's resampling of that bitmap. Pictures with alpha, gray ones and ones whose pixels
+    /// still need a colour transform (done before resampling) keep the full-size path.
+    static func resampledTarget(header: JXLHeader, size: PixelSize, pixelProfile: ColorProfile?,
+                                options: DecodeOptions) -> PixelSize? {
+        guard header.basic.alpha_bits == 0, !header.isGray, pixelProfile == nil, !options.cutsAfterScaling,
+              let target = options.targetSize,
+              target.isValid, target.width <= size.width, target.height <= size.height, target != size else { return nil }
+        return target
+    }
+
+    /// Decodes the next image as RGB8 into a buffer of `size` and resamples it to `target`.
+    static func resampledImage(_ handle: JXLHandle, size: PixelSize, target: PixelSize, options: DecodeOptions,
+                               dcIsEnough: Bool) throws -> Bitmap {
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: size.pixelCount * 3, alignment: 16)
+        defer { buffer.deallocate() }
+        try handle.decodeImage(into: buffer, size: size, format: JXLHandle.rgb8, stage: "the first frame's pixels",
+                               dcIsEnough: dcIsEnough)
+        guard let base = buffer.baseAddress else {
+            throw ImagePipelineError.corruptData(format: .jxl, message: "no memory for a \(size) picture")
+        }
+        let rows = PlaneRows(plane: base.assumingMemoryBound(to: UInt8.self), stride: size.width * 3, size: size,
+                             channels: 3, premultiply: false)
+        return rows.resampled(to: target, filter: options.resamplingFilter)
+    }
+
     /// Whether a still picture asked for at `options.targetSize` can stop at its DC image (1:8):
     /// lossy (XYB: VarDCT has a DC, which libjxl reports; a lossless file never stops early, it
     /// has no DC event), not animated, and the target at most an eighth of the picture in both
@@ -190,6 +221,10 @@ public struct JXLDecoder: ImageDecoding {
                 stage = "the first frame's header"
             case JXL_DEC_NEED_IMAGE_OUT_BUFFER:
                 guard let output else { throw ImagePipelineError.corruptData(format: .jxl, message: "libjxl reported no basic info") }
+                if let target = resampledTarget(header: header, size: output, pixelProfile: pixelProfile, options: options) {
+                    return (try resampledImage(handle, size: output, target: target, options: options, dcIsEnough: dcIsEnough),
+                            pixelProfile)
+                }
                 var bitmap = Bitmap(zeroed: output, pixelFormat: header.basic.alpha_bits > 0 ? .rgba8Straight : options.pixelFormat)
                 try handle.decodeImage(into: &bitmap, stage: "the first frame's pixels", dcIsEnough: dcIsEnough)
                 return (bitmap, pixelProfile)

@@ -116,26 +116,36 @@ final class JXLHandle {
     /// whether it stopped there.
     @discardableResult
     func decodeImage(into bitmap: inout Bitmap, stage: String, dcIsEnough: Bool = false) throws -> Bool {
-        var format = JXLHandle.rgba8
+        let size = bitmap.size
+        return try bitmap.withUnsafeMutableBytes { buffer in
+            try decodeImage(into: UnsafeMutableRawBufferPointer(buffer), size: size, format: JXLHandle.rgba8, stage: stage,
+                            dcIsEnough: dcIsEnough)
+        }
+    }
+
+    /// ``decodeImage(into:stage:dcIsEnough:)`` into `buffer`, `size` pixels of `format` (RGBA8, or
+    /// RGB8 for an opaque picture resampled from libjxl's output: a quarter less memory).
+    @discardableResult
+    func decodeImage(into buffer: UnsafeMutableRawBufferPointer, size pixels: PixelSize, format: JxlPixelFormat,
+                     stage: String, dcIsEnough: Bool = false) throws -> Bool {
+        var format = format
         var size = 0
         guard JxlDecoderImageOutBufferSize(decoder, &format, &size) == JXL_DEC_SUCCESS,
-              size == bitmap.size.pixelCount * 4 else {
-            throw ImagePipelineError.corruptData(format: .jxl, message: "libjxl wants \(size) bytes for a \(bitmap.size) picture")
+              size == pixels.pixelCount * Int(format.num_channels), buffer.count >= size else {
+            throw ImagePipelineError.corruptData(format: .jxl, message: "libjxl wants \(size) bytes for a \(pixels) picture")
         }
-        return try bitmap.withUnsafeMutableBytes { buffer in
-            guard JxlDecoderSetImageOutBuffer(decoder, &format, buffer.baseAddress, size) == JXL_DEC_SUCCESS else {
-                throw ImagePipelineError.corruptData(format: .jxl, message: "libjxl refused the output buffer")
+        guard JxlDecoderSetImageOutBuffer(decoder, &format, buffer.baseAddress, size) == JXL_DEC_SUCCESS else {
+            throw ImagePipelineError.corruptData(format: .jxl, message: "libjxl refused the output buffer")
+        }
+        while true {
+            let status = try process(stage)
+            if status == JXL_DEC_FULL_IMAGE { return false }
+            if status == JXL_DEC_FRAME_PROGRESSION, dcIsEnough, JxlDecoderGetIntendedDownsamplingRatio(decoder) == 8,
+               JxlDecoderFlushImage(decoder) == JXL_DEC_SUCCESS {
+                return true
             }
-            while true {
-                let status = try process(stage)
-                if status == JXL_DEC_FULL_IMAGE { return false }
-                if status == JXL_DEC_FRAME_PROGRESSION, dcIsEnough, JxlDecoderGetIntendedDownsamplingRatio(decoder) == 8,
-                   JxlDecoderFlushImage(decoder) == JXL_DEC_SUCCESS {
-                    return true
-                }
-                guard status == JXL_DEC_FRAME_PROGRESSION || status == JXL_DEC_FRAME else {
-                    throw ImagePipelineError.corruptData(format: .jxl, message: "libjxl stopped decoding \(stage) (status \(status.rawValue))")
-                }
+            guard status == JXL_DEC_FRAME_PROGRESSION || status == JXL_DEC_FRAME else {
+                throw ImagePipelineError.corruptData(format: .jxl, message: "libjxl stopped decoding \(stage) (status \(status.rawValue))")
             }
         }
     }
@@ -143,4 +153,6 @@ final class JXLHandle {
     /// Four 8-bit channels, RGBA: libjxl expands gray to RGB, adds opaque alpha, and rounds 16-bit
     /// and float samples to 8 bits itself.
     static let rgba8 = JxlPixelFormat(num_channels: 4, data_type: JXL_TYPE_UINT8, endianness: JXL_NATIVE_ENDIAN, align: 0)
+    /// Three 8-bit channels, RGB, for an opaque colour picture.
+    static let rgb8 = JxlPixelFormat(num_channels: 3, data_type: JXL_TYPE_UINT8, endianness: JXL_NATIVE_ENDIAN, align: 0)
 }

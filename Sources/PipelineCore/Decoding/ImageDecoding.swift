@@ -86,6 +86,13 @@ public struct DecodeOptions: Hashable, Sendable {
     /// the decoder would have turned them by the file's orientation alone. ``targetSize`` is
     /// then the size of the turned picture.
     public var transform: ImageOrientation = .up
+    /// Whether the pipeline cuts a part out of the picture once it is scaled to ``targetSize``
+    /// (a fill whose box has another shape than the picture). Default `false`. A decoder that
+    /// resamples as it reads may still do so (the crop is then cut from its result, as for PNG
+    /// and HEIF); one that can also return the full-size picture may keep to that when this is
+    /// set, so the crop is resampled straight from the source pixels (JPEG XL does: its
+    /// resampling as it leaves libjxl is for fits).
+    public var cutsAfterScaling = false
     /// Fail on corrupt-but-decodable data instead of returning it with warnings. Default `false`.
     public var strict: Bool
     /// What the source may cost (``Limits``): its pixel count, an animation's frames and

@@ -189,6 +189,7 @@ struct PoolDecoder: Sendable {
                 || plan.crop != PixelRect(upright)
             options.pixelFormat = resamples ? .rgba8Premultiplied : wanted
             options.targetSize = plan.scaledSize == upright || (trim != nil && !info.isVector) ? nil : plan.scaledSize
+            options.cutsAfterScaling = plan.crop != PixelRect(upright)
             var admitted = 0
             if let admission, reserved == nil {
                 // The resampler's output, unless the decoder's full-size bitmap is the answer,
