@@ -43,7 +43,12 @@ public struct WidthBucketURLBuilder: FetchURLBuilding {
               let scheme = request.url.scheme?.lowercased(), scheme == "http" || scheme == "https",
               let width = bucket(forWidth: size.width)
         else { return request.url }
-        var bytes = Array(request.url.absoluteString.utf8)
+        let text = request.url.absoluteString
+        // The common case, no query and no fragment: the item appended, the text not taken apart.
+        if !text.utf8.contains(where: { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }) {
+            return URL(string: text + "?" + queryName + "=" + String(width)) ?? request.url
+        }
+        var bytes = Array(text.utf8)
         var fragment: ArraySlice<UInt8> = []
         if let hash = bytes.firstIndex(of: UInt8(ascii: "#")) {
             fragment = bytes[hash...]
