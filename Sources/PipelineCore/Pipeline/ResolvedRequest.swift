@@ -102,11 +102,18 @@ struct ResolutionMemo: Hashable, Sendable {
     final class Resolver: Sendable {}
 
     /// A resolution: the fetch URL and the memory key (whose ``ImageKey/cacheURL`` is the cache
-    /// identity).
-    struct Entry: Sendable {
+    /// identity). A class, so reading it out of the lock is one retain: a struct holding URLs
+    /// is copied through Foundation's resilient value witnesses, several times the cost.
+    final class Entry: Sendable {
         let resolver: Resolver
         let fetchURL: URL
         let key: ImageKey
+
+        init(resolver: Resolver, fetchURL: URL, key: ImageKey) {
+            self.resolver = resolver
+            self.fetchURL = fetchURL
+            self.key = key
+        }
     }
 
     /// The storage copies share; the lock is for a UI thread and the pipeline's callers resolving
