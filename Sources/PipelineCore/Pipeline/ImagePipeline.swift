@@ -46,11 +46,15 @@ public actor ImagePipeline {
     private let tables: [any WaiterTable]
     /// The prefetches of ``prefetch(_:)`` and of every ``ImagePrefetcher`` made from this pipeline.
     nonisolated let prefetchSets = PrefetchSets()
+    /// This pipeline's mark on the resolutions it keeps with request values (`ResolutionMemo`),
+    /// or `nil` when it keeps none (a custom URL builder or cache-key closure runs every time).
+    nonisolated let resolver: ResolutionMemo.Resolver?
 
     /// Creates a pipeline.
     public init(configuration: Configuration) {
         self.configuration = configuration
         self.memoryCache = configuration.memoryCache
+        self.resolver = ResolutionMemo.resolver(for: configuration)
         self.requests = RequestAdmission(budget: configuration.requestMemoryBudget)
         let failures = RememberedFailures(configuration)
         self.failures = failures
@@ -84,7 +88,7 @@ public actor ImagePipeline {
 
     /// `request` resolved: its fetch URL, cache identity and memory key, computed once.
     nonisolated func resolve(_ request: ImageRequest) -> ResolvedRequest {
-        ResolvedRequest(request, configuration: configuration)
+        ResolvedRequest(request, configuration: configuration, resolver: resolver)
     }
 
     /// The URL downloaded for `request`, by the configured URL builder.
@@ -112,7 +116,14 @@ public actor ImagePipeline {
     /// The picture for `request` if the memory cache has it; synchronous, callable from any
     /// thread (a UI thread too). Never loads.
     public nonisolated func cachedImage(for request: ImageRequest) -> ImageResponse? {
-        cachedImage(for: resolve(request))
+        // A value resolved before (a cell asking again) goes straight to the cache with the key
+        // it kept: no `ResolvedRequest` (copies of the request and of URLs, each a call into
+        // Foundation's resilient value witnesses) on the call a UI thread makes per cell.
+        if let resolver, let known = request.resolutionMemo.entry(for: resolver) {
+            guard let container = memoryCache.value(for: known.key) else { return nil }
+            return ImageResponse(container: container, source: .memory, fetchURL: known.fetchURL)
+        }
+        return cachedImage(for: resolve(request))
     }
 
     private nonisolated func cachedImage(for resolved: ResolvedRequest) -> ImageResponse? {

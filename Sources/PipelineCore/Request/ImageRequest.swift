@@ -119,25 +119,25 @@ public struct ProcessingOptions: Hashable, Sendable {
 /// A request for one picture: where it is, how big it will be shown and how to get it.
 public struct ImageRequest: Hashable, Sendable {
     /// The picture's URL as the app knows it (before the URL builder picks a fetch URL).
-    public var url: URL
+    public var url: URL { didSet { resolutionMemo.reset() } }
     /// The pixel size wanted. Default ``TargetSize/original``.
-    public var targetSize: TargetSize
+    public var targetSize: TargetSize { didSet { resolutionMemo.reset() } }
     /// Fit or fill. Default ``ContentMode/fit``.
-    public var contentMode: ContentMode
+    public var contentMode: ContentMode { didSet { resolutionMemo.reset() } }
     /// Which part a ``ContentMode/fill`` keeps: the centre, an edge, a focal point, or a smart
     /// strategy's choice. Part of the key for fills; ignored for fits. Default
     /// ``CropAnchor/center``.
-    public var cropAnchor: CropAnchor
+    public var cropAnchor: CropAnchor { didSet { resolutionMemo.reset() } }
     /// Visible or prefetch. Default ``ImagePriority/visible``.
-    public var priority: ImagePriority
+    public var priority: ImagePriority { didSet { resolutionMemo.reset() } }
     /// Which caches to use. Default ``CachePolicy/useCaches``.
-    public var cachePolicy: CachePolicy
+    public var cachePolicy: CachePolicy { didSet { resolutionMemo.reset() } }
     /// What to do with a stale disk entry. Default ``RevalidationPolicy/staleWhileRevalidate``.
-    public var revalidation: RevalidationPolicy
+    public var revalidation: RevalidationPolicy { didSet { resolutionMemo.reset() } }
     /// Options that change the pixels (and the memory key).
-    public var processing: ProcessingOptions
+    public var processing: ProcessingOptions { didSet { resolutionMemo.reset() } }
     /// Extra request headers for loaders that speak HTTP. Not part of any cache key.
-    public var headers: [String: String]
+    public var headers: [String: String] { didSet { resolutionMemo.reset() } }
     /// Steps applied in order after decoding and resampling, on the decode pool (a round
     /// avatar, a blur): the built-ins and custom ones side by side, `[Sepia(), .circle]`. Their
     /// identifiers take part in the memory key. Default none.
@@ -149,20 +149,23 @@ public struct ImageRequest: Hashable, Sendable {
     }
     /// ``processors`` as the key holds them: wrapped, so that the request's synthesised
     /// `Hashable` compares and hashes them by identifier.
-    var processorList: [ImageProcessor]
+    var processorList: [ImageProcessor] { didSet { resolutionMemo.reset() } }
     /// Overrides ``ImagePipeline/Configuration/diskCachePolicy`` for this request when set.
     /// Not part of any key. Default `nil`.
-    public var diskCachePolicy: DiskCachePolicy?
+    public var diskCachePolicy: DiskCachePolicy? { didSet { resolutionMemo.reset() } }
     /// The picture's identity in the caches instead of its URL, for URLs that change while the
     /// picture does not (a signed URL with a rotating `?token=`, an asset id behind several
     /// CDN hosts). When set, the memory key, the joining of downloads in flight, the disk-cache
     /// entry and the undecodable-bytes memory use it (with the URL builder's variant, such as
     /// the width bucket, kept apart); the download still uses `url`. Overrides
     /// ``ImagePipeline/Configuration/cacheKey``. Default `nil`: the fetch URL is the identity.
-    public var cacheKey: String?
+    public var cacheKey: String? { didSet { resolutionMemo.reset() } }
     /// Overrides ``ImagePipeline/Configuration/freshnessPolicy`` for the bytes this request
     /// downloads or revalidates when set. Not part of any key. Default `nil`.
-    public var freshnessPolicy: FreshnessPolicy?
+    public var freshnessPolicy: FreshnessPolicy? { didSet { resolutionMemo.reset() } }
+    /// What a pipeline resolved this value to (`ResolutionMemo`), shared by its copies; every
+    /// stored property above resets it when set, so a changed value resolves anew.
+    var resolutionMemo = ResolutionMemo()
 
     /// Creates a request for `url` at `targetSize`.
     ///
