@@ -1,5 +1,10 @@
-import Foundation
 import PipelineCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// The loader's own failure. The pipeline hands it to callers unchanged inside
 /// `.loadingFailed(url, underlying:)` and asks `isPermanent` whether to remember it.

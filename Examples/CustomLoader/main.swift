@@ -6,8 +6,13 @@
 //
 //   swift run CustomLoader
 import CodecPNG
-import Foundation
 import PipelineCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// A 256×256 radial gradient, encoded as PNG: the "asset catalogue".
 func makeLogo() throws -> Data {

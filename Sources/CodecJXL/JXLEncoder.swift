@@ -1,6 +1,19 @@
 import CJXL
-import Foundation
 import PipelineCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Encodes a `Bitmap` as a still JPEG XL (a bare codestream) with libjxl 0.7.
 ///

@@ -1,8 +1,13 @@
 import CMicroHTTPD
 import CMicroHTTPDShim
-import Foundation
 import ImageServer
 import Synchronization
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 #if canImport(Glibc)
 import Glibc

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// A request resolved once, at the pipeline's door: the URL that is downloaded and the
 /// identity the caches know it by, named apart, and the memory key. Every stage below takes
