@@ -2,7 +2,7 @@
 /// writes it, for modules that link only FoundationEssentials (which has `JSONEncoder` but not
 /// `JSONSerialization`): the same bytes for the same objects (PortableTextTests compares them).
 ///
-/// `object` is built of `String`, `Bool`, the integer types, `Double`, ``JSONNull``, arrays of
+/// `object` is built of `String`, `Bool`, the integer types, `Double`, `JSONNull`, arrays of
 /// these and `[String: Any]` of these; ASCII keys are sorted as Foundation sorts them
 /// (`foundationKeyOrder`). `prettyPrinted` indents by two spaces and writes
 /// `"key" : value`; `escapingSlashes` writes `/` as `\/` (Foundation's default).
@@ -12,12 +12,12 @@ package func jsonText(_ object: Any, prettyPrinted: Bool = false, escapingSlashe
     return writer.text
 }
 
-/// JSON's `null` in an object for ``jsonText(_:prettyPrinted:escapingSlashes:)`` (`NSNull`).
+/// JSON's `null` in an object for `jsonText` (`NSNull`).
 package struct JSONNull: Sendable {
     package init() {}
 }
 
-/// A value ``jsonText(_:prettyPrinted:escapingSlashes:)`` cannot write (JSONSerialization's
+/// A value `jsonText` cannot write (JSONSerialization's
 /// "Invalid object cannot be serialized"), or a number that is not finite.
 package struct JSONTextError: Error, CustomStringConvertible {
     package let description: String

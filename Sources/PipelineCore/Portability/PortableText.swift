@@ -55,7 +55,7 @@ extension StringProtocol {
 
     /// `addingPercentEncoding(withAllowedCharacters:)` for an ASCII set: every UTF-8 byte that
     /// `allowed` refuses becomes `%XX` (upper-case hex), as Foundation writes it. With
-    /// ``PercentEncodingSet/urlPathAllowed``, a `:` before the first `/` is encoded too (so the
+    /// `PercentEncodingSet.urlPathAllowed`, a `:` before the first `/` is encoded too (so the
     /// path cannot read as a scheme), as Foundation does for that set.
     package func percentEncoded(allowing allowed: PercentEncodingSet) -> String {
         var bytes: [UInt8] = []
