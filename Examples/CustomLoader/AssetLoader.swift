@@ -1,10 +1,5 @@
-import PipelineCore
-
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
 import Foundation
-#endif
+import PipelineCore
 
 /// The loader's own failure. The pipeline hands it to callers unchanged inside
 /// `.loadingFailed(url, underlying:)` and asks `isPermanent` whether to remember it.

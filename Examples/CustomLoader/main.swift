@@ -6,13 +6,8 @@
 //
 //   swift run CustomLoader
 import CodecPNG
-import PipelineCore
-
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
 import Foundation
-#endif
+import PipelineCore
 
 /// A 256×256 radial gradient, encoded as PNG: the "asset catalogue".
 func makeLogo() throws -> Data {
