@@ -10,8 +10,10 @@ import Foundation
 
 /// Starts a thread named `name` that runs `body` and exits: Foundation's `Thread` without
 /// Foundation (a detached POSIX thread with the default stack; Linux keeps the first 15 bytes of
-/// the name). With full Foundation (Apple platforms), a `Thread`.
-package func startDetachedThread(name: String, _ body: @escaping @Sendable () -> Void) {
+/// the name). With full Foundation (Apple platforms), a `Thread`. `false` when no thread could
+/// be made (the process is at its limit): then, as with Foundation's `Thread`, `body` does not run.
+@discardableResult
+package func startDetachedThread(name: String, _ body: @escaping @Sendable () -> Void) -> Bool {
     #if canImport(FoundationEssentials)
     final class Start {
         let name: String
@@ -33,14 +35,16 @@ package func startDetachedThread(name: String, _ body: @escaping @Sendable () ->
         start.body()
         return nil
     }, start)
-    if status == 0 {
-        pthread_detach(thread)
-    } else {  // no thread (EAGAIN: the process is at its limit): run the work here rather than lose it
-        Unmanaged<Start>.fromOpaque(start).takeRetainedValue().body()
+    guard status == 0 else {
+        Unmanaged<Start>.fromOpaque(start).release()
+        return false
     }
+    pthread_detach(thread)
+    return true
     #else
     let thread = Thread(block: body)
     thread.name = name
     thread.start()
+    return true
     #endif
 }
