@@ -7,9 +7,22 @@
 // size), asks again to show the memory cache answering, and writes the thumbnails next to
 // the current directory as *-thumb.png.
 import CodecPNG
-import Foundation
 import LoaderFile
 import PipelineCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 let pipeline = ImagePipeline(configuration: .init(
     decoders: DecoderRegistry().registering(PNGDecoder()),

@@ -1,7 +1,20 @@
 import CDiskCacheShim
-import Foundation
 import PipelineCore
 import Synchronization
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 // Reading and writing single entries. Every function here blocks and runs on `pool`.
 extension DiskCache {

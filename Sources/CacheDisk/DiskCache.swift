@@ -1,6 +1,19 @@
-import Foundation
 import PipelineCore
 import Synchronization
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// A `DataCaching` on disk: the compressed bytes exactly as loaded, keyed by fetch URL, with
 /// their HTTP validators and freshness, under a cap on the disk space the files take and one

@@ -1,5 +1,10 @@
-import Foundation
 import PipelineCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 // Version 2 of the header, read so that entries stored before version 3 still serve; nothing
 // writes it. It had its own layout of the info, now `CacheEntryInfo.encoded()`:

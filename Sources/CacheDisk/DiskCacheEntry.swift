@@ -1,5 +1,10 @@
-import Foundation
 import PipelineCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 // The entry file format. One entry is one file, `<xx>/<64 hex>`, replaced only by an atomic
 // rename: a header (below), then the body bytes exactly as loaded. The index (`DiskIndex`)

@@ -1,5 +1,19 @@
 import CDiskCacheShim
+import PipelineCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Blocking POSIX file operations for the disk cache. Every function here runs on the cache's
 /// `WorkerPool` threads, never on an actor or the cooperative pool.
@@ -63,15 +77,7 @@ enum DiskFiles {
 
         /// Writes all of `bytes`; `false` on an error.
         func write(_ bytes: UnsafeRawBufferPointer) -> Bool {
-            guard let base = bytes.baseAddress else { return true }
-            var done = 0
-            while done < bytes.count {
-                let n = Foundation.write(fd, base + done, bytes.count - done)
-                if n < 0 && errno == EINTR { continue }
-                guard n > 0 else { return false }
-                done += n
-            }
-            return true
+            writeAll(bytes, to: fd) == nil
         }
     }
 

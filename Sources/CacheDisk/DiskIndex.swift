@@ -1,6 +1,20 @@
-import Foundation
+import Dispatch
 import PipelineCore
 import Synchronization
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// The disk cache's index: one row per entry in `<directory>/index.sqlite`, a SQLite database in
 /// WAL mode shared by every instance and process on the directory. A row holds what a lookup,

@@ -1,5 +1,10 @@
 import CSQLite
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// One SQLite connection, used by one thread at a time (its owner holds a lock around every
 /// call), with its prepared statements cached by SQL text and finalised when it closes.

@@ -1,6 +1,11 @@
-import Foundation
 import PipelineCore
 import Synchronization
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// A shared data-cache tier on Redis: compressed bytes with their validators and freshness,
 /// shared by every pipeline (process, replica) that points at the same server.

@@ -1,5 +1,18 @@
 import CHiredis
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// What one Redis command answered, reduced to what the tier needs.
 enum RedisReply: Sendable, Equatable {

@@ -1,5 +1,10 @@
-import Foundation
 import PipelineCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 extension RedisEntry {
     /// The `"IPR4"` layout, read so that values stored before `"IPR5"` still serve; nothing

@@ -1,5 +1,10 @@
-import Foundation
 import PipelineCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// The value stored under an entry key: an authenticated record of the URL, the entry's info
 /// and its compressed bytes.

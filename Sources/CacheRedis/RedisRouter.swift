@@ -1,5 +1,10 @@
-import Foundation
 import Synchronization
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// One command and the key it touches (which decides the cluster node that serves it).
 struct RoutedCommand: Sendable {

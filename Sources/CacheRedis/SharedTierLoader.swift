@@ -1,5 +1,10 @@
-import Foundation
 import PipelineCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// Wraps an origin loader so that, across every pipeline sharing one ``RedisCache``, one
 /// origin fetch happens per URL at a time.

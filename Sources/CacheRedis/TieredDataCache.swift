@@ -1,5 +1,10 @@
-import Foundation
 import PipelineCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// Two data caches as one: a fast local level (a process's `DiskCache`) in front of a shared
 /// level (``RedisCache``). Reads try the local level first and the shared one after a miss or a

@@ -1,6 +1,11 @@
-import Foundation
 import PipelineCore
 import Synchronization
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// Shared entries ``TieredDataCache/warm(_:)`` fetched for requests still to come, held in
 /// memory rather than on the local disk: bytes reach the local level only once they decoded.

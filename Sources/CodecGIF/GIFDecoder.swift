@@ -1,5 +1,10 @@
-import Foundation
 import PipelineCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// Decodes GIF with giflib: the first frame as the still picture, and every frame composited
 /// as browsers do through `AnimatedImageDecoding`.

@@ -1,6 +1,11 @@
 import CGIF
-import Foundation
 import PipelineCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// Writes GIF with giflib: a still picture, or an animation frame by frame
 /// (``makeAnimationSession(size:loopCount:options:)``).

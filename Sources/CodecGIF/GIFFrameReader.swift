@@ -1,6 +1,11 @@
 import CGIF
-import Foundation
 import PipelineCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// The bytes giflib reads, through `DGifOpen`'s read callback: a copy-on-write `Data` and a
 /// cursor, so a reader may outlive the caller's buffer.

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// At most 256 colours for the pixels of one GIF frame, and each pixel's index.
 ///

@@ -1,5 +1,10 @@
-import Foundation
 import PipelineCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// What walking a GIF's blocks tells without decompressing any pixels: the canvas, the frame
 /// count, the loop count and whether a frame declares a transparent colour.

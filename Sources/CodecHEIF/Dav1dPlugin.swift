@@ -1,6 +1,20 @@
 import CHEIF
-import Foundation
+import PipelineCore
 import Synchronization
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// An AV1 decoder plugin for libheif: dav1d, as libheif 1.15's own plugin drives it, but with a
 /// logger, so dav1d's messages end up in the error instead of on the process's stderr.
@@ -119,7 +133,7 @@ enum Dav1dPlugin {
         }
 
         func log(_ line: String) {
-            let trimmed = line.trimmingCharacters(in: .whitespacesAndNewlines)
+            let trimmed = line.trimmingWhitespace()
             guard !trimmed.isEmpty else { return }
             lines.withLock { if $0.count < 8 { $0.append(trimmed) } }
         }

@@ -1,7 +1,12 @@
 import CHEIF
 import ColorManagement
-import Foundation
 import PipelineCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// Decodes HEIF (HEVC, `.heic`) and, when libheif has an AV1 decoder, AVIF with libheif: the
 /// primary image, output RGBA8 premultiplied or, as `DecodeOptions.pixelFormat`

@@ -1,7 +1,12 @@
 import CHEIF
-import Foundation
 import LazyLibraries
 import PipelineCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// Encodes a `Bitmap` as HEIC (HEVC, libheif's x265 plugin) or AVIF (AV1,
 /// libheif's aom plugin), written to memory with `heif_context_write`.

@@ -1,7 +1,12 @@
 import CHEIF
-import Foundation
 import LazyLibraries
 import PipelineCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// The libheif objects the decoder uses, each freed by its owner's `deinit` on every path, and
 /// `heif_error` turned into typed errors. `~Copyable`: one owner each.
@@ -43,7 +48,7 @@ enum HEIFLibrary {
     /// bounded (`MessageText`): libheif's messages quote box types and names from the file.
     static func text(_ message: UnsafePointer<CChar>) -> String {
         MessageText.escaped(String(cString: message).split(whereSeparator: \.isNewline)
-            .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }.joined(separator: " "))
+            .map { $0.trimmingSpacesAndTabs() }.filter { !$0.isEmpty }.joined(separator: " "))
     }
 
     /// A `heif_context` that has read the file. It borrows the bytes (`…without_copy`): they

@@ -1,7 +1,12 @@
 import CJPEGShim
 import ColorManagement
-import Foundation
 import PipelineCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// Decodes JPEG with libjpeg-turbo: DCT scaling to the smallest size that covers the target,
 /// EXIF orientation, grayscale, CMYK/YCCK, progressive and arithmetic-coded files.

@@ -1,6 +1,11 @@
 import CJPEGShim
-import Foundation
 import PipelineCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// Encodes a `Bitmap` as a JFIF JPEG with libjpeg-turbo.
 ///

@@ -1,5 +1,18 @@
-import Foundation
 import PipelineCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// One cheap pass over a JPEG's markers, before libjpeg decodes anything: the frame's
 /// components, the blocks every scan will walk, and the APP2 `ICC_PROFILE` chunks; over a file

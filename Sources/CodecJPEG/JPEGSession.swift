@@ -1,6 +1,11 @@
 import CJPEGShim
-import Foundation
 import PipelineCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// One libjpeg decompression over borrowed bytes; frees its C state when it goes away, on
 /// every path. `~Copyable`, so it has exactly one owner and cannot outlive its scope twice.

@@ -1,7 +1,12 @@
 import CJXL
 import ColorManagement
-import Foundation
 import PipelineCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 extension JXLDecoder: AnimatedImageDecoding {
     /// Every frame of a JPEG XL animation (a still is one frame), composited by libjxl

@@ -1,7 +1,12 @@
 import CJXL
 import ColorManagement
-import Foundation
 import PipelineCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 extension ImageFormat {
     /// JPEG XL: a bare codestream (`FF 0A`) or the ISOBMFF container (`00 00 00 0C JXL␠ 0D 0A 87 0A`).

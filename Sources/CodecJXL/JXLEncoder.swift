@@ -1,7 +1,20 @@
 import CJXL
-import Foundation
 import LazyLibraries
 import PipelineCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Encodes a `Bitmap` as a still JPEG XL (a bare codestream) with libjxl 0.7.
 ///

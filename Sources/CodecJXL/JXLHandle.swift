@@ -1,7 +1,12 @@
 import CJXL
-import Foundation
 import LazyLibraries
 import PipelineCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// One libjxl decoder (`JxlDecoder`) and its thread runner, if it has one, over bytes the caller
 /// keeps alive: both are destroyed in `deinit`, so every path out of a decode (success, a typed

@@ -1,6 +1,11 @@
 import CJXL
-import Foundation
 import PipelineCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// What a JPEG XL file's headers say, read by libjxl without decoding any pixels: the basic
 /// info (stored size, orientation, bit depth, alpha, animation), the colour encoding, and for an

@@ -1,7 +1,12 @@
 import CPNGShim
 import ColorManagement
-import Foundation
 import PipelineCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// Decodes PNG with libpng: every colour type and bit depth, palettes with tRNS, 16-bit
 /// (scaled to 8), Adam7; output RGBA8, premultiplied or straight as

@@ -1,6 +1,11 @@
 import CPNGShim
-import Foundation
 import PipelineCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// Encodes a `Bitmap` as an 8-bit PNG, which stores straight alpha: a straight
 /// bitmap's bytes are written unchanged, a premultiplied one has alpha divided back out first.

@@ -1,6 +1,11 @@
 import CPNGShim
-import Foundation
 import PipelineCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// One libpng read over borrowed bytes; frees its C state when it goes away, on every path.
 /// `~Copyable`, so it has exactly one owner.

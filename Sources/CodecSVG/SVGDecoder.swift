@@ -1,5 +1,10 @@
-import Foundation
 import PipelineCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 extension ImageFormat {
     /// SVG (`image/svg+xml`), plain or gzip-compressed (`.svgz`): a vector format, drawn at the

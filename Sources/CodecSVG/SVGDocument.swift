@@ -1,7 +1,12 @@
 import CRSVG
-import Foundation
 import LazyLibraries
 import PipelineCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// One parsed SVG document: a librsvg handle loaded from memory with no base file or URL, so
 /// librsvg resolves no reference outside the document (`<image href>`, `<use>` of another
@@ -179,6 +184,6 @@ final class SVGDocument {
     private static func take(_ error: UnsafeMutablePointer<GError>?) -> String? {
         guard let error else { return nil }
         defer { g_error_free(error) }
-        return error.pointee.message.map { String(cString: $0).trimmingCharacters(in: .whitespacesAndNewlines) }
+        return error.pointee.message.map { String(cString: $0).trimmingWhitespace() }
     }
 }

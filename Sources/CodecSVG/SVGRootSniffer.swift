@@ -1,5 +1,10 @@
 import CRSVG
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Whether data is an SVG document: XML whose root element is `svg` (with any namespace
 /// prefix), after an optional UTF-8 byte order mark, XML declaration, processing instructions,

@@ -1,6 +1,11 @@
 import CWebP
-import Foundation
 import PipelineCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 extension WebPDecoder: AnimatedImageDecoding {
     /// Every frame of an animated WebP (a still one is one frame) through libwebp's

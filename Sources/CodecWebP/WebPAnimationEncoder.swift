@@ -1,6 +1,11 @@
 import CWebP
-import Foundation
 import PipelineCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 extension WebPEncoder: AnimationEncoding {
     /// An animated WebP through libwebp's `WebPAnimEncoder` (libwebpmux), lossy or lossless as

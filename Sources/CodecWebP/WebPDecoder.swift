@@ -1,7 +1,12 @@
 import CWebP
 import ColorManagement
-import Foundation
 import PipelineCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// Decodes WebP with libwebp: lossy (VP8), lossless (VP8L), alpha (ALPH), and the first frame
 /// of an animation; output RGBA8 premultiplied (`MODE_rgbA`) or, when

@@ -1,6 +1,11 @@
 import CWebP
-import Foundation
 import PipelineCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// Encodes a `Bitmap` as a still WebP with libwebp's advanced API
 /// (`WebPConfig`, `WebPPicture`, `WebPEncode` into a `WebPMemoryWriter`).

@@ -1,6 +1,11 @@
 import CWebP
-import Foundation
 import PipelineCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// The libwebp calls the decoder makes, each turning a `VP8StatusCode` into a typed error.
 enum WebPInput {

@@ -1,6 +1,11 @@
 import CLCMS2
-import Foundation
 import Synchronization
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 extension ColorManagement {
     /// The ICC profile for a coded colour description (ITU-T H.273, as in HEIF/AVIF `nclx`

@@ -1,7 +1,12 @@
 import CLCMS2
-import Foundation
 import PipelineCore
 import Synchronization
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// Colour management for the codecs: embedded ICC profiles read by lcms2 and converted to sRGB.
 ///

@@ -1,6 +1,12 @@
 import CLCMS2
-import Foundation
 import PipelineCore
+import Synchronization
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// An embedded ICC profile read by lcms2, with its transform to sRGB when it has one.
 ///
@@ -29,7 +35,7 @@ public final class ColorProfile: @unchecked Sendable {
     private enum Space { case rgb, gray, cmyk }
 
     /// The transforms, built once; guarded by `lock`, as is `built`/`buildProblem`.
-    private let lock = NSLock()
+    private let lock = Mutex(())
     private var built = false
     private var transforms: Transforms?
     private var buildProblem: String?
@@ -37,7 +43,7 @@ public final class ColorProfile: @unchecked Sendable {
     /// Whether the profile is damaged: lcms could not read it (truncated, bad tag table...) or
     /// build its transform, as opposed to a valid profile this module does not apply (device
     /// links, Lab). A build failure is known once the transform was asked for.
-    public var isDamaged: Bool { headerDamaged || (lock.withLock { buildProblem } != nil) }
+    public var isDamaged: Bool { headerDamaged || (lock.withLock { _ in buildProblem } != nil) }
     private let headerDamaged: Bool
 
     /// The largest profile read at all: a JPEG can carry at most 255 APP2 segments of 65 519
@@ -47,7 +53,7 @@ public final class ColorProfile: @unchecked Sendable {
     /// What the profile says about itself, and why it cannot be applied when it cannot
     /// (including a transform that failed to build, once it was tried).
     public var info: ColorProfileInfo {
-        guard let problem = lock.withLock({ buildProblem }) else { return headerInfo }
+        guard let problem = lock.withLock({ _ in buildProblem }) else { return headerInfo }
         var info = headerInfo
         info.problem = problem
         return info
@@ -76,7 +82,7 @@ public final class ColorProfile: @unchecked Sendable {
     /// profiles: 1.3 MB with 216 000 entries took about 7 MB (estimate 8.5 MB), 10.4 MB with
     /// 1.73 million about 48 MB (estimate 53 MB). 0 once built, or when nothing will be built.
     public var transformPeakBytes: Int {
-        guard let bytes, lock.withLock({ !built }) else { return 0 }
+        guard let bytes, lock.withLock({ _ in !built }) else { return 0 }
         let tables = tableEntryCount.multipliedReportingOverflow(by: 24)
         return tables.overflow ? Int.max : bytes.count + tables.partialValue + (1 << 20)
     }
@@ -107,7 +113,7 @@ public final class ColorProfile: @unchecked Sendable {
 
     /// The transforms, built on the first call (outside no lock but this profile's own).
     private func currentTransforms() -> Transforms? {
-        lock.withLock {
+        lock.withLock { _ in
             if !built {
                 built = true
                 if let bytes, let space {
@@ -331,7 +337,7 @@ public final class ColorProfile: @unchecked Sendable {
         var buffer = [CChar](repeating: 0, count: Int(count) + 1)
         _ = cmsGetProfileInfoASCII(profile, cmsInfoDescription, "en", "US", &buffer, count)
         let bytes = buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
-        let text = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let text = String(decoding: bytes, as: UTF8.self).trimmingWhitespace()
         return text.isEmpty ? nil : text
     }
 
@@ -339,24 +345,21 @@ public final class ColorProfile: @unchecked Sendable {
     static func signatureText(_ value: UInt32) -> String {
         let bytes = [24, 16, 8, 0].map { UInt8(truncatingIfNeeded: value >> UInt32($0)) }
         let printable = bytes.allSatisfy { $0 >= 0x20 && $0 < 0x7F }
-        return printable ? String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespaces)
-                         : String(format: "0x%08X", value)
+        return printable ? String(decoding: bytes, as: UTF8.self).trimmingSpacesAndTabs()
+                         : printfFormat("0x%08X", value)
     }
 }
 
 /// lcms's error messages for one context. Written by the error handler, which lcms calls on
 /// the thread that does the failing call; a lock keeps it safe all the same.
 final class ErrorLog: @unchecked Sendable {
-    private let lock = NSLock()
-    private var stored: [String] = []
+    private let stored = Mutex<[String]>([])
 
     func append(_ message: String) {
-        lock.lock(); defer { lock.unlock() }
-        if stored.count < 8 { stored.append(message) }
+        stored.withLock { stored in
+            if stored.count < 8 { stored.append(message) }
+        }
     }
 
-    var messages: [String] {
-        lock.lock(); defer { lock.unlock() }
-        return stored
-    }
+    var messages: [String] { stored.withLock { $0 } }
 }

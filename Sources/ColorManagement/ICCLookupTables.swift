@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The lookup-table entries of an ICC profile, read from its tag table and the tables' own
 /// headers without lcms: what building a transform would read and copy, known before it does.

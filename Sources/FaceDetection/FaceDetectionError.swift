@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Why ``FaceDetector`` found no answer.
 public struct FaceDetectionError: Error, Hashable, Sendable, CustomStringConvertible {

@@ -1,7 +1,12 @@
 import CFaceDetectionABI
-import Foundation
 import PipelineCore
 import Synchronization
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// Frontal faces found by OpenCV's Haar cascade classifier (`CascadeClassifier`, Debian's
 /// `libopencv-objdetect` 4.6), the detector thumbor's face detection uses: the picture in grey

@@ -1,6 +1,20 @@
 import CFaceDetectionABI
-import Foundation
+import PipelineCore
 import Synchronization
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// The `FaceDetectionOpenCV` plugin (`CFaceDetectionShim` built as a shared library, linking
 /// OpenCV), opened at the first face search so that a process that never looks for faces never
@@ -64,14 +78,14 @@ struct OpenCVPlugin: Sendable {
         var folders: [String] = []
         #if os(Linux)
             if let exe = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
-                folders.append((exe as NSString).deletingLastPathComponent)
+                folders.append(PathText.deletingLastComponent(exe))
             }
         #else
             if let exe = Bundle.main.executableURL { folders.append(exe.deletingLastPathComponent().path) }
         #endif
-        if let image = imageHoldingThisCode() { folders.append((image as NSString).deletingLastPathComponent) }
+        if let image = imageHoldingThisCode() { folders.append(PathText.deletingLastComponent(image)) }
         for folder in folders {
-            let path = (folder as NSString).appendingPathComponent(fileName)
+            let path = PathText.appending(folder, fileName)
             if !places.contains(path) { places.append(path) }
         }
         return places

@@ -1,5 +1,10 @@
 import CacheDisk
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Where the standard pipeline keeps its disk cache of compressed bytes
 /// (``PipelineCore/ImagePipeline/standard(diskCache:connectionPolicy:)``).

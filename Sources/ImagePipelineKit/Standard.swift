@@ -6,10 +6,15 @@ import CodecJXL
 import CodecPNG
 import CodecSVG
 import CodecWebP
-import Foundation
 import LoaderFile
 import LoaderHTTP
 import PipelineCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 // ImagePipelineKit: everything this package ships, registered, for apps that want it all.
 // It links every codec's C library and libcurl; an app that wants less links the modules it

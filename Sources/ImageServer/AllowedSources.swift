@@ -1,4 +1,10 @@
+import PipelineCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// imgproxy's `IMGPROXY_ALLOWED_SOURCES`: source URL prefixes, judged so that the text checked
 /// names the host that is fetched.
@@ -30,7 +36,7 @@ enum AllowedSources {
         // The path's segments as an origin may read them: `%2F`, `%5C` and `\` separate too.
         var path = String(given.rest.prefix { $0 != "?" && $0 != "#" })
         for (encoded, plain) in [("%2e", "."), ("%2f", "/"), ("%5c", "/"), ("\\", "/")] {
-            path = path.replacingOccurrences(of: encoded, with: plain, options: .caseInsensitive)
+            path = path.replacingOccurrences(ofASCII: encoded, with: plain, caseInsensitive: true)
         }
         let hasDotSegment = path.split(separator: "/", omittingEmptySubsequences: false).contains { $0 == "." || $0 == ".." }
         return !hasDotSegment && (given.rest.isEmpty ? "/" : given.rest).hasPrefix(wanted.rest.isEmpty ? "/" : wanted.rest)
@@ -39,7 +45,7 @@ enum AllowedSources {
     /// `text` split after its authority: `https://cdn.example.com` and `/a.jpg?x=1`; `nil` when
     /// it has no `://`.
     private static func split(_ text: String) -> (origin: Substring, rest: Substring)? {
-        guard let marker = text.range(of: "://") else { return nil }
+        guard let marker = text.firstRange(of: "://") else { return nil }
         let end = text[marker.upperBound...].firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? text.endIndex
         return (text[..<end], text[end...])
     }

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Base64url without padding (RFC 4648 §5), as imgproxy writes signatures, sources and encoded
 /// file names: Foundation's base64 with `-_` for `+/`. Decoding also takes the padding some

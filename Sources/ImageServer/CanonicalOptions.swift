@@ -1,5 +1,10 @@
-import Foundation
 import PipelineCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 extension RenderOptions {
     /// A deterministic text of every option that changes the output's bytes, the same for
@@ -72,8 +77,6 @@ extension RenderOptions {
 
     /// Free text percent-encoded outside RFC 3986's unreserved characters, so it holds no `:` or `/`.
     private static func escaped(_ text: String) -> String {
-        text.addingPercentEncoding(withAllowedCharacters: unreserved) ?? ""
+        text.percentEncoded(allowing: .unreserved)
     }
-
-    private static let unreserved = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 }

@@ -1,5 +1,10 @@
-import Foundation
 import PipelineCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// An image server's handler, with no HTTP library in its API: a ``ServerRequest`` in, a
 /// ``ServerResponse`` out. `ImageServerHTTP` serves it over libmicrohttpd (`imgpipe serve`); a
@@ -141,7 +146,7 @@ public final class ImageServer: Sendable {
         response.headers["Content-Security-Policy"] = "script-src 'none'; sandbox"
         if let log = configuration.accessLog {
             let path = Self.loggedPath(request.path)
-            let milliseconds = String(format: "%.1f", Self.seconds(since: started) * 1000)
+            let milliseconds = printfFormat("%.1f", Self.seconds(since: started) * 1000)
             // The client's Accept last (it may hold spaces), so that negotiation can be checked from the log.
             let accept = request.headers["Accept"].map { MessageText.escaped($0, limit: MessageText.urlLimit) } ?? "-"
             log("\(requestID) \(MessageText.escaped(request.method, limit: 16)) \(path) \(response.status) \(response.body.count)B \(milliseconds)ms accept=\(accept)")
@@ -256,18 +261,25 @@ public final class ImageServer: Sendable {
     static func acceptedTypes(_ accept: String) -> Set<String> {
         var types = Set<String>()
         for item in accept.split(separator: ",").prefix(64) {
-            let parts = item.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+            let parts = item.split(separator: ";").map { $0.trimmingSpacesAndTabs().lowercased() }
             guard let type = parts.first, !type.isEmpty else { continue }
-            let refused = parts.dropFirst().contains { $0.replacingOccurrences(of: " ", with: "").range(of: #"^q=0(\.0*)?$"#, options: .regularExpression) != nil }
+            let refused = parts.dropFirst().contains { Self.isZeroWeight($0.filter { $0 != " " }) }
             if !refused { types.insert(type) }
         }
         return types
     }
 
+    /// Whether a (lowercased, space-free) media-type parameter is a zero weight: `q=0`, `q=0.`, `q=0.000`.
+    private static func isZeroWeight(_ parameter: String) -> Bool {
+        guard parameter.hasPrefix("q=0") else { return false }
+        let rest = parameter.dropFirst(3)
+        return rest.isEmpty || (rest.first == "." && rest.dropFirst().allSatisfy { $0 == "0" })
+    }
+
     /// Whether an `If-None-Match` value names `etag` (weak comparison, as RFC 9110 asks for it).
     static func matches(_ header: String, etag: String) -> Bool {
         header.split(separator: ",").prefix(64).contains { item in
-            let tag = item.trimmingCharacters(in: .whitespaces)
+            let tag = item.trimmingSpacesAndTabs()
             return tag == "*" || (tag.hasPrefix("W/") ? String(tag.dropFirst(2)) : tag) == etag
         }
     }
@@ -277,7 +289,7 @@ public final class ImageServer: Sendable {
     static func fileName(_ filename: String?, source: URL, format: ImageFormat) -> String {
         var base = filename ?? source.deletingPathExtension().lastPathComponent
         base = String(base.unicodeScalars.prefix(128).map { scalar -> Character in
-            let allowed = CharacterSet.alphanumerics.contains(scalar) && scalar.isASCII || "-_.+ ".unicodeScalars.contains(scalar)
+            let allowed = Self.isASCIIAlphanumeric(scalar) || "-_.+ ".unicodeScalars.contains(scalar)
             return allowed ? Character(scalar) : "_"
         })
         if base.isEmpty || base == "/" { base = "image" }
@@ -303,7 +315,7 @@ public final class ImageServer: Sendable {
     /// The client's request ID when it is a short token, else a new random one.
     static func requestID(_ given: String?) -> String {
         if let given, (1...64).contains(given.count),
-           given.unicodeScalars.allSatisfy({ $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "-_.".unicodeScalars.contains($0)) }) {
+           given.unicodeScalars.allSatisfy({ isASCIIAlphanumeric($0) || "-_.".unicodeScalars.contains($0) }) {
             return given
         }
         var generator = SystemRandomNumberGenerator()
@@ -315,7 +327,15 @@ public final class ImageServer: Sendable {
         return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
     }
 
-    private static func format(_ seconds: Double) -> String { String(format: "%g", seconds) }
+    private static func format(_ seconds: Double) -> String { printfFormat("%g", seconds) }
+
+    /// An ASCII letter or digit.
+    private static func isASCIIAlphanumeric(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar {
+        case "a"..."z", "A"..."Z", "0"..."9": return true
+        default: return false
+        }
+    }
 
     /// The source URL if its scheme and prefix are allowed.
     private func checkedSource(_ text: String) throws(ServerError) -> URL {

@@ -1,5 +1,10 @@
-import Foundation
 import PipelineCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// A server URL in imgproxy's grammar, parsed and checked: its processing options (presets
 /// expanded) and its source.
@@ -102,7 +107,7 @@ public struct ImgproxyURL: Sendable, Hashable {
         guard !encoded.isEmpty else { throw ServerError(.badRequest, "malformed path: the source URL is empty") }
         let source: String?
         if plain {
-            source = String(encoded).removingPercentEncoding
+            source = String(encoded).removingPercentEscapes
         } else {
             source = Base64URL.decoded(encoded).flatMap { String(validating: $0, as: UTF8.self) }
         }
@@ -115,7 +120,7 @@ public struct ImgproxyURL: Sendable, Hashable {
     /// `rest` with a plain source's `scheme:/x` made `scheme://x` again: some proxies and load
     /// balancers merge the `//` of a path, and imgproxy repairs it before checking the signature.
     private static func repairedPlainScheme(_ rest: String) -> String {
-        guard let plain = rest.range(of: "/plain/") else { return rest }
+        guard let plain = rest.firstRange(of: "/plain/") else { return rest }
         let tail = rest[plain.upperBound...]
         guard let colon = tail.firstIndex(of: ":"), colon > tail.startIndex else { return rest }
         let scheme = tail[..<colon]

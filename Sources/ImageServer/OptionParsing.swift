@@ -1,5 +1,10 @@
-import Foundation
 import PipelineCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// imgproxy's processing options (`name:arg:arg`, long and short names) applied in order to a
 /// ``RenderOptions``, with imgproxy's semantics: a later option overrides an earlier one, an
@@ -262,7 +267,7 @@ struct OptionParser {
     private func filename(_ option: Option, _ options: inout RenderOptions) throws(ServerError) {
         try option.expect(max: 2)
         let encoded = option.has(1) && (try? option.bool(1)) == true
-        let decoded = encoded ? Base64URL.decoded(option.args[0]).flatMap { String(validating: $0, as: UTF8.self) } : option.args[0].removingPercentEncoding
+        let decoded = encoded ? Base64URL.decoded(option.args[0]).flatMap { String(validating: $0, as: UTF8.self) } : option.args[0].removingPercentEscapes
         guard let name = decoded else { throw option.invalid(0, encoded ? "URL-safe base64 of UTF-8" : "a percent-encoded name") }
         guard !name.unicodeScalars.contains(where: MessageText.needsEscaping), !name.contains("\"") else {
             throw option.invalid(0, "a file name without control characters or quotes")

@@ -1,5 +1,10 @@
-import Foundation
 import PipelineCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// Named option lists (imgproxy's `IMGPROXY_PRESETS`: `name=rs:fit:300:300/q:80,…`); the preset
 /// named `default` applies to every URL, first, and `preset:a:b` (`pr:a:b`) applies `a` then `b`
@@ -29,13 +34,13 @@ public struct Presets: Sendable, Hashable {
     public init(parsing text: String) throws(ConfigurationError) {
         byName = [:]
         for entry in text.split(whereSeparator: { $0 == "," || $0 == "\n" || $0 == "\r" }) {
-            let entry = entry.trimmingCharacters(in: .whitespaces)
+            let entry = entry.trimmingSpacesAndTabs()
             if entry.isEmpty || entry.hasPrefix("#") { continue }
             let parts = entry.split(separator: "=", omittingEmptySubsequences: false)
             let shown = MessageText.escaped(entry, limit: 80)
             guard parts.count == 2 else { throw ConfigurationError(message: "preset entry \"\(shown)\" is not name=options") }
-            let name = parts[0].trimmingCharacters(in: .whitespaces)
-            let value = parts[1].trimmingCharacters(in: .whitespaces)
+            let name = parts[0].trimmingSpacesAndTabs()
+            let value = parts[1].trimmingSpacesAndTabs()
             guard !name.isEmpty else { throw ConfigurationError(message: "preset entry \"\(shown)\" has no name") }
             guard !value.isEmpty else { throw ConfigurationError(message: "preset \(name) has no options") }
             guard byName[name] == nil else { throw ConfigurationError(message: "preset \(name) is defined twice") }

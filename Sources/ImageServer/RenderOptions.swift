@@ -1,5 +1,10 @@
-import Foundation
 import PipelineCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// The processing options of one server URL, typed: what imgproxy's URL grammar says
 /// (`/<signature>/rs:fill:300:200/g:sm/q:80/plain/<source>@webp`), after presets are expanded.

@@ -1,5 +1,10 @@
-import Foundation
 import PipelineCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// imgproxy's geometry for one source size: what ``RenderOptions`` make of a picture of
 /// `source` (upright) pixels, step by step as imgproxy's processing does them — crop a region

@@ -1,5 +1,10 @@
-import Foundation
 import PipelineCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// Which output formats a response may have: the one the URL names, or those the client's
 /// `Accept` allows, chosen once the source's format is known.

@@ -1,5 +1,10 @@
-import Foundation
 import Synchronization
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// How many requests are processed at once and how many may wait: imgproxy's
 /// `IMGPROXY_WORKERS` and `IMGPROXY_REQUESTS_QUEUE_SIZE`. A request beyond both is refused at

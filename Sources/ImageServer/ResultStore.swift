@@ -1,6 +1,11 @@
-import Foundation
 import PipelineCore
 import Synchronization
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// A finished response body kept for repeats: its bytes, format, `ETag` and how long it may be
 /// served.

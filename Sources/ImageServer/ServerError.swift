@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Why a request was not answered with a picture: the HTTP status and a one-line message,
 /// the body of the response. A message never quotes bytes of a source (only its URL, escaped

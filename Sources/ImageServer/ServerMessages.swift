@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// HTTP header fields in the order they came, looked up without regard to case. No HTTP
 /// library's type: a transport (the libmicrohttpd one in `ImageServerHTTP`, a Vapor or
@@ -19,9 +23,9 @@ public struct HTTPFields: Sendable, Hashable, Sequence, ExpressibleByDictionaryL
     /// The first value of `name` (any case), or `nil`; setting replaces every field of that
     /// name (`nil` removes them).
     public subscript(name: String) -> String? {
-        get { fields.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }?.value }
+        get { fields.first { $0.name.lowercased() == name.lowercased() }?.value }
         set {
-            fields.removeAll { $0.name.caseInsensitiveCompare(name) == .orderedSame }
+            fields.removeAll { $0.name.lowercased() == name.lowercased() }
             if let newValue { fields.append((name, newValue)) }
         }
     }

@@ -1,5 +1,18 @@
-import Foundation
 import Synchronization
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// The server's counters, exposed in Prometheus's text format (``prometheusText()``), under
 /// imgproxy's metric names where they fit so its dashboards read them: `requests_total`,

@@ -1,5 +1,10 @@
-import Foundation
 import PipelineCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// The info endpoint's answer: what a source is, as JSON, without the picture (imagor's `/meta`,
 /// imgproxy Pro's `/info`).
@@ -36,7 +41,7 @@ struct SourceInfo: Sendable {
             "orientation": orientation.rawValue, "frames": frames, "alpha": alpha,
             "thumbhash": thumbHash.base64, "blurhash": blurHash.string,
         ]
-        return (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
+        return Data(((try? jsonText(object)) ?? "{}").utf8)
     }
 }
 

@@ -1,5 +1,10 @@
-import Foundation
 import PipelineCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// How URLs are signed: imgproxy's key and salt pairs (hex), any of which may sign, and the
 /// signature's length in bytes before base64url. No pair: unsigned URLs are accepted

@@ -1,9 +1,14 @@
 import CMicroHTTPD
 import CMicroHTTPDShim
-import Foundation
 import ImageServer
 import LazyLibraries
 import Synchronization
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 #if canImport(Glibc)
 import Glibc

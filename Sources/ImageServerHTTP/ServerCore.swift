@@ -1,9 +1,15 @@
 import CMicroHTTPD
 import CMicroHTTPDShim
 import Dispatch
-import Foundation
 import ImageServer
+import PipelineCore
 import Synchronization
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 #if canImport(Glibc)
 import Glibc
@@ -279,13 +285,13 @@ final class ServerCore: Sendable {
             _ = MHD_get_connection_values_n(connection, .HEADER_KIND, { context, _, key, keySize, value, valueSize in
                 guard let context, let key else { return MHD_Result.YES }
                 let name = String(decoding: UnsafeRawBufferPointer(start: key, count: keySize), as: UTF8.self)
-                guard name.caseInsensitiveCompare("Content-Length") == .orderedSame else { return MHD_Result.YES }
+                guard name.lowercased() == "content-length" else { return MHD_Result.YES }
                 let text = value.map { String(decoding: UnsafeRawBufferPointer(start: $0, count: valueSize), as: UTF8.self) } ?? ""
                 context.assumingMemoryBound(to: [String].self).pointee.append(text)
                 return MHD_Result.YES
             }, pointer)
         }
-        return lengths.count > 1 || lengths.contains { $0.trimmingCharacters(in: .whitespaces) != "0" }
+        return lengths.count > 1 || lengths.contains { $0.trimmingSpacesAndTabs() != "0" }
     }
 
     /// The request as the handler sees it: the target split at its first `?`, as received.

@@ -1,7 +1,13 @@
 import CMicroHTTPDShim
 import Dispatch
-import Foundation
+import PipelineCore
 import Synchronization
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 #if canImport(Glibc)
 import Glibc
@@ -52,12 +58,10 @@ final class SuspensionWatcher: Sendable {
         }
         self.poller = poller
         self.wakeup = wakeup
-        let thread = Thread { [self] in
+        startDetachedThread(name: "HTTPServer.watcher") { [self] in
             run(expired: expired, closed: closed)
             exited.signal()
         }
-        thread.name = "HTTPServer.watcher"
-        thread.start()
     }
 
     /// Watches `socket` for a disconnect and `id` for its `deadline` (`DispatchTime`

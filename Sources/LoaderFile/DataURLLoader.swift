@@ -1,5 +1,10 @@
-import Foundation
 import PipelineCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// Serves `data:` URLs (RFC 2397, parsed as the WHATWG Fetch standard does):
 /// `data:[<media type>][;base64],<data>`, the data percent-encoded or base64.
@@ -57,14 +62,14 @@ public struct DataURL: Hashable, Sendable {
             throw DataURLError.notADataURL
         }
         guard let comma = bytes[5...].firstIndex(of: UInt8(ascii: ",")) else { throw DataURLError.missingComma }
-        var header = String(decoding: bytes[5..<comma], as: UTF8.self).trimmingCharacters(in: .whitespaces)
+        var header = String(decoding: bytes[5..<comma], as: UTF8.self).trimmingSpacesAndTabs()
         let body = bytes[(comma + 1)...]
 
         isBase64 = false
         if let semicolon = header.lastIndex(of: ";"),
-           header[header.index(after: semicolon)...].trimmingCharacters(in: .whitespaces).lowercased() == "base64" {
+           header[header.index(after: semicolon)...].trimmingSpacesAndTabs().lowercased() == "base64" {
             isBase64 = true
-            header = String(header[..<semicolon]).trimmingCharacters(in: .whitespaces)
+            header = String(header[..<semicolon]).trimmingSpacesAndTabs()
         }
         (mediaType, parameters) = try Self.parseMediaType(header)
 
@@ -92,7 +97,7 @@ public struct DataURL: Hashable, Sendable {
     /// `text/plain;charset=US-ASCII` (RFC 2397); `;charset=…` alone → `text/plain` with it.
     private static func parseMediaType(_ header: String) throws -> (String, [String: String]) {
         if header.isEmpty { return ("text/plain", ["charset": "US-ASCII"]) }
-        var parts = header.split(separator: ";", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+        var parts = header.split(separator: ";", omittingEmptySubsequences: false).map { $0.trimmingSpacesAndTabs() }
         var type = parts.removeFirst().lowercased()
         if type.isEmpty { type = "text/plain" }
         let halves = type.split(separator: "/", omittingEmptySubsequences: false)
@@ -102,8 +107,8 @@ public struct DataURL: Hashable, Sendable {
         var parameters: [String: String] = [:]
         for part in parts where !part.isEmpty {
             guard let equals = part.firstIndex(of: "=") else { throw DataURLError.invalidMediaType(header) }
-            let name = part[..<equals].trimmingCharacters(in: .whitespaces).lowercased()
-            var value = part[part.index(after: equals)...].trimmingCharacters(in: .whitespaces)
+            let name = part[..<equals].trimmingSpacesAndTabs().lowercased()
+            var value = part[part.index(after: equals)...].trimmingSpacesAndTabs()
             if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") { value = String(value.dropFirst().dropLast()) }
             guard !name.isEmpty, name.utf8.allSatisfy(isTokenByte) else { throw DataURLError.invalidMediaType(header) }
             parameters[name] = value

@@ -1,5 +1,10 @@
-import Foundation
 import PipelineCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 #if canImport(Glibc)
 import Glibc
@@ -92,7 +97,7 @@ public struct FileDataLoader: DataLoading {
                 progress?(Int64(data.count), size)
                 return .data(data, metadata)
             } catch {
-                throw ImagePipelineError.fileUnreadable(path: path, reason: "cannot map: \(error.localizedDescription)")
+                throw ImagePipelineError.fileUnreadable(path: path, reason: "cannot map: \(localizedDescription(of: error))")
             }
         }
 

@@ -1,5 +1,10 @@
-import Foundation
 import PipelineCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 #if canImport(Glibc)
 import Glibc
@@ -72,7 +77,7 @@ public struct RootedFileLoader: DataLoading {
         guard encoded.hasPrefix("/") else { throw refuse("the path must start at the served folder's top (\(scheme):///path)") }
         var components: [String] = []
         for piece in encoded.split(separator: "/", omittingEmptySubsequences: true) {
-            guard let name = String(piece).removingPercentEncoding else { throw refuse("a malformed percent escape") }
+            guard let name = String(piece).removingPercentEscapes else { throw refuse("a malformed percent escape") }
             guard name != ".", name != "..", !name.contains("/"), !name.contains("\\"),
                   !name.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F })
             else { throw refuse("only plain names below the served folder are allowed (no '.', '..', separators or control characters)") }

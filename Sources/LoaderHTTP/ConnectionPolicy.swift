@@ -1,5 +1,10 @@
-import Foundation
 import PipelineCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// Where an ``HTTPDataLoader`` may connect: the SSRF guard of a server that fetches URLs its
 /// users send.

@@ -1,7 +1,12 @@
 import CCurl
 import CCurlShim
-import Foundation
 import PipelineCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// Maps curl's result codes to the pipeline's typed errors.
 enum CurlErrors {

@@ -1,8 +1,22 @@
 import CCurl
 import CCurlShim
-import Foundation
+import Dispatch
 import PipelineCore
 import Synchronization
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// One curl multi handle and the one thread that drives it.
 ///
@@ -151,9 +165,7 @@ final class CurlMultiEngine: @unchecked Sendable {
         if let refusal {
             job.continuation.resume(returning: .failed(refusal, metadata: nil))
         } else if startThread {
-            let thread = Thread { [self] in runLoop() }
-            thread.name = "curl-multi"  // Linux thread names hold 15 characters
-            thread.start()
+            startDetachedThread(name: "curl-multi") { [self] in runLoop() }  // Linux thread names hold 15 characters
         } else if wake {
             curl_multi_wakeup(multi)
         }
@@ -240,7 +252,7 @@ final class CurlMultiEngine: @unchecked Sendable {
             if let failure = CurlErrors.multiFailure(polled, "curl_multi_poll") {
                 _ = failAll(failure, multi: multi)
                 // The poll did not wait: pause briefly so a poll that keeps failing cannot spin.
-                Thread.sleep(forTimeInterval: 0.01)
+                usleep(10_000)
             }
         }
     }

@@ -1,8 +1,14 @@
 import CCurl
 import CCurlShim
-import Foundation
+import Dispatch
 import PipelineCore
 import Synchronization
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// What one attempt at a transfer came to, handed from the engine thread to the waiting task.
 enum TransferOutcome: Sendable {
@@ -408,7 +414,7 @@ final class CurlTransfer {
     /// out: empty for a body sent as is.
     static func contentCodings(_ value: String?) -> [String] {
         guard let value else { return [] }
-        return value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+        return value.split(separator: ",").map { $0.trimmingSpacesAndTabs().lowercased() }
             .filter { !$0.isEmpty && $0 != "identity" }
     }
 }

@@ -1,7 +1,12 @@
 import CCurl
-import Foundation
 import LazyLibraries
 import PipelineCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 #if canImport(Glibc)
 import Glibc

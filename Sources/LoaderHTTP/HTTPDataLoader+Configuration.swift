@@ -1,5 +1,10 @@
-import Foundation
 import PipelineCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 extension HTTPDataLoader {
     /// Adds headers (typically `Authorization`) to a request just before each attempt is sent.

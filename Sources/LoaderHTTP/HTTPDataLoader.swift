@@ -1,7 +1,20 @@
-import Foundation
 import LazyLibraries
 import PipelineCore
 import Synchronization
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Loads `http` and `https` URLs with libcurl's multi interface.
 ///
@@ -184,7 +197,7 @@ public final class HTTPDataLoader: DataLoading {
     /// `https` to `http` unless ``Configuration/allowsInsecureRedirects``
     /// (``NetworkFailure/insecureRedirect``).
     func redirectTarget(_ location: String, from url: URL) throws -> URL {
-        let encoded = location.addingPercentEncoding(withAllowedCharacters: Self.locationCharacters) ?? location
+        let encoded = location.percentEncoded(allowing: Self.locationCharacters)
         guard let target = URL(string: encoded, relativeTo: url)?.absoluteURL, let scheme = target.scheme?.lowercased(),
               target.host?.isEmpty == false || !["http", "https"].contains(scheme) else {
             let shown = MessageText.escaped(location, limit: MessageText.urlLimit)
@@ -204,7 +217,7 @@ public final class HTTPDataLoader: DataLoading {
 
     /// The characters a `Location` keeps as they are; others (a space, non-ASCII letters a
     /// server sent raw) are percent-encoded, as curl does, before the URL is parsed.
-    private static let locationCharacters = CharacterSet.urlQueryAllowed.union(CharacterSet(charactersIn: "#%[]"))
+    private static let locationCharacters = PercentEncodingSet.urlQueryAllowed.union(PercentEncodingSet("#%[]"))
 
     /// Whether `a` and `b` have one ``Origin``, their hosts and ports as libcurl reads them
     /// (``CurlURL/origin(of:)``).

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Parses and formats HTTP dates (RFC 9110 §5.6.7): IMF-fixdate, RFC 850 and asctime forms.
 public enum HTTPDate {

@@ -1,5 +1,10 @@
-import Foundation
 import PipelineCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// Why an HTTP transfer failed at the transport level, for ``HTTPError/network(_:message:)``.
 public enum NetworkFailure: String, Hashable, Sendable {

@@ -1,5 +1,10 @@
-import Foundation
 import PipelineCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// The parts of an HTTP response's headers the pipeline uses: validators, freshness (RFC 9111),
 /// type and length, and `Retry-After`. ``metadata(receivedAt:)`` turns them into the core's

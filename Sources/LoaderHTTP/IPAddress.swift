@@ -1,3 +1,5 @@
+import CCurl  // sockaddr: curl.h brings the socket headers, and a whole-module build finds the struct there
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

@@ -1,5 +1,10 @@
-import Foundation
 import PipelineCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// `thumb`, `convert` and `decode` of an animation into a format that animates (`.webp`,
 /// `.gif`): every frame at the requested size, with its processors, delays as browsers show

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// How many positional arguments a command takes.
 enum Positionals: Sendable {
@@ -47,7 +51,7 @@ struct Command: Sendable {
     /// `imgpipe --help`.
     static var overview: String {
         var lines = ["usage: imgpipe COMMAND [ARGUMENTS] [OPTIONS]", "", "commands:"]
-        for command in all { lines.append("  " + command.name.padding(toLength: 8, withPad: " ", startingAt: 0) + command.summary) }
+        for command in all { lines.append("  " + padded(command.name, to: 8) + command.summary) }
         let shorts = Dictionary(all.flatMap(\.table).compactMap { spec in spec.short.map { ($0, spec.name) } }, uniquingKeysWith: { a, _ in a })
         let oneLetter = shorts.keys.sorted().map { "-\($0) is --\(shorts[$0] ?? "")" }.joined(separator: ", ")
         lines += ["", "A SOURCE is a path, a file:// URL or an http(s):// URL; '-' reads sources from stdin, one a line.",
@@ -65,7 +69,7 @@ struct Command: Sendable {
             for option in members {
                 let help = (option.short.map { "(-\($0)) " } ?? "") + option.help
                 // At least two spaces between the option and its help (`--overlay-gravity SIDE` is 22 long).
-                lines.append("  " + option.usage.padding(toLength: max(22, option.usage.count + 2), withPad: " ", startingAt: 0) + help)
+                lines.append("  " + padded(option.usage, to: max(22, option.usage.count + 2)) + help)
             }
         }
         return lines.joined(separator: "\n")
@@ -218,4 +222,12 @@ func nearest(to name: String, among names: [String]) -> String? {
     let typed = Array(name.lowercased())
     let scored = names.map { ($0, distance(typed, Array($0))) }.filter { $0.1 <= 2 && $0.1 * 2 < Swift.max(typed.count, 2) }
     return scored.min { $0.1 < $1.1 }?.0
+}
+
+/// `text.padding(toLength: length, withPad: " ", startingAt: 0)`: cut or padded with spaces to
+/// `length` UTF-16 units.
+private func padded(_ text: String, to length: Int) -> String {
+    let units = text.utf16.count
+    return units >= length ? String(decoding: Array(text.utf16.prefix(length)), as: UTF16.self)
+                           : text + String(repeating: " ", count: length - units)
 }

@@ -1,5 +1,10 @@
-import Foundation
 import PipelineCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 extension Command {
     /// `, ICC "Adobe RGB (1998)" (RGB)`, with why it is not applied when it is not; empty without a profile.
@@ -50,8 +55,8 @@ extension Command {
                         row["profile"] = entry
                     }
                     if let animation {
-                        row["loopCount"] = animation.loopCount ?? NSNull()
-                        row["durationMs"] = animation.totalDurationMilliseconds ?? NSNull()
+                        row["loopCount"] = animation.loopCount ?? JSONNull()
+                        row["durationMs"] = animation.totalDurationMilliseconds ?? JSONNull()
                     }
                     // The placeholder hash of the picture as the pipeline decodes it (upright,
                     // colour-managed, shrunk on load): the encoder reads at most 100 × 100 pixels.
@@ -98,7 +103,7 @@ extension Command {
         case 0?: ", loops forever"
         case let count?: ", loops \(count) time\(count == 1 ? "" : "s")"
         }
-        let duration = animation.totalDurationMilliseconds.map { String(format: ", %.2f s", Double($0) / 1000) } ?? ""
+        let duration = animation.totalDurationMilliseconds.map { printfFormat(", %.2f s", Double($0) / 1000) } ?? ""
         return loops + duration
     }
 
@@ -237,13 +242,13 @@ extension Command {
         do {
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         } catch {
-            throw OutputError.cannotWrite(path: folder, reason: error.localizedDescription)
+            throw OutputError.cannotWrite(path: folder, reason: localizedDescription(of: error))
         }
         let png = try OutputSettings(format: .encoded(.png), path: folder)
         var count = 0
         for await preview in task.previews {
             count += 1
-            let path = (folder as NSString).appendingPathComponent(String(format: "preview-%02d.png", count))
+            let path = PathText.appending(folder, printfFormat("preview-%02d.png", count))
             try png.write(preview.bitmap, to: path)
             if verbose { print("preview \(count): \(preview.bitmap.size); wrote \(MessageText.escaped(path, limit: 4_096))") }
         }
@@ -263,8 +268,8 @@ extension Command {
             for (url, result) in zip(urls, results) {
                 switch result {
                 case .success(let (response, seconds)):
-                    print(String(format: "%@  %@  %.1f ms  %@ %@", Sources.label(url) as NSString, response.source.rawValue as NSString,
-                                 seconds * 1000, "\(response.format)" as NSString, "\(response.originalSize)" as NSString))
+                    print("\(Sources.label(url))  \(response.source.rawValue)  " + printfFormat("%.1f ms", seconds * 1000)
+                          + "  \(response.format) \(response.originalSize)")
                 case .failure(let error):
                     failed += 1
                     printError("imgpipe: \(Sources.failure(error, for: url))")

@@ -1,5 +1,18 @@
-import Foundation
 import ImagePipelineKit
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 extension Command {
     /// `imgpipe demo STEP... --origin URL --state DIR [--out FILE.png]`
@@ -120,8 +133,13 @@ struct Demo {
     /// writes no counts.
     func originRequests() -> Int? {
         guard let data = try? Data(contentsOf: state.appendingPathComponent("requests.json")),
-              let counts = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return nil }
-        return counts["total"] as? Int
+              let counts = try? JSONDecoder().decode(RequestCounts.self, from: data) else { return nil }
+        return counts.total
+    }
+
+    /// The part of `requests.json` the demo reads.
+    private struct RequestCounts: Decodable {
+        var total: Int?
     }
 
     /// Runs a loading step: its requests all at once, then its record, its line of the table
@@ -164,7 +182,7 @@ struct Demo {
         var record = DemoRecord(step: step.rawValue, process: Int(getpid()), pictures: Set(requests.map(\.url)).count,
                                 callers: requests.count, sources: sources, downloads: downloads, originRequests: seen,
                                 originStopped: originStopped, milliseconds: seconds * 1000, sheet: "")
-        let sheetFile = state.appendingPathComponent(String(format: "step-%02d-%@.png", records.count + 1, step.rawValue))
+        let sheetFile = state.appendingPathComponent(printfFormat("step-%02d-", records.count + 1) + "\(step.rawValue).png")
         record.sheet = sheetFile.lastPathComponent
         try OutputFormat.write(Self.row(step, record, number: records.count + 1, tileSize: tileSize,
                                         results: step == .coalesce ? Array(results.prefix(Self.callersShown)) : results, names: names),

@@ -1,4 +1,10 @@
+import PipelineCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// What one demo step did, kept in the state directory so later processes print and draw it:
 /// the answers' sources, the downloads the pipeline reported and the requests the CDN saw.
@@ -51,7 +57,7 @@ struct DemoRecord: Codable {
 
     func tableLine(process number: Int) -> String {
         Self.line([step, "\(number)", "\(callers)", sourceSummary, "\(downloads)", originText,
-                   String(format: "%.0f ms", milliseconds)])
+                   printfFormat("%.0f ms", milliseconds)])
     }
 
     /// 1 for the first process in `records`, 2 for the next one…

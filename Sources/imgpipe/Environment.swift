@@ -1,5 +1,18 @@
-import Foundation
 import ImagePipelineKit
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// What every command builds from the shared options: the pipeline, its caches and the stats.
 struct Environment {
@@ -37,7 +50,7 @@ struct Environment {
                 }
             } catch {
                 throw ImagePipelineError.fileUnreadable(path: directory ?? "the user cache directory",
-                                                        reason: "cannot use it as a disk cache: \(error.localizedDescription)")
+                                                        reason: "cannot use it as a disk cache: \(localizedDescription(of: error))")
             }
         }
         // Capped: `memoryMB << 20` would wrap to zero or below for a huge (valid) N. 2^62 bytes,
@@ -92,7 +105,7 @@ enum Sources {
         for argument in arguments {
             if argument == "-" {
                 while let line = readLine() {
-                    let trimmed = line.trimmingCharacters(in: .whitespaces)
+                    let trimmed = line.trimmingSpacesAndTabs()
                     if !trimmed.isEmpty && !trimmed.hasPrefix("#") { result.append(try url(trimmed)) }
                 }
             } else if isFolder(argument) {
@@ -106,8 +119,7 @@ enum Sources {
 
     /// Whether `source` is a local folder (not a URL).
     private static func isFolder(_ source: String) -> Bool {
-        var isDirectory: ObjCBool = false
-        return !source.contains("://") && FileManager.default.fileExists(atPath: source, isDirectory: &isDirectory) && isDirectory.boolValue
+        !source.contains("://") && folderStatus(source) == true
     }
 
     /// The picture files of `folder`, by name (not its subfolders, not hidden files): those whose
@@ -118,16 +130,13 @@ enum Sources {
         do {
             names = try FileManager.default.contentsOfDirectory(atPath: folder).filter { !$0.hasPrefix(".") }.sorted()
         } catch {
-            throw ImagePipelineError.fileUnreadable(path: folder, reason: "cannot list the folder: \(Console.oneLine(error.localizedDescription))")
+            throw ImagePipelineError.fileUnreadable(path: folder, reason: "cannot list the folder: \(Console.oneLine(localizedDescription(of: error)))")
         }
         var pictures: [URL] = [], skipped: [String] = []
         for name in names {
             let url = URL(fileURLWithPath: folder).appendingPathComponent(name)
-            guard (try? url.resourceValues(forKeys: [.isRegularFileKey]))?.isRegularFile == true else { continue }
-            let head = (try? FileHandle(forReadingFrom: url)).flatMap { handle in
-                defer { try? handle.close() }
-                return try? handle.read(upToCount: ImageFormat.sniffLength)
-            }
+            guard isRegularFile(url.path) else { continue }
+            let head = readPrefix(of: url.path, upTo: ImageFormat.sniffLength).map { Data($0) }
             if let head, Environment.decoders.format(of: head) != nil { pictures.append(url) } else { skipped.append(name) }
         }
         if !skipped.isEmpty {
@@ -203,9 +212,9 @@ func printError(_ message: String) {
 /// are never lost to that window.
 enum Console {
     /// A duplicate of fd 2 made at first use (`main` uses it first), or fd 2 itself if `dup` fails.
-    static let standardError: FileHandle = {
+    static let standardError: FileOutput = {
         let duplicate = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 0)
-        return duplicate >= 0 ? FileHandle(fileDescriptor: duplicate, closeOnDealloc: true) : .standardError
+        return duplicate >= 0 ? FileOutput(fileDescriptor: duplicate, closeOnDealloc: true) : FileOutput(fileDescriptor: STDERR_FILENO, closeOnDealloc: false)
     }()
 
     /// Whether stderr is a terminal (asked of the duplicate: fd 2 may point at `/dev/null` mid-decode).
@@ -213,7 +222,7 @@ enum Console {
 
     /// `message` on one line: line breaks inside a library's message become spaces.
     static func oneLine(_ message: String) -> String {
-        message.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
+        message.split(whereSeparator: \.isNewline).map { $0.trimmingSpacesAndTabs() }
             .filter { !$0.isEmpty }.joined(separator: " ")
     }
 
@@ -232,19 +241,18 @@ enum Console {
             .map { MessageText.escaped($0, limit: lineLimit) }.joined(separator: "\n")
     }
 
-    /// `object` as pretty-printed JSON with sorted keys. `JSONSerialization` escapes C0 controls
+    /// `object` as pretty-printed JSON with sorted keys. `jsonText` (JSONSerialization's bytes) escapes C0 controls
     /// (`\u001b`) but leaves DEL, the C1 controls (U+009B starts a terminal sequence too) and
     /// the bidirectional overrides as they are; those are written as `\uXXXX` escapes, which
     /// decode to the same string. They can only be inside strings (the rest is ASCII).
     static func json(_ object: Any) throws -> String {
-        let data = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
         var text = String.UnicodeScalarView()
-        for scalar in String(decoding: data, as: UTF8.self).unicodeScalars {
+        for scalar in try jsonText(object, prettyPrinted: true, escapingSlashes: false).unicodeScalars {
             guard MessageText.needsEscaping(scalar), !scalar.isASCII || scalar.value == 0x7F else {
                 text.append(scalar)
                 continue
             }
-            for unit in String(scalar).utf16 { text.append(contentsOf: String(format: "\\u%04x", unit).unicodeScalars) }
+            for unit in String(scalar).utf16 { text.append(contentsOf: printfFormat("\\u%04x", unit).unicodeScalars) }
         }
         return String(text)
     }

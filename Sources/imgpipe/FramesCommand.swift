@@ -1,5 +1,10 @@
-import Foundation
 import PipelineCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 extension Command {
     /// `imgpipe frames SOURCE --out-dir DIR [--size N] [--format pam|png]`
@@ -25,7 +30,7 @@ extension Command {
                 let animation = try await environment.pipeline.animation(for: request)
                 var count = 0
                 for try await frame in animation.frames() {
-                    let path = (directory as NSString).appendingPathComponent(String(format: "frame-%04d.%@", frame.index, format))
+                    let path = PathText.appending(directory, printfFormat("frame-%04d.", frame.index) + format)
                     try OutputFormat.write(frame.bitmap, to: path)
                     count += 1
                 }

@@ -1,5 +1,10 @@
-import Foundation
 import PipelineCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 // imgpipe's options, typed: each is declared once as a value (``Option`` or ``Flag``: its name,
 // one-letter form, value name, help heading, help text and how its text becomes a typed value),

@@ -1,5 +1,18 @@
-import Foundation
 import PipelineCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// A format imgpipe writes, chosen by the output's file extension (`Writing.swift`): one of
 /// ``Encoders/registry``'s, or PAM, which imgpipe writes itself.
@@ -29,7 +42,7 @@ struct OutputFormat: Hashable, Sendable {
 
     /// Netpbm PAM, straight (not premultiplied) RGBA, as `dwebp -pam` writes: the header, then
     /// the rows, ``pamChunkRows`` at a time.
-    static func writePAM(_ bitmap: Bitmap, to file: FileHandle) throws {
+    static func writePAM(_ bitmap: Bitmap, to file: FileOutput) throws {
         let header = "P7\nWIDTH \(bitmap.width)\nHEIGHT \(bitmap.height)\nDEPTH 4\nMAXVAL 255\nTUPLTYPE RGB_ALPHA\nENDHDR\n"
         try file.write(contentsOf: Data(header.utf8))
         let rowBytes = bitmap.width * 4
@@ -58,14 +71,13 @@ struct OutputFormat: Hashable, Sendable {
     /// Runs `body` on a new temporary file beside `path`, then renames it to `path`; the
     /// temporary file is removed if anything fails.
     /// - Throws: ``OutputError/cannotWrite(path:reason:)`` with the system's reason.
-    static func writeAtomically(to path: String, _ body: (FileHandle) throws -> Void) throws {
+    static func writeAtomically(to path: String, _ body: (FileOutput) throws -> Void) throws {
         let target = URL(fileURLWithPath: path)
         let temporary = target.deletingLastPathComponent().appendingPathComponent(".\(target.lastPathComponent).\(UUID().uuidString).tmp")
         let fd = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw OutputError.cannotWrite(path: path, reason: String(cString: strerror(errno))) }
         do {
-            let file = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
-            defer { try? file.close() }
+            let file = FileOutput(fileDescriptor: fd, closeOnDealloc: true)
             try body(file)
         } catch let error as OutputError {
             unlink(temporary.path)
@@ -85,23 +97,21 @@ struct OutputFormat: Hashable, Sendable {
     /// is not a folder, or `path` itself is a folder: checked before a command loads anything.
     static func checkFolder(of path: String) throws {
         let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
-        var isFolder: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: folder, isDirectory: &isFolder) else {
+        guard let isFolder = folderStatus(folder) else {
             throw OutputError.cannotWrite(path: path, reason: "the folder \(folder) does not exist")
         }
-        guard isFolder.boolValue else { throw OutputError.cannotWrite(path: path, reason: "\(folder) is not a folder") }
-        if FileManager.default.fileExists(atPath: path, isDirectory: &isFolder), isFolder.boolValue {
+        guard isFolder else { throw OutputError.cannotWrite(path: path, reason: "\(folder) is not a folder") }
+        if folderStatus(path) == true {
             throw OutputError.cannotWrite(path: path, reason: "it is a folder")
         }
     }
 
     /// The system's words for a write error: `strerror` for a POSIX error, else the description.
     private static func reason(_ error: any Error) -> String {
-        let ns = error as NSError
-        if let underlying = ns.userInfo[NSUnderlyingErrorKey] as? NSError, underlying.domain == NSPOSIXErrorDomain {
-            return String(cString: strerror(Int32(underlying.code)))
+        if let error = error as? CocoaError, let underlying = error.underlying as? POSIXError {
+            return String(cString: strerror(underlying.code.rawValue))
         }
-        if ns.domain == NSPOSIXErrorDomain { return String(cString: strerror(Int32(ns.code))) }
-        return Console.oneLine(error.localizedDescription)
+        if let error = error as? POSIXError { return String(cString: strerror(error.code.rawValue)) }
+        return Console.oneLine(localizedDescription(of: error))
     }
 }

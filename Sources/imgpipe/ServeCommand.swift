@@ -1,9 +1,24 @@
 import CacheRedis
+import Dispatch
 import FaceDetection
-import Foundation
 import ImagePipelineKit
 import ImageServer
 import ImageServerHTTP
+import Synchronization
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// `serve`'s options. Each is also read from the environment variable imgproxy names with
 /// `IMGPROXY_`, here `IMGPIPE_` (``ServeOptions/environmentNames``), so a deployment moves by
@@ -113,13 +128,13 @@ struct ServeSettings {
 
     private func fromEnvironment<Value>(_ option: Option<Value>) throws -> [Value] {
         guard let name = ServeOptions.environmentNames[option.spec.name], let text = environment[name], !text.isEmpty else { return [] }
-        let pieces = option.spec.repeatable ? text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } : [text]
+        let pieces = option.spec.repeatable ? text.split(separator: ",").map { $0.trimmingSpacesAndTabs() } : [text]
         return try pieces.map { piece in
             do {
                 guard let value = try option.spec.convert(piece) as? Value else { throw UsageError(message: "\(name): unreadable value") }
                 return value
             } catch let error as UsageError {
-                throw UsageError(message: "\(name): " + error.message.replacingOccurrences(of: "--\(option.spec.name) ", with: ""))
+                throw UsageError(message: "\(name): " + error.message.replacingOccurrences(ofASCII: "--\(option.spec.name) ", with: ""))
             }
         }
     }
@@ -205,7 +220,7 @@ struct ServeSetup {
             do {
                 dataCache = try directory.map { try DiskCache(directory: URL(fileURLWithPath: $0)) } ?? DiskCache(name: "imgpipe-serve")
             } catch {
-                throw UsageError(message: "cannot use \(directory ?? "the user cache directory") as a disk cache: \(error.localizedDescription)")
+                throw UsageError(message: "cannot use \(directory ?? "the user cache directory") as a disk cache: \(localizedDescription(of: error))")
             }
         }
         if let shared { dataCache = dataCache.map { TieredDataCache(local: $0, shared: shared) } ?? shared }
@@ -317,7 +332,7 @@ struct ServeSetup {
 /// `serve`'s lines on stdout, written at once (unbuffered), whole lines only.
 enum ServeLog {
     static func write(_ line: String) {
-        try? FileHandle.standardOutput.write(contentsOf: Data((line + "\n").utf8))
+        try? FileOutput.standardOutput.write(contentsOf: Data((line + "\n").utf8))
     }
 }
 
@@ -326,9 +341,9 @@ enum StopSignal {
     /// The signal sources, kept for the life of the process (a source released is a source cancelled).
     private final class Sources: @unchecked Sendable {
         // Written once, under the lock, and never read: it only keeps the sources alive.
-        private let lock = NSLock()
+        private let lock = Mutex(())
         private var kept: [any DispatchSourceSignal] = []
-        func keep(_ sources: [any DispatchSourceSignal]) { lock.withLock { kept = sources } }
+        func keep(_ sources: [any DispatchSourceSignal]) { lock.withLock { _ in kept = sources } }
     }
 
     private static let sources = Sources()

@@ -1,5 +1,10 @@
-import Foundation
 import PipelineCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 extension Command {
     /// `imgpipe sheet [SOURCE...] [--size N] [--columns C] --out FILE.png`
@@ -31,8 +36,7 @@ extension Command {
             let results = await Loader.loadAll(requests, environment: environment) { index, result in
                 progress.advance()
                 if verbose, case .success(let (response, seconds)) = result {
-                    printError(String(format: "%@: %@ in %.1f ms", Sources.label(urls[index]) as NSString,
-                                      response.source.rawValue as NSString, seconds * 1000))
+                    printError("\(Sources.label(urls[index])): \(response.source.rawValue) in " + printfFormat("%.1f ms", seconds * 1000))
                 }
             }
             progress.end()

@@ -1,6 +1,11 @@
-import Foundation
 import PipelineCore
 import Synchronization
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// Counts what the pipeline did, from its events: for the summaries and the progress bar.
 final class Stats: Sendable {
@@ -42,9 +47,9 @@ final class Stats: Sendable {
     /// The plain summary printed at the end.
     func summary(total: Int, seconds: Double) -> String {
         let c = snapshot
-        var lines = [String(format: "%d pictures in %.2f s: %d from memory, %d from disk, %d revalidated, %d loaded (%@), decoding %.2f s",
-                            total, seconds, c.memory, c.disk, c.revalidated, c.network,
-                            Self.bytes(c.bytesLoaded) as NSString, c.decodeSeconds)]
+        var lines = [printfFormat("%d pictures in %.2f s: %d from memory, %d from disk, %d revalidated, %d loaded (",
+                                  total, seconds, c.memory, c.disk, c.revalidated, c.network)
+                         + Self.bytes(c.bytesLoaded) + printfFormat("), decoding %.2f s", c.decodeSeconds)]
         if !c.failures.isEmpty {
             lines.append("\(c.failures.count) failed:")
             for (source, message) in c.failures { lines.append("  \(source): \(message)") }
@@ -53,8 +58,8 @@ final class Stats: Sendable {
     }
 
     static func bytes(_ count: Int) -> String {
-        count >= 1 << 20 ? String(format: "%.1f MiB", Double(count) / 1_048_576)
-            : count >= 1 << 10 ? String(format: "%.1f KiB", Double(count) / 1024) : "\(count) bytes"
+        count >= 1 << 20 ? printfFormat("%.1f MiB", Double(count) / 1_048_576)
+            : count >= 1 << 10 ? printfFormat("%.1f KiB", Double(count) / 1024) : "\(count) bytes"
     }
 }
 
@@ -80,7 +85,7 @@ final class ProgressBar: Sendable {
             let width = 30
             let filled = total == 0 ? width : width * state.done / total
             let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
-            let line = String(format: "\r[%@] %d/%d  %.1f/s  ETA %.0fs ", bar as NSString, state.done, total, rate, eta)
+            let line = "\r[\(bar)] " + printfFormat("%d/%d  %.1f/s  ETA %.0fs ", state.done, total, rate, eta)
             Console.standardError.write(Data(line.utf8))
         }
     }

@@ -1,5 +1,10 @@
-import Foundation
 import PipelineCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// `imgpipe thumb SOURCE... --out-dir DIR [--format EXT]`, or `--out PATTERN` with `%s` (as
 /// vipsthumbnail's `-o tn_%s.jpg`): many thumbnails in one process.
@@ -32,7 +37,7 @@ enum ThumbnailBatch {
                                           padsOrFlattens: padsOrFlattens)
             let besideSource = !pattern.contains("/")
             folder = { url in besideSource && url.isFileURL ? url.deletingLastPathComponent().path : "" }
-            name = { stem in pattern.replacingOccurrences(of: "%s", with: stem) }
+            name = { stem in pattern.replacingOccurrences(ofASCII: "%s", with: stem) }
             destination = "as " + pattern
         } else {
             guard let directory = invocation[options.outDirectory], !directory.isEmpty else {
@@ -40,7 +45,7 @@ enum ThumbnailBatch {
             }
             let format = invocation[options.format] ?? .encoded(.png)
             settings = try OutputSettings(format: format, invocation: invocation,
-                                          path: (directory as NSString).appendingPathComponent("*.\(format.fileExtension)"),
+                                          path: PathText.appending(directory, "*.\(format.fileExtension)"),
                                           padsOrFlattens: padsOrFlattens)
             folder = { _ in directory }
             name = { stem in "\(stem).\(format.fileExtension)" }
@@ -50,11 +55,11 @@ enum ThumbnailBatch {
         guard !urls.isEmpty else { throw UsageError(message: "no sources given") }
         let (paths, notes) = outputPaths(for: urls, folder: folder, name: name)
         for note in notes { printError("imgpipe: warning: \(note)") }
-        for directory in Set(paths.map { ($0 as NSString).deletingLastPathComponent }) where !directory.isEmpty {
+        for directory in Set(paths.map { PathText.deletingLastComponent($0) }) where !directory.isEmpty {
             do {
                 try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             } catch {
-                throw OutputError.cannotWrite(path: directory, reason: "cannot create the folder: \(Console.oneLine(error.localizedDescription))")
+                throw OutputError.cannotWrite(path: directory, reason: "cannot create the folder: \(Console.oneLine(localizedDescription(of: error)))")
             }
         }
 
@@ -115,10 +120,9 @@ enum ThumbnailBatch {
         progress.end()
         await environment.finish()
         let seconds = Date().timeIntervalSince(start)
-        printError(String(format: "%d of %d thumbnails written %@ in %.2f s (%.1f pictures/s)%@",
-                          urls.count - failed, urls.count, destination as NSString, seconds,
-                          Double(urls.count - failed) / max(seconds, 0.001),
-                          (failed == 0 ? "" : ", \(failed) failed") as NSString))
+        printError(printfFormat("%d of %d thumbnails written ", urls.count - failed, urls.count) + destination
+                   + printfFormat(" in %.2f s (%.1f pictures/s)", seconds, Double(urls.count - failed) / max(seconds, 0.001))
+                   + (failed == 0 ? "" : ", \(failed) failed"))
         return failed == 0 ? 0 : 1
     }
 
@@ -129,8 +133,8 @@ enum ThumbnailBatch {
         var taken: [String: URL] = [:]  // lower-cased path → the source that has it
         var paths: [String] = [], notes: [String] = []
         for url in urls {
-            let stem = self.stem(of: url), directory = folder(url) as NSString
-            let path = { (name: String) in directory.appendingPathComponent(name) }
+            let stem = self.stem(of: url), directory = folder(url)
+            let path = { (name: String) in PathText.appending(directory, name) }
             var chosen = name(stem), suffix = 1
             while taken[path(chosen).lowercased()] != nil {
                 suffix += 1

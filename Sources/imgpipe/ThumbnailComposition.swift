@@ -1,5 +1,10 @@
-import Foundation
 import PipelineCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// What `imgpipe thumb` does around the resize: `--rotate`, `--flip`, `--flop` and `--trim`
 /// before it, and after it (following
@@ -54,7 +59,7 @@ struct ThumbnailComposition {
                                    "move the overlay X,Y pixels in from the edges it sits on (default 0,0)",
                                    ValueParser { text, option in
                                        let parts = text.split(separator: ",", omittingEmptySubsequences: false)
-                                           .map { Int($0.trimmingCharacters(in: .whitespaces)) }
+                                           .map { Int($0.trimmingSpacesAndTabs()) }
                                        let limit = -100_000...100_000  // `abs` of Int.min would trap
                                        guard parts.count == 2, let x = parts[0], let y = parts[1], limit.contains(x), limit.contains(y) else {
                                            throw UsageError(message: "\(option) needs X,Y in whole pixels, got '\(text)'")

@@ -1,6 +1,11 @@
-import Foundation
 import FaceDetection
 import PipelineCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// What size `imgpipe thumb` asks for and how it crops: `--size`/`--fill` with the crop options
 /// (`--smartcrop`, `--crop`, `--gravity`, `--focal`), parsed in one place.
@@ -101,7 +106,7 @@ struct ThumbnailGeometry {
     /// `--focal X,Y`: a point, each 0-1 of the picture.
     static var focalParser: ValueParser<CropAnchor> {
         ValueParser { text, option in
-            let parts = text.split(separator: ",", omittingEmptySubsequences: false).map { Double($0.trimmingCharacters(in: .whitespaces)) }
+            let parts = text.split(separator: ",", omittingEmptySubsequences: false).map { Double($0.trimmingSpacesAndTabs()) }
             guard parts.count == 2, let x = parts[0], let y = parts[1], (0...1).contains(x), (0...1).contains(y) else {
                 throw UsageError(message: "\(option) needs X,Y with each 0-1 of the picture (0.5,0.5 is the centre), got '\(text)'")
             }
@@ -113,7 +118,7 @@ struct ThumbnailGeometry {
     /// or CSS-like sides.
     static var gravityParser: ValueParser<CropAnchor> {
         ValueParser { side, option in
-            guard let anchor = gravities[side.lowercased().replacingOccurrences(of: "_", with: "-")] else {
+            guard let anchor = gravities[side.lowercased().replacingOccurrences(ofASCII: "_", with: "-")] else {
                 throw UsageError(message: "\(option) needs centre, north, south, east, west, northeast, northwest, southeast "
                                  + "or southwest (or top, bottom, left, right, top-left, …), got '\(side)'")
             }

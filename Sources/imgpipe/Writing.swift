@@ -1,5 +1,10 @@
-import Foundation
 import ImagePipelineKit
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// The encoders imgpipe writes with: the kit's, ``PipelineCore/EncoderRegistry/standard``, and
 /// nothing else. An encoder added there is an output format here, its extension in every list
@@ -100,8 +105,8 @@ extension OutputFormat {
     /// The format `path`'s extension names.
     /// - Throws: ``UsageError`` naming the extension (or its absence) and the known ones.
     init(path: String) throws {
-        let name = (path as NSString).lastPathComponent
-        let ext = (name as NSString).pathExtension
+        let name = PathText.lastComponent(path)
+        let ext = PathText.pathExtension(name)
         guard !ext.isEmpty, let format = OutputFormat(extension: ext) else {
             let what = ext.isEmpty ? "no extension" : "unknown extension '.\(ext)'"
             throw UsageError(message: "cannot tell the output format of '\(path)': \(what) (known: \(Self.knownExtensionList))")
@@ -223,10 +228,10 @@ struct OutputSettings: Sendable {
     /// - Throws: ``OutputError``.
     func write(_ bitmap: Bitmap, iccProfile: Data? = nil, to path: String) throws {
         // `-`: standard output, as it comes (there is no file to replace atomically).
-        func writing(_ body: (FileHandle) throws -> Void) throws {
+        func writing(_ body: (FileOutput) throws -> Void) throws {
             guard path == Self.standardOutput else { return try OutputFormat.writeAtomically(to: path, body) }
-            do { try body(FileHandle.standardOutput) } catch {
-                throw OutputError.cannotWrite(path: "standard output", reason: Console.oneLine(error.localizedDescription))
+            do { try body(FileOutput.standardOutput) } catch {
+                throw OutputError.cannotWrite(path: "standard output", reason: Console.oneLine(localizedDescription(of: error)))
             }
         }
         guard let encoder else {
@@ -250,8 +255,8 @@ struct OutputSettings: Sendable {
         guard path == Self.standardOutput else {
             return try OutputFormat.writeAtomically(to: path) { file in try file.write(contentsOf: data) }
         }
-        do { try FileHandle.standardOutput.write(contentsOf: data) } catch {
-            throw OutputError.cannotWrite(path: "standard output", reason: Console.oneLine(error.localizedDescription))
+        do { try FileOutput.standardOutput.write(contentsOf: data) } catch {
+            throw OutputError.cannotWrite(path: "standard output", reason: Console.oneLine(localizedDescription(of: error)))
         }
     }
 
@@ -271,7 +276,7 @@ extension Invocation {
         let path = try output(option)
         if path == OutputSettings.standardOutput {
             guard let format, let named = self[format] else {
-                throw UsageError(message: "--out - writes to stdout: give --format \(OutputFormat.knownExtensionList.replacingOccurrences(of: ".", with: ""))")
+                throw UsageError(message: "--out - writes to stdout: give --format \(OutputFormat.knownExtensionList.replacingOccurrences(ofASCII: ".", with: ""))")
             }
             return (path, try OutputSettings(format: named, invocation: self, path: path, padsOrFlattens: padsOrFlattens))
         }

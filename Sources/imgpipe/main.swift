@@ -14,7 +14,19 @@
 //
 // Exit status: 0 on success, 1 on an error (one line `imgpipe: <message>` on stderr per
 // failure), 2 on a usage error.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 signal(SIGPIPE, SIG_IGN)  // a closed pipe is a write error, not a death by signal
 MallocPolicy.apply()  // large codec buffers go back to the system when freed

@@ -10,11 +10,24 @@
 // memory cache, and a damaged file fails with the plugin's own error type inside the
 // pipeline's `decodingFailed`.
 import CodecJPEG
-import Foundation
 import LoaderFile
 import PipelineCore
 import QOIExample
 import Synchronization
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Counts the pipeline's loads and decodes.
 final class Counter: Sendable {

@@ -1,5 +1,10 @@
-import Foundation
 import PipelineCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// Decodes QOI ("Quite OK Image") in pure Swift: an example of a decoder plugin for a format
 /// PipelineCore has never heard of. Register it like a shipped codec:

@@ -1,5 +1,10 @@
-import Foundation
 import PipelineCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// Writes QOI: the example's encoder, so the app and the tests can make files without outside
 /// tools. It makes the same op choices in the same order as the reference encoder (`qoi.h`),

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// CRC-32 (IEEE 802.3, the zlib/PNG polynomial), table-driven: the checksum of
 /// ``CachedDigest/crc32``.

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 // The one wire format of `CacheEntryInfo`: the disk cache's entry headers and sidecars and the
 // Redis cache's values both carry the info as these bytes, so a field added to the info is

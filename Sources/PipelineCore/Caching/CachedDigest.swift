@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// What identifies a stored entry's bytes without the bytes: their length and CRC-32, and the
 /// entry's info. Renditions are tagged with their original's digest.

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// What a disk cache knows about a stored entry besides its bytes.
 public struct CacheEntryInfo: Hashable, Sendable {

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// How long downloaded bytes stay fresh in the disk cache, that is, served without asking the
 /// origin again: what the origin says (the default), or a lifetime of the app's own for origins

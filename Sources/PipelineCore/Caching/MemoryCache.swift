@@ -1,5 +1,10 @@
-import Foundation
 import Synchronization
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// A synchronous, thread-safe LRU cache bounded by total cost (bytes), optionally by count, and
 /// optionally by an entry lifetime (``ttl``).

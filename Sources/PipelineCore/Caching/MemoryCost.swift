@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// What the pipeline's caches count for what they hold, in bytes: pixels are not the only
 /// memory an entry takes. A 1×1 picture whose URL is 60 KB holds 60 KB; counted by its pixels

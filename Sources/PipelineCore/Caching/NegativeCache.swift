@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Permanent failures remembered for a while (a 404 per fetch URL, undecodable bytes per key),
 /// bounded by count and by bytes: the least recently used entry goes first, so a server that

@@ -1,5 +1,11 @@
-import Foundation
+import Dispatch
 import Synchronization
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// A bounded pool of dedicated threads for blocking work (decoding, resampling, file I/O), so
 /// that such work never runs on an actor or blocks Swift's cooperative thread pool.
@@ -82,9 +88,7 @@ public final class WorkerPool: Sendable {
         }
         if wake { wakeups.signal() }
         if startThread {
-            let thread = Thread { [self] in drain() }
-            thread.name = name
-            thread.start()
+            startDetachedThread(name: name) { [self] in drain() }
         }
     }
 

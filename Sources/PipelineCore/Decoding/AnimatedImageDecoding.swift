@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// What an animation's header tells: canvas, frames, loops.
 public struct AnimationInfo: Hashable, Sendable {

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 extension DecoderRegistry {
     /// An HTTP `Accept` value for the formats this registry decodes: the MIME type of every

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The decoders an app links, in the order they are asked. Built by the app and handed to
 /// ``ImagePipeline/Configuration``; a value, so tests build their own and nothing leaks.

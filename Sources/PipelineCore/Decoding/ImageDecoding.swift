@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// What a decoder learns from a picture's header without decoding any pixels.
 public struct ImageInfo: Hashable, Sendable {

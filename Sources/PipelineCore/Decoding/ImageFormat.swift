@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// An image container format: an open value, so a plugin can name a format the core has never
 /// heard of (`ImageFormat("farbfeld", mimeType: "image/x-farbfeld", fileExtension: "ff")`).

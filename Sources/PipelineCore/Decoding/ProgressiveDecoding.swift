@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// A decoder that can show a picture before all of its bytes have arrived: a progressive JPEG,
 /// whose every completed scan refines the whole picture.

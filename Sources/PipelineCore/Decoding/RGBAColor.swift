@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// A colour as 8-bit red, green, blue and straight (not premultiplied) alpha: a background to
 /// pad or flatten onto, a placeholder's average colour, a JPEG's backdrop for transparency.
@@ -37,7 +41,7 @@ public struct RGBAColor: Hashable, Sendable, CustomStringConvertible {
         if let hex = Self.names[lowered] { self.init(parsing: hex); return }
         if text.contains(",") {
             let parts = text.split(separator: ",", omittingEmptySubsequences: false)
-                .map { UInt8($0.trimmingCharacters(in: .whitespaces)) }
+                .map { UInt8($0.trimmingSpacesAndTabs()) }
             guard parts.count == 3 || parts.count == 4, !parts.contains(nil) else { return nil }
             let channels = parts.compactMap { $0 }
             self.init(red: channels[0], green: channels[1], blue: channels[2], alpha: channels.count == 4 ? channels[3] : 255)

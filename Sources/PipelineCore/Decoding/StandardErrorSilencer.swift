@@ -1,5 +1,18 @@
-import Foundation
 import Synchronization
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Points the process's file descriptor 2 at `/dev/null` while at least one caller is inside
 /// ``silenced(_:)``, and back at the original stderr when the last one leaves.

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Writes an animation, one frame at a time, in one format (animated WebP, GIF): the
 /// animated side of an encoder. Codec modules that can (`WebPEncoder`, `GIFEncoder`) conform

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// How chroma is sampled by encoders that store luma and chroma (JPEG, lossy WebP, HEIC, AVIF).
 public enum ChromaSubsampling: String, Hashable, Sendable, CaseIterable {

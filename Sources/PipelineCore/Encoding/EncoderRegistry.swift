@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The encoders an app links, by the format they write. A value, like ``DecoderRegistry``.
 ///

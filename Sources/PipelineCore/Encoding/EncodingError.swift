@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Why encoding failed. Encoders throw these (wrapped in nothing: the caller knows which
 /// bitmap it asked to write).

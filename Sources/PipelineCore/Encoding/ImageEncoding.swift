@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Writes a ``Bitmap`` in one format. Codec modules ship one each (`JPEGEncoder`,
 /// `PNGEncoder`, `WebPEncoder`, `HEIFEncoder`); a third party can add its own and register

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Validators for a conditional request (`If-None-Match` / `If-Modified-Since`).
 public struct CacheValidator: Hashable, Sendable {

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The data loaders an app links, by URL scheme. Built by the app and handed to
 /// ``ImagePipeline/Configuration``; a value, so tests build their own.

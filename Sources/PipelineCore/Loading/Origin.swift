@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// A URL's origin: scheme, host and port, normalized (scheme and host lower-case, the host
 /// without IPv6 brackets or a final dot, the scheme's port when none is written), so that

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// What a loader says about the bytes it returns, in terms any source can fill: validators for
 /// asking again conditionally, how long the bytes stay fresh, whether they may be stored, and

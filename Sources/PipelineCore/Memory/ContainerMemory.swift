@@ -1,4 +1,16 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// The memory this process may use, as its container sets it: the cgroup probe behind the
 /// container-aware defaults (``MemoryCache/defaultCostLimit(cgroupRoot:physicalMemory:)``,
@@ -19,10 +31,8 @@ public enum ContainerMemory {
         let candidates = ["memory.max", "memory/memory.limit_in_bytes", "memory.limit_in_bytes"]
         for name in candidates {
             // A cgroup file is a few bytes; refuse anything larger rather than read it.
-            guard let handle = try? FileHandle(forReadingFrom: root.appendingPathComponent(name)) else { continue }
-            defer { try? handle.close() }
-            guard let data = try? handle.read(upToCount: 64) else { continue }
-            let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            guard let data = readPrefix(of: root.appendingPathComponent(name).path, upTo: 64) else { continue }
+            let text = String(decoding: data, as: UTF8.self).trimmingWhitespace()
             if text == "max" { return nil }
             // cgroup v1 spells "no limit" as a page-rounded Int64.max; callers take the minimum
             // with physical memory, so such a value is harmless.

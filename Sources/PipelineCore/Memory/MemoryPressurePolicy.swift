@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// What ``ImagePipeline/trimMemory(for:policy:)`` sheds at each ``MemoryPressureLevel``.
 public struct MemoryPressurePolicy: Sendable, Hashable {

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 extension ImagePipeline {
     /// Everything a pipeline is built from. The app builds the registries; nothing is global.

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 // Short descriptions of the values an app prints: never the pixels (`print(response.bitmap)`
 // used to print every byte), a URL cut to its start and its length when it is long.

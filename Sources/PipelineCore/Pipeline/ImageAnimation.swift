@@ -1,5 +1,10 @@
-import Foundation
 import Synchronization
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// An animation opened by ``ImagePipeline/animation(for:)``: its header, and its frames decoded
 /// lazily, composited and scaled to the request's size, in the request's

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// An error that tells the pipeline whether asking again soon can help. Loaders and decoders
 /// may throw error types of their own; those that conform are negatively cached like a 404

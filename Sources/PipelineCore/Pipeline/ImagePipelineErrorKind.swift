@@ -1,4 +1,16 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 extension ImagePipelineError {
     /// What kind of failure an error is, whatever wrapped it: the one thing to switch on.
@@ -108,21 +120,24 @@ extension ImagePipelineError {
             case let failure as any PipelineFailure:
                 guard let kind = failure.failureKind else { return nil }
                 self = kind
-            case let error as URLError: self.init(urlError: error.code)
             case let error as CocoaError: self.init(cocoaError: error.code)
             case let error as POSIXError: self.init(errno: error.code.rawValue)
+            // URLError is full Foundation's (which this module does not link on Linux): known by its domain.
+            case let error where error._domain == "NSURLErrorDomain": self.init(urlErrorCode: error._code)
             default: return nil
             }
         }
 
-        /// `URLError`'s codes that name a kind.
-        private init?(urlError code: URLError.Code) {
+        /// `URLError`'s codes that name a kind: `cancelled` (-999), `timedOut` (-1001),
+        /// `fileDoesNotExist` (-1100), `noPermissionsToReadFile` (-1102), `fileIsDirectory`
+        /// (-1101), `dataLengthExceedsMaximum` (-1103).
+        private init?(urlErrorCode code: Int) {
             switch code {
-            case .cancelled: self = .cancelled
-            case .timedOut: self = .timedOut
-            case .fileDoesNotExist: self = .notFound
-            case .noPermissionsToReadFile, .fileIsDirectory: self = .refused
-            case .dataLengthExceedsMaximum: self = .overLimit
+            case -999: self = .cancelled
+            case -1001: self = .timedOut
+            case -1100: self = .notFound
+            case -1102, -1101: self = .refused
+            case -1103: self = .overLimit
             default: return nil
             }
         }

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// What the pipeline tells its host, for hit rates, byte counts and time to first pixel.
 /// Delivered synchronously on whatever thread the pipeline is on (`started`, `memoryHit` and a

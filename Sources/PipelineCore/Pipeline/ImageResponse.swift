@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Where a response's pixels came from, and what was done to make them: the label a grid's
 /// debug overlay or a server's log shows (Coil's `DataSource`, Nuke's `cacheType`).

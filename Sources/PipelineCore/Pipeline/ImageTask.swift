@@ -1,5 +1,10 @@
-import Foundation
 import Synchronization
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// A handle on one running image request (``ImagePipeline/imageTask(for:)``): its download
 /// progress, a priority that can change while it runs, cancellation, and the response.

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Text that came from outside — a URL, a file name, a server's header value, a codec's or a C
 /// library's message — made fit for one line of a message a person reads: bounded in length,

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 extension ImagePipeline {
     /// When the pipeline decodes previews of a picture still downloading

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The permanent failures the pipeline remembers (``Configuration/negativeCacheLifetime``), by
 /// kind, each written by the stage that meets it: downloads by the URL fetched (`FetchStage`),

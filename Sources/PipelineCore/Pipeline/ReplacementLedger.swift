@@ -1,5 +1,10 @@
-import Foundation
 import Synchronization
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// When stored bytes were replaced (a revalidation brought new ones) or removed, per cache
 /// identity: the one place that answers "were the bytes this result was made from replaced

@@ -1,5 +1,10 @@
-import Foundation
 import Synchronization
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// The requests in flight in the pipeline, each counted at the memory it holds, and the bound on
 /// them all: ``ImagePipeline/Configuration/requestMemoryBudget``. A request is in flight from

@@ -1,4 +1,16 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// A placeholder hash of a picture: Wolt's BlurHash (https://blurha.sh), a short base-83 text
 /// (28 characters at the default 4 × 3 components) that decodes to a blurred picture of its

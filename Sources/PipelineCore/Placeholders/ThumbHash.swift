@@ -1,4 +1,16 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// A placeholder hash of a picture: Evan Wallace's ThumbHash (https://evanw.github.io/thumbhash/),
 /// at most 25 bytes that decode to a blurred picture of the right colours, alpha and aspect

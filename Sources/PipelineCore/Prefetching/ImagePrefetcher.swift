@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Loads pictures a screen is about to show, so that they are in memory (and on disk) when
 /// their cells ask: the object a screen owns for its prefetching, as Nuke's `ImagePrefetcher`.

@@ -1,5 +1,10 @@
-import Foundation
 import Synchronization
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// Prefetches in flight by memory key, each a task that loads its request at prefetch
 /// priority and leaves the set when it ends: the pipeline's own (``ImagePipeline/prefetch(_:)``)

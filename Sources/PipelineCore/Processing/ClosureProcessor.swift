@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// ``ImageProcessing/process(id:_:)``: a closure and the identifier its caller vouches for.
 struct ClosureProcessor: ImageProcessing {

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Brightness, contrast, saturation, hue and gamma, applied together by
 /// ``ImageProcessing/colorAdjustment(_:)`` in one pass over the pixels, in this order (each step

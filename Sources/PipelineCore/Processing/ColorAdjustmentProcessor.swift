@@ -1,4 +1,16 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// ``ImageProcessing/colorAdjustment(_:)``: the steps of a ``ColorAdjustment`` in one pass over
 /// the pixels. The per-channel steps (offset, brightness, contrast, gamma) are 256-entry tables

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// ``ImageProcessor/flattened(onto:)``: the picture composited over a colour, so transparency
 /// becomes that colour (for a format without alpha, or a page of a known colour).

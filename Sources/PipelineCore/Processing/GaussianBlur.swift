@@ -1,4 +1,16 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// ``ImageProcessor/gaussianBlur(radius:)``: a true Gaussian (standard deviation `radius`) up
 /// to `exactLimit` (``ExactGaussianBlur``), the three-pass box approximation above

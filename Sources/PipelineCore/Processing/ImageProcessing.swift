@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// One step that transforms a decoded picture after resampling: a round avatar, a blur, a
 /// sepia tone. Runs on the decode pool, never on the pipeline's actor.

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Why a built-in processor could not run.
 public enum ImageProcessingError: Error, Sendable, Equatable, CustomStringConvertible, PipelineFailure {

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// A processor as the memory key holds it (``ImageKey/processors``): any ``ImageProcessing``,
 /// compared and hashed by its ``ImageProcessing/identifier``. A request takes its processors as

@@ -1,4 +1,16 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// libvips's separable integer Gaussian mask (`vips_gaussmat(sigma, min_ampl, "separable",
 /// TRUE, "precision", VIPS_PRECISION_INTEGER)`, 8.14, `libvips/create/gaussmat.c`): weights

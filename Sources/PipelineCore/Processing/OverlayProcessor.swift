@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// ``ImageProcessor/overlay(_:id:gravity:offset:opacity:relativeSize:)``: a watermark or badge
 /// composited over the picture ("source over").

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// ``ImageProcessor/padded(to:background:gravity:)``: the picture placed on a canvas of an exact
 /// size ("letterbox", CSS's `contain`), the rest filled with a colour.

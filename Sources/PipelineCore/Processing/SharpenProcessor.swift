@@ -1,4 +1,16 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// ``ImageProcessor/sharpen(sigma:x1:y2:y3:m1:m2:)``: libvips's unsharp mask `vips_sharpen`
 /// (8.14, `libvips/convolution/sharpen.c`), with its numbers.

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Porter–Duff "source over" on one pixel, the arithmetic every compositing processor shares
 /// (overlay, flatten): in premultiplied units of 0…1, `out = top + base × (1 − top.alpha)`.

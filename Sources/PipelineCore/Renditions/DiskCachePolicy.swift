@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// What the disk cache keeps for a request: the original bytes, the request's processed and
 /// resized result encoded (its "rendition"), or both (Nuke's `DataCachePolicy`).

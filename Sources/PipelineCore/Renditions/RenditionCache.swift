@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The renditions of the image stage: a request's processed and resized result kept on disk
 /// encoded (its "rendition", ``DiskCachePolicy``), looked up before an image work decodes the

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Stores opaque renditions as JPEG at quality 85 (``opaqueOptions``) and renditions with any
 /// non-opaque pixel as WebP at quality 85 with exact (lossless) alpha (``transparentOptions``),

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Encodes a processed bitmap for the rendition disk cache. Must be lossless for alpha and
 /// decodable by one of the pipeline's decoders. ``RenditionEncoder`` (lossy for opaque

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// What a rendition's cache entry records besides its bytes (``CacheEntryInfo/rendition``):
 /// which original bytes it was made from, the original's size and format, and whether it may

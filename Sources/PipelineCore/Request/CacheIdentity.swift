@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// A fetch URL's identity in the caches: what the memory key (``ImageKey/cacheURL``), the disk
 /// cache and the download table are keyed by. It is the fetch URL itself, unless
@@ -53,7 +57,7 @@ enum CacheIdentity {
                 return false
             }
         }
-        return plain ? text : text.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed)
+        return plain ? text : text.percentEncoded(allowing: .urlPathAllowed)
     }
 
     private static let httpsPlaceholder = URL(string: "https://imgpipe.invalid/")
@@ -76,7 +80,7 @@ enum CacheIdentity {
         if variant.hasPrefix("?"), !variant.contains("#"), let url = URL(string: "imgpipe-key:" + base + variant) {
             return url
         }
-        guard let suffix = variant.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) else { return nil }
+        let suffix = variant.percentEncoded(allowing: .urlPathAllowed)
         return URL(string: "imgpipe-key:" + base + "#" + suffix)
     }
 }

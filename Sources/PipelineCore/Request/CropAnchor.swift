@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Which part of the picture a ``ContentMode/fill`` keeps when it crops: the centre (the
 /// default), an edge or corner, a focal point, or the part a smart strategy finds most

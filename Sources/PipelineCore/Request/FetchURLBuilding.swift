@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Picks the URL that is actually downloaded for a request, e.g. a CDN rendition.
 ///

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The memory-cache key: one decoded result per fetch URL, size, mode and crop anchor,
 /// processing options and processors.

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// How a picture is fitted into the requested pixel size.
 public enum ContentMode: String, Hashable, Sendable {

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Sharpening after a large reduction (``ProcessingOptions/sharpening``): a picture the decoder
 /// and the resampler shrank by at least ``minimumReduction`` gets

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Cuts away a uniform border before the picture is resized (``ProcessingOptions/trim``), as
 /// libvips's `find_trim` finds it (imgproxy's `trim`, ImageMagick's `-trim`): the picture is

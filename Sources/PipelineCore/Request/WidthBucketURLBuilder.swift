@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Asks a resizing CDN for the smallest width bucket that covers the request.
 ///

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 extension Trim {
     /// The part of `bitmap` (upright, either pixel format) inside its uniform border, as

@@ -1,4 +1,16 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// The sRGB transfer curve (IEC 61966-2-1) in double precision, where the code that needs it
 /// follows a reference that computes it so: BlurHash (woltapp's reference) and the attention

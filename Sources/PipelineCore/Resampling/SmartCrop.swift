@@ -1,4 +1,16 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 extension ResizePlan {
     /// This plan with its `.fill` window moved where `anchor`'s smart strategy puts it in

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The decoding stage: an image work's bytes (``FetchStage``) decoded and resampled to its
 /// unprocessed key's size on the decode pool (``PoolDecoder``), in the image work's own task

@@ -1,5 +1,10 @@
-import Foundation
 import Synchronization
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// The fetching stage: the compressed bytes of a cache identity, from the disk cache when it
 /// may answer (fresh; stale with the request's ``RevalidationPolicy``; offline), else from the

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The image stage, the top one (Nuke's `TaskLoadImage`): a key's picture, processed and at
 /// its size, one work per key however many callers wait. It owns what is cached of pictures:

@@ -1,5 +1,10 @@
-import Foundation
 import Synchronization
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// Compressed bytes and where they came from: what the fetch stage hands the decode stage.
 struct LoadedData: Sendable {

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The decode pool's jobs: one decoding session per picture on the bounded decode pool,
 /// straight to the size the key asks for, admitted by its estimated memory

@@ -1,5 +1,10 @@
-import Foundation
 import Synchronization
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// How one work makes its previews from the partial values it receives (``ImagePipeline/PreviewPolicy``):
 /// the decode stage from the download's arriving body, the image stage from its decode's

@@ -1,5 +1,10 @@
-import Foundation
 import Synchronization
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// Revalidation: asks the origin whether stored bytes are current, with the validators they
 /// were stored with (`If-None-Match`, `If-Modified-Since`). One path for originals (their

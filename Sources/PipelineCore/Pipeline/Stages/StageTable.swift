@@ -1,5 +1,10 @@
-import Foundation
 import Synchronization
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// What a stage's work sends its subscribers before its final value: the one typed stream of
 /// every stage (Nuke's `AsyncTask` events). `Partial` is the stage's partial value: the body's
