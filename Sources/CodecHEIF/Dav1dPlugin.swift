@@ -78,7 +78,7 @@ enum Dav1dPlugin {
     nonisolated(unsafe) private static let name: UnsafePointer<CChar> = immortal("dav1d \(String(cString: dav1d_version())) (ImagePipeline)")
 
     /// A C string that lives as long as the process (the plugin table's strings).
-    private static func immortal(_ string: String) -> UnsafePointer<CChar> {
+    static func immortal(_ string: String) -> UnsafePointer<CChar> {
         if let copy = strdup(string) { return UnsafePointer(copy) }
         return UnsafeRawPointer(("" as StaticString).utf8Start).assumingMemoryBound(to: CChar.self)
     }
