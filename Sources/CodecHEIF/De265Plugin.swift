@@ -1,22 +1,24 @@
 import CHEIF
 import PipelineCore
 
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// An HEVC decoder plugin for libheif: libde265, as libheif 1.15's own plugin
-/// (`heif_decoder_libde265.cc`, its libde265 1.x path) drives it, but with
-/// ``workerThreads`` worker threads instead of one.
+/// (`heif_decoder_libde265.cc`, its libde265 1.x path) drives it, but with the worker threads
+/// ``HEIFDecoder/threadCount`` asks for (``withWorkerThreads(_:_:)``) instead of one.
 ///
 /// x265 (what `heif-enc` and most cameras' encoders use) turns on wavefront parallel processing
 /// by default (`entropy_coding_sync_enabled_flag`): libde265 then decodes each row of coding
 /// tree blocks as a task of its thread pool, two blocks behind the row above. libheif's plugin
 /// starts one worker, so the rows run one after another while the calling thread waits; with
-/// two, a 6000x4000 HEIC decodes in a little over half the time on two cores. A stream without
-/// WPP or tiles decodes on one worker as before.
+/// two, a 6000x4000 HEIC decodes in a little over half the time on two cores (the same work on
+/// more threads: WPP adds none). A stream without WPP or tiles decodes on one worker as before.
 ///
 /// Registered once per process with priority 110 (libheif's libde265 plugin has 100), so libheif
 /// picks it for every HEVC item: primary images, alpha planes, thumbnails and grid tiles.
@@ -33,12 +35,31 @@ enum De265Plugin {
     /// The plugin's `id_name`, for `heif_decoding_options.decoder_id`.
     static let idName = "imagepipeline-libde265"
 
-    /// libde265's worker threads per decode: two on a machine with two or more cores, else one.
-    /// Two workers keep two cores busy on a WPP stream (the calling thread only waits), which is
-    /// what a one-picture command line wants; a server decoding several pictures at once gets
-    /// the same total work spread over more threads (WPP adds no decoding work), so no more is
-    /// asked for than two: a third worker on two cores would only add switching.
-    static let workerThreads: Int32 = Int32(min(2, max(1, ProcessInfo.processInfo.activeProcessorCount)))
+    /// libde265's worker threads for a decoder libheif creates on a thread inside
+    /// ``withWorkerThreads(_:_:)`` (the thread that runs `heif_decode_image`); elsewhere one, as
+    /// libheif's plugin starts: libheif decodes a grid's tiles up to four at a time on threads
+    /// of its own, which already keeps the cores busy.
+    static func withWorkerThreads<R, E: Error>(_ count: Int, _ body: () throws(E) -> R) throws(E) -> R {
+        guard let key = workerThreadsKey else { return try body() }
+        let previous = pthread_getspecific(key)
+        pthread_setspecific(key, UnsafeRawPointer(bitPattern: min(max(count, 1), maxWorkerThreads)))
+        defer { pthread_setspecific(key, previous) }
+        return try body()
+    }
+
+    /// libde265 1.0's `MAX_THREADS`.
+    static let maxWorkerThreads = 32
+
+    /// The calling thread's worker count, stored as the pointer's bit pattern (nil: unset).
+    private static let workerThreadsKey: pthread_key_t? = {
+        var key = pthread_key_t()
+        return pthread_key_create(&key, nil) == 0 ? key : nil
+    }()
+
+    private static var workerThreads: Int32 {
+        guard let key = workerThreadsKey, let value = pthread_getspecific(key) else { return 1 }
+        return Int32(Int(bitPattern: value))
+    }
 
     /// Registers the plugin with libheif (after `heif_init`); false if libheif refused it.
     static func register() -> Bool {
