@@ -67,42 +67,21 @@ enum De265Plugin {
     }
 
     /// The plugin table; libheif keeps the pointer for the life of the process.
-    nonisolated(unsafe) private static let plugin: UnsafePointer<heif_decoder_plugin> = {
-        let table = UnsafeMutablePointer<heif_decoder_plugin>.allocate(capacity: 1)
-        table.initialize(to: heif_decoder_plugin())
-        table.pointee.plugin_api_version = 3
-        table.pointee.get_plugin_name = { De265Plugin.name }
+    nonisolated(unsafe) private static let plugin = DecoderPlugin.table(idName: idName) {
+        $0.get_plugin_name = { De265Plugin.name }
         // As libheif's plugin: libde265's static tables, set up once and freed at heif_deinit.
-        table.pointee.init_plugin = { _ = de265_init() }
-        table.pointee.deinit_plugin = { _ = de265_free() }
-        table.pointee.does_support_format = { $0 == heif_compression_HEVC ? De265Plugin.priority : 0 }
-        table.pointee.new_decoder = { out in De265Plugin.newDecoder(out) }
-        table.pointee.free_decoder = { raw in
-            guard let raw else { return }
-            Unmanaged<Session>.fromOpaque(raw).release()
-        }
-        table.pointee.push_data = { raw, bytes, count in
-            guard let raw else { return De265Plugin.failure(heif_error_Usage_error, heif_suberror_Unspecified) }
-            return Unmanaged<Session>.fromOpaque(raw).takeUnretainedValue().push(bytes, count)
-        }
-        table.pointee.decode_image = { raw, out in
-            guard let raw, let out else { return De265Plugin.failure(heif_error_Usage_error, heif_suberror_Unspecified) }
-            return Unmanaged<Session>.fromOpaque(raw).takeUnretainedValue().decode(into: out)
-        }
-        table.pointee.set_strict_decoding = { raw, flag in
-            guard let raw else { return }
-            Unmanaged<Session>.fromOpaque(raw).takeUnretainedValue().strict = flag != 0
-        }
-        table.pointee.id_name = Dav1dPlugin.immortal(idName)
-        return UnsafePointer(table)
-    }()
+        $0.init_plugin = { _ = de265_init() }
+        $0.deinit_plugin = { _ = de265_free() }
+        $0.does_support_format = { $0 == heif_compression_HEVC ? De265Plugin.priority : 0 }
+        $0.new_decoder = { out in De265Plugin.newDecoder(out) }
+    }
 
     /// "libde265 HEVC decoder, version <version> (ImagePipeline)", as `get_plugin_name` returns it.
     nonisolated(unsafe) private static let name: UnsafePointer<CChar> =
-        Dav1dPlugin.immortal("libde265 HEVC decoder, version \(String(cString: de265_get_version())) (ImagePipeline)")
+        DecoderPlugin.immortal("libde265 HEVC decoder, version \(String(cString: de265_get_version())) (ImagePipeline)")
 
     /// libheif's plugin's `kEmptyString`: its errors carry no text.
-    nonisolated(unsafe) private static let empty: UnsafePointer<CChar> = Dav1dPlugin.immortal("")
+    nonisolated(unsafe) private static let empty: UnsafePointer<CChar> = DecoderPlugin.immortal("")
 
     static func failure(_ code: heif_error_code, _ subcode: heif_suberror_code) -> heif_error {
         heif_error(code: code, subcode: subcode, message: empty)
@@ -114,13 +93,12 @@ enum De265Plugin {
         // libheif's plugin ignores this result too: without workers libde265 decodes on the calling thread.
         _ = de265_start_worker_threads(context, workerThreads)
         out.pointee = Unmanaged.passRetained(Session(context)).toOpaque()
-        return Dav1dPlugin.success
+        return DecoderPlugin.success
     }
 
     /// One libde265 context fed with one item's data.
-    final class Session {
+    final class Session: DecoderPluginSession {
         let context: UnsafeMutableRawPointer
-        var strict = false
 
         init(_ context: UnsafeMutableRawPointer) { self.context = context }
 
@@ -129,8 +107,8 @@ enum De265Plugin {
 
         /// Pushes each NAL unit (a 4-byte big-endian length, then the unit), as libheif's plugin
         /// does; a length running past the data is `End_of_data`.
-        func push(_ bytes: UnsafeRawPointer?, _ count: Int) -> heif_error {
-            guard count > 0 else { return Dav1dPlugin.success }
+        override func push(_ bytes: UnsafeRawPointer?, _ count: Int) -> heif_error {
+            guard count > 0 else { return DecoderPlugin.success }
             guard let bytes else { return De265Plugin.failure(heif_error_Usage_error, heif_suberror_Unspecified) }
             let data = bytes.assumingMemoryBound(to: UInt8.self)
             var position = 0
@@ -142,12 +120,12 @@ enum De265Plugin {
                 _ = de265_push_NAL(context, data + position, Int32(truncatingIfNeeded: size), 0, nil)
                 position += size
             }
-            return Dav1dPlugin.success
+            return DecoderPlugin.success
         }
 
         /// Flushes and decodes until libde265 has no more; every picture it returns replaces the
         /// previous one (libheif's plugin keeps the last), with its nclx profile.
-        func decode(into out: UnsafeMutablePointer<OpaquePointer?>) -> heif_error {
+        override func decode(into out: UnsafeMutablePointer<OpaquePointer?>) -> heif_error {
             _ = de265_flush_data(context)
             out.pointee = nil
             var more: Int32 = 0
@@ -168,7 +146,7 @@ enum De265Plugin {
                 out.pointee = image
                 de265_release_next_picture(context)
             } while more != 0
-            return Dav1dPlugin.success
+            return DecoderPlugin.success
         }
     }
 
@@ -212,11 +190,11 @@ enum De265Plugin {
                 (target + row * Int(targetStride)).update(from: source + row * Int(stride), count: rowBytes)
             }
         }
-        return (image, Dav1dPlugin.success)
+        return (image, DecoderPlugin.success)
     }
 
     nonisolated(unsafe) private static let differentDepths: UnsafePointer<CChar> =
-        Dav1dPlugin.immortal("Channels with different number of bits per pixel are not supported")
+        DecoderPlugin.immortal("Channels with different number of bits per pixel are not supported")
 
     /// The picture's VUI colour description as the image's nclx profile; a value libheif does not
     /// know is an error when decoding strictly (returned), else a decoding warning on the image
