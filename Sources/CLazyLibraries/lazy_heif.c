@@ -2,7 +2,7 @@
 // build, then rerun `scripts/gen-lazy-symbols` (it reads the built objects' undefined symbols and
 // the header's prototypes) and commit the result.
 
-// libheif: 65 functions, opened on first use.
+// libheif: 85 functions, opened on first use.
 #pragma clang diagnostic ignored "-Wdeprecated-declarations"
 #define DAV1D_API
 #include "../CHEIF/shim.h"
@@ -11,8 +11,10 @@
 static const char *const sonames[] = {
 #ifdef __APPLE__
     "libheif.1.dylib",
+    "libde265.0.dylib",
 #else
     "libheif.so.1",
+    "libde265.so.0",
 #endif
 };
 
@@ -26,6 +28,26 @@ static const char *const names[] = {
     "dav1d_picture_unref",
     "dav1d_send_data",
     "dav1d_version",
+    "de265_decode",
+    "de265_flush_data",
+    "de265_free",
+    "de265_free_decoder",
+    "de265_get_bits_per_pixel",
+    "de265_get_chroma_format",
+    "de265_get_image_colour_primaries",
+    "de265_get_image_full_range_flag",
+    "de265_get_image_height",
+    "de265_get_image_matrix_coefficients",
+    "de265_get_image_plane",
+    "de265_get_image_transfer_characteristics",
+    "de265_get_image_width",
+    "de265_get_next_picture",
+    "de265_get_version",
+    "de265_init",
+    "de265_new_decoder",
+    "de265_push_NAL",
+    "de265_release_next_picture",
+    "de265_start_worker_threads",
     "heif_context_alloc",
     "heif_context_encode_image",
     "heif_context_free",
@@ -84,7 +106,7 @@ static const char *const names[] = {
     "heif_register_decoder_plugin",
 };
 
-static lazy_function slots[65];
+static lazy_function slots[85];
 
 static struct lazy_library library = LAZY_LIBRARY("libheif", "libheif1", "IMGPIPE_SONAME_LIBHEIF",
                                                 sonames, names, slots, NULL);
@@ -138,282 +160,382 @@ LAZY_HIDDEN const char * dav1d_version(void) {
     return ((const char * (*)(void))slots[8])();
 }
 
+LAZY_HIDDEN de265_error de265_decode(__typeof__(de265_decoder_context *) a0, __typeof__(int *) a1) {
+    lazy_library_require(&library);
+    return ((de265_error (*)(__typeof__(de265_decoder_context *), __typeof__(int *)))slots[9])(a0, a1);
+}
+
+LAZY_HIDDEN de265_error de265_flush_data(__typeof__(de265_decoder_context *) a0) {
+    lazy_library_require(&library);
+    return ((de265_error (*)(__typeof__(de265_decoder_context *)))slots[10])(a0);
+}
+
+LAZY_HIDDEN de265_error de265_free(void) {
+    lazy_library_require(&library);
+    return ((de265_error (*)(void))slots[11])();
+}
+
+LAZY_HIDDEN de265_error de265_free_decoder(__typeof__(de265_decoder_context *) a0) {
+    lazy_library_require(&library);
+    return ((de265_error (*)(__typeof__(de265_decoder_context *)))slots[12])(a0);
+}
+
+LAZY_HIDDEN int de265_get_bits_per_pixel(__typeof__(const struct de265_image *) a0, __typeof__(int) a1) {
+    lazy_library_require(&library);
+    return ((int (*)(__typeof__(const struct de265_image *), __typeof__(int)))slots[13])(a0, a1);
+}
+
+LAZY_HIDDEN enum de265_chroma de265_get_chroma_format(__typeof__(const struct de265_image *) a0) {
+    lazy_library_require(&library);
+    return ((enum de265_chroma (*)(__typeof__(const struct de265_image *)))slots[14])(a0);
+}
+
+LAZY_HIDDEN int de265_get_image_colour_primaries(__typeof__(const struct de265_image *) a0) {
+    lazy_library_require(&library);
+    return ((int (*)(__typeof__(const struct de265_image *)))slots[15])(a0);
+}
+
+LAZY_HIDDEN int de265_get_image_full_range_flag(__typeof__(const struct de265_image *) a0) {
+    lazy_library_require(&library);
+    return ((int (*)(__typeof__(const struct de265_image *)))slots[16])(a0);
+}
+
+LAZY_HIDDEN int de265_get_image_height(__typeof__(const struct de265_image *) a0, __typeof__(int) a1) {
+    lazy_library_require(&library);
+    return ((int (*)(__typeof__(const struct de265_image *), __typeof__(int)))slots[17])(a0, a1);
+}
+
+LAZY_HIDDEN int de265_get_image_matrix_coefficients(__typeof__(const struct de265_image *) a0) {
+    lazy_library_require(&library);
+    return ((int (*)(__typeof__(const struct de265_image *)))slots[18])(a0);
+}
+
+LAZY_HIDDEN const uint8_t * de265_get_image_plane(__typeof__(const struct de265_image *) a0, __typeof__(int) a1, __typeof__(int *) a2) {
+    lazy_library_require(&library);
+    return ((const uint8_t * (*)(__typeof__(const struct de265_image *), __typeof__(int), __typeof__(int *)))slots[19])(a0, a1, a2);
+}
+
+LAZY_HIDDEN int de265_get_image_transfer_characteristics(__typeof__(const struct de265_image *) a0) {
+    lazy_library_require(&library);
+    return ((int (*)(__typeof__(const struct de265_image *)))slots[20])(a0);
+}
+
+LAZY_HIDDEN int de265_get_image_width(__typeof__(const struct de265_image *) a0, __typeof__(int) a1) {
+    lazy_library_require(&library);
+    return ((int (*)(__typeof__(const struct de265_image *), __typeof__(int)))slots[21])(a0, a1);
+}
+
+LAZY_HIDDEN const struct de265_image * de265_get_next_picture(__typeof__(de265_decoder_context *) a0) {
+    lazy_library_require(&library);
+    return ((const struct de265_image * (*)(__typeof__(de265_decoder_context *)))slots[22])(a0);
+}
+
+LAZY_HIDDEN const char * de265_get_version(void) {
+    lazy_library_require(&library);
+    return ((const char * (*)(void))slots[23])();
+}
+
+LAZY_HIDDEN de265_error de265_init(void) {
+    lazy_library_require(&library);
+    return ((de265_error (*)(void))slots[24])();
+}
+
+LAZY_HIDDEN de265_decoder_context * de265_new_decoder(void) {
+    lazy_library_require(&library);
+    return ((de265_decoder_context * (*)(void))slots[25])();
+}
+
+LAZY_HIDDEN de265_error de265_push_NAL(__typeof__(de265_decoder_context *) a0, __typeof__(const void *) a1, __typeof__(int) a2, __typeof__(de265_PTS) a3, __typeof__(void *) a4) {
+    lazy_library_require(&library);
+    return ((de265_error (*)(__typeof__(de265_decoder_context *), __typeof__(const void *), __typeof__(int), __typeof__(de265_PTS), __typeof__(void *)))slots[26])(a0, a1, a2, a3, a4);
+}
+
+LAZY_HIDDEN void de265_release_next_picture(__typeof__(de265_decoder_context *) a0) {
+    lazy_library_require(&library);
+    ((void (*)(__typeof__(de265_decoder_context *)))slots[27])(a0);
+}
+
+LAZY_HIDDEN de265_error de265_start_worker_threads(__typeof__(de265_decoder_context *) a0, __typeof__(int) a1) {
+    lazy_library_require(&library);
+    return ((de265_error (*)(__typeof__(de265_decoder_context *), __typeof__(int)))slots[28])(a0, a1);
+}
+
 LAZY_HIDDEN struct heif_context * heif_context_alloc(void) {
     lazy_library_require(&library);
-    return ((struct heif_context * (*)(void))slots[9])();
+    return ((struct heif_context * (*)(void))slots[29])();
 }
 
 LAZY_HIDDEN struct heif_error heif_context_encode_image(__typeof__(struct heif_context *) a0, __typeof__(const struct heif_image *) a1, __typeof__(struct heif_encoder *) a2, __typeof__(const struct heif_encoding_options *) a3, __typeof__(struct heif_image_handle **) a4) {
     lazy_library_require(&library);
-    return ((struct heif_error (*)(__typeof__(struct heif_context *), __typeof__(const struct heif_image *), __typeof__(struct heif_encoder *), __typeof__(const struct heif_encoding_options *), __typeof__(struct heif_image_handle **)))slots[10])(a0, a1, a2, a3, a4);
+    return ((struct heif_error (*)(__typeof__(struct heif_context *), __typeof__(const struct heif_image *), __typeof__(struct heif_encoder *), __typeof__(const struct heif_encoding_options *), __typeof__(struct heif_image_handle **)))slots[30])(a0, a1, a2, a3, a4);
 }
 
 LAZY_HIDDEN void heif_context_free(__typeof__(struct heif_context *) a0) {
     lazy_library_require(&library);
-    ((void (*)(__typeof__(struct heif_context *)))slots[11])(a0);
+    ((void (*)(__typeof__(struct heif_context *)))slots[31])(a0);
 }
 
 LAZY_HIDDEN struct heif_error heif_context_get_encoder_for_format(__typeof__(struct heif_context *) a0, __typeof__(enum heif_compression_format) a1, __typeof__(struct heif_encoder **) a2) {
     lazy_library_require(&library);
-    return ((struct heif_error (*)(__typeof__(struct heif_context *), __typeof__(enum heif_compression_format), __typeof__(struct heif_encoder **)))slots[12])(a0, a1, a2);
+    return ((struct heif_error (*)(__typeof__(struct heif_context *), __typeof__(enum heif_compression_format), __typeof__(struct heif_encoder **)))slots[32])(a0, a1, a2);
 }
 
 LAZY_HIDDEN int heif_context_get_number_of_top_level_images(__typeof__(struct heif_context *) a0) {
     lazy_library_require(&library);
-    return ((int (*)(__typeof__(struct heif_context *)))slots[13])(a0);
+    return ((int (*)(__typeof__(struct heif_context *)))slots[33])(a0);
 }
 
 LAZY_HIDDEN struct heif_error heif_context_get_primary_image_handle(__typeof__(struct heif_context *) a0, __typeof__(struct heif_image_handle **) a1) {
     lazy_library_require(&library);
-    return ((struct heif_error (*)(__typeof__(struct heif_context *), __typeof__(struct heif_image_handle **)))slots[14])(a0, a1);
+    return ((struct heif_error (*)(__typeof__(struct heif_context *), __typeof__(struct heif_image_handle **)))slots[34])(a0, a1);
 }
 
 LAZY_HIDDEN struct heif_error heif_context_read_from_memory_without_copy(__typeof__(struct heif_context *) a0, __typeof__(const void *) a1, __typeof__(size_t) a2, __typeof__(const struct heif_reading_options *) a3) {
     lazy_library_require(&library);
-    return ((struct heif_error (*)(__typeof__(struct heif_context *), __typeof__(const void *), __typeof__(size_t), __typeof__(const struct heif_reading_options *)))slots[15])(a0, a1, a2, a3);
+    return ((struct heif_error (*)(__typeof__(struct heif_context *), __typeof__(const void *), __typeof__(size_t), __typeof__(const struct heif_reading_options *)))slots[35])(a0, a1, a2, a3);
 }
 
 LAZY_HIDDEN struct heif_error heif_context_write(__typeof__(struct heif_context *) a0, __typeof__(struct heif_writer *) a1, __typeof__(void *) a2) {
     lazy_library_require(&library);
-    return ((struct heif_error (*)(__typeof__(struct heif_context *), __typeof__(struct heif_writer *), __typeof__(void *)))slots[16])(a0, a1, a2);
+    return ((struct heif_error (*)(__typeof__(struct heif_context *), __typeof__(struct heif_writer *), __typeof__(void *)))slots[36])(a0, a1, a2);
 }
 
 LAZY_HIDDEN struct heif_error heif_decode_image(__typeof__(const struct heif_image_handle *) a0, __typeof__(struct heif_image **) a1, __typeof__(enum heif_colorspace) a2, __typeof__(enum heif_chroma) a3, __typeof__(const struct heif_decoding_options *) a4) {
     lazy_library_require(&library);
-    return ((struct heif_error (*)(__typeof__(const struct heif_image_handle *), __typeof__(struct heif_image **), __typeof__(enum heif_colorspace), __typeof__(enum heif_chroma), __typeof__(const struct heif_decoding_options *)))slots[17])(a0, a1, a2, a3, a4);
+    return ((struct heif_error (*)(__typeof__(const struct heif_image_handle *), __typeof__(struct heif_image **), __typeof__(enum heif_colorspace), __typeof__(enum heif_chroma), __typeof__(const struct heif_decoding_options *)))slots[37])(a0, a1, a2, a3, a4);
 }
 
 LAZY_HIDDEN struct heif_decoding_options * heif_decoding_options_alloc(void) {
     lazy_library_require(&library);
-    return ((struct heif_decoding_options * (*)(void))slots[18])();
+    return ((struct heif_decoding_options * (*)(void))slots[38])();
 }
 
 LAZY_HIDDEN void heif_decoding_options_free(__typeof__(struct heif_decoding_options *) a0) {
     lazy_library_require(&library);
-    ((void (*)(__typeof__(struct heif_decoding_options *)))slots[19])(a0);
+    ((void (*)(__typeof__(struct heif_decoding_options *)))slots[39])(a0);
 }
 
 LAZY_HIDDEN int heif_encoder_descriptor_supports_lossless_compression(__typeof__(const struct heif_encoder_descriptor *) a0) {
     lazy_library_require(&library);
-    return ((int (*)(__typeof__(const struct heif_encoder_descriptor *)))slots[20])(a0);
+    return ((int (*)(__typeof__(const struct heif_encoder_descriptor *)))slots[40])(a0);
 }
 
 LAZY_HIDDEN void heif_encoder_release(__typeof__(struct heif_encoder *) a0) {
     lazy_library_require(&library);
-    ((void (*)(__typeof__(struct heif_encoder *)))slots[21])(a0);
+    ((void (*)(__typeof__(struct heif_encoder *)))slots[41])(a0);
 }
 
 LAZY_HIDDEN struct heif_error heif_encoder_set_lossless(__typeof__(struct heif_encoder *) a0, __typeof__(int) a1) {
     lazy_library_require(&library);
-    return ((struct heif_error (*)(__typeof__(struct heif_encoder *), __typeof__(int)))slots[22])(a0, a1);
+    return ((struct heif_error (*)(__typeof__(struct heif_encoder *), __typeof__(int)))slots[42])(a0, a1);
 }
 
 LAZY_HIDDEN struct heif_error heif_encoder_set_lossy_quality(__typeof__(struct heif_encoder *) a0, __typeof__(int) a1) {
     lazy_library_require(&library);
-    return ((struct heif_error (*)(__typeof__(struct heif_encoder *), __typeof__(int)))slots[23])(a0, a1);
+    return ((struct heif_error (*)(__typeof__(struct heif_encoder *), __typeof__(int)))slots[43])(a0, a1);
 }
 
 LAZY_HIDDEN struct heif_error heif_encoder_set_parameter_boolean(__typeof__(struct heif_encoder *) a0, __typeof__(const char *) a1, __typeof__(int) a2) {
     lazy_library_require(&library);
-    return ((struct heif_error (*)(__typeof__(struct heif_encoder *), __typeof__(const char *), __typeof__(int)))slots[24])(a0, a1, a2);
+    return ((struct heif_error (*)(__typeof__(struct heif_encoder *), __typeof__(const char *), __typeof__(int)))slots[44])(a0, a1, a2);
 }
 
 LAZY_HIDDEN struct heif_error heif_encoder_set_parameter_integer(__typeof__(struct heif_encoder *) a0, __typeof__(const char *) a1, __typeof__(int) a2) {
     lazy_library_require(&library);
-    return ((struct heif_error (*)(__typeof__(struct heif_encoder *), __typeof__(const char *), __typeof__(int)))slots[25])(a0, a1, a2);
+    return ((struct heif_error (*)(__typeof__(struct heif_encoder *), __typeof__(const char *), __typeof__(int)))slots[45])(a0, a1, a2);
 }
 
 LAZY_HIDDEN struct heif_error heif_encoder_set_parameter_string(__typeof__(struct heif_encoder *) a0, __typeof__(const char *) a1, __typeof__(const char *) a2) {
     lazy_library_require(&library);
-    return ((struct heif_error (*)(__typeof__(struct heif_encoder *), __typeof__(const char *), __typeof__(const char *)))slots[26])(a0, a1, a2);
+    return ((struct heif_error (*)(__typeof__(struct heif_encoder *), __typeof__(const char *), __typeof__(const char *)))slots[46])(a0, a1, a2);
 }
 
 LAZY_HIDDEN struct heif_encoding_options * heif_encoding_options_alloc(void) {
     lazy_library_require(&library);
-    return ((struct heif_encoding_options * (*)(void))slots[27])();
+    return ((struct heif_encoding_options * (*)(void))slots[47])();
 }
 
 LAZY_HIDDEN void heif_encoding_options_free(__typeof__(struct heif_encoding_options *) a0) {
     lazy_library_require(&library);
-    ((void (*)(__typeof__(struct heif_encoding_options *)))slots[28])(a0);
+    ((void (*)(__typeof__(struct heif_encoding_options *)))slots[48])(a0);
 }
 
 LAZY_HIDDEN int heif_get_encoder_descriptors(__typeof__(enum heif_compression_format) a0, __typeof__(const char *) a1, __typeof__(const struct heif_encoder_descriptor **) a2, __typeof__(int) a3) {
     lazy_library_require(&library);
-    return ((int (*)(__typeof__(enum heif_compression_format), __typeof__(const char *), __typeof__(const struct heif_encoder_descriptor **), __typeof__(int)))slots[29])(a0, a1, a2, a3);
+    return ((int (*)(__typeof__(enum heif_compression_format), __typeof__(const char *), __typeof__(const struct heif_encoder_descriptor **), __typeof__(int)))slots[49])(a0, a1, a2, a3);
 }
 
 LAZY_HIDDEN const char * heif_get_version(void) {
     lazy_library_require(&library);
-    return ((const char * (*)(void))slots[30])();
+    return ((const char * (*)(void))slots[50])();
 }
 
 LAZY_HIDDEN int heif_have_decoder_for_format(__typeof__(enum heif_compression_format) a0) {
     lazy_library_require(&library);
-    return ((int (*)(__typeof__(enum heif_compression_format)))slots[31])(a0);
+    return ((int (*)(__typeof__(enum heif_compression_format)))slots[51])(a0);
 }
 
 LAZY_HIDDEN int heif_have_encoder_for_format(__typeof__(enum heif_compression_format) a0) {
     lazy_library_require(&library);
-    return ((int (*)(__typeof__(enum heif_compression_format)))slots[32])(a0);
+    return ((int (*)(__typeof__(enum heif_compression_format)))slots[52])(a0);
 }
 
 LAZY_HIDDEN void heif_image_add_decoding_warning(__typeof__(struct heif_image *) a0, __typeof__(struct heif_error) a1) {
     lazy_library_require(&library);
-    ((void (*)(__typeof__(struct heif_image *), __typeof__(struct heif_error)))slots[33])(a0, a1);
+    ((void (*)(__typeof__(struct heif_image *), __typeof__(struct heif_error)))slots[53])(a0, a1);
 }
 
 LAZY_HIDDEN struct heif_error heif_image_add_plane(__typeof__(struct heif_image *) a0, __typeof__(enum heif_channel) a1, __typeof__(int) a2, __typeof__(int) a3, __typeof__(int) a4) {
     lazy_library_require(&library);
-    return ((struct heif_error (*)(__typeof__(struct heif_image *), __typeof__(enum heif_channel), __typeof__(int), __typeof__(int), __typeof__(int)))slots[34])(a0, a1, a2, a3, a4);
+    return ((struct heif_error (*)(__typeof__(struct heif_image *), __typeof__(enum heif_channel), __typeof__(int), __typeof__(int), __typeof__(int)))slots[54])(a0, a1, a2, a3, a4);
 }
 
 LAZY_HIDDEN struct heif_error heif_image_create(__typeof__(int) a0, __typeof__(int) a1, __typeof__(enum heif_colorspace) a2, __typeof__(enum heif_chroma) a3, __typeof__(struct heif_image **) a4) {
     lazy_library_require(&library);
-    return ((struct heif_error (*)(__typeof__(int), __typeof__(int), __typeof__(enum heif_colorspace), __typeof__(enum heif_chroma), __typeof__(struct heif_image **)))slots[35])(a0, a1, a2, a3, a4);
+    return ((struct heif_error (*)(__typeof__(int), __typeof__(int), __typeof__(enum heif_colorspace), __typeof__(enum heif_chroma), __typeof__(struct heif_image **)))slots[55])(a0, a1, a2, a3, a4);
 }
 
 LAZY_HIDDEN int heif_image_get_bits_per_pixel(__typeof__(const struct heif_image *) a0, __typeof__(enum heif_channel) a1) {
     lazy_library_require(&library);
-    return ((int (*)(__typeof__(const struct heif_image *), __typeof__(enum heif_channel)))slots[36])(a0, a1);
+    return ((int (*)(__typeof__(const struct heif_image *), __typeof__(enum heif_channel)))slots[56])(a0, a1);
 }
 
 LAZY_HIDDEN int heif_image_get_decoding_warnings(__typeof__(struct heif_image *) a0, __typeof__(int) a1, __typeof__(struct heif_error *) a2, __typeof__(int) a3) {
     lazy_library_require(&library);
-    return ((int (*)(__typeof__(struct heif_image *), __typeof__(int), __typeof__(struct heif_error *), __typeof__(int)))slots[37])(a0, a1, a2, a3);
+    return ((int (*)(__typeof__(struct heif_image *), __typeof__(int), __typeof__(struct heif_error *), __typeof__(int)))slots[57])(a0, a1, a2, a3);
 }
 
 LAZY_HIDDEN int heif_image_get_height(__typeof__(const struct heif_image *) a0, __typeof__(enum heif_channel) a1) {
     lazy_library_require(&library);
-    return ((int (*)(__typeof__(const struct heif_image *), __typeof__(enum heif_channel)))slots[38])(a0, a1);
+    return ((int (*)(__typeof__(const struct heif_image *), __typeof__(enum heif_channel)))slots[58])(a0, a1);
 }
 
 LAZY_HIDDEN uint8_t * heif_image_get_plane(__typeof__(struct heif_image *) a0, __typeof__(enum heif_channel) a1, __typeof__(int *) a2) {
     lazy_library_require(&library);
-    return ((uint8_t * (*)(__typeof__(struct heif_image *), __typeof__(enum heif_channel), __typeof__(int *)))slots[39])(a0, a1, a2);
+    return ((uint8_t * (*)(__typeof__(struct heif_image *), __typeof__(enum heif_channel), __typeof__(int *)))slots[59])(a0, a1, a2);
 }
 
 LAZY_HIDDEN const uint8_t * heif_image_get_plane_readonly(__typeof__(const struct heif_image *) a0, __typeof__(enum heif_channel) a1, __typeof__(int *) a2) {
     lazy_library_require(&library);
-    return ((const uint8_t * (*)(__typeof__(const struct heif_image *), __typeof__(enum heif_channel), __typeof__(int *)))slots[40])(a0, a1, a2);
+    return ((const uint8_t * (*)(__typeof__(const struct heif_image *), __typeof__(enum heif_channel), __typeof__(int *)))slots[60])(a0, a1, a2);
 }
 
 LAZY_HIDDEN int heif_image_get_width(__typeof__(const struct heif_image *) a0, __typeof__(enum heif_channel) a1) {
     lazy_library_require(&library);
-    return ((int (*)(__typeof__(const struct heif_image *), __typeof__(enum heif_channel)))slots[41])(a0, a1);
+    return ((int (*)(__typeof__(const struct heif_image *), __typeof__(enum heif_channel)))slots[61])(a0, a1);
 }
 
 LAZY_HIDDEN enum heif_color_profile_type heif_image_handle_get_color_profile_type(__typeof__(const struct heif_image_handle *) a0) {
     lazy_library_require(&library);
-    return ((enum heif_color_profile_type (*)(__typeof__(const struct heif_image_handle *)))slots[42])(a0);
+    return ((enum heif_color_profile_type (*)(__typeof__(const struct heif_image_handle *)))slots[62])(a0);
 }
 
 LAZY_HIDDEN int heif_image_handle_get_height(__typeof__(const struct heif_image_handle *) a0) {
     lazy_library_require(&library);
-    return ((int (*)(__typeof__(const struct heif_image_handle *)))slots[43])(a0);
+    return ((int (*)(__typeof__(const struct heif_image_handle *)))slots[63])(a0);
 }
 
 LAZY_HIDDEN int heif_image_handle_get_list_of_thumbnail_IDs(__typeof__(const struct heif_image_handle *) a0, __typeof__(heif_item_id *) a1, __typeof__(int) a2) {
     lazy_library_require(&library);
-    return ((int (*)(__typeof__(const struct heif_image_handle *), __typeof__(heif_item_id *), __typeof__(int)))slots[44])(a0, a1, a2);
+    return ((int (*)(__typeof__(const struct heif_image_handle *), __typeof__(heif_item_id *), __typeof__(int)))slots[64])(a0, a1, a2);
 }
 
 LAZY_HIDDEN int heif_image_handle_get_luma_bits_per_pixel(__typeof__(const struct heif_image_handle *) a0) {
     lazy_library_require(&library);
-    return ((int (*)(__typeof__(const struct heif_image_handle *)))slots[45])(a0);
+    return ((int (*)(__typeof__(const struct heif_image_handle *)))slots[65])(a0);
 }
 
 LAZY_HIDDEN struct heif_error heif_image_handle_get_nclx_color_profile(__typeof__(const struct heif_image_handle *) a0, __typeof__(struct heif_color_profile_nclx **) a1) {
     lazy_library_require(&library);
-    return ((struct heif_error (*)(__typeof__(const struct heif_image_handle *), __typeof__(struct heif_color_profile_nclx **)))slots[46])(a0, a1);
+    return ((struct heif_error (*)(__typeof__(const struct heif_image_handle *), __typeof__(struct heif_color_profile_nclx **)))slots[66])(a0, a1);
 }
 
 LAZY_HIDDEN int heif_image_handle_get_number_of_thumbnails(__typeof__(const struct heif_image_handle *) a0) {
     lazy_library_require(&library);
-    return ((int (*)(__typeof__(const struct heif_image_handle *)))slots[47])(a0);
+    return ((int (*)(__typeof__(const struct heif_image_handle *)))slots[67])(a0);
 }
 
 LAZY_HIDDEN struct heif_error heif_image_handle_get_raw_color_profile(__typeof__(const struct heif_image_handle *) a0, __typeof__(void *) a1) {
     lazy_library_require(&library);
-    return ((struct heif_error (*)(__typeof__(const struct heif_image_handle *), __typeof__(void *)))slots[48])(a0, a1);
+    return ((struct heif_error (*)(__typeof__(const struct heif_image_handle *), __typeof__(void *)))slots[68])(a0, a1);
 }
 
 LAZY_HIDDEN size_t heif_image_handle_get_raw_color_profile_size(__typeof__(const struct heif_image_handle *) a0) {
     lazy_library_require(&library);
-    return ((size_t (*)(__typeof__(const struct heif_image_handle *)))slots[49])(a0);
+    return ((size_t (*)(__typeof__(const struct heif_image_handle *)))slots[69])(a0);
 }
 
 LAZY_HIDDEN struct heif_error heif_image_handle_get_thumbnail(__typeof__(const struct heif_image_handle *) a0, __typeof__(heif_item_id) a1, __typeof__(struct heif_image_handle **) a2) {
     lazy_library_require(&library);
-    return ((struct heif_error (*)(__typeof__(const struct heif_image_handle *), __typeof__(heif_item_id), __typeof__(struct heif_image_handle **)))slots[50])(a0, a1, a2);
+    return ((struct heif_error (*)(__typeof__(const struct heif_image_handle *), __typeof__(heif_item_id), __typeof__(struct heif_image_handle **)))slots[70])(a0, a1, a2);
 }
 
 LAZY_HIDDEN int heif_image_handle_get_width(__typeof__(const struct heif_image_handle *) a0) {
     lazy_library_require(&library);
-    return ((int (*)(__typeof__(const struct heif_image_handle *)))slots[51])(a0);
+    return ((int (*)(__typeof__(const struct heif_image_handle *)))slots[71])(a0);
 }
 
 LAZY_HIDDEN int heif_image_handle_has_alpha_channel(__typeof__(const struct heif_image_handle *) a0) {
     lazy_library_require(&library);
-    return ((int (*)(__typeof__(const struct heif_image_handle *)))slots[52])(a0);
+    return ((int (*)(__typeof__(const struct heif_image_handle *)))slots[72])(a0);
 }
 
 LAZY_HIDDEN int heif_image_handle_is_premultiplied_alpha(__typeof__(const struct heif_image_handle *) a0) {
     lazy_library_require(&library);
-    return ((int (*)(__typeof__(const struct heif_image_handle *)))slots[53])(a0);
+    return ((int (*)(__typeof__(const struct heif_image_handle *)))slots[73])(a0);
 }
 
 LAZY_HIDDEN void heif_image_handle_release(__typeof__(const struct heif_image_handle *) a0) {
     lazy_library_require(&library);
-    ((void (*)(__typeof__(const struct heif_image_handle *)))slots[54])(a0);
+    ((void (*)(__typeof__(const struct heif_image_handle *)))slots[74])(a0);
 }
 
 LAZY_HIDDEN void heif_image_release(__typeof__(const struct heif_image *) a0) {
     lazy_library_require(&library);
-    ((void (*)(__typeof__(const struct heif_image *)))slots[55])(a0);
+    ((void (*)(__typeof__(const struct heif_image *)))slots[75])(a0);
 }
 
 LAZY_HIDDEN struct heif_error heif_image_set_nclx_color_profile(__typeof__(struct heif_image *) a0, __typeof__(const struct heif_color_profile_nclx *) a1) {
     lazy_library_require(&library);
-    return ((struct heif_error (*)(__typeof__(struct heif_image *), __typeof__(const struct heif_color_profile_nclx *)))slots[56])(a0, a1);
+    return ((struct heif_error (*)(__typeof__(struct heif_image *), __typeof__(const struct heif_color_profile_nclx *)))slots[76])(a0, a1);
 }
 
 LAZY_HIDDEN struct heif_error heif_image_set_raw_color_profile(__typeof__(struct heif_image *) a0, __typeof__(const char *) a1, __typeof__(const void *) a2, __typeof__(const size_t) a3) {
     lazy_library_require(&library);
-    return ((struct heif_error (*)(__typeof__(struct heif_image *), __typeof__(const char *), __typeof__(const void *), __typeof__(const size_t)))slots[57])(a0, a1, a2, a3);
+    return ((struct heif_error (*)(__typeof__(struct heif_image *), __typeof__(const char *), __typeof__(const void *), __typeof__(const size_t)))slots[77])(a0, a1, a2, a3);
 }
 
 LAZY_HIDDEN struct heif_error heif_init(__typeof__(struct heif_init_params *) a0) {
     lazy_library_require(&library);
-    return ((struct heif_error (*)(__typeof__(struct heif_init_params *)))slots[58])(a0);
+    return ((struct heif_error (*)(__typeof__(struct heif_init_params *)))slots[78])(a0);
 }
 
 LAZY_HIDDEN struct heif_color_profile_nclx * heif_nclx_color_profile_alloc(void) {
     lazy_library_require(&library);
-    return ((struct heif_color_profile_nclx * (*)(void))slots[59])();
+    return ((struct heif_color_profile_nclx * (*)(void))slots[79])();
 }
 
 LAZY_HIDDEN void heif_nclx_color_profile_free(__typeof__(struct heif_color_profile_nclx *) a0) {
     lazy_library_require(&library);
-    ((void (*)(__typeof__(struct heif_color_profile_nclx *)))slots[60])(a0);
+    ((void (*)(__typeof__(struct heif_color_profile_nclx *)))slots[80])(a0);
 }
 
 LAZY_HIDDEN struct heif_error heif_nclx_color_profile_set_color_primaries(__typeof__(struct heif_color_profile_nclx *) a0, __typeof__(uint16_t) a1) {
     lazy_library_require(&library);
-    return ((struct heif_error (*)(__typeof__(struct heif_color_profile_nclx *), __typeof__(uint16_t)))slots[61])(a0, a1);
+    return ((struct heif_error (*)(__typeof__(struct heif_color_profile_nclx *), __typeof__(uint16_t)))slots[81])(a0, a1);
 }
 
 LAZY_HIDDEN struct heif_error heif_nclx_color_profile_set_matrix_coefficients(__typeof__(struct heif_color_profile_nclx *) a0, __typeof__(uint16_t) a1) {
     lazy_library_require(&library);
-    return ((struct heif_error (*)(__typeof__(struct heif_color_profile_nclx *), __typeof__(uint16_t)))slots[62])(a0, a1);
+    return ((struct heif_error (*)(__typeof__(struct heif_color_profile_nclx *), __typeof__(uint16_t)))slots[82])(a0, a1);
 }
 
 LAZY_HIDDEN struct heif_error heif_nclx_color_profile_set_transfer_characteristics(__typeof__(struct heif_color_profile_nclx *) a0, __typeof__(uint16_t) a1) {
     lazy_library_require(&library);
-    return ((struct heif_error (*)(__typeof__(struct heif_color_profile_nclx *), __typeof__(uint16_t)))slots[63])(a0, a1);
+    return ((struct heif_error (*)(__typeof__(struct heif_color_profile_nclx *), __typeof__(uint16_t)))slots[83])(a0, a1);
 }
 
 LAZY_HIDDEN struct heif_error heif_register_decoder_plugin(__typeof__(const struct heif_decoder_plugin *) a0) {
     lazy_library_require(&library);
-    return ((struct heif_error (*)(__typeof__(const struct heif_decoder_plugin *)))slots[64])(a0);
+    return ((struct heif_error (*)(__typeof__(const struct heif_decoder_plugin *)))slots[84])(a0);
 }

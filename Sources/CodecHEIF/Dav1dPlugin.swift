@@ -45,43 +45,16 @@ enum Dav1dPlugin {
     }
 
     /// The plugin table; libheif keeps the pointer for the life of the process.
-    nonisolated(unsafe) private static let plugin: UnsafePointer<heif_decoder_plugin> = {
-        let table = UnsafeMutablePointer<heif_decoder_plugin>.allocate(capacity: 1)
-        table.initialize(to: heif_decoder_plugin())
-        table.pointee.plugin_api_version = 3
-        table.pointee.get_plugin_name = { Dav1dPlugin.name }
-        table.pointee.init_plugin = {}
-        table.pointee.deinit_plugin = {}
-        table.pointee.does_support_format = { $0 == heif_compression_AV1 ? Dav1dPlugin.priority : 0 }
-        table.pointee.new_decoder = { out in Dav1dPlugin.newDecoder(out) }
-        table.pointee.free_decoder = { raw in
-            guard let raw else { return }
-            Unmanaged<Session>.fromOpaque(raw).release()
-        }
-        table.pointee.push_data = { raw, bytes, count in
-            guard let raw else { return Dav1dPlugin.failure(heif_error_Usage_error, "no decoder") }
-            return Unmanaged<Session>.fromOpaque(raw).takeUnretainedValue().push(bytes, count)
-        }
-        table.pointee.decode_image = { raw, out in
-            guard let raw, let out else { return Dav1dPlugin.failure(heif_error_Usage_error, "no decoder") }
-            return Unmanaged<Session>.fromOpaque(raw).takeUnretainedValue().decode(into: out)
-        }
-        table.pointee.set_strict_decoding = { raw, flag in
-            guard let raw else { return }
-            Unmanaged<Session>.fromOpaque(raw).takeUnretainedValue().strict = flag != 0
-        }
-        table.pointee.id_name = immortal(idName)
-        return UnsafePointer(table)
-    }()
+    nonisolated(unsafe) private static let plugin = DecoderPlugin.table(idName: idName) {
+        $0.get_plugin_name = { Dav1dPlugin.name }
+        $0.init_plugin = {}
+        $0.deinit_plugin = {}
+        $0.does_support_format = { $0 == heif_compression_AV1 ? Dav1dPlugin.priority : 0 }
+        $0.new_decoder = { out in Dav1dPlugin.newDecoder(out) }
+    }
 
     /// "dav1d <version> (ImagePipeline)", as `get_plugin_name` returns it.
-    nonisolated(unsafe) private static let name: UnsafePointer<CChar> = immortal("dav1d \(String(cString: dav1d_version())) (ImagePipeline)")
-
-    /// A C string that lives as long as the process (the plugin table's strings).
-    private static func immortal(_ string: String) -> UnsafePointer<CChar> {
-        if let copy = strdup(string) { return UnsafePointer(copy) }
-        return UnsafeRawPointer(("" as StaticString).utf8Start).assumingMemoryBound(to: CChar.self)
-    }
+    nonisolated(unsafe) private static let name: UnsafePointer<CChar> = DecoderPlugin.immortal("dav1d \(String(cString: dav1d_version())) (ImagePipeline)")
 
     private static func newDecoder(_ out: UnsafeMutablePointer<UnsafeMutableRawPointer?>?) -> heif_error {
         guard let out else { return failure(heif_error_Usage_error, "no output pointer") }
@@ -107,10 +80,8 @@ enum Dav1dPlugin {
         }
         session.context = context
         out.pointee = Unmanaged.passRetained(session).toOpaque()
-        return success
+        return DecoderPlugin.success
     }
-
-    nonisolated(unsafe) static let success = heif_error(code: heif_error_Ok, subcode: heif_suberror_Unspecified, message: immortal("Success"))
 
     /// An error whose message lives in a per-thread buffer until this thread's next failure:
     /// libheif copies it (on this thread) right after the call returns, once it has already
@@ -120,10 +91,9 @@ enum Dav1dPlugin {
     }
 
     /// One dav1d context fed with one item's data, and the lines dav1d logged meanwhile.
-    final class Session {
+    final class Session: DecoderPluginSession {
         var context: OpaquePointer?
         var data = Dav1dData()
-        var strict = false
         /// dav1d may log from its own threads.
         private let lines = Mutex<[String]>([])
 
@@ -144,19 +114,19 @@ enum Dav1dPlugin {
             return logged.isEmpty ? fallback : "dav1d: " + logged.joined(separator: "; ")
         }
 
-        func push(_ bytes: UnsafeRawPointer?, _ count: Int) -> heif_error {
+        override func push(_ bytes: UnsafeRawPointer?, _ count: Int) -> heif_error {
             guard data.sz == 0 else { return Dav1dPlugin.failure(heif_error_Usage_error, "data pushed twice") }
             guard let bytes, count > 0 else { return Dav1dPlugin.failure(heif_error_Invalid_input, "the AV1 item is empty") }
             guard let target = dav1d_data_create(&data, count) else {
                 return Dav1dPlugin.failure(heif_error_Memory_allocation_error, "dav1d could not allocate \(count) bytes")
             }
             target.update(from: bytes.assumingMemoryBound(to: UInt8.self), count: count)
-            return Dav1dPlugin.success
+            return DecoderPlugin.success
         }
 
         /// Sends the data and takes the first picture, as libheif's plugin does, then copies
         /// its planes into a new `heif_image`.
-        func decode(into out: UnsafeMutablePointer<OpaquePointer?>) -> heif_error {
+        override func decode(into out: UnsafeMutablePointer<OpaquePointer?>) -> heif_error {
             var picture = Dav1dPicture()
             var flushed = false
             while true {
@@ -227,7 +197,7 @@ enum Dav1dPlugin {
                 }
             }
             out.pointee = image
-            return Dav1dPlugin.success
+            return DecoderPlugin.success
         }
 
         /// A plane's size under chroma subsampling (libheif's `get_subsampled_size`).
@@ -248,7 +218,7 @@ enum Dav1dPlugin {
             return pthread_key_create(&key, { free($0) }) == 0 ? key : nil
         }()
 
-        nonisolated(unsafe) static let fallback: UnsafePointer<CChar> = immortal("dav1d failed (no message buffer)")
+        nonisolated(unsafe) static let fallback: UnsafePointer<CChar> = DecoderPlugin.immortal("dav1d failed (no message buffer)")
 
         static func store(_ message: String) -> UnsafePointer<CChar> {
             guard let key else { return fallback }

@@ -159,7 +159,7 @@ public struct HEIFEncoder: ImageEncoding {
             guard let userdata else { return Dav1dPlugin.failure(heif_error_Usage_error, "no output") }
             let output = Unmanaged<Output>.fromOpaque(userdata).takeUnretainedValue()
             if let bytes, count > 0 { output.data.append(bytes.assumingMemoryBound(to: UInt8.self), count: count) }
-            return Dav1dPlugin.success
+            return DecoderPlugin.success
         }
         let written = withExtendedLifetime(output) {
             heif_context_write(context, &writer, Unmanaged.passUnretained(output).toOpaque())

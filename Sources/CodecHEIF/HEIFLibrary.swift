@@ -13,7 +13,8 @@ import Foundation
 enum HEIFLibrary {
     /// `heif_init` once per process (it registers the built-in decoder plugins; doing it
     /// up front avoids libheif's lazy registration racing between decode threads), then our
-    /// dav1d plugin (``Dav1dPlugin``), which keeps dav1d's log lines off stderr.
+    /// dav1d plugin (``Dav1dPlugin``), which keeps dav1d's log lines off stderr, and our libde265
+    /// plugin (``De265Plugin``), which decodes HEVC on two worker threads.
     static var initialized: Bool { setUp.initialized }
 
     /// Opens libheif on first use (`LazyLibrary`): a decoder's error when it is missing.
@@ -26,6 +27,8 @@ enum HEIFLibrary {
 
     private static let setUp: (initialized: Bool, dav1dPlugin: Bool) = {
         guard heif_init(nil).code == heif_error_Ok else { return (false, false) }
+        // Refused (a libheif whose plugin API is older), libheif's own libde265 plugin decodes HEVC.
+        _ = De265Plugin.register()
         return (true, Dav1dPlugin.register())
     }()
 

@@ -49,6 +49,22 @@ struct HEIFDecoderTests {
         #expect(decoded.bitmap.pixel(x: 640, y: 427).a == 255)
     }
 
+    /// libde265's worker threads change how fast, never what: every corpus HEIC decodes to the
+    /// same bitmap on one worker (libheif's own plugin's count), two and four; counts are clamped.
+    @Test func workerThreadsDecodeTheSameBytes() throws {
+        #expect(HEIFDecoder(threadCount: 0).threadCount == 1)
+        #expect(HEIFDecoder(threadCount: 1000).threadCount == 32)
+        #expect(HEIFDecoder().threadCount == HEIFDecoder.defaultThreadCount)
+        #expect((1...2).contains(HEIFDecoder.defaultThreadCount))
+        for name in ["example.heic", "rainbow-451x461.heic"] {
+            let data = try Corpus.data("heif", name)
+            let one = try HEIFDecoder(threadCount: 1).decode(data, options: DecodeOptions()).bitmap
+            for count in [2, 4] {
+                #expect(try HEIFDecoder(threadCount: count).decode(data, options: DecodeOptions()).bitmap == one, "\(name), \(count) workers")
+            }
+        }
+    }
+
     /// example.heic embeds 320×212 thumbnails: a target they cover decodes the thumbnail
     /// (the bitmap is the thumbnail's size, not 1280×854), and it looks like the picture.
     @Test func aSmallTargetDecodesTheEmbeddedThumbnail() throws {

@@ -16,7 +16,7 @@ typedef struct imgpipe_lazy_failure {
     const char *reason;
 } imgpipe_lazy_failure;
 
-/// Opens libheif (libheif.so.1; Debian: libheif1) once: `NULL` when
+/// Opens libheif (libheif.so.1, libde265.so.0; Debian: libheif1) once: `NULL` when
 /// it is loaded, else why not (the same answer every time after).
 const imgpipe_lazy_failure *imgpipe_lazy_load_heif(void);
 /// A symbol of the loaded libheif or of a library it loaded (`NULL` if absent or not loaded).
