@@ -1,6 +1,7 @@
 import CHEIF
 import LazyLibraries
 import PipelineCore
+import Synchronization
 
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -90,6 +91,21 @@ public struct HEIFEncoder: ImageEncoding {
         (try? LazyLibrary.heif.load()) != nil && HEIFLibrary.initialized && heif_have_encoder_for_format(compressionFormat) != 0
     }
 
+    /// Whether an encode has finished in this process. x265 sets up its shared tables the first
+    /// time an encoder opens, and two first encodes at once can race there (a call through a null
+    /// function pointer inside libx265, seen once in nine runs of the HEIF suites): the first
+    /// encode runs alone, every later one freely.
+    private static let firstEncodeDone = Mutex<Bool>(false)
+
+    /// Runs `body` under the lock until an encode has finished once.
+    private static func firstEncodeAlone(_ body: () throws -> Void) throws {
+        if firstEncodeDone.withLock({ $0 }) { return try body() }
+        try firstEncodeDone.withLock { done in
+            try body()
+            done = true
+        }
+    }
+
     /// The HEIC or AVIF bytes of `bitmap`.
     /// - Throws: `EncodingError.unsupported(format:message:)` when libheif has
     ///   no encoder for the codec (or none that is lossless, when asked);
@@ -149,7 +165,9 @@ public struct HEIFEncoder: ImageEncoding {
         if encoding.pointee.version >= 4 { encoding.pointee.output_nclx_profile = nclx }
 
         var handle: OpaquePointer?
-        try check(heif_context_encode_image(context, image, encoder, encoding, &handle), "encoding")
+        try Self.firstEncodeAlone {
+            try check(heif_context_encode_image(context, image, encoder, encoding, &handle), "encoding")
+        }
         if let handle { heif_image_handle_release(handle) }
 
         let output = Output()

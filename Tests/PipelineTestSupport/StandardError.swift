@@ -10,6 +10,11 @@ public struct StandardErrorCaptureFailed: Error {}
 /// writes, never for "nothing at all".
 public func capturingStandardError<T>(givesBack: (Substring) -> Bool = { _ in true },
                                       _ body: () throws -> T) throws -> (T, String) {
+    // One capture at a time: two that overlap would each restore the other's saved fd 2, and
+    // the later restore would point fd 2 at a deleted file (every later line, Swift Testing's
+    // own issue reports included, lost).
+    standardErrorCapture.lock()
+    defer { standardErrorCapture.unlock() }
     let path = FileManager.default.temporaryDirectory.appendingPathComponent("stderr-\(UUID().uuidString)").path
     let file = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
     guard file >= 0 else { throw StandardErrorCaptureFailed() }
@@ -25,3 +30,6 @@ public func capturingStandardError<T>(givesBack: (Substring) -> Bool = { _ in tr
     FileHandle.standardError.write(Data(others.joined(separator: "\n").utf8))
     return (try result.get(), captured)
 }
+
+/// Held by ``capturingStandardError(givesBack:_:)`` while fd 2 points at its file.
+private let standardErrorCapture = NSLock()
