@@ -7,7 +7,7 @@ import Foundation
 #endif
 
 /// Where the standard pipeline keeps its disk cache of compressed bytes
-/// (``PipelineCore/ImagePipeline/standard(diskCache:connectionPolicy:)``).
+/// (``PipelineCore/ImagePipeline/standard(diskCache:connectionPolicy:localSources:)``).
 ///
 /// There is no default: an app wants the user's cache directory, a server its own state
 /// directory or none at all, and a server must not fill a home directory by accident. The cache

@@ -23,7 +23,7 @@ import Foundation
 extension DecoderRegistry {
     /// Every decoder this package ships, registered newest-preferred: JPEG XL, GIF, HEIC (and
     /// AVIF when libheif has an AV1 decoder), WebP, PNG, JPEG, SVG (and SVGZ). The `Accept` header of
-    /// ``PipelineCore/ImagePipeline/Configuration/standard(diskCache:connectionPolicy:)`` follows this order.
+    /// ``PipelineCore/ImagePipeline/Configuration/standard(diskCache:connectionPolicy:localSources:)`` follows this order.
     /// The C libraries' own writes to stderr are left alone (``CodecStandardError/inherited``).
     public static var standard: DecoderRegistry { standard(codecStandardError: .inherited) }
 
@@ -92,25 +92,57 @@ extension LoaderRegistry {
     /// policy.allowedHosts = ["*.cdn.example.com"]
     /// let pipeline = try ImagePipeline.standard(diskCache: .none, connectionPolicy: policy)
     /// ```
-    public static func standard(accept: String, connectionPolicy: ConnectionPolicy = .default) -> LoaderRegistry {
+    ///
+    /// `localSources` says which sources on this machine it reads besides HTTP: `nil` (the
+    /// default) is ``LocalSources/all`` for the app's default policy and none for any other, a
+    /// server's (`.publicOnly`): a server setup reads `file:` and `data:` URLs only when asked.
+    public static func standard(accept: String, connectionPolicy: ConnectionPolicy = .default,
+                                localSources: LocalSources? = nil) -> LoaderRegistry {
         var http = HTTPDataLoader.Configuration()
         http.headers["Accept"] = accept
         http.connectionPolicy = connectionPolicy
-        return LoaderRegistry()
-            .registering(HTTPDataLoader(configuration: http))
-            .registering(FileDataLoader())
-            .registering(DataURLLoader())
+        var registry = LoaderRegistry().registering(HTTPDataLoader(configuration: http))
+        let local = LocalSources.resolved(localSources, for: connectionPolicy)
+        if local.contains(.files) { registry.register(FileDataLoader()) }
+        if local.contains(.dataURLs) { registry.register(DataURLLoader()) }
+        return registry
+    }
+}
+
+/// The sources on this machine a standard loader list reads besides HTTP(S).
+///
+/// An app's pipeline (the default `ConnectionPolicy`) reads both; a server's
+/// (any other policy, `.publicOnly` above all) reads neither unless asked: a request's URL
+/// comes from a client there, and `file:///etc/shadow` must not be a source. Pass
+/// `localSources: .files` (or build the `LoaderRegistry` yourself) to serve local files on
+/// purpose; `imgpipe serve --local-root DIR` serves `local:///path` below one folder instead.
+public struct LocalSources: OptionSet, Sendable, Hashable {
+    public let rawValue: Int
+    public init(rawValue: Int) { self.rawValue = rawValue }
+
+    /// `file:` URLs (`FileDataLoader`).
+    public static let files = LocalSources(rawValue: 1 << 0)
+    /// `data:` URLs (`DataURLLoader`).
+    public static let dataURLs = LocalSources(rawValue: 1 << 1)
+    /// Both.
+    public static let all: LocalSources = [.files, .dataURLs]
+
+    /// `asked`, or the default for `policy`: all for the app's default policy, none otherwise.
+    static func resolved(_ asked: LocalSources?, for policy: ConnectionPolicy) -> LocalSources {
+        asked ?? (policy == .default ? .all : [])
     }
 }
 
 extension ImagePipeline.Configuration {
     /// A configuration with every shipped decoder (``PipelineCore/DecoderRegistry/standard``) and
-    /// loader (``PipelineCore/LoaderRegistry/standard(accept:connectionPolicy:)``), an HTTP `Accept` header
+    /// loader (``PipelineCore/LoaderRegistry/standard(accept:connectionPolicy:localSources:)``), an HTTP `Accept` header
     /// derived from those decoders' formats (`DecoderRegistry.acceptHeader(fallback:)`),
     /// and the disk cache `diskCache` names: ``DiskCacheLocation/named(_:)`` (the user's cache
     /// directory), ``DiskCacheLocation/directory(_:)`` or ``DiskCacheLocation/none``. The HTTP
     /// loader connects as `connectionPolicy` allows (default `ConnectionPolicy.default`: loopback
-    /// and the LAN, no cloud metadata address; a server passes `.publicOnly`). Renditions, when an
+    /// and the LAN, no cloud metadata address; a server passes `.publicOnly`), and reads `file:`
+    /// and `data:` URLs as `localSources` says (by default only with the default policy: a
+    /// server setup reads neither unless asked, ``LocalSources``). Renditions, when an
     /// app opts in with `diskCachePolicy`, are JPEG (q85) when opaque and WebP (q85, exact alpha)
     /// otherwise (`RenditionEncoder` over ``PipelineCore/EncoderRegistry/standard``).
     ///
@@ -123,12 +155,12 @@ extension ImagePipeline.Configuration {
     /// ```
     ///
     /// - Throws: the disk cache's error when its directory cannot be created or used.
-    public static func standard(diskCache: DiskCacheLocation,
-                                connectionPolicy: ConnectionPolicy = .default) throws -> ImagePipeline.Configuration {
+    public static func standard(diskCache: DiskCacheLocation, connectionPolicy: ConnectionPolicy = .default,
+                                localSources: LocalSources? = nil) throws -> ImagePipeline.Configuration {
         let decoders = DecoderRegistry.standard
         var configuration = ImagePipeline.Configuration(
             decoders: decoders,
-            loaders: .standard(accept: decoders.acceptHeader(), connectionPolicy: connectionPolicy),
+            loaders: .standard(accept: decoders.acceptHeader(), connectionPolicy: connectionPolicy, localSources: localSources),
             diskCache: try diskCache.makeDiskCache())
         // Renditions (opt-in through `diskCachePolicy`): JPEG for opaque results, WebP otherwise.
         configuration.renditionEncoder = RenditionEncoder(encoders: .standard)
@@ -137,7 +169,7 @@ extension ImagePipeline.Configuration {
 }
 
 extension ImagePipeline {
-    /// A pipeline with ``Configuration/standard(diskCache:connectionPolicy:)``: every shipped
+    /// A pipeline with ``Configuration/standard(diskCache:connectionPolicy:localSources:)``: every shipped
     /// codec and loader, and the disk cache `diskCache` names.
     ///
     /// ```swift
@@ -145,7 +177,9 @@ extension ImagePipeline {
     /// ```
     ///
     /// - Throws: the disk cache's error when its directory cannot be created or used.
-    public static func standard(diskCache: DiskCacheLocation, connectionPolicy: ConnectionPolicy = .default) throws -> ImagePipeline {
-        ImagePipeline(configuration: try .standard(diskCache: diskCache, connectionPolicy: connectionPolicy))
+    public static func standard(diskCache: DiskCacheLocation, connectionPolicy: ConnectionPolicy = .default,
+                                localSources: LocalSources? = nil) throws -> ImagePipeline {
+        ImagePipeline(configuration: try .standard(diskCache: diskCache, connectionPolicy: connectionPolicy,
+                                                   localSources: localSources))
     }
 }

@@ -204,7 +204,9 @@ public struct ConnectionRefusal: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// "refused 127.0.0.1 (loopback) for http://localhost:8080/a.png: only public addresses
-    /// are allowed".
+    /// are allowed (allow them with the ConnectionPolicy's allowedRanges.insert(.loopback))":
+    /// an address refusal names the setting that would allow it (a test against a local origin
+    /// needs `.loopback`).
     public var description: String {
         let target = MessageText.url(url)
         let host = MessageText.escaped(self.host, limit: MessageText.urlLimit)
@@ -212,7 +214,8 @@ public struct ConnectionRefusal: Hashable, Sendable, CustomStringConvertible {
         case .addressRange(let range, let onlyPublic):
             let what = address.map { self.host == $0.description || IPAddress(self.host) == $0 ? "\($0)" : "\($0) of \(host)" } ?? host
             let why = onlyPublic ? "only public addresses are allowed" : "\(range) addresses are not allowed"
-            return "refused \(what) (\(range)) for \(target): \(why)"
+            return "refused \(what) (\(range)) for \(target): \(why) (allow them with the ConnectionPolicy's "
+                + "allowedRanges.insert(.\(Self.memberName(of: range))))"
         case .hostDenied(let pattern):
             return "refused the host \(host) for \(target): it matches the denied hosts' '\(pattern)'"
         case .hostNotAllowed:
@@ -220,6 +223,24 @@ public struct ConnectionRefusal: Hashable, Sendable, CustomStringConvertible {
         case .portNotAllowed:
             let port = port.map(String.init) ?? "?"
             return "refused port \(port) of \(host) for \(target): it is not among the allowed ports"
+        }
+    }
+
+    /// `range`'s name in Swift (`privateNetwork` for "private"), for the hint in the message.
+    static func memberName(of range: AddressRange) -> String {
+        switch range {
+        case .publicInternet: "publicInternet"
+        case .loopback: "loopback"
+        case .linkLocal: "linkLocal"
+        case .cloudMetadata: "cloudMetadata"
+        case .privateNetwork: "privateNetwork"
+        case .sharedAddressSpace: "sharedAddressSpace"
+        case .unspecified: "unspecified"
+        case .multicast: "multicast"
+        case .broadcast: "broadcast"
+        case .documentation: "documentation"
+        case .benchmarking: "benchmarking"
+        case .reserved: "reserved"
         }
     }
 }

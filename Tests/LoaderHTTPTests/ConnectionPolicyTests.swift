@@ -29,7 +29,8 @@ struct ConnectionPolicyTests {
             let address = try #require(refused.address)
             #expect(address == IPAddress("127.0.0.1") || address == IPAddress("::1"))
             #expect(refused.port == server.port)
-            #expect(refused.description == "refused \(address) of localhost (loopback) for \(url): only public addresses are allowed")
+            #expect(refused.description == "refused \(address) of localhost (loopback) for \(url): only public addresses are allowed"
+                        + " (allow them with the ConnectionPolicy's allowedRanges.insert(.loopback))")
             #expect(try await server.hits("/image/name") == 0)
         }
     }
@@ -41,7 +42,7 @@ struct ConnectionPolicyTests {
             let refused = try #require(refusal(failure), "got \(String(describing: failure))")
             #expect(refused.rule == .addressRange(.loopback, onlyPublicAllowed: true))
             #expect(refused.address == IPAddress("127.0.0.1"))
-            #expect(refused.description == "refused 127.0.0.1 (loopback) for \(url): only public addresses are allowed")
+            #expect(refused.description == "refused 127.0.0.1 (loopback) for \(url): only public addresses are allowed (allow them with the ConnectionPolicy's allowedRanges.insert(.loopback))")
             #expect(try await server.hits("/image/literal") == 0)
         }
     }
@@ -210,7 +211,8 @@ struct ConnectionPolicyTests {
     @Test func refusalsAndFloodsArePermanentAndNotTransient() {
         let refusal = ConnectionRefusal(url: URL(string: "http://a.example/")!, host: "a.example", address: IPAddress("10.0.0.1"),
                                         port: 80, rule: .addressRange(.privateNetwork, onlyPublicAllowed: false))
-        #expect(refusal.description == "refused 10.0.0.1 of a.example (private) for http://a.example/: private addresses are not allowed")
+        #expect(refusal.description == "refused 10.0.0.1 of a.example (private) for http://a.example/: private addresses are not allowed"
+                    + " (allow them with the ConnectionPolicy's allowedRanges.insert(.privateNetwork))")
         for error in [HTTPError.refused(refusal), .headersTooLarge(limit: 1024)] {
             #expect(error.isPermanent, "\(error)")
         }

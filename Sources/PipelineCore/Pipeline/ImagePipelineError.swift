@@ -286,6 +286,19 @@ extension ImagePipelineError {
     /// As ``wrap(_:loading:)``, for a decoder's error.
     static func wrap(_ error: any Error, decoding url: URL) -> ImagePipelineError {
         if let own = error as? ImagePipelineError, own.isWrapped { return own }
-        return .decodingFailed(url, underlying: error)
+        return .decodingFailed(url, underlying: quotable(error, from: url))
+    }
+
+    /// Schemes whose bytes are on this machine: a message never quotes them (a server's client
+    /// would read a file's first bytes back through the error).
+    static let localSchemes: Set<String> = ["file", "data", "local"]
+
+    /// `error`, without the leading bytes ``noDecoder(format:leadingBytes:)`` quotes when `url`
+    /// names a source on this machine (``localSchemes``): only a body that came over the
+    /// network is described by its bytes.
+    static func quotable(_ error: any Error, from url: URL) -> any Error {
+        guard case .noDecoder(nil, let bytes)? = error as? ImagePipelineError, !bytes.isEmpty,
+              localSchemes.contains(url.scheme?.lowercased() ?? "") else { return error }
+        return ImagePipelineError.noDecoder(format: nil, leadingBytes: Data())
     }
 }
