@@ -132,10 +132,15 @@ enum Sources {
         } catch {
             throw ImagePipelineError.fileUnreadable(path: folder, reason: "cannot list the folder: \(Console.oneLine(localizedDescription(of: error)))")
         }
-        var pictures: [URL] = [], skipped: [String] = []
+        var pictures: [URL] = [], skipped: [String] = [], special: [String] = []
         for name in names {
             let url = URL(fileURLWithPath: folder).appendingPathComponent(name)
-            guard isRegularFile(url.path) else { continue }
+            guard isRegularFile(url.path) else {
+                // Links, FIFOs, sockets and devices are never opened (a FIFO would block the
+                // batch), but named; subfolders are not sources.
+                if folderStatus(url.path) != true || isSymbolicLink(url.path) { special.append(name) }
+                continue
+            }
             let head = readPrefix(of: url.path, upTo: ImageFormat.sniffLength).map { Data($0) }
             if let head, Environment.decoders.format(of: head) != nil { pictures.append(url) } else { skipped.append(name) }
         }
@@ -143,6 +148,11 @@ enum Sources {
             let shown = skipped.prefix(3).map { MessageText.escaped($0, limit: 80) }.joined(separator: ", ")
             printError("imgpipe: note: \(MessageText.escaped(folder, limit: 200)): skipped \(skipped.count) file(s) that are not pictures "
                        + "(\(shown)\(skipped.count > 3 ? ", …" : ""))")
+        }
+        if !special.isEmpty {
+            let shown = special.prefix(3).map { MessageText.escaped($0, limit: 80) }.joined(separator: ", ")
+            printError("imgpipe: note: \(MessageText.escaped(folder, limit: 200)): skipped \(special.count) entr\(special.count == 1 ? "y" : "ies") "
+                       + "that are not regular files: links, FIFOs, sockets or devices (\(shown)\(special.count > 3 ? ", …" : ""))")
         }
         return pictures
     }

@@ -72,6 +72,12 @@ func folderStatus(_ path: String) -> Bool? {
     return status.st_mode & S_IFMT == S_IFDIR
 }
 
+/// Whether `path` is a symbolic link (to anything, or dangling).
+func isSymbolicLink(_ path: String) -> Bool {
+    var status = stat()
+    return lstat(path, &status) == 0 && status.st_mode & S_IFMT == S_IFLNK
+}
+
 /// Whether `path` is a regular file itself (not a link to one): `URLResourceValues.isRegularFile`.
 func isRegularFile(_ path: String) -> Bool {
     var status = stat()

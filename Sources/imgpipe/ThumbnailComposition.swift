@@ -83,8 +83,13 @@ struct ThumbnailComposition {
             throw UsageError(message: "--trim-threshold goes with --trim")
         }
         if invocation[options.pad] {
-            guard geometry.contentMode == .fit, case .pixels(let box) = geometry.target, box.width < 1 << 24, box.height < 1 << 24 else {
+            guard geometry.contentMode == .fit, case .pixels(let box) = geometry.target else {
                 throw UsageError(message: "--pad needs --size WxH or N (a box to pad to), without a crop option")
+            }
+            // The padded canvas is allocated whole: its box is bounded as a picture is.
+            let limit = Limits.default.maxPixelCount
+            guard box.width < 1 << 24, box.height < 1 << 24, box.width.multipliedReportingOverflow(by: box.height).partialValue <= limit else {
+                throw UsageError(message: "--pad's box \(box.width)×\(box.height) is too large: at most \(limit) pixels, and under 16777216 a side")
             }
             padding = (box, background ?? .clear)
         }

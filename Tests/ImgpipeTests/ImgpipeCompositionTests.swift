@@ -107,6 +107,12 @@ struct ImgpipeCompositionTests {
                 let refused = try await Imgpipe.run(["thumb", source, "-s", "200"] + wrong + ["-o", out.path])
                 #expect(refused.status == 2, "\(wrong): \(refused.stderr)")
             }
+            // A box too large to pad to says so (it said "--pad needs --size WxH" before).
+            for box in ["1x100000000", "20000x20000", "16777216x1"] {
+                let refused = try await Imgpipe.run(["thumb", source, "-s", box, "--pad", "-o", out.path])
+                #expect(refused.status == 2 && refused.stderr.contains("--pad's box") && refused.stderr.contains("is too large"),
+                        "\(box): \(refused.stderr)")
+            }
         }
     }
 

@@ -187,6 +187,26 @@ struct ImgpipeTests {
         }
     }
 
+    /// Links, FIFOs and other entries that are not regular files are never opened (a FIFO would
+    /// block the batch) but named in a note; a subfolder is not a source and not named.
+    @Test func aFolderNamesTheEntriesItDoesNotOpen() async throws {
+        try await withTemporaryDirectory(prefix: "imgpipe-tests") { (directory: URL) async throws in
+            let input = directory.appendingPathComponent("in")
+            try FileManager.default.createDirectory(at: input.appendingPathComponent("sub"), withIntermediateDirectories: true)
+            let picture = input.appendingPathComponent("mandelbrot.jpg")
+            try FileManager.default.copyItem(at: Imgpipe.samples.appendingPathComponent("mandelbrot.jpg"), to: picture)
+            try FileManager.default.createSymbolicLink(atPath: input.appendingPathComponent("link.jpg").path, withDestinationPath: picture.path)
+            try #require(mkfifo(input.appendingPathComponent("pipe.jpg").path, 0o600) == 0)
+            let out = directory.appendingPathComponent("out")
+            let run = try await Imgpipe.run(["thumb", input.path, "-s", "32", "--out-dir", out.path, "--no-disk-cache"])
+            #expect(run.status == 0, "\(run.stderr)")
+            #expect(run.stderr.contains("skipped 2 entries that are not regular files: links, FIFOs, sockets or devices (link.jpg, pipe.jpg)"),
+                    "\(run.stderr)")
+            #expect(!run.stderr.contains("sub"), "\(run.stderr)")
+            #expect(try FileManager.default.contentsOfDirectory(atPath: out.path).sorted() == ["mandelbrot.png"])
+        }
+    }
+
     /// A folder as SOURCE is its picture files (by their first bytes), the others skipped with
     /// one note naming the folder and them; `-o tn_%s.jpg` writes each thumbnail beside its
     /// source, `-o out/%s.png` into that folder, as vipsthumbnail does.
