@@ -125,15 +125,19 @@ public actor ImagePipeline {
         // it kept: no `ResolvedRequest` (copies of the request and of URLs, each a call into
         // Foundation's resilient value witnesses) on the call a UI thread makes per cell.
         if let resolver, let known = request.resolutionMemo.entry(for: resolver) {
-            guard let container = memoryCache.value(for: known.key) else { return nil }
-            return ImageResponse(container: container, source: .memory, fetchURL: known.fetchURL)
+            return cachedImage(key: known.key, fetchURL: known.fetchURL)
         }
         return cachedImage(for: resolve(request))
     }
 
     private nonisolated func cachedImage(for resolved: ResolvedRequest) -> ImageResponse? {
-        guard let container = memoryCache.value(for: resolved.key) else { return nil }
-        return ImageResponse(container: container, source: .memory, fetchURL: resolved.fetchURL)
+        cachedImage(key: resolved.key, fetchURL: resolved.fetchURL)
+    }
+
+    /// The memory cache's picture for `key`, as a response from memory for `fetchURL`.
+    private nonisolated func cachedImage(key: ImageKey, fetchURL: URL) -> ImageResponse? {
+        guard let container = memoryCache.value(for: key) else { return nil }
+        return ImageResponse(container: container, source: .memory, fetchURL: fetchURL)
     }
 
     /// The picture for `request`: from memory, by joining work in flight, from the disk cache
