@@ -97,7 +97,9 @@ struct OpenCVPlugin: Sendable {
     private static func imageHoldingThisCode() -> String? {
         #if os(Linux)
             let address = UInt(bitPattern: #dsohandle)
-            guard let maps = try? String(contentsOfFile: "/proc/self/maps", encoding: .utf8) else { return nil }
+            // Read to its end: the file reports a size of 0, and a read by size stops early.
+            guard let bytes = readWholeFile("/proc/self/maps") else { return nil }
+            let maps = String(decoding: bytes, as: UTF8.self)
             for line in maps.split(separator: "\n") {
                 let fields = line.split(separator: " ", maxSplits: 5, omittingEmptySubsequences: true)
                 guard fields.count == 6, fields[5].hasPrefix("/") else { continue }

@@ -17,18 +17,10 @@ struct LazyLoadingTests {
 
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
-    /// The shared objects of `/proc/self/maps` that are lazily loaded libraries. Read with
-    /// `read` to its end: the file reports size 0, and `String(contentsOfFile:)` stops early.
+    /// The shared objects of `/proc/self/maps` that are lazily loaded libraries. Read to its
+    /// end (`readWholeFile`): the file reports size 0, and `String(contentsOfFile:)` stops early.
     static func mappedLazyLibraries() throws -> [String] {
-        let descriptor = open("/proc/self/maps", O_RDONLY)
-        guard descriptor >= 0 else { throw CocoaError(.fileReadUnknown) }
-        defer { close(descriptor) }
-        var bytes: [UInt8] = [], chunk = [UInt8](repeating: 0, count: 65_536)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-            guard count > 0 else { break }
-            bytes += chunk[..<count]
-        }
+        guard let bytes = readWholeFile("/proc/self/maps") else { throw CocoaError(.fileReadUnknown) }
         let maps = String(decoding: bytes, as: UTF8.self)
         return lazyLibraries.filter { maps.contains("/" + $0) }
     }

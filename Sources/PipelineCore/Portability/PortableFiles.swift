@@ -10,19 +10,31 @@ import Darwin
 /// be opened or read: `FileHandle(forReadingAtPath:)` and `read(upToCount:)` without full
 /// Foundation, for small files such as cgroup limits and a picture's leading bytes.
 package func readPrefix(of path: String, upTo count: Int) -> [UInt8]? {
+    readFile(path, limit: max(count, 0))
+}
+
+/// The whole file at `path`, read to its end, or `nil` if it cannot be opened or read. For
+/// `/proc` files, which report a size of 0 (so a read of "the file's size" stops early).
+package func readWholeFile(_ path: String) -> [UInt8]? {
+    readFile(path, limit: nil)
+}
+
+/// Up to `limit` bytes of `path` (all of it when `nil`), read in chunks, retrying `EINTR`.
+private func readFile(_ path: String, limit: Int?) -> [UInt8]? {
     let fd = open(path, O_RDONLY | O_CLOEXEC)
     guard fd >= 0 else { return nil }
     defer { close(fd) }
-    var bytes = [UInt8](repeating: 0, count: max(count, 0))
-    var filled = 0
-    while filled < bytes.count {
-        let got = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + filled, $0.count - filled) }
+    var bytes: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: min(limit ?? 65_536, 65_536))
+    while bytes.count < (limit ?? Int.max) {
+        let wanted = min(chunk.count, (limit ?? Int.max) - bytes.count)
+        let got = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, wanted) }
         if got < 0 && errno == EINTR { continue }
         guard got >= 0 else { return nil }
         if got == 0 { break }
-        filled += got
+        bytes += chunk[..<got]
     }
-    return Array(bytes.prefix(filled))
+    return bytes
 }
 
 /// Writes `bytes` to the existing file at `path` (not created, not truncated); the `errno` of a failure.
