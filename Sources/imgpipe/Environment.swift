@@ -135,10 +135,11 @@ enum Sources {
         var pictures: [URL] = [], skipped: [String] = [], special: [String] = []
         for name in names {
             let url = URL(fileURLWithPath: folder).appendingPathComponent(name)
-            guard isRegularFile(url.path) else {
+            let kind = fileKind(url.path)
+            guard kind == S_IFREG else {
                 // Links, FIFOs, sockets and devices are never opened (a FIFO would block the
                 // batch), but named; subfolders are not sources.
-                if folderStatus(url.path) != true || isSymbolicLink(url.path) { special.append(name) }
+                if kind != S_IFDIR { special.append(name) }
                 continue
             }
             let head = readPrefix(of: url.path, upTo: ImageFormat.sniffLength).map { Data($0) }

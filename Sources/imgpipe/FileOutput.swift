@@ -72,14 +72,14 @@ func folderStatus(_ path: String) -> Bool? {
     return status.st_mode & S_IFMT == S_IFDIR
 }
 
-/// Whether `path` is a symbolic link (to anything, or dangling).
-func isSymbolicLink(_ path: String) -> Bool {
+/// What `path` itself is (not what a link points to): its `S_IFMT` bits (`S_IFREG`, `S_IFDIR`,
+/// `S_IFLNK`, `S_IFIFO`, …), `nil` if nothing is there.
+func fileKind(_ path: String) -> mode_t? {
     var status = stat()
-    return lstat(path, &status) == 0 && status.st_mode & S_IFMT == S_IFLNK
+    return lstat(path, &status) == 0 ? status.st_mode & S_IFMT : nil
 }
 
 /// Whether `path` is a regular file itself (not a link to one): `URLResourceValues.isRegularFile`.
 func isRegularFile(_ path: String) -> Bool {
-    var status = stat()
-    return lstat(path, &status) == 0 && status.st_mode & S_IFMT == S_IFREG
+    fileKind(path) == S_IFREG
 }
