@@ -66,6 +66,9 @@ final class CurlMultiEngine: @unchecked Sendable {
         var running: [UnsafeMutableRawPointer: CurlTransfer] = [:]
         var runningByID: [UInt64: CurlTransfer] = [:]
         var perHost: [Origin: Int] = [:]
+        /// Ids of running transfers that gave up their slot of `maxTotalConnections` to a new
+        /// host's request (`longTransferTime`); they count toward their host's limit still.
+        var long: Set<UInt64> = []
         let downloadMemory: DownloadMemoryBudget
 
         init(downloadMemory: DownloadMemoryBudget) {
@@ -93,7 +96,8 @@ final class CurlMultiEngine: @unchecked Sendable {
         guard let multi else { return }
         _ = ccurl_multi_set_long(multi, CURLMOPT_PIPELINING, ccurl_pipe_multiplex())
         _ = ccurl_multi_set_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, configuration.maxConnectionsPerHost)
-        _ = ccurl_multi_set_long(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, configuration.maxTotalConnections)
+        // Long transfers hold connections beyond `maxTotalConnections` (the engine bounds both).
+        _ = ccurl_multi_set_long(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, configuration.maxTotalConnections + configuration.maxLongTransfers)
         _ = ccurl_multi_set_long(multi, CURLMOPT_MAXCONNECTS, configuration.maxTotalConnections)
     }
 
@@ -213,6 +217,7 @@ final class CurlMultiEngine: @unchecked Sendable {
             for id in cancelled {
                 if let transfer = confined.runningByID[id] { finish(transfer, with: .cancelled, multi: multi) }
             }
+            yieldSlotsToNewHosts(multi: multi)
             guard let (jobs, expired) = takeStartableJobs(idleSince: idleSince) else { return }
             for job in expired { job.continuation.resume(returning: .failed(queueTimeExpired(job), metadata: nil)) }
             for job in jobs { start(job, multi: multi) }
@@ -241,12 +246,12 @@ final class CurlMultiEngine: @unchecked Sendable {
             if finished { continue }  // slots came free: start waiting jobs before sleeping
             // Set under the lock before polling: a job queued from now on wakes the poll (a
             // wake-up sent before the poll starts makes it return at once).
-            let (mayPoll, queueDeadline) = shared.withLock { state -> (Bool, UInt64?) in
+            let (mayPoll, queueDeadline, waiting) = shared.withLock { state -> (Bool, UInt64?, Bool) in
                 state.polling = !state.arrived
-                return (state.polling, state.pending.earliestDeadline)
+                return (state.polling, state.pending.earliestDeadline, state.pending.count > 0)
             }
             if !mayPoll { continue }
-            let timeout = pollTimeout(queueDeadline: queueDeadline)
+            let timeout = pollTimeout(queueDeadline: queueDeadline, jobsWaiting: waiting)
             let polled = multiCall(.poll) { curl_multi_poll(multi, nil, 0, timeout, nil) }
             shared.withLock { $0.polling = false }
             if let failure = CurlErrors.multiFailure(polled, "curl_multi_poll") {
@@ -275,11 +280,51 @@ final class CurlMultiEngine: @unchecked Sendable {
                 return ([], [])
             }
             let expired = state.pending.expire(at: now)
-            let start = state.pending.take(running: confined.perHost, totalRunning: confined.running.count,
+            let start = state.pending.take(running: confined.perHost, totalRunning: confined.running.count - confined.long.count,
                                            maxPerHost: limits.maxConnectionsPerHost, maxTotal: limits.maxTotalConnections,
                                            reserved: limits.connectionsReservedForNewHosts)
             return (start, expired)
         }
+    }
+
+    /// Makes slots of `maxTotalConnections` free for the hosts with nothing running that have a
+    /// request waiting, when every slot is taken: the transfers that have run `longTransferTime`
+    /// give theirs up, earliest started first, and go on as long transfers. When there are
+    /// `maxLongTransfers` already, the earliest started long transfer of the host with the most
+    /// of them ends first, failing as overloaded. So a new host's request never waits much longer
+    /// than `longTransferTime` for a slot, however many slow hosts hold them.
+    private func yieldSlotsToNewHosts(multi: UnsafeMutableRawPointer) {
+        guard let longTime = configuration.longTransferNanoseconds else { return }
+        let slots = confined.running.count - confined.long.count
+        guard slots > 0 else { return }
+        let newHosts = shared.withLock { $0.pending.hostsWaiting(withNothingRunningIn: confined.perHost) }
+        let needed = slots - (configuration.maxTotalConnections - newHosts)
+        guard newHosts > 0, needed > 0 else { return }
+        let now = DispatchTime.now().uptimeNanoseconds
+        let candidates = confined.running.values
+            .filter { !confined.long.contains($0.job.id) && now &- $0.startedAt >= longTime }
+            .sorted { $0.startedAt < $1.startedAt }
+        for transfer in candidates.prefix(needed) {
+            if confined.long.count >= configuration.maxLongTransfers {
+                let victim = longTransferToEnd() ?? transfer
+                let detail = "it ran \(HTTPError.seconds(Double(now &- victim.startedAt) / 1e9)) s while requests to other hosts waited, "
+                    + "and \(confined.long.count) transfers had given up their slots already, the limit (maxLongTransfers)"
+                victim.abort(ImagePipelineError.overloaded(victim.job.requestURL, limit: .longTransfers, detail: detail))
+                finish(victim, with: victim.outcome(for: CURLE_OK), multi: multi)
+                if victim === transfer { continue }
+            }
+            confined.long.insert(transfer.job.id)
+        }
+    }
+
+    /// The long transfer to end for another: the earliest started of the host with the most.
+    private func longTransferToEnd() -> CurlTransfer? {
+        let long = confined.long.compactMap { confined.runningByID[$0] }
+        let byHost = Dictionary(grouping: long, by: \.job.hostKey)
+        let most = byHost.values.max { a, b in
+            a.count != b.count ? a.count < b.count : (a.map(\.startedAt).min() ?? 0) > (b.map(\.startedAt).min() ?? 0)
+        }
+        return most?.min { $0.startedAt < $1.startedAt }
     }
 
     /// The failure of `job`, still waiting for a slot at its deadline.
@@ -295,10 +340,15 @@ final class CurlMultiEngine: @unchecked Sendable {
     /// The poll timeout: until the first time limit of a running transfer may pass (idle,
     /// low-speed window, total) or the first waiting job's deadline, at most 1 s; the linger
     /// time when nothing runs or waits.
-    private func pollTimeout(queueDeadline: UInt64?) -> Int32 {
+    private func pollTimeout(queueDeadline: UInt64?, jobsWaiting: Bool) -> Int32 {
         if confined.running.isEmpty && queueDeadline == nil { return Int32(lingerSeconds * 1000) }
         let now = DispatchTime.now().uptimeNanoseconds
-        let earliest = min(confined.running.values.map(\.nextLimitCheck).min() ?? .max, queueDeadline ?? .max)
+        var earliest = min(confined.running.values.map(\.nextLimitCheck).min() ?? .max, queueDeadline ?? .max)
+        if jobsWaiting, let longTime = configuration.longTransferNanoseconds {
+            // A transfer that may give its slot up to a waiting request (`yieldSlotsToNewHosts`).
+            let yielding = confined.running.values.lazy.filter { !self.confined.long.contains($0.job.id) }.map(\.startedAt).min()
+            earliest = min(earliest, yielding.map { $0.saturatingAdd(longTime) } ?? .max)
+        }
         let wait = earliest > now ? (earliest - now) / 1_000_000 + 1 : 0
         return Int32(min(wait, 1000))
     }
@@ -332,6 +382,7 @@ final class CurlMultiEngine: @unchecked Sendable {
         curl_multi_remove_handle(multi, transfer.easy)
         confined.running[transfer.easy] = nil
         confined.runningByID[transfer.job.id] = nil
+        confined.long.remove(transfer.job.id)
         confined.perHost[transfer.job.hostKey, default: 1] -= 1
         if confined.perHost[transfer.job.hostKey] == 0 { confined.perHost[transfer.job.hostKey] = nil }
         transfer.releaseResources()

@@ -94,6 +94,8 @@ final class CurlTransfer {
     private(set) var abortReason: (any Error)?
     /// Uptime in nanoseconds of the last byte received, for the idle timeout.
     private(set) var lastActivity: UInt64
+    /// Uptime in nanoseconds when the transfer started (left the queue).
+    let startedAt: UInt64
     /// Uptime in nanoseconds past which the transfer is over its total timeout (`.max`: none),
     /// counted from when its job was queued.
     private let deadline: UInt64
@@ -115,6 +117,7 @@ final class CurlTransfer {
         self.downloadMemory = downloadMemory
         let now = DispatchTime.now().uptimeNanoseconds
         self.lastActivity = now
+        self.startedAt = now
         self.deadline = job.deadline
     }
 

@@ -37,6 +37,19 @@ enum CurlURL {
         return Origin(scheme: url.scheme ?? "", host: host, port: port)
     }
 
+    /// The origin per-host limits and fairness count `url` under: its scheme with the host and
+    /// port libcurl connects to (``hostAndPort(of:)``: case, a final dot, percent-encoding and
+    /// IDNA spellings of one name are one), an address literal in one canonical form (`127.1`,
+    /// `0x7f.0.0.1`, `2130706433` and `[::ffff:127.0.0.1]` are `127.0.0.1`; `[0:0::1]` is `::1`). A URL curl does not
+    /// read keeps Foundation's reading (it fails before any connection anyway).
+    static func connectionOrigin(of url: URL) -> Origin {
+        guard let (host, port) = hostAndPort(of: url.absoluteString) else { return url.origin }
+        var canonical = (IPAddress(host) ?? IPAddress.parseLenientIPv4(host))?.description ?? host
+        // An IPv4-mapped address connects to the IPv4 host it maps.
+        if canonical.hasPrefix("::ffff:"), canonical.contains(".") { canonical.removeFirst(7) }
+        return Origin(scheme: url.scheme ?? "", host: canonical, port: port)
+    }
+
     /// The name libcurl resolves for `host` (its URL parser's reading, as bytes, percent-decoded).
     /// An ASCII host is itself. Any other is mapped by libcurl through IDNA (UTS 46) before it is
     /// resolved, so `loc\u{AD}alhost` (a soft hyphen, mapped to nothing), fullwidth

@@ -27,6 +27,19 @@ extension HTTPDataLoader {
         /// limits four slow hosts fill the 20 general slots (not all 24), and four more
         /// hosts still start at once. At most ``maxTotalConnections`` − 1.
         public var connectionsReservedForNewHosts: Int
+        /// How long a transfer runs before it gives up its slot of ``maxTotalConnections`` to a
+        /// waiting request of a host with nothing running, in seconds: it goes on, as one of the
+        /// ``maxLongTransfers``, and the waiting request starts. So however many slow hosts hold
+        /// every slot (24 ports, 24 names of one server, thousands of requests over them), a
+        /// request to another host starts within this time instead of waiting for their answers.
+        /// `nil`: transfers keep their slots to the end. Default 2.
+        public var longTransferTime: TimeInterval?
+        /// The most transfers that gave up their slots (``longTransferTime``) at once. One more
+        /// makes room by ending the earliest started transfer of the host with the most of them,
+        /// which fails with `ImagePipelineError.overloaded(_:limit:detail:)`
+        /// (`Limit.longTransfers`): a slow host's answers cannot hold connections without bound.
+        /// Default twice ``maxTotalConnections`` (48).
+        public var maxLongTransfers: Int
         /// The most requests that may wait for a connection slot; one more fails at once with
         /// `ImagePipelineError.overloaded(_:limit:detail:)` (`Limit.queuedRequests`),
         /// before anything is sent. Default 4,096: a few screens of prefetches, and about
@@ -148,7 +161,8 @@ extension HTTPDataLoader {
                     userAgent: String = "ImagePipeline/1 libcurl", connectionPolicy: ConnectionPolicy = .default,
                     maxHeaderBytes: Int = 128 << 10, headersKeptAcrossOrigins: Set<String> = ["Accept"],
                     connectionsReservedForNewHosts: Int? = nil, maxQueuedRequests: Int = 4_096,
-                    maxQueuedBytes: Int = 32 << 20, maxQueueTime: TimeInterval? = 30, maxDownloadMemory: Int64? = nil) {
+                    maxQueuedBytes: Int = 32 << 20, maxQueueTime: TimeInterval? = 30, maxDownloadMemory: Int64? = nil,
+                    longTransferTime: TimeInterval? = 2, maxLongTransfers: Int? = nil) {
             self.maxConnectionsPerHost = maxConnectionsPerHost
             self.maxTotalConnections = maxTotalConnections
             self.connectionsReservedForNewHosts = connectionsReservedForNewHosts
@@ -156,6 +170,8 @@ extension HTTPDataLoader {
             self.maxQueuedRequests = maxQueuedRequests
             self.maxQueuedBytes = maxQueuedBytes
             self.maxQueueTime = maxQueueTime
+            self.longTransferTime = longTransferTime
+            self.maxLongTransfers = maxLongTransfers ?? 2 * max(1, maxTotalConnections)
             self.maxDownloadMemory = maxDownloadMemory ?? Self.defaultMaxDownloadMemory(maxBodyBytes: maxBodyBytes)
             self.maxBodyBytes = maxBodyBytes
             self.connectTimeout = connectTimeout
@@ -189,6 +205,7 @@ extension HTTPDataLoader {
             limits.maxTotalConnections = max(1, maxTotalConnections)
             limits.connectionsReservedForNewHosts = min(max(0, connectionsReservedForNewHosts), limits.maxTotalConnections - 1)
             limits.maxQueuedRequests = max(1, maxQueuedRequests)
+            limits.maxLongTransfers = max(0, maxLongTransfers)
             limits.maxQueuedBytes = max(0, maxQueuedBytes)
             limits.maxDownloadMemory = max(1, maxDownloadMemory)
             limits.lowSpeedLimit = max(0, lowSpeedLimit)
@@ -232,6 +249,9 @@ extension HTTPDataLoader {
         var queueTimeNanoseconds: UInt64? {
             [maxQueueTime, totalTimeout].compactMap { $0 }.min().map(saturatingNanoseconds)
         }
+
+        /// ``longTransferTime`` in nanoseconds, saturating (`nil`: never).
+        var longTransferNanoseconds: UInt64? { longTransferTime.map(saturatingNanoseconds) }
 
         /// ``lowSpeedTime`` in nanoseconds, saturating.
         var lowSpeedTimeNanoseconds: UInt64 { saturatingNanoseconds(lowSpeedTime) }

@@ -159,7 +159,7 @@ public final class HTTPDataLoader: DataLoading {
             try Task.checkCancellation()
         }
         let id = lastID.add(1, ordering: .relaxed).newValue
-        let hostKey = url.origin
+        let hostKey = CurlURL.connectionOrigin(of: url)
         let engine = engine
         let sent = headers.sorted { $0.key < $1.key }.map { (name: $0.key, value: $0.value) }
         let queuedBytes = TransferJob.estimatedQueuedBytes(url: url.absoluteString, requestURL: url == request.url ? nil : request.url.absoluteString,

@@ -72,25 +72,42 @@ struct PendingQueue {
 
     /// Takes the jobs that fit: at most `maxPerHost` running per host (given `running`, the
     /// count per host now) and `maxTotal` overall, of which the last `reserved` only for a host
-    /// with nothing running (its first job); visible jobs of every host before prefetches.
+    /// with nothing running (its first job); visible jobs of every host before prefetches, and
+    /// within each, the first job of every host with nothing running before any host's next
+    /// (hosts are met in no useful order, so a healthy host must not wait behind slow hosts that
+    /// happen to come first and take the slots a long transfer gave up).
     mutating func take(running: [Origin: Int], totalRunning: Int, maxPerHost: Int, maxTotal: Int, reserved: Int = 0) -> [TransferJob] {
         var taken: [TransferJob] = []
         var total = totalRunning
         guard total < maxTotal else { return [] }
         let general = maxTotal - reserved
+        var busy = running
+        let hosts = line.groupKeys
         for visiblePass in [true, false] {
-            for host in line.groupKeys where total < maxTotal {
-                var busy = running[host, default: 0] + taken.lazy.filter { $0.hostKey == host }.count
-                while busy < maxPerHost && (total < general || (busy == 0 && total < maxTotal)),
-                      let job = line.popFirst(of: host, visible: visiblePass) {
+            for host in hosts where total < maxTotal && busy[host, default: 0] == 0 {
+                guard let job = line.popFirst(of: host, visible: visiblePass) else { continue }
+                taken.append(job)
+                left()
+                busy[host] = 1
+                total += 1
+            }
+            for host in hosts where total < general {
+                var count = busy[host, default: 0]
+                while count < maxPerHost && total < general, let job = line.popFirst(of: host, visible: visiblePass) {
                     taken.append(job)
                     left()
-                    busy += 1
+                    count += 1
                     total += 1
                 }
+                busy[host] = count
             }
         }
         return taken
+    }
+
+    /// How many hosts with nothing running (`running`: the count per host now) have a job waiting.
+    func hostsWaiting(withNothingRunningIn running: [Origin: Int]) -> Int {
+        line.groupKeys.lazy.filter { running[$0] == nil && line.usage(of: $0).count > 0 }.count
     }
 
     /// A job left the queue: drops the deadline line's entries of jobs that left once they are

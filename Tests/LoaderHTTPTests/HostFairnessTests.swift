@@ -1,5 +1,5 @@
 import Foundation
-import LoaderHTTP
+@testable import LoaderHTTP
 import PipelineCore
 import PipelineTestSupport
 import Testing
@@ -84,5 +84,100 @@ struct HostFairnessTests {
                 for task in waiting.prefix(2) { _ = try await task.value }
             }
         }
+    }
+
+    /// However many slow hosts hold every slot (issue 41, finding 6: 24 slow ports, or thousands of
+    /// requests over 64, made a healthy request fail after its 30 s in the queue), a new host's
+    /// request starts once the earliest of them has run `longTransferTime`: that transfer gives
+    /// its slot up and goes on as a long transfer. Two slots, none reserved: before, the healthy
+    /// request waited for the slow hosts' answers.
+    @Test func aLongTransferGivesItsSlotToANewHost() async throws {
+        try await withFixtureServer { slowA in
+            try await withFixtureServer { slowB in
+                try await withFixtureServer { healthy in
+                    let loader = HTTPDataLoader(configuration: .init(maxConnectionsPerHost: 1, maxTotalConnections: 2, idleTimeout: 150,
+                                                                     lowSpeedLimit: 0, totalTimeout: 150, maxRetries: 0,
+                                                                     connectionsReservedForNewHosts: 0, maxQueueTime: 150,
+                                                                     longTransferTime: 0.2, maxLongTransfers: 4))
+                    let slow = [slowA, slowB].map { server in
+                        Task { try await loader.load(DataLoadRequest(url: server.url("/hold/slow"))) }
+                    }
+                    #expect(try await eventually { try await slowA.hits("/hold/slow") + slowB.hits("/hold/slow") == 2 })
+                    let result = try await loader.load(DataLoadRequest(url: healthy.url("/image/healthy")))
+                    guard case .data(let data, _) = result else {
+                        Issue.record("no data: \(result)")
+                        return
+                    }
+                    #expect(!data.isEmpty)
+                    #expect(try await slowA.stats().statuses["/hold/slow"] == nil)
+                    #expect(try await slowB.stats().statuses["/hold/slow"] == nil)
+                    // The slow transfers went on, and end with their answers.
+                    try await slowA.release("slow")
+                    try await slowB.release("slow")
+                    for task in slow {
+                        guard case .data(let body, _) = try await task.value else {
+                            Issue.record("a long transfer did not end with its answer")
+                            continue
+                        }
+                        #expect(!body.isEmpty)
+                    }
+                }
+            }
+        }
+    }
+
+    /// With `maxLongTransfers` reached, the earliest started long transfer (here the transfer
+    /// giving its slot up itself, none being allowed) ends as overloaded, naming the limit.
+    @Test func pastMaxLongTransfersTheEarliestEnds() async throws {
+        try await withFixtureServer { slowA in
+            try await withFixtureServer { slowB in
+                try await withFixtureServer { healthy in
+                    let loader = HTTPDataLoader(configuration: .init(maxConnectionsPerHost: 1, maxTotalConnections: 2, idleTimeout: 150,
+                                                                     lowSpeedLimit: 0, totalTimeout: 150, maxRetries: 0,
+                                                                     connectionsReservedForNewHosts: 0, maxQueueTime: 150,
+                                                                     longTransferTime: 0.2, maxLongTransfers: 0))
+                    let first = Task { try await loader.load(DataLoadRequest(url: slowA.url("/hold/slow?first"))) }
+                    #expect(try await eventually { try await slowA.hits("/hold/slow") == 1 })
+                    let second = Task { try await loader.load(DataLoadRequest(url: slowB.url("/hold/slow?second"))) }
+                    #expect(try await eventually { try await slowB.hits("/hold/slow") == 1 })
+                    let result = try await loader.load(DataLoadRequest(url: healthy.url("/image/healthy")))
+                    guard case .data = result else {
+                        Issue.record("no data: \(result)")
+                        return
+                    }
+                    let error = await #expect(throws: ImagePipelineError.self) { _ = try await first.value }
+                    guard case .overloaded(let url, .longTransfers, let detail)? = error else {
+                        Issue.record("not overloaded: \(String(describing: error))")
+                        return
+                    }
+                    #expect(url.query == "first" && detail.contains("maxLongTransfers"))
+                    try await slowB.release("slow")
+                    guard case .data = try await second.value else {
+                        Issue.record("the later transfer did not keep its slot")
+                        return
+                    }
+                    try await slowA.release("slow")
+                }
+            }
+        }
+    }
+
+    /// Spellings of one host and port that libcurl connects to alike are one host to the
+    /// per-host limits (finding 6: spellings of one server counted as many hosts).
+    @Test func spellingsOfOneHostAreOneOrigin() throws {
+        func origin(_ text: String) throws -> Origin { CurlURL.connectionOrigin(of: try #require(URL(string: text))) }
+        let plain = try origin("http://127.0.0.1:8080/a")
+        for spelling in ["http://127.1:8080/b", "http://0x7f.0.0.1:8080/", "http://2130706433:8080/", "http://0177.0.0.1:8080/",
+                         "HTTP://127.0.0.1.:8080/", "http://[::ffff:127.0.0.1]:8080/", "http://%31%32%37.0.0.1:8080/"] {
+            #expect(try origin(spelling) == plain, "\(spelling)")
+        }
+        let name = try origin("http://localhost/")
+        for spelling in ["http://LOCALHOST/", "http://LocalHost.:80/", "http://%6cocalhost/", "http://\u{FF4C}\u{FF4F}\u{FF43}\u{FF41}\u{FF4C}host/"] {
+            guard let url = URL(string: spelling) else { continue }  // Foundation may refuse some spellings outright
+            #expect(CurlURL.connectionOrigin(of: url) == name, "\(spelling)")
+        }
+        #expect(try origin("http://[0:0:0:0:0:0:0:1]:8080/") == origin("http://[::1]:8080/"))
+        #expect(try origin("http://127.0.0.1:8081/") != plain)
+        #expect(try origin("https://127.0.0.1:8080/") != plain)
     }
 }

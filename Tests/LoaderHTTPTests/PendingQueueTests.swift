@@ -94,6 +94,21 @@ struct PendingQueueBoundsTests {
             #expect(second.map(\.id) == [5])
         })
     }
+
+    /// A freed slot goes to a host with nothing running before any busy host's next job, in
+    /// whatever order the hosts are met (issue 41, finding 6: with a slot a long transfer gave
+    /// up, slow hosts met first took it). Ten busy hosts with two jobs waiting each, one new host.
+    @Test func aFreeSlotGoesToAHostWithNothingRunningFirst() async {
+        await withJobs(21, hosts: { $0 < 20 ? "busy\($0 % 10)" : "new" }, body: { jobs in
+            var queue = PendingQueue()
+            for job in jobs { queue.append(job) }
+            let running = Dictionary(uniqueKeysWithValues: (0..<10).map { (origin("busy\($0)"), 1) })
+            let taken = queue.take(running: running, totalRunning: 10, maxPerHost: 6, maxTotal: 11)
+            #expect(taken.map(\.id) == [20])
+            #expect(queue.hostsWaiting(withNothingRunningIn: running) == 0)
+            #expect(queue.hostsWaiting(withNothingRunningIn: [:]) == 10)
+        })
+    }
 }
 
 /// The origin of `http://host/`.

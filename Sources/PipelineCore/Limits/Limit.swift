@@ -57,12 +57,14 @@ public struct Limit: RawRepresentable, Hashable, Sendable, CustomStringConvertib
     public static let queueTime = Limit("time in the queue")
     /// The most bytes the downloads in flight may hold together.
     public static let downloadMemory = Limit("download memory")
+    /// The most transfers that gave up their connection slots to other hosts' requests and go on.
+    public static let longTransfers = Limit("long transfers")
 
     /// The limits of one source, those ``ImagePipelineError/overLimit(_:limit:actual:)`` names.
     public static let sourceLimits: [Limit] = [
         .animationFrames, .animationPixels, .decodeWork, .scans, .colorProfileBytes, .colorProfileTableEntries,
     ]
-    private static let known = sourceLimits + [.requestsInFlight, .queuedRequests, .queuedBytes, .queueTime, .downloadMemory]
+    private static let known = sourceLimits + [.requestsInFlight, .queuedRequests, .queuedBytes, .queueTime, .downloadMemory, .longTransfers]
 
     /// ``rawValue``.
     public var description: String { rawValue }
