@@ -17,7 +17,9 @@
 # library before issue 22's points 3–9, with this same benchmark (Benchmarks/README.md).
 #
 # Usage: Benchmarks/load.sh [count] [timeout]    (200 healthy URLs; 10 s HTTP total timeout)
-# LOADS="10000 100000" sets the numbers of slow requests.
+# LOADS="10000 100000" sets the numbers of slow requests, SLOW_HOSTS="4" the numbers of slow hosts
+# they are spread over (issue 41's fairness runs: SLOW_HOSTS="24 64" LOADS="24 20000"), and
+# ONLY_SLOW_HOSTS=1 skips the bomb, tier and poisoning runs.
 source "$(dirname "$0")/common.sh"
 count="${1:-200}"
 timeout="${2:-10}"
@@ -50,8 +52,10 @@ CONF
 nginx -c "$work/nginx.conf" -p "$work" &
 pids+=($!)
 
+slow_hosts="${SLOW_HOSTS:-4}"
+most_hosts="$(tr ' ' '\n' <<< "$slow_hosts" | sort -n | tail -1)"
 slow_ports=() slow_bases=()
-for _ in 1 2 3 4; do
+for _ in $(seq "$most_hosts"); do
   p="$(free_port)"
   slow_ports+=("$p")
   slow_bases+=("http://127.0.0.1:$p")
@@ -76,12 +80,15 @@ binary="${LOAD_BENCHMARK:-$(BENCH_QUIET_BUILD=1 bench_build LoadBenchmark)/LoadB
 healthy="http://127.0.0.1:$port"
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg); healthy host: nginx, $count PNGs; HTTP total timeout ${timeout} s"
 
-for n in $loads; do
-  echo
-  echo "== $n requests to four slow hosts, then $count to a healthy one"
-  "$binary" baseline "$n" 2>/dev/null || echo "harness: (this binary has no baseline mode)"
-  "$binary" origin "$healthy" "$(IFS=,; echo "${slow_bases[*]}")" "$n" "$count" "$timeout"
+for hosts in $slow_hosts; do
+  for n in $loads; do
+    echo
+    echo "== $n requests to $hosts slow hosts, then $count to a healthy one"
+    "$binary" baseline "$n" 2>/dev/null || echo "harness: (this binary has no baseline mode)"
+    "$binary" origin "$healthy" "$(IFS=,; echo "${slow_bases[*]:0:$hosts}")" "$n" "$count" "$timeout"
+  done
 done
+[ -n "${ONLY_SLOW_HOSTS:-}" ] && exit 0
 
 echo
 echo "== 48 gzip bombs at once (64 MB inflated each)"
