@@ -139,7 +139,14 @@ best() {
 }
 
 # free_port: a free TCP port on 127.0.0.1.
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+free_port() { free_ports 1; }
+# free_ports N: N distinct free loopback ports, one a line (held together while chosen, so never one twice).
+free_ports() {
+    python3 -c 'import socket, sys
+held = [socket.socket() for _ in range(int(sys.argv[1]))]
+for s in held: s.bind(("127.0.0.1", 0))
+print("\n".join(str(s.getsockname()[1]) for s in held))' "$1"
+}
 
 # nginx_head DIR WORKERS: the start of an nginx configuration for a server on loopback whose
 # files are all under DIR (pid, error log in DIR/logs, temporary files in DIR/tmp), in the

@@ -54,16 +54,13 @@ pids+=($!)
 
 slow_hosts="${SLOW_HOSTS:-4}"
 most_hosts="$(tr ' ' '\n' <<< "$slow_hosts" | sort -n | tail -1)"
-slow_ports=() slow_bases=()
-for _ in $(seq "$most_hosts"); do
-  p="$(free_port)"
-  slow_ports+=("$p")
-  slow_bases+=("http://127.0.0.1:$p")
-done
-bomb_port="$(free_port)"
+mapfile -t ports < <(free_ports "$((most_hosts + 2))")  # the slow hosts, the bombs, the trickling Redis
+slow_ports=("${ports[@]:0:$most_hosts}") slow_bases=()
+for p in "${slow_ports[@]}"; do slow_bases+=("http://127.0.0.1:$p"); done
+bomb_port="${ports[$most_hosts]}"
 python3 "$root/Benchmarks/load-origins.py" "$(IFS=,; echo "${slow_ports[*]}")" "$bomb_port" 512 1800 > "$work/logs/origins.log" &
 pids+=($!)
-trickle_port="$(free_port)"
+trickle_port="${ports[$((most_hosts + 1))]}"
 python3 "$hostile/tools/fakeredis.py" "$trickle_port" trickle 0.01 > "$work/logs/fakeredis.log" &
 pids+=($!)
 redis_port="$(free_port)"
