@@ -114,8 +114,14 @@ extension JXLDecoder: AnimatedImageDecoding {
                     var decoded = DecodedImage(bitmap: bitmap, info: ImageInfo(format: .jxl, size: animationInfo.canvasSize,
                                                                                hasAlpha: header.basic.alpha_bits > 0))
                     decoded.applyColorProfile(pixelProfile, options: options, pictureIsGray: header.isGray)
-                    var canvas = decoded.bitmap.premultiplied()
-                    if let size, size.isValid, size != canvas.size { canvas = Resampler.resample(canvas, to: size) }
+                    // Straight as libjxl gives it when asked (exact, as a still is); premultiplied
+                    // for the resampler or when asked.
+                    var canvas = decoded.bitmap
+                    if let size, size.isValid, size != canvas.size {
+                        canvas = Resampler.resample(canvas.premultiplied(), to: size)
+                    } else {
+                        canvas = canvas.converted(to: options.pixelFormat)
+                    }
                     let frame = AnimationFrame(index: index, bitmap: canvas, delayMilliseconds: delay)
                     index += 1
                     return frame
