@@ -30,9 +30,10 @@ public struct GIFDecoder: AnimatedImageDecoding {
         return try body(Session(data: data, structure: structure))
     }
 
-    /// A frame decoder over `data`: the canvas checked against `options.maxPixelCount`, and the
+    /// A frame decoder over `data`: the canvas checked against `options.maxPixelCount`, the
     /// frames against its animation limits, from one walk of the blocks that stops one frame
-    /// past what they allow (no frame is decoded before). A refusal from a walk that stopped
+    /// past what they allow, and the canvases held against
+    /// `options.maxAnimationCanvasBytes` (no frame is decoded, no canvas allocated before). A refusal from a walk that stopped
     /// early has no `actual` count.
     public func makeAnimationDecoder(for data: Data, options: DecodeOptions) throws -> any AnimationFrameDecoding {
         let structure = try data.withUnsafeBytes { try GIFStructure($0, animationLimits: options) }
@@ -40,6 +41,8 @@ public struct GIFDecoder: AnimatedImageDecoding {
         try options.checkPixelLimit(info)
         try options.checkAnimationLimits(canvas: structure.canvas, frameCount: structure.frameCount,
                                          exact: structure.countIsComplete)
+        let animation = AnimationInfo(canvasSize: structure.canvas, frameCount: structure.frameCount)
+        try options.checkAnimationCanvases(animation, bytes: estimatedAnimationMemory(animation))
         return try FrameDecoder(data: data, structure: structure, maxPixelCount: options.maxPixelCount,
                                 pixelFormat: options.pixelFormat)
     }

@@ -14,8 +14,8 @@ extension JXLDecoder: AnimatedImageDecoding {
     /// in sRGB as a still is (see ``JXLDecoder``). The canvas is checked against
     /// `options.maxPixelCount` from the basic info, and the frame count against the animation
     /// limits by a walk over the frame headers (no pixels decoded) that stops at one more
-    /// frame than `DecodeOptions/animationFramesAllowed(on:)`, before any frame
-    /// is decoded.
+    /// frame than `DecodeOptions/animationFramesAllowed(on:)`, and the canvases against
+    /// `options.maxAnimationCanvasBytes`, before any frame is decoded.
     public func makeAnimationDecoder(for data: Data, options: DecodeOptions) throws -> any AnimationFrameDecoding {
         let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, data.count), alignment: 16)
         _ = data.copyBytes(to: bytes.bindMemory(to: UInt8.self))
@@ -29,6 +29,8 @@ extension JXLDecoder: AnimatedImageDecoding {
                 ? try JXLHeader(input, maxFrames: options.animationFramesAllowed(on: upright), threads: 0, quiet: quiet)
                 : still
             try options.checkAnimationLimits(canvas: upright, frameCount: header.frameCount, exact: header.frameCountIsExact)
+            let animation = AnimationInfo(canvasSize: upright, frameCount: header.frameCount)
+            try options.checkAnimationCanvases(animation, bytes: estimatedAnimationMemory(animation))
             return try AnimationDecoder(bytes: bytes, count: data.count, header: header, canvas: upright, options: options,
                                         threads: threadCount, quiet: quiet)
         } catch {

@@ -14,7 +14,8 @@ extension WebPDecoder: AnimatedImageDecoding {
     /// else `MODE_rgbA` (premultiplied; so are frames asked for scaled). The
     /// canvas is checked against `options.maxPixelCount` from the header, and the frame count
     /// (`WebPDemux`'s, read from the container's chunk headers) against the animation limits,
-    /// before libwebp allocates its two canvases. The total duration comes from one walk over
+    /// and the four canvases against `options.maxAnimationCanvasBytes`, before libwebp
+    /// allocates its two. The total duration comes from one walk over
     /// the chunk headers (`WebPFrameHeaders`), linear in the frame count: libwebp's frame
     /// iterator is O(n) per step. It is `nil` when that walk and the demuxer disagree.
     public func makeAnimationDecoder(for data: Data, options: DecodeOptions) throws -> any AnimationFrameDecoding {
@@ -26,6 +27,9 @@ extension WebPDecoder: AnimatedImageDecoding {
             return (canvas, features.has_animation != 0 ? try WebPInput.Demuxer(bytes).frameCount : 1)
         }
         try options.checkAnimationLimits(canvas: canvas, frameCount: frameCount)
+        // Before `WebPAnimDecoderNew`, which allocates libwebp's two canvases.
+        let animation = AnimationInfo(canvasSize: canvas, frameCount: frameCount)
+        try options.checkAnimationCanvases(animation, bytes: estimatedAnimationMemory(animation))
         return try AnimationDecoder(data, pixelFormat: options.pixelFormat)
     }
 
