@@ -8,9 +8,12 @@
 #   JPEG scan bombs     imgpipe thumb --size 256   | vipsthumbnail -s 256 | djpeg -scale 1/8
 #   many-frame GIF      imgpipe frames             | gifsicle --explode
 #   huge-canvas WebP    imgpipe frames             | anim_dump (libwebp's example tool, when present)
+#   huge-canvas WebP 2  imgpipe frames / thumb     | vipsthumbnail (issue 41, finding 8: w10k-2.webp, 2 frames)
 #   large ICC profile   imgpipe info / thumb       | vipsheader / vipsthumbnail
 #   header floods       imgpipe fetch              | curl (against the LoaderHTTP fixture server)
 #   SSRF                imgpipe fetch --public-only| curl (the server's hit count after each)
+#
+# ONLY=PATTERN runs the rows whose input label matches it (grep -E), e.g. ONLY=w10k.
 #
 # Idempotent: installs missing tools with scripts/bootstrap (libvips-tools, libjpeg-turbo-progs,
 # gifsicle, webp, curl, time, liblcms2-dev for the ICC generator) and builds the release imgpipe.
@@ -45,6 +48,7 @@ fi
 hostile_row() {
     local label=$1 tool=$2 best_ms="" best_kb="" ms kb status said rusage start end
     shift 2
+    if [ -n "${ONLY:-}" ] && ! grep -qE -- "$ONLY" <<<"$label"; then return 0; fi
     rusage="$out/rusage"
     for _ in $(seq "$runs"); do
         rm -rf "$out/d"
@@ -78,12 +82,21 @@ hostile_row webp-1k-big.webp imgpipe "$imgpipe" frames "$files/webp-1k-big.webp"
 if command -v anim_dump >/dev/null; then
     hostile_row webp-1k-big.webp anim_dump anim_dump -folder "$out/d" "$files/webp-1k-big.webp"
 fi
+# Two 1×1 frames on a 10000×10000 canvas (136 bytes, a test fixture): the animation is refused
+# for its canvases (.animationCanvases); the still (its first frame) is made without the canvas.
+w10k="$root/Tests/CodecWebPTests/Fixtures/w10k-2.webp"
+hostile_row "w10k-2.webp frames" imgpipe "$imgpipe" frames "$w10k" --out-dir "$out/d" --no-disk-cache
+hostile_row "w10k-2.webp thumb 64 webp" imgpipe "$imgpipe" thumb "$w10k" --size 64 --out "$out/d/t.webp" --no-disk-cache
+hostile_row "w10k-2.webp thumb 64 webp" vipsthumbnail vipsthumbnail "$w10k[n=-1]" -s 64 -o "$out/d/t.webp"
+hostile_row "w10k-2.webp thumb 64 png" imgpipe "$imgpipe" thumb "$w10k" --size 64 --out "$out/d/t.png" --no-disk-cache
+hostile_row "w10k-2.webp thumb 64 png" vipsthumbnail vipsthumbnail "$w10k" -s 64 -o "$out/d/t.png"
 hostile_row "icc-10m.jpg info" imgpipe "$imgpipe" info "$files/icc-10m.jpg"
 hostile_row "icc-10m.jpg info" vipsheader vipsheader "$files/icc-10m.jpg"
 hostile_row "icc-10m.jpg thumb" imgpipe "$imgpipe" thumb "$files/icc-10m.jpg" --size 256 --out "$out/d/t.png" --no-disk-cache
 hostile_row "icc-10m.jpg thumb" vipsthumbnail vipsthumbnail "$files/icc-10m.jpg" -s 256 -o "$out/d/t.png"
 
 # The network cases, against the LoaderHTTP tests' fixture server on loopback.
+if [ -n "${ONLY:-}" ] && ! grep -qE -- "$ONLY" <<<"flood continue lines longline http://localhost loopback"; then exit 0; fi
 coproc SERVER { exec python3 "$root/Tests/LoaderHTTPTests/Fixtures/fixture_server.py"; }
 server_pid=$SERVER_PID
 read -r _ port <&"${SERVER[0]}"

@@ -30,9 +30,10 @@ public struct GIFDecoder: AnimatedImageDecoding {
         return try body(Session(data: data, structure: structure))
     }
 
-    /// A frame decoder over `data`: the canvas checked against `options.maxPixelCount`, and the
+    /// A frame decoder over `data`: the canvas checked against `options.maxPixelCount`, the
     /// frames against its animation limits, from one walk of the blocks that stops one frame
-    /// past what they allow (no frame is decoded before). A refusal from a walk that stopped
+    /// past what they allow, and the canvases held against
+    /// `options.maxAnimationCanvasBytes` (no frame is decoded, no canvas allocated before). A refusal from a walk that stopped
     /// early has no `actual` count.
     public func makeAnimationDecoder(for data: Data, options: DecodeOptions) throws -> any AnimationFrameDecoding {
         let structure = try data.withUnsafeBytes { try GIFStructure($0, animationLimits: options) }
@@ -40,7 +41,10 @@ public struct GIFDecoder: AnimatedImageDecoding {
         try options.checkPixelLimit(info)
         try options.checkAnimationLimits(canvas: structure.canvas, frameCount: structure.frameCount,
                                          exact: structure.countIsComplete)
-        return try FrameDecoder(data: data, structure: structure, maxPixelCount: options.maxPixelCount)
+        let animation = AnimationInfo(canvasSize: structure.canvas, frameCount: structure.frameCount)
+        try options.checkAnimationCanvases(animation, bytes: estimatedAnimationMemory(animation))
+        return try FrameDecoder(data: data, structure: structure, maxPixelCount: options.maxPixelCount,
+                                pixelFormat: options.pixelFormat)
     }
 
     static func info(_ structure: GIFStructure) -> ImageInfo {
@@ -98,8 +102,12 @@ public struct GIFDecoder: AnimatedImageDecoding {
     final class FrameDecoder: AnimationFrameDecoding {
         let animationInfo: AnimationInfo
         private let reader: GIFFrameReader
+        /// What a frame at canvas size is labelled: GIF's canvas is both (alpha 0 or 255,
+        /// transparent pixels zero), so either is exact.
+        private let pixelFormat: PixelFormat
 
-        init(data: Data, structure: GIFStructure, maxPixelCount: Int) throws {
+        init(data: Data, structure: GIFStructure, maxPixelCount: Int, pixelFormat: PixelFormat) throws {
+            self.pixelFormat = pixelFormat
             let delays = structure.delays.compactMap { $0 }
             animationInfo = AnimationInfo(canvasSize: structure.canvas, frameCount: structure.frameCount,
                                           loopCount: structure.loopCount,
@@ -111,7 +119,11 @@ public struct GIFDecoder: AnimatedImageDecoding {
             let index = reader.framesRead
             guard let frame = try reader.nextFrame() else { return nil }
             var bitmap = frame.canvas
-            if let size, size.isValid, size != bitmap.size { bitmap = Resampler.resample(bitmap, to: size) }
+            if let size, size.isValid, size != bitmap.size {
+                bitmap = Resampler.resample(bitmap, to: size)
+            } else {
+                bitmap = bitmap.converted(to: pixelFormat)
+            }
             return AnimationFrame(index: index, bitmap: bitmap, delayMilliseconds: frame.delayMilliseconds)
         }
     }

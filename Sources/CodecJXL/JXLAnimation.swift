@@ -14,8 +14,8 @@ extension JXLDecoder: AnimatedImageDecoding {
     /// in sRGB as a still is (see ``JXLDecoder``). The canvas is checked against
     /// `options.maxPixelCount` from the basic info, and the frame count against the animation
     /// limits by a walk over the frame headers (no pixels decoded) that stops at one more
-    /// frame than `DecodeOptions/animationFramesAllowed(on:)`, before any frame
-    /// is decoded.
+    /// frame than `DecodeOptions/animationFramesAllowed(on:)`, and the canvases against
+    /// `options.maxAnimationCanvasBytes`, before any frame is decoded.
     public func makeAnimationDecoder(for data: Data, options: DecodeOptions) throws -> any AnimationFrameDecoding {
         let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, data.count), alignment: 16)
         _ = data.copyBytes(to: bytes.bindMemory(to: UInt8.self))
@@ -29,6 +29,8 @@ extension JXLDecoder: AnimatedImageDecoding {
                 ? try JXLHeader(input, maxFrames: options.animationFramesAllowed(on: upright), threads: 0, quiet: quiet)
                 : still
             try options.checkAnimationLimits(canvas: upright, frameCount: header.frameCount, exact: header.frameCountIsExact)
+            let animation = AnimationInfo(canvasSize: upright, frameCount: header.frameCount)
+            try options.checkAnimationCanvases(animation, bytes: estimatedAnimationMemory(animation))
             return try AnimationDecoder(bytes: bytes, count: data.count, header: header, canvas: upright, options: options,
                                         threads: threadCount, quiet: quiet)
         } catch {
@@ -114,8 +116,14 @@ extension JXLDecoder: AnimatedImageDecoding {
                     var decoded = DecodedImage(bitmap: bitmap, info: ImageInfo(format: .jxl, size: animationInfo.canvasSize,
                                                                                hasAlpha: header.basic.alpha_bits > 0))
                     decoded.applyColorProfile(pixelProfile, options: options, pictureIsGray: header.isGray)
-                    var canvas = decoded.bitmap.premultiplied()
-                    if let size, size.isValid, size != canvas.size { canvas = Resampler.resample(canvas, to: size) }
+                    // Straight as libjxl gives it when asked (exact, as a still is); premultiplied
+                    // for the resampler or when asked.
+                    var canvas = decoded.bitmap
+                    if let size, size.isValid, size != canvas.size {
+                        canvas = Resampler.resample(canvas.premultiplied(), to: size)
+                    } else {
+                        canvas = canvas.converted(to: options.pixelFormat)
+                    }
                     let frame = AnimationFrame(index: index, bitmap: canvas, delayMilliseconds: delay)
                     index += 1
                     return frame

@@ -9,10 +9,13 @@ import Foundation
 
 extension WebPDecoder: AnimatedImageDecoding {
     /// Every frame of an animated WebP (a still one is one frame) through libwebp's
-    /// `WebPAnimDecoder`, composited as libwebp shows them (`MODE_rgbA`, premultiplied). The
+    /// `WebPAnimDecoder`, composited as libwebp shows them: in `MODE_RGBA` (blended straight,
+    /// as libwebp's `anim_dump` and Pillow show them) when `options.pixelFormat` is straight,
+    /// else `MODE_rgbA` (premultiplied; so are frames asked for scaled). The
     /// canvas is checked against `options.maxPixelCount` from the header, and the frame count
     /// (`WebPDemux`'s, read from the container's chunk headers) against the animation limits,
-    /// before libwebp allocates its two canvases. The total duration comes from one walk over
+    /// and the four canvases against `options.maxAnimationCanvasBytes`, before libwebp
+    /// allocates its two. The total duration comes from one walk over
     /// the chunk headers (`WebPFrameHeaders`), linear in the frame count: libwebp's frame
     /// iterator is O(n) per step. It is `nil` when that walk and the demuxer disagree.
     public func makeAnimationDecoder(for data: Data, options: DecodeOptions) throws -> any AnimationFrameDecoding {
@@ -24,7 +27,10 @@ extension WebPDecoder: AnimatedImageDecoding {
             return (canvas, features.has_animation != 0 ? try WebPInput.Demuxer(bytes).frameCount : 1)
         }
         try options.checkAnimationLimits(canvas: canvas, frameCount: frameCount)
-        return try AnimationDecoder(data)
+        // Before `WebPAnimDecoderNew`, which allocates libwebp's two canvases.
+        let animation = AnimationInfo(canvasSize: canvas, frameCount: frameCount)
+        try options.checkAnimationCanvases(animation, bytes: estimatedAnimationMemory(animation))
+        return try AnimationDecoder(data, pixelFormat: options.pixelFormat)
     }
 
     /// Four RGBA8 canvases: libwebp's two (the canvas and the disposed previous frame), the
@@ -39,8 +45,11 @@ extension WebPDecoder: AnimatedImageDecoding {
         private let decoder: OpaquePointer
         private var index = 0
         private var lastTimestamp: Int32 = 0
+        /// The canvas's format, as libwebp composites it.
+        private let pixelFormat: PixelFormat
 
-        init(_ data: Data) throws {
+        init(_ data: Data, pixelFormat: PixelFormat) throws {
+            self.pixelFormat = pixelFormat
             let bytes = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: max(1, data.count))
             _ = bytes.initialize(from: data)
             var options = WebPAnimDecoderOptions()
@@ -49,7 +58,7 @@ extension WebPDecoder: AnimatedImageDecoding {
                 bytes.deallocate()
                 throw ImagePipelineError.corruptData(format: .webp, message: "libwebp's animation decoder ABI does not match its headers")
             }
-            options.color_mode = MODE_rgbA
+            options.color_mode = pixelFormat == .rgba8Straight ? MODE_RGBA : MODE_rgbA
             options.use_threads = 0
             guard let decoder = WebPAnimDecoderNew(&webpData, &options) else {
                 bytes.deallocate()
@@ -89,10 +98,10 @@ extension WebPDecoder: AnimatedImageDecoding {
             let canvas = animationInfo.canvasSize
             let buffer = UnsafeBufferPointer(start: pixels, count: canvas.pixelCount * 4)
             guard var bitmap = Bitmap(width: canvas.width, height: canvas.height, bytesPerRow: canvas.width * 4,
-                                      bytes: Array(buffer)) else {
+                                      pixelFormat: pixelFormat, bytes: Array(buffer)) else {
                 throw ImagePipelineError.corruptData(format: .webp, message: "the canvas is \(canvas)")
             }
-            if let size, size.isValid, size != canvas { bitmap = Resampler.resample(bitmap, to: size) }
+            if let size, size.isValid, size != canvas { bitmap = Resampler.resample(bitmap.premultiplied(), to: size) }
             let frame = AnimationFrame(index: index, bitmap: bitmap, delayMilliseconds: Int(timestamp) - Int(lastTimestamp))
             index += 1
             lastTimestamp = timestamp

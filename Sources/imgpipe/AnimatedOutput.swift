@@ -23,11 +23,12 @@ enum AnimatedOutput {
         guard !firstFrameOnly, let encoder = settings.encoder as? any AnimationEncoding,
               pipeline.configuration.decoders.readsAnimations(of: response.format)
         else { return nil }
-        // Premultiplied frames: the processors work on those (as on a still), and the encoders
-        // make each frame straight once.
-        var premultiplied = request
-        premultiplied.processing.pixelFormat = .rgba8Premultiplied
-        let animation = try await pipeline.animation(for: premultiplied)
+        // Premultiplied frames for processors (they work on those, as on a still), the encoders
+        // making each frame straight once; without processors, straight frames: at canvas size
+        // they are composited straight, keeping the colour of pixels of low alpha.
+        var frames = request
+        frames.processing.pixelFormat = request.processors.isEmpty ? .rgba8Straight : .rgba8Premultiplied
+        let animation = try await pipeline.animation(for: frames)
         guard animation.info.frameCount > 1 else { return nil }
         let written: (data: Data, frameCount: Int)?
         do {

@@ -74,4 +74,19 @@ struct GIFAnimationLimitTests {
         #expect(still.bitmap.size == PixelSize(width: 1, height: 1))
         #expect(still.bitmap.pixel(x: 0, y: 0) == (0, 0, 255, 255))
     }
+
+    /// Issue 41, finding 8, for GIF: a 6000×6000 screen and two 1×1 frames (a 160-byte file)
+    /// would hold three 144 MB canvases, over the largest still's 400 MB: refused before the
+    /// first canvas; the still picture, and one frame of the same screen, are not.
+    @Test func anAnimationWhoseCanvasesOutweighTheLargestStillIsRefused() throws {
+        let dot = GIFWriter.Frame(width: 1, height: 1, indices: [1], delayCentiseconds: 10)
+        let two = GIFWriter.gif(width: 6000, height: 6000, palette: Self.palette, frames: [dot, dot])
+        #expect(throws: ImagePipelineError.overLimit(.animationCanvases, limit: 400_000_000, actual: 432_000_000)) {
+            try GIFDecoder().makeAnimationDecoder(for: two, options: DecodeOptions())
+        }
+        let thumbnail = try GIFDecoder().decode(two, options: DecodeOptions(targetSize: PixelSize(width: 60, height: 60)))
+        #expect(thumbnail.bitmap.size == PixelSize(width: 60, height: 60))
+        let one = GIFWriter.gif(width: 6000, height: 6000, palette: Self.palette, frames: [dot])
+        #expect(throws: Never.self) { _ = try GIFDecoder().makeAnimationDecoder(for: one, options: DecodeOptions()) }
+    }
 }

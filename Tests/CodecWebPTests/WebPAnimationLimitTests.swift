@@ -72,4 +72,31 @@ struct WebPAnimationLimitTests {
         // libwebp's two canvases, the frame handed out, one frame's decoding.
         #expect(WebPDecoder().estimatedAnimationMemory(decoder.animationInfo) == 64 * 64 * 4 * 4)
     }
+
+    /// Issue 41, finding 8: `Fixtures/w10k-2.webp` (136 bytes, two 1×1 frames on a 10000×10000
+    /// canvas) used 1.21 GB through `imgpipe frames`. Its four canvases (1.6 GB) are over what
+    /// the largest still takes (100 MP × 4 bytes): refused from the header, before libwebp
+    /// allocates a canvas, so the refusal costs far less than one canvas (400 MB).
+    @Test func anAnimationWhoseCanvasesOutweighTheLargestStillIsRefusedBeforeTheyExist() async throws {
+        let data = try Data(contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("Fixtures/w10k-2.webp"))
+        #expect(data.count == 136)
+        let refusal = ImagePipelineError.overLimit(.animationCanvases, limit: 400_000_000, actual: 1_600_000_000)
+        try await ResidentMemory.exclusively {
+            let growth = try ResidentMemory.peakGrowth(attempts: 3) {
+                #expect(throws: refusal) { try WebPDecoder().makeAnimationDecoder(for: data, options: DecodeOptions()) }
+            }
+            if let growth { #expect(growth < 50_000_000, "refusing grew the peak by \(growth) bytes") }
+        }
+        // The still picture (its first frame, shrunk without the canvas) is read as before.
+        #expect(try WebPDecoder().readInfo(data).size == PixelSize(width: 10_000, height: 10_000))
+        // Under a raised still limit the same canvases fit: the limit is the still picture's.
+        let raised = DecodeOptions(maxPixelCount: 400_000_000)
+        #expect(raised.maxAnimationCanvasBytes == 1_600_000_000)
+        #expect(throws: Never.self) { _ = try WebPDecoder().makeAnimationDecoder(for: data, options: raised) }
+        // One frame is a still: held to the pixel limit only (`huge-canvas.webp`, 9999×9999).
+        let still = try Data(contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("Fixtures/huge-canvas.webp"))
+        #expect(throws: Never.self) { _ = try WebPDecoder().makeAnimationDecoder(for: still, options: DecodeOptions()) }
+    }
 }

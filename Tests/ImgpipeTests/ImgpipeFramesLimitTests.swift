@@ -40,4 +40,21 @@ struct ImgpipeFramesLimitTests {
             #expect(try pamSize(thumb) == [1, 1])
         }
     }
+
+    /// Issue 41, finding 8: a 136-byte animated WebP declaring a 10000×10000 canvas used 1.21 GB
+    /// through `frames`; its canvases are refused before they exist, quickly and with a message
+    /// that names them. The still path (a thumbnail of its first frame) is unchanged.
+    @Test func anAnimationWhoseCanvasesOutweighTheLargestStillIsRefused() async throws {
+        let file = Imgpipe.root.appendingPathComponent("Tests/CodecWebPTests/Fixtures/w10k-2.webp")
+        try await withTemporaryDirectory(prefix: "imgpipe-w10k") { (folder: URL) async throws in
+            let started = ContinuousClock.now
+            let refused = try await Imgpipe.run(["frames", file.path, "--out-dir", folder.appendingPathComponent("frames").path],
+                                                timeout: 60)
+            #expect(refused.status == 1 && !refused.terminatedBySignal, "\(refused.status): \(refused.stderr)")
+            #expect(refused.stderr.contains("canvases") && refused.stderr.contains("400000000"), "\(refused.stderr)")
+            #expect(ContinuousClock.now - started < .seconds(20))
+            let thumbnail = try await Imgpipe.run(["thumb", file.path, "-s", "64", "-o", folder.appendingPathComponent("still.png").path])
+            #expect(thumbnail.status == 0, "\(thumbnail.stderr)")
+        }
+    }
 }

@@ -35,7 +35,9 @@ public struct AnimationInfo: Hashable, Sendable {
 public struct AnimationFrame: Sendable {
     /// 0 for the first frame.
     public var index: Int
-    /// The composited canvas, premultiplied RGBA8 (``Bitmap/straightened()`` for straight alpha).
+    /// The composited canvas, RGBA8: at canvas size in the ``DecodeOptions/pixelFormat`` the
+    /// frame decoder was made with (straight frames composited straight, as the format's own
+    /// decoder shows them), scaled frames premultiplied.
     public var bitmap: Bitmap
     /// The delay as stored in the file, in milliseconds; `nil` when the file gives none.
     public var delayMilliseconds: Int?
@@ -68,7 +70,9 @@ public protocol AnimationFrameDecoding: AnyObject {
 /// A decoder that can also give every frame of an animation. Optional: the core asks a
 /// decoder for it with `as? AnimatedImageDecoding` and names no format.
 public protocol AnimatedImageDecoding: ImageDecoding {
-    /// A frame decoder over `data`, which it keeps. A canvas bigger than
+    /// A frame decoder over `data`, which it keeps. Frames at canvas size come in
+    /// `options.pixelFormat` (a decoder that ignores it gives premultiplied frames, which the
+    /// pipeline converts); scaled ones premultiplied. A canvas bigger than
     /// `options.maxPixelCount`, and an animation over `options.maxAnimationFrameCount` or
     /// `options.maxAnimationPixelCount` (``DecodeOptions/checkAnimationLimits(canvas:frameCount:exact:)``),
     /// are refused from the header or container, before any pixel buffer exists or any frame

@@ -191,6 +191,29 @@ public struct DecodeOptions: Hashable, Sendable {
         return max(0, min(maxAnimationFrameCount, byPixels))
     }
 
+    /// The most bytes the frame decoder of an animation of more than one frame may hold at once
+    /// (``AnimatedImageDecoding/estimatedAnimationMemory(_:)``: its canvases, the copy of an
+    /// earlier one it keeps, the frame it hands out): what the largest still picture's RGBA8
+    /// bitmap takes, ``maxPixelCount`` × 4 bytes (400,000,000 by default). Frames are composited
+    /// at canvas size whatever size they are asked at, so a canvas under the still limit can
+    /// still cost several times a still: a 136-byte WebP declaring a 10000×10000 canvas held
+    /// four 400 MB canvases (1.21 GB) for two 1×1 frames. Under it: a WebP or GIF canvas of
+    /// 25 or 33 megapixels, a JPEG XL one of 10 (libjxl's float buffers counted).
+    public var maxAnimationCanvasBytes: Int {
+        let (bytes, overflow) = maxPixelCount.multipliedReportingOverflow(by: 4)
+        return overflow ? .max : bytes
+    }
+
+    /// Throws ``ImagePipelineError/overLimit(_:limit:actual:)`` (``Limit/animationCanvases``)
+    /// when an animation of `info` whose frame decoder holds `bytes` at once
+    /// (``AnimatedImageDecoding/estimatedAnimationMemory(_:)``) is over
+    /// ``maxAnimationCanvasBytes``: checked before a canvas is allocated. A file of one frame
+    /// is a still picture, held to ``maxPixelCount`` only.
+    public func checkAnimationCanvases(_ info: AnimationInfo, bytes: Int) throws {
+        guard info.frameCount > 1, bytes > maxAnimationCanvasBytes else { return }
+        throw ImagePipelineError.overLimit(.animationCanvases, limit: maxAnimationCanvasBytes, actual: bytes)
+    }
+
     /// Throws ``ImagePipelineError/overLimit(_:limit:actual:)`` when an animation of `frameCount`
     /// frames on `canvas` is over ``maxAnimationFrameCount`` (``Limit/animationFrames``)
     /// or ``maxAnimationPixelCount`` (``Limit/animationPixels``), the frame count first.

@@ -32,6 +32,11 @@ public struct Limit: RawRepresentable, Hashable, Sendable, CustomStringConvertib
     /// Pixels of every frame of one animation together, canvas width × height × frames
     /// (``Limits/maxAnimationPixelCount``).
     public static let animationPixels = Limit("animationPixels", counting: "the animation's pixel count over all frames")
+    /// The memory one animation's frame decoder holds at once, in bytes: its canvases, any
+    /// earlier canvas it keeps and the frame it hands out
+    /// (``AnimatedImageDecoding/estimatedAnimationMemory(_:)``), at most what the largest still
+    /// picture takes (``DecodeOptions/maxAnimationCanvasBytes``).
+    public static let animationCanvases = Limit("animationCanvases", counting: "the memory of the animation's canvases in bytes")
     /// A codec's work on one picture beyond its pixels, in the codec's own unit: for JPEG, the
     /// blocks its progressive scans walk (``Limits/maxScanPasses``).
     public static let decodeWork = Limit("decodeWork", counting: "the decoding work (blocks walked by all scans)")
@@ -62,7 +67,7 @@ public struct Limit: RawRepresentable, Hashable, Sendable, CustomStringConvertib
 
     /// The limits of one source, those ``ImagePipelineError/overLimit(_:limit:actual:)`` names.
     public static let sourceLimits: [Limit] = [
-        .animationFrames, .animationPixels, .decodeWork, .scans, .colorProfileBytes, .colorProfileTableEntries,
+        .animationFrames, .animationPixels, .animationCanvases, .decodeWork, .scans, .colorProfileBytes, .colorProfileTableEntries,
     ]
     private static let known = sourceLimits + [.requestsInFlight, .queuedRequests, .queuedBytes, .queueTime, .downloadMemory, .longTransfers]
 

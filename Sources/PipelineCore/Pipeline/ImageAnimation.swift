@@ -153,7 +153,13 @@ private final class FrameCursor: Sendable {
     private func step(_ state: inout State) throws -> AnimationFrame? {
         guard !state.finished else { return nil }
         if state.frames == nil {
-            state.frames = try decoder.makeAnimationDecoder(for: data, options: options)
+            // Frames delivered at canvas size come in the asked format from the codec itself, so
+            // a straight frame keeps the colour of pixels whose alpha is low (a premultiplied
+            // 8-bit canvas made straight loses it: up to 127 levels where alpha < 16); frames to
+            // be scaled come premultiplied, as the resampler takes them.
+            var frameOptions = options
+            frameOptions.pixelFormat = resamples ? .rgba8Premultiplied : pixelFormat
+            state.frames = try decoder.makeAnimationDecoder(for: data, options: frameOptions)
         }
         guard var frame = try state.frames?.nextFrame(size: nil) else { return nil }
         // The header was checked; this holds the limits for a decoder that delivers more frames

@@ -198,6 +198,7 @@ final class DecodeStage: Sendable {
         // The codec checked its header; checked again here for one that does not.
         try options.checkPixelLimit(ImageInfo(format: format, size: info.canvasSize))
         try options.checkAnimationLimits(canvas: info.canvasSize, frameCount: info.frameCount)
+        try options.checkAnimationCanvases(info, bytes: animated.estimatedAnimationMemory(info))
         return (format, animated, info)
     }
 }
