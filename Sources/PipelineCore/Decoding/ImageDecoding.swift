@@ -97,8 +97,9 @@ public struct DecodeOptions: Hashable, Sendable {
     /// set, so the crop is resampled straight from the source pixels (JPEG XL does: its
     /// resampling as it leaves libjxl is for fits).
     public var cutsAfterScaling = false
-    /// What the decode fails on (libvips's `fail_on`): ``decodeChecked(_:)`` throws for the
-    /// worst ``DecodedImage/issues`` it refuses. Default ``DecodingStrictness/lenient``.
+    /// What the decode fails on (libvips's `fail_on`): ``ImageDecodingSession/decodeChecked(_:)``
+    /// throws for the worst ``DecodedImage/issues`` it refuses. Default
+    /// ``DecodingStrictness/lenient``.
     public var strictness: DecodingStrictness
     /// Whether ``strictness`` is ``DecodingStrictness/strict`` (a codec may then ask its library
     /// to stop at the first warning); setting `false` makes it ``DecodingStrictness/lenient``.

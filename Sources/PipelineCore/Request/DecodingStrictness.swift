@@ -14,7 +14,7 @@
 /// then fails, and is retried or reported, instead of a grey picture being published; it can
 /// make every request at least that strict with
 /// ``ImagePipeline/Configuration/decodingStrictness``.
-public enum DecodingStrictness: Int, Hashable, Sendable, Comparable, CaseIterable {
+public enum DecodingStrictness: Int, Hashable, Sendable, Comparable, CaseIterable, CustomStringConvertible {
     /// Return what could be decoded (the missing rows of a truncated JPEG grey) with the codec's
     /// complaints in ``ImageResponse/issues``. The default: for display. libvips's `none`.
     case lenient
@@ -42,4 +42,14 @@ public enum DecodingStrictness: Int, Hashable, Sendable, Comparable, CaseIterabl
     }
 
     public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
+
+    /// The case's name (`lenient`), so a ``ProcessingOptions`` prints short.
+    public var description: String {
+        switch self {
+        case .lenient: return "lenient"
+        case .failsOnTruncation: return "failsOnTruncation"
+        case .failsOnErrors: return "failsOnErrors"
+        case .strict: return "strict"
+        }
+    }
 }
