@@ -13,11 +13,15 @@
 #                 240-px JPEG, about 1.5 GB of disk, kept in Benchmarks/.inputs for reruns), the
 #                 bytes each lookup reads, beside image(for:) of the same entries
 #
+#   previews.sh [PART...]   runs only the parts named (default: all three, in this order)
+#
 # Idempotent: installs what is missing (scripts/bootstrap; a venv in Benchmarks/.venv-thumbhash
 # for the reference), builds the release benchmark, makes the inputs once in Benchmarks/.inputs.
 source "$(dirname "$0")/common.sh"
 bench_runs 5
 entries=${ENTRIES:-100000}
+parts=" ${*:-previews thumbhash placeholders} "
+want() { [[ "$parts" == *" $1 "* ]]; }
 server_pid=""
 trap '[ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null' EXIT
 
@@ -57,15 +61,19 @@ server_pid=$SERVER_PID
 read -r _ port <&"${SERVER[0]}"
 slow="http://127.0.0.1:$port/slow/preview?file=$photo&chunk=16384&interval_ms=50"
 
+if want previews; then
 echo "== previews: $(stat -c %s "$photo") bytes, 16 KB every 50 ms"
 for size in 320 1280; do
     "$bin/PreviewBenchmark" previews "$slow&size=$size" "$size" "$runs"
 done
+fi
 
+if want thumbhash; then
 echo "== thumbhash: one hash"
 "$bin/PreviewBenchmark" thumbhash "$small" "$photo"
-"$venv/bin/python" - "$small" <<'PY'
+"$venv/bin/python" - "$small" "$photo" <<'PY'
 import base64, sys, time
+from PIL import Image
 from thumbhash.encode import rgba_to_thumbhash
 data = open(sys.argv[1], "rb").read()
 header, pixels = data.split(b"ENDHDR\n", 1)
@@ -79,8 +87,20 @@ for _ in range(rounds):
 seconds = (time.perf_counter() - start) / rounds
 print("  thumbhash-python, %dx%d RGBA  %.3f ms per hash  %s" % (width, height, seconds * 1000,
       base64.b64encode(bytes(hashed)).decode()))
+# The reduction thumbhash-python's image_to_thumbhash makes of a large picture (what ours
+# copies): Pillow's thumbnail((100, 100)) of the decoded RGBA, decode excluded.
+photo = Image.open(sys.argv[2]).convert("RGBA")
+rounds = 20
+start = time.perf_counter()
+for _ in range(rounds):
+    copy = photo.copy()
+    copy.thumbnail((100, 100))
+seconds = (time.perf_counter() - start) / rounds
+print("  Pillow thumbnail((100, 100)) of the %dx%d RGBA decode  %.3f ms" % (photo.width, photo.height, seconds * 1000))
 PY
+fi
 
+want placeholders || exit 0
 echo "== placeholders"
 # Every entry's body is a real 240-px JPEG (a grid's thumbnail): a lookup that read bodies would show.
 "$bin/PreviewBenchmark" placeholders "$inputs/placeholder-cache-$entries" "$entries" "$thumbnail"

@@ -26,6 +26,8 @@ struct jpegshim_decoder {
     char message[JMSG_LENGTH_MAX];
     int warning_count;
     char warnings[JPEGSHIM_MAX_WARNINGS][JMSG_LENGTH_MAX];
+    int warning_codes[JPEGSHIM_MAX_WARNINGS];
+    int truncated;        ///< the source ran out (JWRN_JPEG_EOF), kept or not.
 };
 
 static jpegshim_decoder *owner(j_common_ptr cinfo) {
@@ -47,8 +49,10 @@ static void on_error_exit(j_common_ptr cinfo) {
 static void on_message(j_common_ptr cinfo, int level) {
     if (level >= 0) return;  // trace messages
     jpegshim_decoder *decoder = owner(cinfo);
+    if (cinfo->err->msg_code == JWRN_JPEG_EOF) decoder->truncated = 1;
     if (decoder->warning_count < JPEGSHIM_MAX_WARNINGS) {
         (*cinfo->err->format_message)(cinfo, decoder->warnings[decoder->warning_count]);
+        decoder->warning_codes[decoder->warning_count] = cinfo->err->msg_code;
     }
     decoder->warning_count += 1;
     cinfo->err->num_warnings += 1;
@@ -202,6 +206,13 @@ void jpegshim_set_max_scans(jpegshim_decoder *decoder, int max_scans) {
 const char *jpegshim_message(const jpegshim_decoder *decoder) { return decoder->message; }
 
 int jpegshim_warning_count(const jpegshim_decoder *decoder) { return decoder->warning_count; }
+
+int jpegshim_warning_truncates(const jpegshim_decoder *decoder, int index) {
+    if (index < 0 || index >= JPEGSHIM_MAX_WARNINGS || index >= decoder->warning_count) return 0;
+    return decoder->warning_codes[index] == JWRN_JPEG_EOF;
+}
+
+int jpegshim_truncated(const jpegshim_decoder *decoder) { return decoder->truncated; }
 
 const char *jpegshim_warning(const jpegshim_decoder *decoder, int index) {
     if (index < 0 || index >= JPEGSHIM_MAX_WARNINGS || index >= decoder->warning_count) return "";

@@ -29,6 +29,7 @@ struct pngshim_reader {
     char message[PNGSHIM_MESSAGE_SIZE];
     int warning_count;
     char warnings[PNGSHIM_MAX_WARNINGS][PNGSHIM_MESSAGE_SIZE];
+    int truncated;  ///< the data ended before libpng had read what it asked for
 };
 
 static void on_read_error(png_structp png, png_const_charp message) {
@@ -86,7 +87,10 @@ static void release_consumed(pngshim_reader *reader) {
 
 static void read_from_memory(png_structp png, png_bytep out, size_t length) {
     pngshim_reader *reader = png_get_io_ptr(png);
-    if (length > reader->size - reader->offset) png_error(png, "the data ends early (truncated file)");
+    if (length > reader->size - reader->offset) {
+        reader->truncated = 1;
+        png_error(png, "the data ends early (truncated file)");
+    }
     memcpy(out, reader->data + reader->offset, length);
     reader->offset += length;
     if (reader->release_consumed) release_consumed(reader);
@@ -204,6 +208,8 @@ int pngshim_read_end(pngshim_reader *reader) {
 const char *pngshim_message(const pngshim_reader *reader) { return reader->message; }
 
 int pngshim_warning_count(const pngshim_reader *reader) { return reader->warning_count; }
+
+int pngshim_truncated(const pngshim_reader *reader) { return reader->truncated; }
 
 const char *pngshim_warning(const pngshim_reader *reader, int index) {
     if (index < 0 || index >= PNGSHIM_MAX_WARNINGS || index >= reader->warning_count) return "";

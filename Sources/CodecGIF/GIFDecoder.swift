@@ -61,10 +61,13 @@ public struct GIFDecoder: AnimatedImageDecoding {
     final class Session: ImageDecodingSession {
         private let data: Data
         let info: ImageInfo
+        /// The file was cut inside a block (``GIFStructure/endsInsideBlock``).
+        private let endsInsideBlock: Bool
 
         init(data: Data, structure: GIFStructure) {
             self.data = data
             info = GIFDecoder.info(structure)
+            endsInsideBlock = structure.endsInsideBlock
         }
 
         /// Full size: the RGBA8 canvas. Smaller: the output plus a canvas row. An interlaced
@@ -76,21 +79,29 @@ public struct GIFDecoder: AnimatedImageDecoding {
             return target.pixelCount * 4 + info.size.width * 64 + interlace
         }
 
-        /// The first frame, resampled to the target when one is given. A frame whose pixel
-        /// data is cut short gives a typed error.
+        /// The first frame, resampled to the target when one is given. A file cut inside a
+        /// block gives a ``PipelineCore/DecodeIssue/Severity/truncated`` issue when the first
+        /// frame is whole (later frames or data are missing), and
+        /// ``PipelineCore/ImagePipelineError/truncatedData(format:message:)`` when giflib
+        /// cannot read the first frame.
         func decode(_ options: DecodeOptions) throws -> DecodedImage {
-            // In `options.pixelFormat`: a thumbnail is resampled premultiplied and converted
-            // once; the full canvas is both straight and premultiplied (alpha is 0 or 255,
-            // transparent pixels zero), so it is only relabelled.
-            let reader = try GIFFrameReader(data, canvas: info.size, maxPixelCount: options.maxPixelCount)
-            if let target = options.targetSize, target.isValid, target != info.size {
-                return DecodedImage(bitmap: try reader.firstFrame(resampledTo: target, filter: options.resamplingFilter)
-                    .converted(to: options.pixelFormat), info: info)
+            let issues = endsInsideBlock ? [DecodeIssue.truncated("the file ends inside a block")] : []
+            do {
+                // In `options.pixelFormat`: a thumbnail is resampled premultiplied and converted
+                // once; the full canvas is both straight and premultiplied (alpha is 0 or 255,
+                // transparent pixels zero), so it is only relabelled.
+                let reader = try GIFFrameReader(data, canvas: info.size, maxPixelCount: options.maxPixelCount)
+                if let target = options.targetSize, target.isValid, target != info.size {
+                    return DecodedImage(bitmap: try reader.firstFrame(resampledTo: target, filter: options.resamplingFilter)
+                        .converted(to: options.pixelFormat), info: info, issues: issues)
+                }
+                guard let frame = try reader.nextFrame() else {
+                    throw ImagePipelineError.corruptData(format: .gif, message: "the file has no frame")
+                }
+                return DecodedImage(bitmap: frame.canvas.converted(to: options.pixelFormat), info: info, issues: issues)
+            } catch ImagePipelineError.corruptData(let format, let message) where endsInsideBlock {
+                throw ImagePipelineError.truncatedData(format: format, message: message)
             }
-            guard let frame = try reader.nextFrame() else {
-                throw ImagePipelineError.corruptData(format: .gif, message: "the file has no frame")
-            }
-            return DecodedImage(bitmap: frame.canvas.converted(to: options.pixelFormat), info: info)
         }
     }
 

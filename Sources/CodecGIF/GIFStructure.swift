@@ -33,6 +33,10 @@ struct GIFStructure: Sendable {
     var delays: [Int?] = []
     /// The walk ended before the trailer (truncated or damaged after the frames counted).
     var isTruncated = false
+    /// The data ends inside a block (a descriptor, an extension or a frame's pixel data): the
+    /// file was cut. Ending cleanly between blocks without the trailer, which browsers and
+    /// libvips take as whole, does not count.
+    var endsInsideBlock = false
     /// `false` when the walk stopped at one frame past the animation limits: ``frameCount`` is
     /// then a lower bound, and the later frames' delays are not read.
     var countIsComplete = true
@@ -63,7 +67,7 @@ struct GIFStructure: Sendable {
             guard offset < bytes.count else { isTruncated = true; break }
             switch bytes[offset] {
             case 0x2C:  // image descriptor
-                guard offset + 10 <= bytes.count else { isTruncated = true; frameCount += 1; delays.append(pendingDelay); break walk }
+                guard offset + 10 <= bytes.count else { isTruncated = true; endsInsideBlock = true; frameCount += 1; delays.append(pendingDelay); break walk }
                 let packed = bytes[offset + 9]
                 if frameCount == 0 {
                     func word(_ at: Int) -> Int { Int(bytes[offset + at]) | Int(bytes[offset + at + 1]) << 8 }
@@ -79,9 +83,9 @@ struct GIFStructure: Sendable {
                 pendingDelay = nil
                 if frameCount >= stopAt { countIsComplete = false; break walk }
                 offset += 1  // LZW minimum code size
-                guard offset <= bytes.count, skipSubBlocks(&offset) else { isTruncated = true; break walk }
+                guard offset <= bytes.count, skipSubBlocks(&offset) else { isTruncated = true; endsInsideBlock = true; break walk }
             case 0x21:  // extension
-                guard offset + 2 <= bytes.count else { isTruncated = true; break walk }
+                guard offset + 2 <= bytes.count else { isTruncated = true; endsInsideBlock = true; break walk }
                 let label = bytes[offset + 1]
                 offset += 2
                 let start = offset
@@ -93,7 +97,7 @@ struct GIFStructure: Sendable {
                           start + 16 <= bytes.count, bytes[start + 12] >= 3, bytes[start + 13] == 1 {
                     loopCount = Int(bytes[start + 14]) | Int(bytes[start + 15]) << 8
                 }
-                guard skipSubBlocks(&offset) else { isTruncated = true; break walk }
+                guard skipSubBlocks(&offset) else { isTruncated = true; endsInsideBlock = true; break walk }
             case 0x3B:
                 break walk
             default:

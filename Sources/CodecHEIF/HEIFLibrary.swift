@@ -35,14 +35,16 @@ enum HEIFLibrary {
     /// Whether libheif has an AV1 decoder (libaom or dav1d) compiled in.
     static let decodesAV1: Bool = initialized && heif_have_decoder_for_format(heif_compression_AV1) != 0
 
-    /// `.unsupported` for libheif's "unsupported" codes, `.corruptData` with libheif's own
-    /// message for everything else.
+    /// `.unsupported` for libheif's "unsupported" codes, `.truncatedData` when the data ends
+    /// early (`heif_suberror_End_of_data`), `.corruptData` with libheif's own message for
+    /// everything else.
     static func check(_ error: heif_error, _ format: ImageFormat, _ step: String) throws(ImagePipelineError) {
         guard error.code != heif_error_Ok else { return }
         let message = "libheif failed \(step): " + (error.message.map { text($0) } ?? "error \(error.code.rawValue)")
         if error.code == heif_error_Unsupported_feature || error.code == heif_error_Unsupported_filetype {
             throw .unsupported(format: format, message: message)
         }
+        if error.subcode == heif_suberror_End_of_data { throw .truncatedData(format: format, message: message) }
         throw .corruptData(format: format, message: message)
     }
 

@@ -131,13 +131,14 @@ public struct JPEGDecoder: ImageDecoding {
             // Opaque: the same bytes in either alpha representation.
             var bitmap = Bitmap(zeroed: outputSize, pixelFormat: options.pixelFormat)
             try decoder.readRGBA(into: &bitmap)
-            var warnings = (profileWarning.map { [$0] } ?? []) + decoder.warnings
-            if let trailing = decoder.finish() { warnings.append(trailing) }
+            var issues = (profileWarning.map { [DecodeIssue.warning($0)] } ?? []) + decoder.issues
+            // After the last row: the pixels are whole.
+            if let trailing = decoder.finish() { issues.append(.warning(trailing)) }
             // On the decoded (DCT-scaled) rows: a thumbnail pays for a thumbnail's worth.
             cmykProfile?.convertCMYKToSRGB(&bitmap, inverted: adobeInverted)
-            var decoded = DecodedImage(bitmap: consume bitmap, info: info, warnings: warnings)
+            var decoded = DecodedImage(bitmap: consume bitmap, info: info, issues: issues)
             if isCMYK, cmykProfile == nil, options.convertsToSRGB, let profile, profile.isApplicable, !profile.isCMYK {
-                decoded.warnings.append("the embedded ICC profile is ignored: a '\(profile.info.colorSpace)' profile on a CMYK picture")
+                decoded.issues.append(.warning("the embedded ICC profile is ignored: a '\(profile.info.colorSpace)' profile on a CMYK picture"))
             } else if cmykProfile == nil {
                 decoded.applyColorProfile(profile, options: options, pictureIsGray: info.componentCount == 1)
             }

@@ -62,12 +62,21 @@ struct JPEGSession: ~Copyable {
         return code == Int32(JPEGSHIM_OK) ? nil : String(cString: jpegshim_message(decoder))
     }
 
-    /// The warnings libjpeg reported (corrupt-but-decodable data), with a count of the rest.
-    var warnings: [String] {
+    /// The warnings libjpeg reported, with a count of the rest: the data ending early is a
+    /// truncation, every other one ("Corrupt JPEG data: …", damage libjpeg decoded past) a
+    /// warning, as libvips counts them (its `fail_on=error` passes them, `warning` fails).
+    var issues: [DecodeIssue] {
         let count = Int(jpegshim_warning_count(decoder))
-        var texts = (0..<min(count, Int(JPEGSHIM_MAX_WARNINGS))).map { String(cString: jpegshim_warning(decoder, Int32($0))) }
-        if count > texts.count { texts.append("… and \(count - texts.count) more warnings") }
-        return texts
+        var issues = (0..<min(count, Int(JPEGSHIM_MAX_WARNINGS))).map { index -> DecodeIssue in
+            let text = String(cString: jpegshim_warning(decoder, Int32(index)))
+            return jpegshim_warning_truncates(decoder, Int32(index)) != 0 ? .truncated(text) : .warning(text)
+        }
+        if count > issues.count {
+            let rest = "… and \(count - issues.count) more warnings"
+            // A truncation among the texts not kept still says what the picture is.
+            issues.append(jpegshim_truncated(decoder) != 0 && !issues.includesTruncation ? .truncated(rest) : .warning(rest))
+        }
+        return issues
     }
 
     private func check(_ code: Int32) throws(ImagePipelineError) {

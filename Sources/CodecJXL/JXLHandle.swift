@@ -61,7 +61,7 @@ final class JXLHandle {
         case JXL_DEC_ERROR:
             throw ImagePipelineError.corruptData(format: .jxl, message: "libjxl could not decode \(stage()): the data is corrupt")
         case JXL_DEC_NEED_MORE_INPUT:
-            throw ImagePipelineError.corruptData(format: .jxl, message: "the file is truncated: it ends inside \(stage())")
+            throw ImagePipelineError.truncatedData(format: .jxl, message: "the file is truncated: it ends inside \(stage())")
         default:
             return status
         }

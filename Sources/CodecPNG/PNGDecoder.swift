@@ -95,9 +95,9 @@ public struct PNGDecoder: ImageDecoding {
             } else {
                 bitmap = try PNGDecoder.readWhole(decoder, size: info.size, alpha: info.hasAlpha, format: options.pixelFormat)
             }
-            var warnings = decoder.warnings
-            if let trailing = decoder.readEnd() { warnings.append(trailing) }
-            var decoded = DecodedImage(bitmap: consume bitmap, info: info, warnings: warnings)
+            var issues = decoder.issues
+            if let trailing = decoder.readEnd() { issues.append(trailing) }
+            var decoded = DecodedImage(bitmap: consume bitmap, info: info, issues: issues)
             // On the output rows (already shrunk for a thumbnail).
             decoded.applyColorProfile(profile, options: options, pictureIsGray: header.color_type & 2 == 0 && header.color_type != 3)
             return decoded

@@ -59,23 +59,29 @@ struct PNGSession: ~Copyable {
         try check(code)
     }
 
-    /// Reads the chunks after the image data. A problem there is returned as a warning text:
-    /// the pixels are complete.
-    func readEnd() -> String? {
-        pngshim_read_end(reader) == Int32(PNGSHIM_OK) ? nil : String(cString: pngshim_message(reader))
+    /// Reads the chunks after the image data. A problem there is returned as an issue: the
+    /// pixels are complete, but a file that ends before its IEND chunk is still truncated.
+    func readEnd() -> DecodeIssue? {
+        guard pngshim_read_end(reader) != Int32(PNGSHIM_OK) else { return nil }
+        let message = String(cString: pngshim_message(reader))
+        return pngshim_truncated(reader) != 0 ? .truncated(message) : .warning(message)
     }
 
     /// libpng's warnings so far, with a count of those not kept.
-    var warnings: [String] {
+    var issues: [DecodeIssue] {
         let count = Int(pngshim_warning_count(reader))
         var texts = (0..<min(count, Int(PNGSHIM_MAX_WARNINGS))).map { String(cString: pngshim_warning(reader, Int32($0))) }
         if count > texts.count { texts.append("… and \(count - texts.count) more warnings") }
-        return texts
+        return texts.map(DecodeIssue.warning)
     }
 
+    /// Throws for a failed libpng call: data that ends inside the pixels is
+    /// ``PipelineCore/ImagePipelineError/truncatedData(format:message:)`` (libpng cannot return
+    /// the rows it read), anything else ``PipelineCore/ImagePipelineError/corruptData(format:message:)``.
     private func check(_ code: Int32) throws(ImagePipelineError) {
         guard code != Int32(PNGSHIM_OK) else { return }
         let message = String(cString: pngshim_message(reader))
+        if pngshim_truncated(reader) != 0 { throw .truncatedData(format: .png, message: message) }
         throw .corruptData(format: .png, message: message.isEmpty ? "libpng failed" : message)
     }
 }

@@ -120,10 +120,14 @@ enum WebPInput {
         }
     }
 
-    /// Throws ``PipelineCore/ImagePipelineError/corruptData(format:message:)`` naming the status code.
+    /// Throws ``PipelineCore/ImagePipelineError/corruptData(format:message:)`` naming the status
+    /// code, or ``PipelineCore/ImagePipelineError/truncatedData(format:message:)`` when the data
+    /// ends early (libwebp's one-shot decode returns no partial picture).
     static func check(_ status: VP8StatusCode, _ step: String) throws(ImagePipelineError) {
         guard status != VP8_STATUS_OK else { return }
-        throw .corruptData(format: .webp, message: "libwebp failed \(step): \(name(status))")
+        let message = "libwebp failed \(step): \(name(status))"
+        if status == VP8_STATUS_NOT_ENOUGH_DATA { throw .truncatedData(format: .webp, message: message) }
+        throw .corruptData(format: .webp, message: message)
     }
 
     /// The `VP8StatusCode` constant's name.

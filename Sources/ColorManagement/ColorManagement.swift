@@ -108,21 +108,21 @@ extension DecodedImage {
             return
         }
         if let problem = profile.info.problem {
-            if profile.isDamaged { warnings.append("the embedded ICC profile is ignored: \(problem)") }
+            if profile.isDamaged { issues.append(.warning("the embedded ICC profile is ignored: \(problem)")) }
             return
         }
         if profile.isCMYKSpace {
-            warnings.append("the embedded ICC profile is ignored: a CMYK profile on an RGB picture")
+            issues.append(.warning("the embedded ICC profile is ignored: a CMYK profile on an RGB picture"))
             return
         }
         if profile.isGray && !pictureIsGray {
-            warnings.append("the embedded ICC profile is ignored: a gray profile on a colour picture")
+            issues.append(.warning("the embedded ICC profile is ignored: a gray profile on a colour picture"))
             return
         }
         guard profile.isApplicable else {
             // The transform failed to build: its problem is known now.
             info.colorProfile = profile.info
-            warnings.append("the embedded ICC profile is ignored: \(profile.info.problem ?? "lcms2 cannot use it")")
+            issues.append(.warning("the embedded ICC profile is ignored: \(profile.info.problem ?? "lcms2 cannot use it")"))
             return
         }
         profile.convertToSRGB(&bitmap, hasAlpha: info.hasAlpha)

@@ -361,6 +361,10 @@ struct Renderer: Sendable {
     /// (escaped, bounded) and never quoting its bytes.
     static func serverError(_ error: any Error, source: URL) -> ServerError {
         let url = MessageText.url(source)
+        if isTruncation(error) {
+            // Told apart from other damage: the usual cause is an upload or copy cut short.
+            return ServerError(.unprocessable, "source is truncated (its data ends before the picture does): \(url)")
+        }
         switch ImagePipelineError.Kind(error) {
         case .notFound: return ServerError(.notFound, "source not found: \(url)")
         case .refused: return ServerError(.forbidden, "source refused: \(url)")
@@ -372,6 +376,13 @@ struct Renderer: Sendable {
         case .cancelled: return ServerError(.timeout, "the request was cancelled: \(url)")
         case .failed: return ServerError(.internalError, "cannot process the picture of \(url)")
         }
+    }
+
+    /// Whether `error` is (or wraps) a decoder's ``PipelineCore/ImagePipelineError/truncatedData(format:message:)``.
+    static func isTruncation(_ error: any Error) -> Bool {
+        guard let pipelineError = error as? ImagePipelineError else { return false }
+        if case .truncatedData = pipelineError.underlyingError as? ImagePipelineError { return true }
+        return false
     }
 
     /// Which limit `error` is over, as a few words of ours (pixels, bytes, frames), never its text.

@@ -69,6 +69,8 @@ struct Environment {
             eventHandler: stats.record)
         configuration.maxConcurrentDecodes = ProcessInfo.processInfo.activeProcessorCount
         configuration.previewPolicy = previews
+        // `--fail-on` for every request of the run; `none`, as libvips, by default.
+        configuration.decodingStrictness = invocation[options.failOn] ?? .lenient
         pipeline = ImagePipeline(configuration: configuration)
     }
 

@@ -273,6 +273,25 @@ extension ValueParser where Value == ResamplingFilter {
     static var filter: ValueParser { .oneOf({ ResamplingFilter.allCases.map(\.rawValue) }, { ResamplingFilter(rawValue: $0) }) }
 }
 
+extension ValueParser where Value == DecodingStrictness {
+    /// libvips's `fail_on` names: `none`, `truncated`, `error`, `warning`.
+    static var failOn: ValueParser {
+        .oneOf({ DecodingStrictness.allCases.map(\.failOnName) }, { name in DecodingStrictness.allCases.first { $0.failOnName == name } })
+    }
+}
+
+extension DecodingStrictness {
+    /// The level's name as libvips's `fail_on` (and `--fail-on`) spells it.
+    var failOnName: String {
+        switch self {
+        case .lenient: return "none"
+        case .failsOnTruncation: return "truncated"
+        case .failsOnErrors: return "error"
+        case .strict: return "warning"
+        }
+    }
+}
+
 extension ValueParser where Value == OutputFormat {
     /// An output extension without the dot, any case (`jpg`, `PNG`, `pam`): the formats imgpipe writes.
     static var outputFormat: ValueParser { .oneOf({ OutputFormat.extensions.map(\.name) }, { OutputFormat(extension: $0) }) }
@@ -291,6 +310,11 @@ struct CommonOptions: OptionGroup {
     let memoryCacheMB = Option("memory-cache-mb", "N", .sources, "memory cache budget in MiB, 0 for none (default 256; thumb --out-dir 32; serve 0)",
                                .wholeNumber(in: 0...Int.max))
     let maxPixels = Option("max-pixels", "N", .sources, "refuse pictures with more pixels than this (default 100000000)", .positiveInteger)
+    let failOn = Option("fail-on", "LEVEL", .sources,
+                        "fail on damaged input, as libvips's fail_on: none (default: the damage is a warning and what decoded is written), "
+                        + "truncated (data that ends early), error (that or damage the decoder recovered from) or warning (anything; "
+                        + "serve always fails on anything)",
+                        .failOn)
     let timeout = Option("timeout", "S", .sources, "network connect and idle timeout in seconds (default 15; serve: 5)", .positiveSeconds)
     let concurrency = Option("concurrency", "N", .sources, "pictures loaded at once (default 8; thumb --out-dir max(8, 2 × cores))",
                              .positiveInteger)

@@ -12,7 +12,7 @@ struct HEIFRobustnessTests {
             return try HEIFDecoder().decode(data, options: options)
         } catch let error as ImagePipelineError {
             switch error {
-            case .corruptData(format: .heif?, _), .unsupported(format: .heif, _): return nil
+            case .corruptData(format: .heif?, _), .truncatedData(format: .heif?, _), .unsupported(format: .heif, _): return nil
             default: Issue.record("\(label): unexpected error \(error)"); return nil
             }
         } catch {
@@ -34,7 +34,7 @@ struct HEIFRobustnessTests {
         do {
             _ = try HEIFDecoder().decode(data.prefix(100), options: DecodeOptions())
             Issue.record("a 100-byte prefix decoded")
-        } catch let ImagePipelineError.corruptData(format, message) {
+        } catch let ImagePipelineError.corruptData(format, message), let ImagePipelineError.truncatedData(format, message) {
             #expect(format == .heif)
             #expect(message.hasPrefix("libheif failed reading the file: "), "\(message)")
             // The context owns the message: it must be copied before the context is freed.

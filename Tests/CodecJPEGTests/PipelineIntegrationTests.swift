@@ -85,7 +85,7 @@ struct DecodingStrictnessTests {
         let strict = ImageRequest(url: url, width: 64, height: 64, decoding: .strict)
         #expect(strict.processing.strictDecoding)
         let error = await #expect(throws: ImagePipelineError.self) { _ = try await pipeline.image(for: strict) }
-        guard case .decodingFailed(url, let underlying)? = error, case .corruptData(_, let message)? = underlying as? ImagePipelineError else {
+        guard case .decodingFailed(url, let underlying)? = error, case .truncatedData(_, let message)? = underlying as? ImagePipelineError else {
             Issue.record("not a decoding failure with the codec's warning: \(String(describing: error))"); return
         }
         #expect(message == lenient.warnings.first)

@@ -80,6 +80,13 @@ int jpegshim_warning_count(const jpegshim_decoder *decoder);
 /// The text of warning `index` (< min(count, JPEGSHIM_MAX_WARNINGS)). Owned by the decoder.
 const char *jpegshim_warning(const jpegshim_decoder *decoder, int index);
 
+/// Whether warning `index` says the data ended early (JWRN_JPEG_EOF: the source manager
+/// inserted an EOI marker and the rest of the picture is grey).
+int jpegshim_warning_truncates(const jpegshim_decoder *decoder, int index);
+
+/// Whether the data ended early, whether or not that warning's text was kept.
+int jpegshim_truncated(const jpegshim_decoder *decoder);
+
 /// How many warning texts are kept; later ones are only counted.
 #define JPEGSHIM_MAX_WARNINGS 8
 

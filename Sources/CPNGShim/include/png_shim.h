@@ -62,6 +62,10 @@ const char *pngshim_message(const pngshim_reader *reader);
 /// How many warnings libpng reported so far.
 int pngshim_warning_count(const pngshim_reader *reader);
 
+/// Whether the data ended before libpng had read what it asked for (the last error, or the
+/// problem `pngshim_read_end` reported, was that).
+int pngshim_truncated(const pngshim_reader *reader);
+
 /// The text of warning `index` (< min(count, PNGSHIM_MAX_WARNINGS)). Owned by the reader.
 const char *pngshim_warning(const pngshim_reader *reader, int index);
 

@@ -30,7 +30,7 @@ enum MemoryCost {
     /// identifiers, warnings and tags, and ``responseEntryOverhead``.
     static func of(_ container: ImageContainer, for key: ImageKey) -> Int {
         var bytes = responseEntryOverhead + container.bitmap.cost + of(key.cacheURL) + identifiers(of: key)
-        bytes += container.warnings.reduce(0) { $0 + $1.utf8.count }
+        bytes += container.issues.reduce(0) { $0 + $1.message.utf8.count }
         if let origin = container.renditionOrigin {
             bytes += origin.tag.utf8.count + (origin.info.etag?.utf8.count ?? 0) + (origin.info.lastModified?.utf8.count ?? 0)
         }
@@ -52,7 +52,8 @@ enum MemoryCost {
         case .noLoader(let scheme): return scheme.utf8.count
         case .noDecoder(_, let leadingBytes): return leadingBytes.count
         case .notFound(let url, _): return of(url)
-        case .unsupported(_, let message), .corruptData(_, let message), .timeout(let message): return message.utf8.count
+        case .unsupported(_, let message), .corruptData(_, let message), .truncatedData(_, let message), .timeout(let message):
+            return message.utf8.count
         case .fileUnreadable(let path, let reason): return path.utf8.count + reason.utf8.count
         case .libraryUnavailable(let missing): return missing.description.utf8.count
         case .overloaded(let url, let limit, let detail): return of(url) + limit.rawValue.utf8.count + detail.utf8.count

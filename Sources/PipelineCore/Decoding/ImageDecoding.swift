@@ -97,8 +97,16 @@ public struct DecodeOptions: Hashable, Sendable {
     /// set, so the crop is resampled straight from the source pixels (JPEG XL does: its
     /// resampling as it leaves libjxl is for fits).
     public var cutsAfterScaling = false
-    /// Fail on corrupt-but-decodable data instead of returning it with warnings. Default `false`.
-    public var strict: Bool
+    /// What the decode fails on (libvips's `fail_on`): ``ImageDecodingSession/decodeChecked(_:)``
+    /// throws for the worst ``DecodedImage/issues`` it refuses. Default
+    /// ``DecodingStrictness/lenient``.
+    public var strictness: DecodingStrictness
+    /// Whether ``strictness`` is ``DecodingStrictness/strict`` (a codec may then ask its library
+    /// to stop at the first warning); setting `false` makes it ``DecodingStrictness/lenient``.
+    public var strict: Bool {
+        get { strictness == .strict }
+        set { strictness = newValue ? .strict : .lenient }
+    }
     /// What the source may cost (``Limits``): its pixel count, an animation's frames and
     /// pixels, a codec's work and its colour profile. Default ``Limits/default``.
     public var limits: Limits
@@ -144,13 +152,15 @@ public struct DecodeOptions: Hashable, Sendable {
 
     /// Creates options with `limits`, of which `maxPixelCount`, `maxAnimationFrameCount` and
     /// `maxAnimationPixelCount`, when given, replace theirs.
+    /// `strict` `true` is ``DecodingStrictness/strict``; `strictness`, when given, replaces it.
     public init(targetSize: PixelSize? = nil, appliesOrientation: Bool = true, strict: Bool = false,
+                strictness: DecodingStrictness? = nil,
                 limits: Limits = .default, maxPixelCount: Int? = nil, maxAnimationFrameCount: Int? = nil,
                 maxAnimationPixelCount: Int? = nil, convertsToSRGB: Bool = true,
                 resamplingFilter: ResamplingFilter = .default, pixelFormat: PixelFormat = .rgba8Premultiplied) {
         self.targetSize = targetSize
         self.appliesOrientation = appliesOrientation
-        self.strict = strict
+        self.strictness = strictness ?? (strict ? .strict : .lenient)
         self.limits = limits
         if let maxPixelCount { self.limits.maxPixelCount = maxPixelCount }
         if let maxAnimationFrameCount { self.limits.maxAnimationFrameCount = maxAnimationFrameCount }
@@ -239,19 +249,27 @@ public struct DecodedImage: Sendable {
     public var bitmap: Bitmap
     /// The header information, with the stored size.
     public var info: ImageInfo
-    /// The codec's warnings about corrupt-but-decodable data, if any.
-    public var warnings: [String]
+    /// What the codec saw in data it still decoded (``DecodeIssue``: truncated, an error it
+    /// recovered from, a warning), in the order it saw them. Empty for a clean file.
+    public var issues: [DecodeIssue]
+    /// The messages of ``issues``.
+    public var warnings: [String] { issues.map(\.message) }
     /// The ICC profile the pixels' values are in, when the decoder left them as stored
     /// (``DecodeOptions/convertsToSRGB`` `false`) and the file's profile describes them (RGB,
     /// readable): what an encoder embeds to keep the colours (``EncodeOptions/iccProfile``).
     /// `nil` when the values are sRGB. Default `nil`.
     public var iccProfile: Data?
 
-    /// Creates a decoded picture.
+    /// Creates a decoded picture; each of `warnings` is a ``DecodeIssue/Severity/warning``.
     public init(bitmap: Bitmap, info: ImageInfo, warnings: [String] = [], iccProfile: Data? = nil) {
+        self.init(bitmap: bitmap, info: info, issues: warnings.map(DecodeIssue.warning), iccProfile: iccProfile)
+    }
+
+    /// Creates a decoded picture with what the codec saw.
+    public init(bitmap: Bitmap, info: ImageInfo, issues: [DecodeIssue], iccProfile: Data? = nil) {
         self.bitmap = bitmap
         self.info = info
-        self.warnings = warnings
+        self.issues = issues
         self.iccProfile = iccProfile
     }
 }
@@ -338,8 +356,9 @@ extension ImageDecodingSession {
     /// `options.maxPixelCount` (or with an empty size) before any pixel buffer exists, clamps
     /// the target to the upright size (`nil` when it asks for full size, so no codec is asked
     /// to upscale; a vector picture, ``ImageInfo/isVector``, is instead checked against the size
-    /// it renders at and never clamped), and with `options.strict` turns the first warning into
-    /// ``ImagePipelineError/corruptData(format:message:)``.
+    /// it renders at and never clamped), and throws for the worst of the decoder's issues that
+    /// `options.strictness` refuses: ``ImagePipelineError/truncatedData(format:message:)`` for
+    /// data that ends early, else ``ImagePipelineError/corruptData(format:message:)``.
     public func decodeChecked(_ options: DecodeOptions) throws -> DecodedImage {
         let info = self.info
         var options = options
@@ -370,8 +389,11 @@ extension ImageDecodingSession {
             decoded = try decode(stored)
             decoded.bitmap = decoded.bitmap.oriented(orientation)
         }
-        if options.strict, let first = decoded.warnings.first {
-            throw ImagePipelineError.corruptData(format: info.format, message: first)
+        if let refused = decoded.issues.filter(options.strictness.refuses).max(by: { $0.severity < $1.severity }) {
+            // The worst refused issue names the failure: a truncation is told apart from damage.
+            throw refused.severity == .truncated
+                ? ImagePipelineError.truncatedData(format: info.format, message: refused.message)
+                : ImagePipelineError.corruptData(format: info.format, message: refused.message)
         }
         return decoded
     }

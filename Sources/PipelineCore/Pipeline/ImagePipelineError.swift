@@ -53,6 +53,12 @@ public enum ImagePipelineError: Error, Sendable, CustomStringConvertible, Locali
     case unsupported(format: ImageFormat, message: String)
     /// The codec could not decode the data, with its message.
     case corruptData(format: ImageFormat?, message: String)
+    /// The data ends before the picture does (a file cut short, not a body shorter than its
+    /// announced length: that is ``truncated(expected:received:)``), with the codec's message:
+    /// thrown when the request's ``DecodingStrictness`` refuses a
+    /// ``DecodeIssue/Severity/truncated`` issue, or by a codec that cannot decode a partial
+    /// file at all. Not permanent: the next fetch may bring the whole file.
+    case truncatedData(format: ImageFormat?, message: String)
     /// The header declares more pixels than the configured maximum.
     case tooManyPixels(PixelSize, limit: Int)
     /// The source would cost more than one of the limits on a source other than pixels and
@@ -145,6 +151,8 @@ public enum ImagePipelineError: Error, Sendable, CustomStringConvertible, Locali
         case .unsupported(let format, let message): return "unsupported \(format) data: \(MessageText.escaped(message))"
         case .corruptData(let format?, let message): return "corrupt \(format) data: \(MessageText.escaped(message))"
         case .corruptData(nil, let message): return "corrupt data: \(MessageText.escaped(message))"
+        case .truncatedData(let format?, let message): return "truncated \(format) data: \(MessageText.escaped(message))"
+        case .truncatedData(nil, let message): return "truncated data: \(MessageText.escaped(message))"
         case .tooManyPixels(let size, let limit): return "the picture is \(size) pixels, over the limit of \(limit) pixels"
         case .overLimit(let kind, let limit, let actual?): return "\(kind.counting) is \(actual), over the limit of \(limit)"
         case .overLimit(let kind, let limit, nil): return "\(kind.counting) is over the limit of \(limit)"
@@ -209,6 +217,7 @@ public enum ImagePipelineError: Error, Sendable, CustomStringConvertible, Locali
         case (.tooLarge(let a1, let a2), .tooLarge(let b1, let b2)): return a1 == b1 && a2 == b2
         case (.unsupported(let a1, let a2), .unsupported(let b1, let b2)): return a1 == b1 && a2 == b2
         case (.corruptData(let a1, let a2), .corruptData(let b1, let b2)): return a1 == b1 && a2 == b2
+        case (.truncatedData(let a1, let a2), .truncatedData(let b1, let b2)): return a1 == b1 && a2 == b2
         case (.tooManyPixels(let a1, let a2), .tooManyPixels(let b1, let b2)): return a1 == b1 && a2 == b2
         case (.overLimit(let a1, let a2, let a3), .overLimit(let b1, let b2, let b3)): return a1 == b1 && a2 == b2 && a3 == b3
         case (.timeout(let a), .timeout(let b)): return a == b

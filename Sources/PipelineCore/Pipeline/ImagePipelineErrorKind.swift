@@ -180,7 +180,7 @@ extension ImagePipelineError {
         case .notFound: return .notFound
         case .noLoader, .fileUnreadable: return .refused
         case .tooLarge, .tooManyPixels, .overLimit: return .overLimit
-        case .noDecoder, .unsupported, .corruptData: return .notAPicture
+        case .noDecoder, .unsupported, .corruptData, .truncatedData: return .notAPicture
         case .overloaded: return .overloaded
         case .timeout: return .timedOut
         case .notCached: return .notCached

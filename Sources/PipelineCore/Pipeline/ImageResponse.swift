@@ -48,8 +48,15 @@ public struct ImageContainer: Sendable {
     public var originalSize: PixelSize
     /// The container format of the compressed bytes.
     public var format: ImageFormat
-    /// The codec's warnings about corrupt-but-decodable data.
-    public var warnings: [String]
+    /// What the codec saw in data it still decoded (``DecodeIssue``), and what the pipeline
+    /// adds (a revalidation that did not decode, as a warning). A container whose issues
+    /// include a truncation (``isComplete`` `false`) is never cached.
+    public var issues: [DecodeIssue]
+    /// The messages of ``issues``.
+    public var warnings: [String] { issues.map(\.message) }
+    /// `false` when the data ended before the picture did (a ``DecodeIssue/Severity/truncated``
+    /// issue): part of the picture is filled in, and no cache keeps it.
+    public var isComplete: Bool { !issues.includesTruncation }
     /// The picture's placeholder hash (``ThumbHash``), of the whole upright picture before any
     /// crop or processor, when the pipeline made one (``ImagePipeline/Configuration/makesPlaceholders``).
     public var placeholder: ThumbHash?
@@ -60,13 +67,13 @@ public struct ImageContainer: Sendable {
     /// info), when it may be made; `nil` for a rendition's own decode.
     var renditionOrigin: RenditionOrigin?
 
-    /// Creates a container.
+    /// Creates a container; each of `warnings` is a ``DecodeIssue/Severity/warning``.
     public init(bitmap: Bitmap, originalSize: PixelSize, format: ImageFormat, warnings: [String] = [],
                 placeholder: ThumbHash? = nil, iccProfile: Data? = nil) {
         self.bitmap = bitmap
         self.originalSize = originalSize
         self.format = format
-        self.warnings = warnings
+        self.issues = warnings.map(DecodeIssue.warning)
         self.placeholder = placeholder
         self.iccProfile = iccProfile
     }
@@ -125,11 +132,15 @@ public struct ImageResponse: Sendable {
         get { container.format }
         set { container.format = newValue }
     }
-    /// The codec's warnings about corrupt-but-decodable data (``ImageContainer/warnings``).
-    public var warnings: [String] {
-        get { container.warnings }
-        set { container.warnings = newValue }
+    /// What the codec saw in data it still decoded (``ImageContainer/issues``).
+    public var issues: [DecodeIssue] {
+        get { container.issues }
+        set { container.issues = newValue }
     }
+    /// The messages of ``issues`` (``ImageContainer/warnings``).
+    public var warnings: [String] { container.warnings }
+    /// Whether the data held the whole picture (``ImageContainer/isComplete``).
+    public var isComplete: Bool { container.isComplete }
     /// The placeholder hash (``ImageContainer/placeholder``): what
     /// ``ImagePipeline/placeholder(for:)`` answers later from the disk entry. Store it beside
     /// the URL (a server's API, a database row) to paint a cell before anything loads.

@@ -24,11 +24,11 @@ struct ResolvedRequest: Sendable {
     /// function of the request alone), taken from or kept in `asked`'s `ResolutionMemo`.
     init(_ asked: ImageRequest, configuration: ImagePipeline.Configuration, resolver: ResolutionMemo.Resolver?) {
         var request = asked
-        // A strict configuration makes the request strict before its key is made, so the key
+        // A stricter configuration makes the request as strict before its key is made, so the key
         // (and every stage) sees the strictness that applies. Only when it changes something:
         // a change gives the copy a memo of its own.
-        if configuration.decodingStrictness == .strict, !request.processing.strictDecoding {
-            request.processing.strictDecoding = true
+        if configuration.decodingStrictness > request.processing.decodingStrictness {
+            request.processing.decodingStrictness = configuration.decodingStrictness
         }
         self.request = request
         if let resolver, let known = asked.resolutionMemo.entry(for: resolver) {

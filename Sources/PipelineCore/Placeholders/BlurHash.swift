@@ -29,7 +29,7 @@ public struct BlurHash: Hashable, Sendable, CustomStringConvertible {
     public static let defaultComponents = (x: 4, y: 3)
 
     /// The largest side, in pixels, the encoder reads: 100, ``ThumbHash/maxEncodedSide``. A
-    /// larger bitmap is first box-averaged to fit, as for ThumbHash (one small picture serves
+    /// larger bitmap is first reduced to fit, as for ThumbHash (one small picture serves
     /// both hashes); a handful of cosines sees no more in more pixels, it only costs time.
     public static let maxEncodedSide = ThumbHash.maxEncodedSide
 
@@ -67,7 +67,8 @@ public struct BlurHash: Hashable, Sendable, CustomStringConvertible {
     /// The hash of `bitmap` (premultiplied or straight) with `x` × `y` components (each clamped
     /// to 1–9; default ``defaultComponents``), as the reference computes it over the straight
     /// RGB of at most ``maxEncodedSide`` × ``maxEncodedSide`` pixels (a larger bitmap is
-    /// box-averaged to fit first, as ``ThumbHash/init(bitmap:)`` does). Alpha is not encoded:
+    /// reduced to fit first as ``ThumbHash/init(bitmap:)`` reduces it, as Pillow's
+    /// `thumbnail` does). Alpha is not encoded:
     /// the colour values are read as they are, as the reference reads RGB.
     ///
     /// The arithmetic is the reference's (`blurhash` on PyPI, a port of Wolt's Swift encoder):
@@ -75,7 +76,7 @@ public struct BlurHash: Hashable, Sendable, CustomStringConvertible {
     /// so the text equals the reference's for the same pixels.
     ///
     /// - Complexity: `x` × `y` multiply-adds per channel and pixel of the (at most 100 × 100)
-    ///   picture, after the average of a larger one.
+    ///   picture, after the reduction of a larger one.
     public init(bitmap: Bitmap, components x: Int = defaultComponents.x, _ y: Int = defaultComponents.y) {
         let small = ThumbHash.fitting(bitmap)
         self = Self.encode(width: small.width, height: small.height, rgba: small.unpremultipliedBytes(),

@@ -30,8 +30,8 @@ public struct ThumbHash: Hashable, Sendable, CustomStringConvertible {
     public static let maxByteCount = 25
 
     /// The largest side, in pixels, the encoder reads: 100, the reference's limit. A larger
-    /// bitmap is first averaged down to fit 100 × 100 (more pixels would not change the few
-    /// coefficients the hash keeps, only cost time).
+    /// bitmap is first reduced to fit 100 × 100 as the reference reduces it (more pixels would
+    /// not change the few coefficients the hash keeps, only cost time).
     public static let maxEncodedSide = 100
 
     /// The long side, in pixels, of ``bitmap(size:)``'s default size: 32, as the reference
@@ -210,34 +210,31 @@ extension ThumbHash {
     /// computes it: the average colour is weighted by alpha and transparent pixels are taken
     /// as that average, so a transparent border does not darken the colours.
     ///
-    /// A bitmap larger than ``maxEncodedSide`` (100) on a side is first box-averaged to fit
-    /// 100 × 100 at its aspect ratio, in one pass (no full-size copy, even of a straight
-    /// bitmap); within 100 × 100 its pixels are hashed as they are, with the reference's
-    /// arithmetic, so the bytes equal the reference's for the same straight RGBA.
+    /// A bitmap larger than ``maxEncodedSide`` (100) on a side is first reduced to fit
+    /// 100 × 100 as the reference reduces it (Pillow's `thumbnail`: a bicubic convolution,
+    /// `ThumbnailReduction`); within 100 × 100 its pixels are hashed as they are, with the
+    /// reference's arithmetic, so the bytes equal the reference's for the same straight RGBA.
     ///
     /// Rounding is half away from zero, as the author's JavaScript and Rust round;
     /// `thumbhash-python` rounds half to even, which differs only on exact ties (for example
     /// the luminance count of a 2:1 picture with alpha, 5 × 1/2 = 2.5).
     ///
-    /// - Complexity: one pass over the bitmap when it is larger than 100 × 100, then about
-    ///   55 multiply-adds per pixel of the (at most 100 × 100) picture. Measured in a release
-    ///   build, thread CPU time on a busy 2-core VM: 0.4–0.6 ms for 100 × 100, about 3 ms for
-    ///   1280 × 960 (most of it the average).
+    /// - Complexity: one pass over the bitmap when it is larger than 100 × 100 (about
+    ///   4 × scale taps per output column of each row), then about 55 multiply-adds per pixel
+    ///   of the (at most 100 × 100) picture. Measured in a release build, thread CPU time on a
+    ///   busy 2-core VM: 0.4–0.6 ms for 100 × 100 (a 1280 × 800 one, reduced first: the
+    ///   benchmarks' "Pictures before they arrive").
     public init(bitmap: Bitmap) {
         let small = Self.fitting(bitmap)
         let rgba = small.unpremultipliedBytes()
         self = Self.encode(width: small.width, height: small.height, rgba: rgba)
     }
 
-    /// `bitmap` when it fits ``maxEncodedSide`` × ``maxEncodedSide``; else its box average at
-    /// the largest size that fits at its aspect ratio (1280 × 960: 100 × 75). A box, not
-    /// Lanczos or an exact area average: the hash keeps a handful of low frequencies, which a
-    /// box passes as well, at a fraction of the cost, and it reads straight pixels weighted
-    /// by alpha without a premultiplied copy. ``BlurHash`` reads the same small picture.
+    /// `bitmap` when it fits ``maxEncodedSide`` × ``maxEncodedSide``; else, as the reference
+    /// sees it, Pillow's `thumbnail((100, 100))` of it (1280 × 960: 100 × 75), straight
+    /// (`ThumbnailReduction`). ``BlurHash`` reads the same small picture.
     static func fitting(_ bitmap: Bitmap) -> Bitmap {
-        let limit = PixelSize(width: maxEncodedSide, height: maxEncodedSide)
-        guard bitmap.width > limit.width || bitmap.height > limit.height else { return bitmap }
-        return bitmap.boxAveraged(to: ResizePlan(source: bitmap.size, target: .pixels(limit), contentMode: .fit).outputSize)
+        ThumbnailReduction.reduced(bitmap, fitting: maxEncodedSide)
     }
 
     /// The reference's `rgbaToThumbHash` over straight RGBA8 of at most 100 × 100 pixels, with

@@ -142,7 +142,7 @@ struct RenditionCache: Sendable {
     func fallBack(from lookup: Lookup, after error: ImagePipelineError, key: ImageKey, priority: PriorityHandle) async -> ImageResponse? {
         guard let stale = lookup.renewed?.stale, let store = lookup.store,
               var answer = await decode(stale, in: store, key: key, priority: priority) else { return nil }
-        answer.warnings.append("the revalidated bytes did not decode (\(error)); the stored rendition was used")
+        answer.issues.append(.warning("the revalidated bytes did not decode (\(error)); the stored rendition was used"))
         configuration.emit(.renditionHit(key))
         return answer
     }
@@ -218,8 +218,11 @@ struct RenditionStore: Sendable {
         // without them keep their keys (the filter changes the pixels as much as a processor).
         let transform = processing.transform == .up ? [] : ["transform=\(processing.transform.rawValue)"]
         let filter = processing.resamplingFilter == .default ? [] : ["filter=\(processing.resamplingFilter.rawValue)"]
+        // The levels between lenient and strict (their flag above reads "0") only when asked for.
+        let level = processing.decodingStrictness == .lenient || processing.decodingStrictness == .strict
+            ? [] : ["decoding=\(processing.decodingStrictness.rawValue)"]
         var parts = [key.cacheURL.absoluteString, size, mode, options] + (processing.trim.map { ["\($0)"] } ?? []) + transform
-            + filter + (processing.sharpening.map { ["\($0)"] } ?? []) + key.processors.map(\.identifier)
+            + filter + level + (processing.sharpening.map { ["\($0)"] } ?? []) + key.processors.map(\.identifier)
         if !encoding.isEmpty { parts.append("encoding=" + encoding) }
         // Length-prefixed parts, so no identifier can imitate a boundary.
         let text = parts.map { "\($0.utf8.count):\($0)" }.joined()

@@ -63,11 +63,17 @@ public enum RevalidationPolicy: Hashable, Sendable {
 public struct ProcessingOptions: Hashable, Sendable {
     /// Rotate and flip by the file's EXIF orientation so the result is upright. Default `true`.
     public var appliesOrientation: Bool
-    /// Fail on data the codec calls corrupt-but-decodable instead of returning it. Default `false`:
-    /// a truncated JPEG then comes back with its missing rows grey and a line in
-    /// ``ImageResponse/warnings``. The request's initialisers take this choice as
-    /// `decoding: .strict` (``DecodingStrictness``), which says when to make it.
-    public var strictDecoding: Bool
+    /// What the decode fails on (``DecodingStrictness``, libvips's `fail_on`). Default
+    /// ``DecodingStrictness/lenient``: a truncated JPEG then comes back with its missing rows
+    /// grey and the truncation in ``ImageResponse/issues`` (and is not cached). The request's
+    /// initialisers take this choice as `decoding:`, which says when to make it.
+    public var decodingStrictness: DecodingStrictness
+    /// Whether ``decodingStrictness`` is ``DecodingStrictness/strict``; setting `false` makes it
+    /// ``DecodingStrictness/lenient``.
+    public var strictDecoding: Bool {
+        get { decodingStrictness == .strict }
+        set { decodingStrictness = newValue ? .strict : .lenient }
+    }
     /// Allow scaling a picture above its own size to reach the target. Default `false`,
     /// as in Nuke: a small picture comes back at its own size (cropped to the aspect in `.fill`).
     public var allowsUpscaling: Bool
@@ -110,7 +116,7 @@ public struct ProcessingOptions: Hashable, Sendable {
                 transform: ImageOrientation = .up) {
         self.appliesOrientation = appliesOrientation
         self.transform = transform
-        self.strictDecoding = strictDecoding
+        self.decodingStrictness = strictDecoding ? .strict : .lenient
         self.allowsUpscaling = allowsUpscaling
         self.convertsToSRGB = convertsToSRGB
         self.resamplingFilter = resamplingFilter
@@ -174,8 +180,7 @@ public struct ImageRequest: Hashable, Sendable {
     /// Creates a request for `url` at `targetSize`.
     ///
     /// `decoding` says whether a damaged file fails or comes back with what could be decoded;
-    /// `.strict` here or in `processing` (``ProcessingOptions/strictDecoding``) makes the request
-    /// strict. Default ``DecodingStrictness/lenient``, for display; a server that writes what it
+    /// the stricter of it and `processing`'s (``ProcessingOptions/decodingStrictness``) applies. Default ``DecodingStrictness/lenient``, for display; a server that writes what it
     /// decodes to files or caches should pass ``DecodingStrictness/strict``.
     public init(
         url: URL,
@@ -199,7 +204,7 @@ public struct ImageRequest: Hashable, Sendable {
         self.cachePolicy = cachePolicy
         self.revalidation = revalidation
         self.processing = processing
-        if decoding == .strict { self.processing.strictDecoding = true }
+        if decoding > self.processing.decodingStrictness { self.processing.decodingStrictness = decoding }
         self.headers = headers
         self.processorList = processors.map(ImageProcessor.init)
         self.freshnessPolicy = freshnessPolicy

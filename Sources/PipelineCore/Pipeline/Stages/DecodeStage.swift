@@ -12,7 +12,8 @@ import Foundation
 /// (``PreviewThrottle``). Knows only the fetch stage below it.
 ///
 /// Bytes a loader returned reach the disk cache only here, once they decoded: a broken body
-/// (a truncated or mislabelled answer from a CDN edge) is never stored. When new bytes from a
+/// (a truncated or mislabelled answer from a CDN edge) is never stored, nor bytes that decode
+/// to a truncated picture (``ImageContainer/isComplete``) however lenient the request. When new bytes from a
 /// revalidation do not decode, the stale copy they were to replace answers instead. They are
 /// stored as the original when a subscriber keeps originals or they replace a stored
 /// original. A permanent decode failure (undecodable bytes) is remembered for this key only.
@@ -95,14 +96,22 @@ final class DecodeStage: Sendable {
             result = try await decoder.decode(loaded.data, source: loaded.source, key: key, priority: priority, origin: origin,
                                               placeholder: stored == nil, then: followUps)
             result.response.placeholder = result.response.placeholder ?? stored
-            if let store = loaded.pendingStore, store.replacesStoredBytes || storesOriginal() {
+            if !result.response.isComplete {
+                // A lenient decode of bytes that end early: the caller sees what they hold, but
+                // they are not a complete answer, so no cache keeps them.
+                await discard(loaded, at: resolved.cacheURL)
+            } else if let store = loaded.pendingStore, store.replacesStoredBytes || storesOriginal() {
                 // Decoded: these bytes are a complete answer and may be kept.
                 if store.replacesStoredBytes { ledger.replace(resolved.cacheURL) }
                 await store.storeOnce(placeholder: result.response.placeholder)
             }
         } catch let error where !(error is CancellationError) {
             let wrapped = ImagePipelineError.wrap(error, decoding: resolved.fetchURL)
-            if let store = loaded.pendingStore { await store.abandon() }
+            if case .truncatedData? = wrapped.underlyingError as? ImagePipelineError {
+                await discard(loaded, at: resolved.cacheURL)
+            } else if let store = loaded.pendingStore {
+                await store.abandon()
+            }
             guard let stale = loaded.staleFallback else {
                 if remembersFailure, wrapped.isPermanent, let until = configuration.failureLifetime() {
                     failures.insert(wrapped, until: until, for: key)
@@ -116,13 +125,21 @@ final class DecodeStage: Sendable {
                 throw ImagePipelineError.wrap(error, decoding: resolved.fetchURL)
             }
             generation = stale.generation
-            result.response.warnings.append("the revalidated bytes did not decode (\(wrapped)); the stored copy was used")
+            result.response.issues.append(.warning("the revalidated bytes did not decode (\(wrapped)); the stored copy was used"))
         }
         failures.removeValue(for: key)
         configuration.emit(.decoded(key, seconds: result.seconds))
         result.response.downloadedBytes = loaded.downloadedBytes
         result.response.isStale = loaded.isStale
         return DecodedPicture(job: result, generation: generation)
+    }
+
+    /// Bytes that end before their picture does are never kept: not stored from `loaded`, and
+    /// a copy already in the disk cache (read from it, or kept by a header read of the same
+    /// download, ``info(for:)``) is removed, from the shared tier too.
+    private func discard(_ loaded: LoadedData, at url: URL) async {
+        if let store = loaded.pendingStore { await store.abandon() }
+        await configuration.diskCache?.removeData(for: url)
     }
 
     /// The animation for `resolved`: its bytes from the fetch stage (joining a download in

@@ -230,14 +230,16 @@ final class ImageStage: Sendable {
         return response
     }
 
-    /// Puts `response`'s picture in the memory cache under `key` unless the bytes it was made
-    /// from (read at `generation`, ``ReplacementLedger``) were replaced since; `true` when it
-    /// did. The cost counts what the entry holds besides pixels (its URL, strings and
+    /// Puts `response`'s picture in the memory cache under `key` unless it is not complete
+    /// (``ImageContainer/isComplete``) or the bytes it was made from (read at `generation`,
+    /// ``ReplacementLedger``) were replaced since; `true` when it did. The cost counts what the entry holds besides pixels (its URL, strings and
     /// overhead: ``MemoryCost/of(_:for:)``), so the cache's budget bounds the memory for tiny
     /// pictures with long URLs too.
     @discardableResult
     func keep(_ response: ImageResponse, for key: ImageKey, madeFrom generation: UInt64?) -> Bool {
-        guard ledger.isCurrent(key.cacheURL, since: generation) else { return false }
+        // A truncated picture (a lenient request's) answers its callers only: neither the memory
+        // cache nor a rendition keeps it as if it were the whole picture.
+        guard response.isComplete, ledger.isCurrent(key.cacheURL, since: generation) else { return false }
         memoryCache.insert(response.container, for: key, cost: MemoryCost.of(response.container, for: key))
         return true
     }

@@ -65,11 +65,12 @@ struct PoolDecoder: Sendable {
         return try await pool.run(priority: priority) { try job(reserved: bytes) }.result()
     }
 
-    /// Whether `data` decodes (a small decode at prefetch priority): the check new bytes pass
-    /// before they replace a stored copy nobody is waiting for.
+    /// Whether `data` decodes whole (a small decode at prefetch priority, failing on a
+    /// truncation): the check new bytes pass before they replace a stored copy nobody is
+    /// waiting for.
     func decodes(_ data: Data) async -> Bool {
         let decoders = decoders
-        let options = DecodeOptions(targetSize: PixelSize(width: 64, height: 64), limits: limits)
+        let options = DecodeOptions(targetSize: PixelSize(width: 64, height: 64), strictness: .failsOnTruncation, limits: limits)
         let decoded: Bool? = try? await pool.run(priority: PriorityHandle(.prefetch)) {
             _ = try decoders.requireDecoder(for: data).decode(data, options: options)
             return true
@@ -171,7 +172,7 @@ struct PoolDecoder: Sendable {
         return try decoder.withSession(for: data) { session -> DecodeOutcome in
             let info = session.info
             var options = DecodeOptions(appliesOrientation: key.processing.appliesOrientation,
-                                        strict: key.processing.strictDecoding, limits: limits,
+                                        strictness: key.processing.decodingStrictness, limits: limits,
                                         convertsToSRGB: key.processing.convertsToSRGB,
                                         resamplingFilter: key.processing.resamplingFilter)
             options.transform = key.processing.transform
@@ -226,7 +227,8 @@ struct PoolDecoder: Sendable {
                 result = try sharpening.processor.process(bitmap)
             }
             var response = ImageResponse(bitmap: result.converted(to: wanted), source: source, originalSize: upright,
-                                         format: info.format, warnings: decoded.warnings)
+                                         format: info.format)
+            response.issues = decoded.issues
             response.iccProfile = decoded.iccProfile
             if placeholder {
                 // The whole picture: the resampled one unless a fill cropped it (then the decoder's).
