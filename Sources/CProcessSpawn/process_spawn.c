@@ -10,6 +10,10 @@
 #include <spawn.h>
 #include <unistd.h>
 
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
+
 int process_spawn(const char *path, char *const argv[], char *const envp[], const char *directory, int in, int out,
                   int err, pid_t *pid) {
     posix_spawn_file_actions_t actions;
@@ -41,3 +45,14 @@ int process_spawn(const char *path, char *const argv[], char *const envp[], cons
 }
 
 int process_pipe(int ends[2]) { return pipe2(ends, O_CLOEXEC); }
+
+int process_die_with_parent(void) {
+#ifdef __linux__
+    pid_t parent = getppid();
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) return -1;
+    // The parent may have died before the request: then this process was reparented.
+    return getppid() == parent && parent != 1 ? 0 : -1;
+#else
+    return 0;
+#endif
+}
