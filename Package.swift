@@ -57,9 +57,11 @@ var targets: [Target] = [
     .target(name: "CodecWebP", dependencies: ["PipelineCore", "CWebP", "ColorManagement"]),
     .target(name: "CodecHEIF", dependencies: ["PipelineCore", "CHEIF", "LazyLibraries", "ColorManagement"]),
     .target(name: "CodecGIF", dependencies: ["PipelineCore", "CGIF"]),
-    // posix_spawn with every other descriptor closed: the SVG worker and the tests' child processes.
+    // posix_spawn with every other descriptor closed (and its Swift face): the SVG worker and the
+    // tests' child processes.
     .target(name: "CProcessSpawn"),
-    .target(name: "CodecSVG", dependencies: ["PipelineCore", "CRSVG", "LazyLibraries", "CProcessSpawn"]),
+    .target(name: "ProcessSpawn", dependencies: ["CProcessSpawn"]),
+    .target(name: "CodecSVG", dependencies: ["PipelineCore", "CRSVG", "LazyLibraries", "CProcessSpawn", "ProcessSpawn"]),
     // The SVG decoder's worker process (`SVGDecoder.Isolation`), for library users; imgpipe is its own.
     .executableTarget(name: "svg-worker", dependencies: ["CodecSVG"], path: "Sources/SVGWorker"),
     .target(name: "CodecJXL", dependencies: ["PipelineCore", "CJXL", "LazyLibraries", "ColorManagement"]),
@@ -92,7 +94,8 @@ var targets: [Target] = [
     // Published test support: no Swift Testing or XCTest inside, so apps use it from either.
     .target(name: "ImagePipelineTesting", dependencies: ["PipelineCore"]),
 
-    .target(name: "PipelineTestSupport", dependencies: ["PipelineCore", "ImagePipelineTesting", "CMemoryProbe", "CProcessSpawn"],
+    .target(name: "PipelineTestSupport", dependencies: ["PipelineCore", "ImagePipelineTesting", "CMemoryProbe", "CProcessSpawn",
+                                                   "ProcessSpawn"],
             path: "Tests/PipelineTestSupport"),
     .testTarget(name: "PipelineCoreTests", dependencies: ["PipelineCore", "CacheDisk", "PipelineTestSupport"]),
     .testTarget(name: "MemoryPressureLinuxTests", dependencies: ["MemoryPressureLinux", "PipelineCore", "PipelineTestSupport"]),

@@ -1,5 +1,6 @@
 import CProcessSpawn
 import PipelineCore
+import ProcessSpawn
 import Synchronization
 
 #if canImport(FoundationEssentials)
@@ -249,26 +250,16 @@ final class SVGWorkerProcess {
         private let reaped = Mutex<Int32?>(nil)
 
         init(_ worker: SVGWorker, stdin: Int32, stdout: Int32, stderr: Int32) throws {
-            let argv = ([worker.executable] + worker.arguments).map { strdup($0) } + [nil]
             // This process's environment, with the Swift runtime's backtracer off: a worker that
             // crashes ends at once, its last words the library's own.
             var environment = ProcessInfo.processInfo.environment
             environment["SWIFT_BACKTRACE"] = "enable=no"
-            let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-            defer {
-                argv.forEach { free($0) }
-                envp.forEach { free($0) }
+            do {
+                pid = try spawnProcess(worker.executable, worker.arguments, environment: environment, directory: nil,
+                                       stdin: stdin, stdout: stdout, stderr: stderr)
+            } catch {
+                throw SVGWorkerError.couldNotStart(executable: worker.executable, reason: error.reason)
             }
-            var pid: pid_t = 0
-            let status = argv.withUnsafeBufferPointer { argv in
-                envp.withUnsafeBufferPointer { envp in
-                    process_spawn(worker.executable, argv.baseAddress, envp.baseAddress, nil, stdin, stdout, stderr, &pid)
-                }
-            }
-            guard status == 0 else {
-                throw SVGWorkerError.couldNotStart(executable: worker.executable, reason: String(cString: strerror(status)))
-            }
-            self.pid = pid
         }
 
         /// Sends `SIGKILL` unless the worker was reaped.

@@ -139,16 +139,7 @@ enum SVGWorkerServer {
 
     /// Fills `buffer` from `descriptor`; `false` at end of input or on an error.
     private static func readFully(_ descriptor: Int32, into buffer: UnsafeMutableRawBufferPointer) -> Bool {
-        var done = 0
-        while done < buffer.count {
-            let count = read(descriptor, buffer.baseAddress.map { $0 + done }, buffer.count - done)
-            if count > 0 {
-                done += count
-            } else if count == 0 || errno != EINTR {
-                return false
-            }
-        }
-        return true
+        fully(buffer.count) { done in read(descriptor, buffer.baseAddress.map { $0 + done }, buffer.count - done) }
     }
 
     private static func writeFully(_ descriptor: Int32, _ bytes: [UInt8]) -> Bool {
@@ -157,12 +148,18 @@ enum SVGWorkerServer {
 
     /// Writes all of `buffer` to `descriptor`; `false` on an error.
     private static func writeFully(_ descriptor: Int32, _ buffer: UnsafeRawBufferPointer) -> Bool {
+        fully(buffer.count) { done in write(descriptor, buffer.baseAddress.map { $0 + done }, buffer.count - done) }
+    }
+
+    /// Calls `step` with the bytes done so far until `count` are (retrying on `EINTR`); `false`
+    /// when a step moves nothing (end of input) or fails.
+    private static func fully(_ count: Int, _ step: (Int) -> Int) -> Bool {
         var done = 0
-        while done < buffer.count {
-            let count = write(descriptor, buffer.baseAddress.map { $0 + done }, buffer.count - done)
-            if count > 0 {
-                done += count
-            } else if count < 0 && errno != EINTR {
+        while done < count {
+            let moved = step(done)
+            if moved > 0 {
+                done += moved
+            } else if moved == 0 || errno != EINTR {
                 return false
             }
         }
