@@ -27,6 +27,8 @@ extension ImageFormat {
 ///   loaded; libxml2's entity-amplification and depth limits stay on; the canvas is bounded
 ///   by the pipeline's pixel limit before it is allocated (and by cairo's 32,767 pixels a side).
 /// - GLib and librsvg log messages never reach stderr (handlers for their GLib log domains drop them).
+/// - Where librsvg runs is ``isolation``: in this process by default, which a hostile document
+///   can crash or hang; ``Isolation/worker(_:)`` for untrusted documents (``SVGWorker``).
 public struct SVGDecoder: ImageDecoding {
     /// The size of a document that has neither an absolute `width`/`height` nor a `viewBox`:
     /// 300 × 150, the CSS default size of a replaced element (what a browser gives such an

@@ -24,7 +24,7 @@ import Darwin
 /// stdout after a small header that is checked against the size asked for. The child limits its
 /// own data segment (`RLIMIT_DATA`) and CPU time (`RLIMIT_CPU`) before it reads the document,
 /// and dies with this process (`PR_SET_PDEATHSIG`); this process kills it (`SIGKILL`) when
-/// ``timeLimit`` passes or the decode's caller cancels (``PipelineCore/DecodeCancellation``).
+/// ``timeLimit`` passes or the decode's caller cancels (`DecodeCancellation`).
 /// Every failure is an ``SVGWorkerError``.
 public struct SVGWorker: Sendable, Hashable {
     /// The worker executable: a program whose `main` calls ``serve()`` when started with

@@ -15,10 +15,10 @@ import Glibc
 import Darwin
 #endif
 
-/// One running SVG worker (``SVGWorker``), this process's side of ``SVGWorkerWire``: started with
+/// One running SVG worker (`SVGWorker`), this process's side of `SVGWorkerWire`: started with
 /// a document, asked for its size, then perhaps for one drawing; killed and reaped when this is
 /// released. Every wait on it is bounded by the worker's deadline and ends at once when the
-/// decode job running on this thread is cancelled (``PipelineCore/DecodeCancellation``): either
+/// decode job running on this thread is cancelled (`DecodeCancellation`): either
 /// kills the worker.
 final class SVGWorkerProcess {
     /// The document's natural size, as the worker parsed it.
@@ -293,5 +293,5 @@ final class SVGWorkerProcess {
     }
 }
 
-/// `SIGKILL` to `pid` (outside ``SVGWorkerProcess/Child``, whose `kill()` hides the C function).
+/// `SIGKILL` to `pid` (outside `SVGWorkerProcess/Child`, whose `kill()` hides the C function).
 private func killProcess(_ pid: pid_t) { _ = kill(pid, SIGKILL) }

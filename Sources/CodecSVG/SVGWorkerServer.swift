@@ -13,7 +13,7 @@ import Glibc
 import Darwin
 #endif
 
-/// The worker process's side of ``SVGWorkerWire``: one document from stdin, parsed and drawn in
+/// The worker process's side of `SVGWorkerWire`: one document from stdin, parsed and drawn in
 /// this process under the limits the parent sent. What it cannot survive (a librsvg panic, a
 /// limit) ends the process, which the parent reports.
 enum SVGWorkerServer {
@@ -67,7 +67,7 @@ enum SVGWorkerServer {
         }
     }
 
-    /// Writes `error` as a ``SVGWorkerWire/Kind/failure`` answer; returns 0 (an answer was given).
+    /// Writes `error` as a `SVGWorkerWire/Kind/failure` answer; returns 0 (an answer was given).
     private static func answer(failure error: any Error) -> Int32 {
         var kind = SVGWorkerWire.FailureKind.corrupt, message = "\(error)"
         if case ImagePipelineError.corruptData(_, let text) = error { message = text }

@@ -1,12 +1,12 @@
 import PipelineCore
 
 /// The few fixed-size messages the SVG worker and its parent exchange over the worker's stdin and
-/// stdout, little-endian. Each starts with ``magic`` and a kind byte.
+/// stdout, little-endian. Each starts with `magic` and a kind byte.
 ///
-/// - parent → worker, once: ``open`` (the limits and the document's length), then the document.
-/// - worker → parent: ``size`` (the natural size), or ``failure``.
-/// - parent → worker, optionally: ``draw`` (canvas, pixel format, the drawing's memory).
-/// - worker → parent: ``bitmap`` then width × height × 4 bytes, or ``failure``.
+/// - parent → worker, once: `open` (the limits and the document's length), then the document.
+/// - worker → parent: `size` (the natural size), or `failure`.
+/// - parent → worker, optionally: `draw` (canvas, pixel format, the drawing's memory).
+/// - worker → parent: `bitmap` then width × height × 4 bytes, or `failure`.
 ///
 /// The parent closing the worker's stdin ends it.
 enum SVGWorkerWire {
