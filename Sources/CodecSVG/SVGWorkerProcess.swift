@@ -216,22 +216,27 @@ final class SVGWorkerProcess {
         }
     }
 
-    /// Keeps the last 4 KiB the worker wrote to stderr.
-    private func drainErrors() {
+    /// Keeps the last 4 KiB the worker wrote to stderr; `true` when it read something.
+    @discardableResult
+    private func drainErrors() -> Bool {
         var chunk = [UInt8](repeating: 0, count: 4096)
         let count = chunk.withUnsafeMutableBytes { read(errors, $0.baseAddress, $0.count) }
         if count > 0 {
             lastWords = Array((lastWords + chunk[..<count]).suffix(4096))
+            return true
         } else if count == 0 || (errno != EAGAIN && errno != EINTR) {
             errorsOpen = false
         }
+        return false
     }
 
     /// Why the worker gave no answer, once its stdout closed: it is reaped, and its signal,
     /// status and last words read.
     private func fate() -> SVGWorkerError {
-        while errorsOpen { drainErrors() }
+        // Reaped first: its stderr is then closed, and what it wrote is all in the pipe (read
+        // until empty, never waited on: another process may hold a copy of the write end).
         let status = child.wait()
+        while errorsOpen, drainErrors() {}
         let words = String(decoding: lastWords, as: UTF8.self)
         // Rust's allocator, GLib's g_malloc and the C library all say so before they abort.
         if ["memory allocation of", "failed to allocate", "out of memory", "Cannot allocate memory"].contains(where: words.contains) {
