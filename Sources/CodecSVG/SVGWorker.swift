@@ -66,8 +66,14 @@ public struct SVGWorker: Sendable, Hashable {
                                          memoryLimit: Int = SVGWorker.defaultMemoryLimit) -> SVGWorker? {
         #if os(Linux)
         let path = "/proc/self/exe"
+        #elseif canImport(Darwin)
+        var size: UInt32 = 0
+        _ = _NSGetExecutablePath(nil, &size)
+        var buffer = [CChar](repeating: 0, count: Int(size) + 1)
+        guard _NSGetExecutablePath(&buffer, &size) == 0 else { return nil }
+        let path = String(cString: buffer)
         #else
-        guard let path = Bundle.main.executablePath else { return nil }
+        return nil
         #endif
         return SVGWorker(executable: path, arguments: arguments, timeLimit: timeLimit, memoryLimit: memoryLimit)
     }

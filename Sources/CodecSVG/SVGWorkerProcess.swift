@@ -72,6 +72,10 @@ final class SVGWorkerProcess {
         for descriptor in [input, output, errors] {
             _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) | O_NONBLOCK)
         }
+        #if !os(Linux)
+        var on: Int32 = 1  // Apple platforms have no MSG_NOSIGNAL: the socket itself never raises SIGPIPE
+        _ = setsockopt(input, SOL_SOCKET, SO_NOSIGPIPE, &on, socklen_t(MemoryLayout<Int32>.size))
+        #endif
         var open = SVGWorkerWire.Writer(.open)
         open.append(UInt64(max(0, worker.memoryLimit)))
         open.append(UInt32(min(Double(UInt32.max - 1), worker.timeLimit.rounded(.up) + 1)))
@@ -195,7 +199,7 @@ final class SVGWorkerProcess {
                         drainErrors()
                     } else if entry.fd == input {
                         guard let chunk = pending.first else { continue }
-                        let count = send(input, chunk.baseAddress.map { $0 + written }, chunk.count - written, Int32(MSG_NOSIGNAL))
+                        let count = send(input, chunk.baseAddress.map { $0 + written }, chunk.count - written, Self.noSignal)
                         if count > 0 {
                             written += count
                             if written == chunk.count { (pending, written) = (Array(pending.dropFirst()), 0) }
@@ -215,6 +219,13 @@ final class SVGWorkerProcess {
             }
         }
     }
+
+    /// `send`'s flag for a write that fails with `EPIPE` instead of raising `SIGPIPE`.
+    #if os(Linux)
+    private static let noSignal = Int32(MSG_NOSIGNAL)
+    #else
+    private static let noSignal: Int32 = 0  // SO_NOSIGPIPE is set on the socket
+    #endif
 
     /// Keeps the last 4 KiB the worker wrote to stderr; `true` when it read something.
     @discardableResult
