@@ -57,7 +57,13 @@ var targets: [Target] = [
     .target(name: "CodecWebP", dependencies: ["PipelineCore", "CWebP", "ColorManagement"]),
     .target(name: "CodecHEIF", dependencies: ["PipelineCore", "CHEIF", "LazyLibraries", "ColorManagement"]),
     .target(name: "CodecGIF", dependencies: ["PipelineCore", "CGIF"]),
-    .target(name: "CodecSVG", dependencies: ["PipelineCore", "CRSVG", "LazyLibraries"]),
+    // posix_spawn with every other descriptor closed (and its Swift face): the SVG worker and the
+    // tests' child processes.
+    .target(name: "CProcessSpawn"),
+    .target(name: "ProcessSpawn", dependencies: ["CProcessSpawn"]),
+    .target(name: "CodecSVG", dependencies: ["PipelineCore", "CRSVG", "LazyLibraries", "CProcessSpawn", "ProcessSpawn"]),
+    // The SVG decoder's worker process (`SVGDecoder.Isolation`), for library users; imgpipe is its own.
+    .executableTarget(name: "svg-worker", dependencies: ["CodecSVG"], path: "Sources/SVGWorker"),
     .target(name: "CodecJXL", dependencies: ["PipelineCore", "CJXL", "LazyLibraries", "ColorManagement"]),
     .target(name: "CCurlShim", dependencies: ["CCurl", "CLazyLibraries"]),
     .target(name: "LoaderHTTP", dependencies: ["PipelineCore", "CCurl", "CCurlShim", "LazyLibraries"]),
@@ -88,7 +94,8 @@ var targets: [Target] = [
     // Published test support: no Swift Testing or XCTest inside, so apps use it from either.
     .target(name: "ImagePipelineTesting", dependencies: ["PipelineCore"]),
 
-    .target(name: "PipelineTestSupport", dependencies: ["PipelineCore", "ImagePipelineTesting", "CMemoryProbe", "CProcessSpawn"],
+    .target(name: "PipelineTestSupport", dependencies: ["PipelineCore", "ImagePipelineTesting", "CMemoryProbe", "CProcessSpawn",
+                                                   "ProcessSpawn"],
             path: "Tests/PipelineTestSupport"),
     .testTarget(name: "PipelineCoreTests", dependencies: ["PipelineCore", "CacheDisk", "PipelineTestSupport"]),
     .testTarget(name: "MemoryPressureLinuxTests", dependencies: ["MemoryPressureLinux", "PipelineCore", "PipelineTestSupport"]),
@@ -99,7 +106,6 @@ var targets: [Target] = [
     .target(name: "CJPEGTestEncoder", dependencies: ["CJPEG"], path: "Tests/CJPEGTestEncoder"),
     .target(name: "CJPEGTestBuffered", dependencies: ["CJPEG"], path: "Tests/CJPEGTestBuffered"),
     .target(name: "CMemoryProbe", path: "Tests/CMemoryProbe"),
-    .target(name: "CProcessSpawn", path: "Tests/CProcessSpawn"),
     .testTarget(name: "CodecJPEGTests", dependencies: ["CodecJPEG", "CJPEGTestEncoder", "CJPEGTestBuffered", "PipelineCore",
                                                     "PipelineTestSupport", "FuzzSupport"]),
     .testTarget(name: "CodecPNGTests", dependencies: ["CodecPNG", "PipelineCore", "PipelineTestSupport"]),
@@ -107,7 +113,8 @@ var targets: [Target] = [
                 exclude: ["Fixtures"]),
     .testTarget(name: "CodecHEIFTests", dependencies: ["CodecHEIF", "CodecPNG", "PipelineCore", "PipelineTestSupport"]),
     .testTarget(name: "CodecJXLTests", dependencies: ["CodecJXL", "CodecPNG", "PipelineCore", "PipelineTestSupport"]),
-    .testTarget(name: "CodecSVGTests", dependencies: ["CodecSVG", "PipelineCore", "LoaderFile", "PipelineTestSupport"]),
+    .testTarget(name: "CodecSVGTests", dependencies: ["CodecSVG", "PipelineCore", "LoaderFile", "PipelineTestSupport", "svg-worker",
+                                                   "CodecPNG"]),
     .target(name: "FuzzSupport", dependencies: ["PipelineCore", "PipelineTestSupport", "CMemoryProbe", "CodecJPEG", "CodecPNG", "CodecWebP", "CodecHEIF"],
             path: "Tests/FuzzSupport"),
     .testTarget(name: "FuzzTests", dependencies: ["FuzzSupport", "PipelineTestSupport"], exclude: ["Regressions"]),
@@ -185,6 +192,7 @@ let package = Package(
         .library(name: "FaceDetectionOpenCV", type: .dynamic, targets: ["CFaceDetectionShim"]),
         .library(name: "ImagePipelineTesting", targets: ["ImagePipelineTesting"]),
         .executable(name: "imgpipe", targets: ["imgpipe"]),
+        .executable(name: "svg-worker", targets: ["svg-worker"]),
     ],
     targets: targets,
     swiftLanguageModes: [.v6]

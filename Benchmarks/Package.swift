@@ -43,6 +43,7 @@ let package = Package(
         benchmark("FirstPictureBenchmark", ["PipelineCore", "CodecJPEG", "LoaderFile"]),
         benchmark("LoadBenchmark", ["PipelineCore", "LoaderHTTP", "CacheRedis", "CacheDisk", "CodecPNG"]),
         benchmark("OrientationBenchmark", ["PipelineCore", "CodecJPEG", "LoaderFile"]),
+        benchmark("SVGIsolationBenchmark", ["PipelineCore", "CodecSVG"]),
         // glibc's mallopt for DecodeMemoryBenchmark's peak-RSS measurements.
         .target(name: "CMallocTuning"),
     ],

@@ -28,14 +28,15 @@ extension DecoderRegistry {
     public static var standard: DecoderRegistry { standard(codecStandardError: .inherited) }
 
     /// ``standard`` with the C libraries' writes to the process's stderr treated as
-    /// `codecStandardError` says: `imgpipe`, which owns its stderr, passes
-    /// ``CodecStandardError/discardedWhileDecoding``.
-    public static func standard(codecStandardError: CodecStandardError) -> DecoderRegistry {
+    /// `codecStandardError` says (`imgpipe`, which owns its stderr, passes
+    /// ``CodecStandardError/discardedWhileDecoding``), and `svg` as the SVG decoder (default: in
+    /// this process; `imgpipe` passes one whose `isolation` is a worker process, itself).
+    public static func standard(codecStandardError: CodecStandardError, svg: SVGDecoder = SVGDecoder()) -> DecoderRegistry {
         let quiet = codecStandardError == .discardedWhileDecoding
         return DecoderRegistry()
             // First, so last in `Accept`: a server that has a raster and an SVG sends the raster.
             // SVG is chosen by its root element, which no other format's data has.
-            .registering(SVGDecoder())
+            .registering(svg)
             .registering(JPEGDecoder())
             .registering(PNGDecoder())
             .registering(WebPDecoder())

@@ -76,8 +76,12 @@ struct Environment {
 
     /// The formats imgpipe reads, what a folder given as SOURCE is sifted by too: the kit's
     /// decoders (``ImagePipelineKit/CodecStandardError``: with the C libraries' own stderr
-    /// writes discarded, see ``Console``).
-    static let decoders = DecoderRegistry.standard(codecStandardError: .discardedWhileDecoding)
+    /// writes discarded, see ``Console``), SVG parsed and drawn in a worker process, imgpipe
+    /// itself started with its hidden `__svg-worker` command (`SVGWorker`): `info`, `thumb`,
+    /// `--overlay` and `serve` alike.
+    static let decoders = DecoderRegistry.standard(
+        codecStandardError: .discardedWhileDecoding,
+        svg: SVGDecoder(isolation: SVGWorker.currentExecutable(arguments: [SVGWorker.imgpipeCommand]).map { .worker($0) } ?? .inProcess))
 
     /// The file loader (mapping inputs of 1 MiB or more: they are the user's own files), and
     /// libcurl only when a source needs it, so a local run does not pay for its start-up.

@@ -14,6 +14,8 @@
 //
 // Exit status: 0 on success, 1 on an error (one line `imgpipe: <message>` on stderr per
 // failure), 2 on a usage error.
+import ImagePipelineKit
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -28,6 +30,8 @@ import Musl
 import Darwin
 #endif
 
+// The SVG worker (`Environment.decoders`): one document on stdin, before anything else runs.
+if CommandLine.arguments.count == 2, CommandLine.arguments[1] == SVGWorker.imgpipeCommand { exit(SVGWorker.serve()) }
 signal(SIGPIPE, SIG_IGN)  // a closed pipe is a write error, not a death by signal
 MallocPolicy.apply()  // large codec buffers go back to the system when freed
 _ = Console.standardError  // imgpipe's own stderr, duplicated before any decode can point fd 2 elsewhere

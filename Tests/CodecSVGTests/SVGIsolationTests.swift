@@ -74,15 +74,20 @@ struct SVGIsolationTests {
                 defer { watch.close() }
                 let data = Data(Self.document(server: server.baseURL, folder: folder).utf8)
                 let entities = Data(Self.entities(server: server.baseURL, folder: folder).utf8)
+                // In this process, and in a worker process (imgpipe's way) when svg-worker is built.
+                let worker = SVGDecoder(isolation: .worker(SVGWorker(executable: svgWorkerExecutable.path)))
+                let decoders = ExternalTool.exists(svgWorkerExecutable.path) ? [SVGDecoder(), worker] : [SVGDecoder()]
                 for size in [nil, PixelSize(width: 64, height: 64), PixelSize(width: 512, height: 512)] {
-                    let options = DecodeOptions(targetSize: size)
-                    let control = try SVGDecoder().decode(Data(Self.control.utf8), options: options).bitmap
-                    #expect(try SVGDecoder().decode(data, options: options).bitmap == control)
-                    do {
-                        #expect(try SVGDecoder().decode(entities, options: options).bitmap == control)
-                    } catch let error as ImagePipelineError {
-                        guard case .corruptData(.svg?, let message) = error else { throw error }
-                        #expect(message.contains("not defined") || message.contains("not found"), "\(message)")
+                    for decoder in decoders {
+                        let options = DecodeOptions(targetSize: size)
+                        let control = try SVGDecoder().decode(Data(Self.control.utf8), options: options).bitmap
+                        #expect(try decoder.decode(data, options: options).bitmap == control)
+                        do {
+                            #expect(try decoder.decode(entities, options: options).bitmap == control)
+                        } catch let error as ImagePipelineError {
+                            guard case .corruptData(.svg?, let message) = error else { throw error }
+                            #expect(message.contains("not defined") || message.contains("not found"), "\(message)")
+                        }
                     }
                 }
                 #expect(watch.opened() == [], "librsvg opened files of \(folder.path)")

@@ -40,3 +40,35 @@ struct ImgpipeSVGTests {
         }
     }
 }
+
+/// imgpipe parses and draws SVG in a worker process (itself, `__svg-worker`): a document that
+/// aborts librsvg fails alone with a typed error, in `info` and `thumb`, and the next source of
+/// the same run is still served (issue 41, finding 1); an embedded picture over the pixel limit
+/// is refused (finding 4).
+@Suite("imgpipe isolates SVG", .timeLimit(.minutes(2)), .tags(.cpuBound))
+struct ImgpipeSVGWorkerTests {
+    @Test func aDocumentThatAbortsLibrsvgFailsAloneInInfoAndThumb() async throws {
+        try await withTemporaryDirectory(prefix: "imgpipe-svg-worker") { (directory: URL) async throws in
+            let crash = directory.appendingPathComponent("conv-21.svg"), circle = directory.appendingPathComponent("circle.svg")
+            try HostileSVG.convolution21.write(to: crash)
+            try HostileSVG.circle.write(to: circle)
+            let info = try await Imgpipe.run(["info", crash.path, circle.path])
+            #expect(!info.terminatedBySignal && info.status == 1, "status \(info.status): \(info.stderr)")
+            #expect(info.stderr.contains("the SVG worker crashed with signal 6 (SIGABRT)"), "\(info.stderr)")
+            #expect(info.stderr.contains("conv-21.svg"), "the message names the file: \(info.stderr)")
+            #expect(info.stdout.contains("8x8") || info.stdout.contains("8×8"), "\(info.stdout)")
+            let thumb = try await Imgpipe.run(["thumb", crash.path, "--size", "64", "-o", directory.appendingPathComponent("t.png").path])
+            #expect(!thumb.terminatedBySignal && thumb.status == 1, "status \(thumb.status): \(thumb.stderr)")
+            #expect(thumb.stderr.contains("crashed with signal 6"), "\(thumb.stderr)")
+        }
+    }
+
+    @Test func anEmbeddedPictureOverThePixelLimitIsRefused() async throws {
+        try await withTemporaryDirectory(prefix: "imgpipe-svg-worker") { (directory: URL) async throws in
+            let source = directory.appendingPathComponent("data-png.svg")
+            try HostileSVG.embedding(HostileSVG.pngHeader(width: 20_000, height: 20_000)).write(to: source)
+            let result = try await Imgpipe.run(["thumb", source.path, "--size", "64", "-o", directory.appendingPathComponent("t.png").path])
+            #expect(result.status == 1 && result.stderr.contains("20000"), "status \(result.status): \(result.stderr)")
+        }
+    }
+}

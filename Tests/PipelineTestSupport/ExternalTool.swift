@@ -1,5 +1,6 @@
 import CProcessSpawn
 import Foundation
+import ProcessSpawn
 import Synchronization
 
 #if canImport(Glibc)
@@ -132,20 +133,12 @@ public enum ExternalTool {
         init(_ path: String, _ arguments: [String], environment: [String: String], directory: URL?, stdin: Int32, stdout: Int32,
              stderr: Int32) throws {
             let variables = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
-            let argv = ([path] + arguments).map { strdup($0) } + [nil]
-            let envp = variables.map { strdup("\($0.key)=\($0.value)") } + [nil]
-            defer {
-                argv.forEach { free($0) }
-                envp.forEach { free($0) }
+            do {
+                processIdentifier = try spawnProcess(path, arguments, environment: variables, directory: directory?.path, stdin: stdin,
+                                                     stdout: stdout, stderr: stderr)
+            } catch {
+                throw SpawnError(path: path, code: error.code)
             }
-            var pid: pid_t = 0
-            let status = argv.withUnsafeBufferPointer { argv in
-                envp.withUnsafeBufferPointer { envp in
-                    process_spawn(path, argv.baseAddress, envp.baseAddress, directory?.path, stdin, stdout, stderr, &pid)
-                }
-            }
-            guard status == 0 else { throw SpawnError(path: path, code: status) }
-            processIdentifier = pid
         }
 
         /// Whether the child still runs (a child that ended is reaped here).

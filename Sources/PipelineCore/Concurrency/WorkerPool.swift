@@ -15,7 +15,8 @@ import Foundation
 /// demand up to ``maxConcurrent`` and exit when the queue is empty, or after ``idleTimeout``
 /// without work (so a stream of short jobs, like disk-cache reads, does not start a thread per
 /// job). A job cancelled while it waits is dropped and its caller gets `CancellationError` at
-/// once; a running job finishes.
+/// once; a running job finishes, told through ``DecodeCancellation/current`` (a decoder that
+/// handed its work to a process stops it).
 public final class WorkerPool: Sendable {
     private struct Job {
         let run: @Sendable () -> Void
@@ -49,15 +50,18 @@ public final class WorkerPool: Sendable {
     }
 
     /// Runs `work` on a pool thread and returns its result; throws `CancellationError` if the
-    /// task is cancelled before the work starts.
+    /// task is cancelled before the work starts. While `work` runs, ``DecodeCancellation/current``
+    /// is cancelled when the task is.
     public func run<T: Sendable>(priority: PriorityHandle, _ work: @escaping @Sendable () throws -> T) async throws -> T {
         let id = state.withLock { state -> UInt64 in
             state.nextID += 1
             return state.nextID
         }
+        // The running job's own view of its caller's cancellation (the pool thread cannot see the task's).
+        let cancellation = DecodeCancellation()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-                enqueue(Job(run: { continuation.resume(with: Result { try work() }) },
+                enqueue(Job(run: { continuation.resume(with: Result { try DecodeCancellation.$current.withValue(cancellation, operation: work) }) },
                             cancel: { continuation.resume(throwing: CancellationError()) }),
                         id: id, priority: priority)
                 // A task cancelled before this point ran its handler when nothing was queued:
@@ -66,6 +70,7 @@ public final class WorkerPool: Sendable {
             }
         } onCancel: {
             cancel(id)
+            cancellation.cancel()
         }
     }
 

@@ -14,4 +14,8 @@ int process_spawn(const char *path, char *const argv[], char *const envp[], cons
 /// A pipe whose two ends are close-on-exec (`pipe2(O_CLOEXEC)`): 0, or -1 with errno set.
 int process_pipe(int ends[2]);
 
+/// In a child: asks for SIGKILL when the parent dies (Linux `PR_SET_PDEATHSIG`), then returns
+/// 0, or -1 when the parent is already gone (or where the platform has no such request: 0).
+int process_die_with_parent(void);
+
 #endif
