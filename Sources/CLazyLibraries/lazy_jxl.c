@@ -2,7 +2,7 @@
 // build, then rerun `scripts/gen-lazy-symbols` (it reads the built objects' undefined symbols and
 // the header's prototypes) and commit the result.
 
-// libjxl: 39 functions, opened on first use.
+// libjxl: 40 functions, opened on first use.
 #pragma clang diagnostic ignored "-Wdeprecated-declarations"
 #define JXL_EXPORT
 #define JXL_THREADS_EXPORT
@@ -32,6 +32,7 @@ static const char *const names[] = {
     "JxlDecoderGetIntendedDownsamplingRatio",
     "JxlDecoderImageOutBufferSize",
     "JxlDecoderProcessInput",
+    "JxlDecoderSetCoalescing",
     "JxlDecoderSetImageOutBuffer",
     "JxlDecoderSetInput",
     "JxlDecoderSetKeepOrientation",
@@ -61,7 +62,7 @@ static const char *const names[] = {
     "JxlThreadParallelRunnerDestroy",
 };
 
-static lazy_function slots[39];
+static lazy_function slots[40];
 
 static struct lazy_library library = LAZY_LIBRARY("libjxl", "libjxl0.7", "IMGPIPE_SONAME_LIBJXL",
                                                 sonames, names, slots, NULL);
@@ -130,137 +131,142 @@ LAZY_HIDDEN JxlDecoderStatus JxlDecoderProcessInput(__typeof__(JxlDecoder *) a0)
     return ((JxlDecoderStatus (*)(__typeof__(JxlDecoder *)))slots[11])(a0);
 }
 
+LAZY_HIDDEN JxlDecoderStatus JxlDecoderSetCoalescing(__typeof__(JxlDecoder *) a0, __typeof__(int) a1) {
+    lazy_library_require(&library);
+    return ((JxlDecoderStatus (*)(__typeof__(JxlDecoder *), __typeof__(int)))slots[12])(a0, a1);
+}
+
 LAZY_HIDDEN JxlDecoderStatus JxlDecoderSetImageOutBuffer(__typeof__(JxlDecoder *) a0, __typeof__(const JxlPixelFormat *) a1, __typeof__(void *) a2, __typeof__(size_t) a3) {
     lazy_library_require(&library);
-    return ((JxlDecoderStatus (*)(__typeof__(JxlDecoder *), __typeof__(const JxlPixelFormat *), __typeof__(void *), __typeof__(size_t)))slots[12])(a0, a1, a2, a3);
+    return ((JxlDecoderStatus (*)(__typeof__(JxlDecoder *), __typeof__(const JxlPixelFormat *), __typeof__(void *), __typeof__(size_t)))slots[13])(a0, a1, a2, a3);
 }
 
 LAZY_HIDDEN JxlDecoderStatus JxlDecoderSetInput(__typeof__(JxlDecoder *) a0, __typeof__(const uint8_t *) a1, __typeof__(size_t) a2) {
     lazy_library_require(&library);
-    return ((JxlDecoderStatus (*)(__typeof__(JxlDecoder *), __typeof__(const uint8_t *), __typeof__(size_t)))slots[13])(a0, a1, a2);
+    return ((JxlDecoderStatus (*)(__typeof__(JxlDecoder *), __typeof__(const uint8_t *), __typeof__(size_t)))slots[14])(a0, a1, a2);
 }
 
 LAZY_HIDDEN JxlDecoderStatus JxlDecoderSetKeepOrientation(__typeof__(JxlDecoder *) a0, __typeof__(int) a1) {
     lazy_library_require(&library);
-    return ((JxlDecoderStatus (*)(__typeof__(JxlDecoder *), __typeof__(int)))slots[14])(a0, a1);
+    return ((JxlDecoderStatus (*)(__typeof__(JxlDecoder *), __typeof__(int)))slots[15])(a0, a1);
 }
 
 LAZY_HIDDEN JxlDecoderStatus JxlDecoderSetParallelRunner(__typeof__(JxlDecoder *) a0, __typeof__(JxlParallelRunner) a1, __typeof__(void *) a2) {
     lazy_library_require(&library);
-    return ((JxlDecoderStatus (*)(__typeof__(JxlDecoder *), __typeof__(JxlParallelRunner), __typeof__(void *)))slots[15])(a0, a1, a2);
+    return ((JxlDecoderStatus (*)(__typeof__(JxlDecoder *), __typeof__(JxlParallelRunner), __typeof__(void *)))slots[16])(a0, a1, a2);
 }
 
 LAZY_HIDDEN JxlDecoderStatus JxlDecoderSetPreferredColorProfile(__typeof__(JxlDecoder *) a0, __typeof__(const JxlColorEncoding *) a1) {
     lazy_library_require(&library);
-    return ((JxlDecoderStatus (*)(__typeof__(JxlDecoder *), __typeof__(const JxlColorEncoding *)))slots[16])(a0, a1);
+    return ((JxlDecoderStatus (*)(__typeof__(JxlDecoder *), __typeof__(const JxlColorEncoding *)))slots[17])(a0, a1);
 }
 
 LAZY_HIDDEN JxlDecoderStatus JxlDecoderSetProgressiveDetail(__typeof__(JxlDecoder *) a0, __typeof__(JxlProgressiveDetail) a1) {
     lazy_library_require(&library);
-    return ((JxlDecoderStatus (*)(__typeof__(JxlDecoder *), __typeof__(JxlProgressiveDetail)))slots[17])(a0, a1);
+    return ((JxlDecoderStatus (*)(__typeof__(JxlDecoder *), __typeof__(JxlProgressiveDetail)))slots[18])(a0, a1);
 }
 
 LAZY_HIDDEN JxlDecoderStatus JxlDecoderSetUnpremultiplyAlpha(__typeof__(JxlDecoder *) a0, __typeof__(int) a1) {
     lazy_library_require(&library);
-    return ((JxlDecoderStatus (*)(__typeof__(JxlDecoder *), __typeof__(int)))slots[18])(a0, a1);
+    return ((JxlDecoderStatus (*)(__typeof__(JxlDecoder *), __typeof__(int)))slots[19])(a0, a1);
 }
 
 LAZY_HIDDEN JxlDecoderStatus JxlDecoderSubscribeEvents(__typeof__(JxlDecoder *) a0, __typeof__(int) a1) {
     lazy_library_require(&library);
-    return ((JxlDecoderStatus (*)(__typeof__(JxlDecoder *), __typeof__(int)))slots[19])(a0, a1);
+    return ((JxlDecoderStatus (*)(__typeof__(JxlDecoder *), __typeof__(int)))slots[20])(a0, a1);
 }
 
 LAZY_HIDDEN JxlEncoderStatus JxlEncoderAddImageFrame(__typeof__(const JxlEncoderFrameSettings *) a0, __typeof__(const JxlPixelFormat *) a1, __typeof__(const void *) a2, __typeof__(size_t) a3) {
     lazy_library_require(&library);
-    return ((JxlEncoderStatus (*)(__typeof__(const JxlEncoderFrameSettings *), __typeof__(const JxlPixelFormat *), __typeof__(const void *), __typeof__(size_t)))slots[20])(a0, a1, a2, a3);
+    return ((JxlEncoderStatus (*)(__typeof__(const JxlEncoderFrameSettings *), __typeof__(const JxlPixelFormat *), __typeof__(const void *), __typeof__(size_t)))slots[21])(a0, a1, a2, a3);
 }
 
 LAZY_HIDDEN void JxlEncoderCloseInput(__typeof__(JxlEncoder *) a0) {
     lazy_library_require(&library);
-    ((void (*)(__typeof__(JxlEncoder *)))slots[21])(a0);
+    ((void (*)(__typeof__(JxlEncoder *)))slots[22])(a0);
 }
 
 LAZY_HIDDEN JxlEncoder * JxlEncoderCreate(__typeof__(const JxlMemoryManager *) a0) {
     lazy_library_require(&library);
-    return ((JxlEncoder * (*)(__typeof__(const JxlMemoryManager *)))slots[22])(a0);
+    return ((JxlEncoder * (*)(__typeof__(const JxlMemoryManager *)))slots[23])(a0);
 }
 
 LAZY_HIDDEN void JxlEncoderDestroy(__typeof__(JxlEncoder *) a0) {
     lazy_library_require(&library);
-    ((void (*)(__typeof__(JxlEncoder *)))slots[23])(a0);
+    ((void (*)(__typeof__(JxlEncoder *)))slots[24])(a0);
 }
 
 LAZY_HIDDEN JxlEncoderFrameSettings * JxlEncoderFrameSettingsCreate(__typeof__(JxlEncoder *) a0, __typeof__(const JxlEncoderFrameSettings *) a1) {
     lazy_library_require(&library);
-    return ((JxlEncoderFrameSettings * (*)(__typeof__(JxlEncoder *), __typeof__(const JxlEncoderFrameSettings *)))slots[24])(a0, a1);
+    return ((JxlEncoderFrameSettings * (*)(__typeof__(JxlEncoder *), __typeof__(const JxlEncoderFrameSettings *)))slots[25])(a0, a1);
 }
 
 LAZY_HIDDEN JxlEncoderStatus JxlEncoderFrameSettingsSetOption(__typeof__(JxlEncoderFrameSettings *) a0, __typeof__(JxlEncoderFrameSettingId) a1, __typeof__(int64_t) a2) {
     lazy_library_require(&library);
-    return ((JxlEncoderStatus (*)(__typeof__(JxlEncoderFrameSettings *), __typeof__(JxlEncoderFrameSettingId), __typeof__(int64_t)))slots[25])(a0, a1, a2);
+    return ((JxlEncoderStatus (*)(__typeof__(JxlEncoderFrameSettings *), __typeof__(JxlEncoderFrameSettingId), __typeof__(int64_t)))slots[26])(a0, a1, a2);
 }
 
 LAZY_HIDDEN JxlEncoderError JxlEncoderGetError(__typeof__(JxlEncoder *) a0) {
     lazy_library_require(&library);
-    return ((JxlEncoderError (*)(__typeof__(JxlEncoder *)))slots[26])(a0);
+    return ((JxlEncoderError (*)(__typeof__(JxlEncoder *)))slots[27])(a0);
 }
 
 LAZY_HIDDEN void JxlEncoderInitBasicInfo(__typeof__(JxlBasicInfo *) a0) {
     lazy_library_require(&library);
-    ((void (*)(__typeof__(JxlBasicInfo *)))slots[27])(a0);
+    ((void (*)(__typeof__(JxlBasicInfo *)))slots[28])(a0);
 }
 
 LAZY_HIDDEN JxlEncoderStatus JxlEncoderProcessOutput(__typeof__(JxlEncoder *) a0, __typeof__(uint8_t **) a1, __typeof__(size_t *) a2) {
     lazy_library_require(&library);
-    return ((JxlEncoderStatus (*)(__typeof__(JxlEncoder *), __typeof__(uint8_t **), __typeof__(size_t *)))slots[28])(a0, a1, a2);
+    return ((JxlEncoderStatus (*)(__typeof__(JxlEncoder *), __typeof__(uint8_t **), __typeof__(size_t *)))slots[29])(a0, a1, a2);
 }
 
 LAZY_HIDDEN JxlEncoderStatus JxlEncoderSetBasicInfo(__typeof__(JxlEncoder *) a0, __typeof__(const JxlBasicInfo *) a1) {
     lazy_library_require(&library);
-    return ((JxlEncoderStatus (*)(__typeof__(JxlEncoder *), __typeof__(const JxlBasicInfo *)))slots[29])(a0, a1);
+    return ((JxlEncoderStatus (*)(__typeof__(JxlEncoder *), __typeof__(const JxlBasicInfo *)))slots[30])(a0, a1);
 }
 
 LAZY_HIDDEN JxlEncoderStatus JxlEncoderSetCodestreamLevel(__typeof__(JxlEncoder *) a0, __typeof__(int) a1) {
     lazy_library_require(&library);
-    return ((JxlEncoderStatus (*)(__typeof__(JxlEncoder *), __typeof__(int)))slots[30])(a0, a1);
+    return ((JxlEncoderStatus (*)(__typeof__(JxlEncoder *), __typeof__(int)))slots[31])(a0, a1);
 }
 
 LAZY_HIDDEN JxlEncoderStatus JxlEncoderSetColorEncoding(__typeof__(JxlEncoder *) a0, __typeof__(const JxlColorEncoding *) a1) {
     lazy_library_require(&library);
-    return ((JxlEncoderStatus (*)(__typeof__(JxlEncoder *), __typeof__(const JxlColorEncoding *)))slots[31])(a0, a1);
+    return ((JxlEncoderStatus (*)(__typeof__(JxlEncoder *), __typeof__(const JxlColorEncoding *)))slots[32])(a0, a1);
 }
 
 LAZY_HIDDEN JxlEncoderStatus JxlEncoderSetFrameDistance(__typeof__(JxlEncoderFrameSettings *) a0, __typeof__(float) a1) {
     lazy_library_require(&library);
-    return ((JxlEncoderStatus (*)(__typeof__(JxlEncoderFrameSettings *), __typeof__(float)))slots[32])(a0, a1);
+    return ((JxlEncoderStatus (*)(__typeof__(JxlEncoderFrameSettings *), __typeof__(float)))slots[33])(a0, a1);
 }
 
 LAZY_HIDDEN JxlEncoderStatus JxlEncoderSetFrameLossless(__typeof__(JxlEncoderFrameSettings *) a0, __typeof__(int) a1) {
     lazy_library_require(&library);
-    return ((JxlEncoderStatus (*)(__typeof__(JxlEncoderFrameSettings *), __typeof__(int)))slots[33])(a0, a1);
+    return ((JxlEncoderStatus (*)(__typeof__(JxlEncoderFrameSettings *), __typeof__(int)))slots[34])(a0, a1);
 }
 
 LAZY_HIDDEN JxlEncoderStatus JxlEncoderSetICCProfile(__typeof__(JxlEncoder *) a0, __typeof__(const uint8_t *) a1, __typeof__(size_t) a2) {
     lazy_library_require(&library);
-    return ((JxlEncoderStatus (*)(__typeof__(JxlEncoder *), __typeof__(const uint8_t *), __typeof__(size_t)))slots[34])(a0, a1, a2);
+    return ((JxlEncoderStatus (*)(__typeof__(JxlEncoder *), __typeof__(const uint8_t *), __typeof__(size_t)))slots[35])(a0, a1, a2);
 }
 
 LAZY_HIDDEN JxlEncoderStatus JxlEncoderSetParallelRunner(__typeof__(JxlEncoder *) a0, __typeof__(JxlParallelRunner) a1, __typeof__(void *) a2) {
     lazy_library_require(&library);
-    return ((JxlEncoderStatus (*)(__typeof__(JxlEncoder *), __typeof__(JxlParallelRunner), __typeof__(void *)))slots[35])(a0, a1, a2);
+    return ((JxlEncoderStatus (*)(__typeof__(JxlEncoder *), __typeof__(JxlParallelRunner), __typeof__(void *)))slots[36])(a0, a1, a2);
 }
 
 LAZY_HIDDEN JxlParallelRetCode JxlThreadParallelRunner(__typeof__(void *) a0, __typeof__(void *) a1, __typeof__(JxlParallelRunInit) a2, __typeof__(JxlParallelRunFunction) a3, __typeof__(uint32_t) a4, __typeof__(uint32_t) a5) {
     lazy_library_require(&library);
-    return ((JxlParallelRetCode (*)(__typeof__(void *), __typeof__(void *), __typeof__(JxlParallelRunInit), __typeof__(JxlParallelRunFunction), __typeof__(uint32_t), __typeof__(uint32_t)))slots[36])(a0, a1, a2, a3, a4, a5);
+    return ((JxlParallelRetCode (*)(__typeof__(void *), __typeof__(void *), __typeof__(JxlParallelRunInit), __typeof__(JxlParallelRunFunction), __typeof__(uint32_t), __typeof__(uint32_t)))slots[37])(a0, a1, a2, a3, a4, a5);
 }
 
 LAZY_HIDDEN void * JxlThreadParallelRunnerCreate(__typeof__(const JxlMemoryManager *) a0, __typeof__(size_t) a1) {
     lazy_library_require(&library);
-    return ((void * (*)(__typeof__(const JxlMemoryManager *), __typeof__(size_t)))slots[37])(a0, a1);
+    return ((void * (*)(__typeof__(const JxlMemoryManager *), __typeof__(size_t)))slots[38])(a0, a1);
 }
 
 LAZY_HIDDEN void JxlThreadParallelRunnerDestroy(__typeof__(void *) a0) {
     lazy_library_require(&library);
-    ((void (*)(__typeof__(void *)))slots[38])(a0);
+    ((void (*)(__typeof__(void *)))slots[39])(a0);
 }

@@ -12,23 +12,23 @@ extension JXLDecoder: AnimatedImageDecoding {
     /// Every frame of a JPEG XL animation (a still is one frame), composited by libjxl
     /// (coalescing, its default: each frame is the full canvas as shown), oriented upright,
     /// in sRGB as a still is (see ``JXLDecoder``). The canvas is checked against
-    /// `options.maxPixelCount` from the basic info, and the frame count against the animation
-    /// limits by a walk over the frame headers (no pixels decoded) that stops at one more
-    /// frame than `DecodeOptions/animationFramesAllowed(on:)`, and the canvases against
-    /// `options.maxAnimationCanvasBytes`, before any frame is decoded.
+    /// `options.maxPixelCount` from the basic info, and the frames against the animation
+    /// limits by a walk over the frame headers of its layers (no pixels decoded; every layer
+    /// counted as a frame, since libjxl blends each onto the canvas) that stops at one more
+    /// layer than `DecodeOptions/animationFramesAllowed(on:)`, before any frame is decoded;
+    /// each frame's layers are held to the still limits (`Limits/maxLayerSamples`), and the canvases
+    /// against `options.maxAnimationCanvasBytes`.
     public func makeAnimationDecoder(for data: Data, options: DecodeOptions) throws -> any AnimationFrameDecoding {
         let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, data.count), alignment: 16)
         _ = data.copyBytes(to: bytes.bindMemory(to: UInt8.self))
         do {
             let input = UnsafeRawBufferPointer(rebasing: bytes[0..<data.count])
-            // The canvas first (a still header needs no frame walk), then the frames.
-            let still = try JXLHeader(input, maxFrames: 0, threads: 0, quiet: quiet)
+            // The canvas first (its header alone), then the layers.
+            let still = try JXLHeader(input, maxLayers: nil, threads: 0, quiet: quiet)
             let upright = still.orientation.uprightSize(of: still.size)
             try options.checkPixelLimit(ImageInfo(format: .jxl, size: upright))
-            let header = still.basic.have_animation != 0
-                ? try JXLHeader(input, maxFrames: options.animationFramesAllowed(on: upright), threads: 0, quiet: quiet)
-                : still
-            try options.checkAnimationLimits(canvas: upright, frameCount: header.frameCount, exact: header.frameCountIsExact)
+            let header = try JXLHeader(input, maxLayers: options.animationFramesAllowed(on: upright), threads: 0, quiet: quiet)
+            try header.checkAnimation(options, canvas: upright)
             let animation = AnimationInfo(canvasSize: upright, frameCount: header.frameCount)
             try options.checkAnimationCanvases(animation, bytes: estimatedAnimationMemory(animation))
             return try AnimationDecoder(bytes: bytes, count: data.count, header: header, canvas: upright, options: options,

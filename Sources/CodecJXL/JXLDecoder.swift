@@ -105,12 +105,16 @@ public struct JXLDecoder: ImageDecoding {
             self.bytes = bytes
             self.threads = threads
             self.quiet = quiet
-            header = try JXLHeader(bytes, maxFrames: Limits.default.maxAnimationFrameCount, threads: threads, quiet: quiet)
+            header = try JXLHeader(bytes, maxLayers: Self.walkBound, threads: threads, quiet: quiet)
             profile = try header.originalICC.map { try ColorManagement.profile(iccData: $0, limits: .default) }
             var info = header.info
             info.colorProfile = profile?.info
             self.info = info
         }
+
+        /// How many layers the session's walk reads (it stops at one more): the default frame
+        /// limit, before any options are known.
+        static let walkBound = Limits.default.maxAnimationFrameCount
 
         /// The RGBA8 output (the full picture, whatever the target), libjxl's own buffers and the
         /// target, plus what building a colour transform takes. libjxl 0.7 renders a frame group
@@ -118,10 +122,12 @@ public struct JXLDecoder: ImageDecoding {
         /// 256-px thumbnail peaks at 196 MiB in all for lossy VarDCT (about 72 MiB of it libjxl's,
         /// 3 bytes a pixel) and 148 MiB for lossless (about 24 MiB libjxl's), beside the 92 MiB
         /// bitmap and the process itself; 4 bytes a pixel are counted, twice for an animation
-        /// (its composited canvas).
+        /// (its composited canvas). libjxl's share is counted at the size of the first frame's
+        /// largest layer when it is larger than the canvas (a layer may be).
         func estimatedPeakMemory(_ options: DecodeOptions) -> Int {
             let pixels = info.size.pixelCount
-            let library = pixels * 4 * (info.frameCount > 1 ? 2 : 1)
+            let largest = header.firstFrameCost?.largest.pixelCount ?? 0
+            let library = max(pixels, largest) * 4 * (info.frameCount > 1 ? 2 : 1)
             let estimate = pixels * 4 + library + (options.targetSize?.pixelCount ?? 0) * 4
             return ColorProfile.estimate(estimate, convertingWith: header.isXYB ? nil : profile, options: options)
         }
@@ -129,6 +135,8 @@ public struct JXLDecoder: ImageDecoding {
         func decode(_ options: DecodeOptions) throws -> DecodedImage {
             // A cut or damaged animation fails as a whole, though its first frame may be complete.
             if let damage = header.damage { throw damage }
+            // Before any pixel: libjxl's decode of a frame's layers cannot be cancelled.
+            try header.checkFirstFrame(options, walkBound: Self.walkBound)
             let dc = JXLDecoder.dcIsEnough(header: header, options: options)
             let handle = try JXLHandle(bytes: bytes, events: [JXL_DEC_BASIC_INFO, JXL_DEC_COLOR_ENCODING, JXL_DEC_FULL_IMAGE]
                                        + (dc ? [JXL_DEC_FRAME_PROGRESSION] : []), threads: threads, quiet: quiet)

@@ -29,6 +29,9 @@ struct ThumbnailComposition {
 
     /// Whether `--pad` or `--flatten` uses `--background` (so any output format takes it).
     private(set) var usesBackground = false
+    /// The box the thumbnail fits in or fills (`--size`, `--fill`): the overlay is drawn on a
+    /// picture no larger, so with `--overlay-size` it is decoded for that box, not at its own size.
+    private var box: PixelSize?
 
     /// The options this type reads, in `thumb`'s table.
     struct Options: OptionGroup {
@@ -75,6 +78,7 @@ struct ThumbnailComposition {
 
     init(_ invocation: Invocation, _ options: Options, geometry: ThumbnailGeometry) throws {
         let background = invocation[EncodingOptions.declared.background]
+        if case .pixels(let size) = geometry.target { box = size }
         transform = ImageOrientation(quarterTurnsClockwise: invocation[options.rotate] ?? 0, flop: invocation[options.flop],
                                      flip: invocation[options.flip])
         if invocation[options.trim] {
@@ -126,7 +130,8 @@ struct ThumbnailComposition {
             let environment = try Environment(invocation, sources: [overlay.url])
             do {
                 list.append(try await environment.pipeline.overlay(overlay.url, gravity: overlay.gravity, offset: overlay.offset,
-                                                                   opacity: overlay.opacity, relativeSize: overlay.size))
+                                                                   opacity: overlay.opacity, relativeSize: overlay.size,
+                                                                   drawnWithin: box))
                 await environment.finish()
             } catch {
                 await environment.finish()

@@ -154,6 +154,9 @@ struct ImgpipeCompositionTests {
             ("sunflower-arithmetic.jpg", ["-bordercolor", "#10ff10", "-border", "25x1"], "png"),
             ("", ["-size", "200x120", "xc:white", "-fill", "black", "-draw", "rectangle 50,30 90,80",
                   "-fill", "gray", "-draw", "point 150,100"], "png"),
+            // The smallest subject the median keeps, and one that touches two edges.
+            ("", ["-size", "200x120", "xc:white", "-fill", "black", "-draw", "rectangle 100,50 102,52"], "png"),
+            ("", ["-size", "200x120", "xc:white", "-fill", "#306090", "-draw", "rectangle 150,70 199,119"], "png"),
           ])
     func trimFindsLibvipsBox(_ sample: String, _ border: [String], _ format: String) async throws {
         try await withTemporaryDirectory(prefix: "imgpipe-trim") { (directory: URL) async throws in
@@ -182,6 +185,24 @@ struct ImgpipeCompositionTests {
                 same = Array(pixels[from..<(from + box[2] * 4)]) == Array(out[(y * box[2] * 4)..<((y + 1) * box[2] * 4)])
             }
             #expect(same, "\(sample): the trimmed pixels are the source's at \(box)")
+        }
+    }
+
+    /// Pictures libvips finds no subject in (an empty box: a uniform one, one whose only
+    /// subject is a pixel or a 2 × 2 speck the median removes) are kept whole.
+    @Test(.enabled(if: ExternalTool.exists(vipsTool) && magickConvert != nil, "vips (libvips-tools) or ImageMagick is absent: skipped"),
+          arguments: [[], ["-fill", "black", "-draw", "point 100,50"], ["-fill", "black", "-draw", "rectangle 100,50 101,51"]])
+    func trimKeepsWhatLibvipsFindsNoSubjectIn(_ draw: [String]) async throws {
+        try await withTemporaryDirectory(prefix: "imgpipe-trim") { (directory: URL) async throws in
+            let picture = directory.appendingPathComponent("in.png"), out = directory.appendingPathComponent("out.pam")
+            let made = try await ExternalTool.run(magickConvert ?? "", ["-size", "200x120", "xc:white"] + draw + [picture.path])
+            try #require(made.status == 0, "\(made.stderr)")
+            let vips = try await ExternalTool.run(vipsTool, ["find_trim", picture.path, "--background", "255 255 255"])
+            let box = vips.stdout.split(whereSeparator: \.isNewline).compactMap { Int($0) }
+            #expect(box.count == 4 && box[2] == 0 && box[3] == 0, "vips find_trim: \(vips.stdout)")
+            let result = try await Imgpipe.run(["thumb", picture.path, "--trim", "-s", "100000", "-o", out.path])
+            try #require(result.status == 0, "\(result.stderr)")
+            #expect(try pamSize(out) == [200, 120])
         }
     }
 

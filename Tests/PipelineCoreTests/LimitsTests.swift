@@ -23,7 +23,7 @@ struct LimitsTests {
         #expect(Limit(rawValue: "scans") == .scans && Limit(rawValue: "scans").counting == Limit.scans.counting)
         #expect(Limit(rawValue: "requests in flight") == .requestsInFlight)
         #expect(Limit("custom") == Limit(rawValue: "custom") && Limit("custom").counting == "the custom")
-        #expect(Set(Limit.sourceLimits).count == 7 && !Limit.sourceLimits.contains(.queueTime))
+        #expect(Set(Limit.sourceLimits).count == 9 && !Limit.sourceLimits.contains(.queueTime))
         let error = ImagePipelineError.overLimit(.animationFrames, limit: 10, actual: 11)
         if case .overLimit(.animationFrames, _, _) = error {} else { Issue.record("\(error) does not match .animationFrames") }
     }

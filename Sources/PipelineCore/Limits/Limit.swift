@@ -42,6 +42,12 @@ public struct Limit: RawRepresentable, Hashable, Sendable, CustomStringConvertib
     public static let decodeWork = Limit("decodeWork", counting: "the decoding work (blocks walked by all scans)")
     /// The scans of one progressive (or multi-scan) picture (``Limits/maxScans``).
     public static let scans = Limit("scans", counting: "the picture's scan count")
+    /// The samples of the layers a decoder blends into one picture, width × height × channels
+    /// summed over them (``Limits/maxLayerSamples``).
+    public static let layerSamples = Limit("layerSamples", counting: "the picture's sample count over all its layers")
+    /// The layers a decoder blends into one picture, counted against
+    /// ``Limits/maxAnimationFrameCount`` (a JPEG XL file's frame headers are walked that far).
+    public static let layers = Limit("layers", counting: "the picture's layer count")
     /// The bytes of one embedded colour (ICC) profile (``Limits/maxColorProfileBytes``).
     public static let colorProfileBytes = Limit("colorProfileBytes", counting: "the colour profile's size in bytes")
     /// The colour lookup table entries of one embedded colour profile, grid points per channel
@@ -68,6 +74,7 @@ public struct Limit: RawRepresentable, Hashable, Sendable, CustomStringConvertib
     /// The limits of one source, those ``ImagePipelineError/overLimit(_:limit:actual:)`` names.
     public static let sourceLimits: [Limit] = [
         .animationFrames, .animationPixels, .animationCanvases, .decodeWork, .scans, .colorProfileBytes, .colorProfileTableEntries,
+        .layerSamples, .layers,
     ]
     private static let known = sourceLimits + [.requestsInFlight, .queuedRequests, .queuedBytes, .queueTime, .downloadMemory, .longTransfers]
 

@@ -65,8 +65,7 @@ struct OverlayProcessor: ImageProcessing {
         guard relativeSize.isFinite, relativeSize > 0 else {
             throw ImageProcessingError.invalidParameter("overlay relative size \(relativeSize) (above 0)")
         }
-        let box = PixelSize(width: max(1, Int((Double(size.width) * relativeSize).rounded())),
-                            height: max(1, Int((Double(size.height) * relativeSize).rounded())))
+        let box = Self.drawBox(relativeSize: relativeSize, base: size) ?? size
         let plan = ResizePlan(source: picture.size, target: .pixels(box), contentMode: .fit, allowsUpscaling: true)
         return plan.outputSize == picture.size ? picture : Resampler.resample(picture.premultiplied(), plan: plan)
     }
@@ -74,17 +73,39 @@ struct OverlayProcessor: ImageProcessing {
 
 extension ImagePipeline {
     /// An overlay processor for the picture at `url`, loaded through this pipeline (its
-    /// caches, loaders and limits) at its own size with straight alpha, so its stored colours
-    /// are composited exactly. The parameters are those of
+    /// caches, loaders and limits) with straight alpha, so its stored colours are composited
+    /// exactly. The parameters are those of
     /// ``ImageProcessing/overlay(_:id:gravity:offset:opacity:relativeSize:)``; the picture is
     /// named in cache keys by a hash of its pixels, so a changed watermark behind the same URL
     /// never answers from results made with the old one.
+    ///
+    /// With `relativeSize` and `base` (the largest picture it will be drawn on, e.g. the
+    /// requests' target box), the picture is decoded at the size it is drawn at, fitted inside
+    /// `relativeSize` of `base` (shrink-on-load, as a request for that size is), never at its
+    /// own: a 10000×10000 watermark on a 64-px thumbnail costs a 16-px decode. Drawn on a
+    /// smaller picture, it is resampled from that size. Without either, it is loaded at its own
+    /// size (drawn 1:1, every pixel of it may show).
     /// - Throws: what ``image(for:)`` throws for `url`.
     public nonisolated func overlay(_ url: URL, gravity: CropAnchor = .bottomRight, offset: (x: Int, y: Int) = (0, 0),
-                                    opacity: Double = 1, relativeSize: Double? = nil) async throws -> ImageProcessor {
+                                    opacity: Double = 1, relativeSize: Double? = nil,
+                                    drawnWithin base: PixelSize? = nil) async throws -> ImageProcessor {
         var request = ImageRequest(url: url)
+        if let box = OverlayProcessor.drawBox(relativeSize: relativeSize, base: base) {
+            request = ImageRequest(url: url, width: box.width, height: box.height)
+        }
         request.processing.pixelFormat = .rgba8Straight
         let picture = try await image(for: request).bitmap
         return .overlay(picture, gravity: gravity, offset: offset, opacity: opacity, relativeSize: relativeSize)
+    }
+}
+
+extension OverlayProcessor {
+    /// The box the picture is fitted inside on a base of `base`: ``relativeSize`` of its width
+    /// and height, rounded as ``process(_:)`` rounds them; `nil` without both, or for a size
+    /// ``process(_:)`` refuses.
+    static func drawBox(relativeSize: Double?, base: PixelSize?) -> PixelSize? {
+        guard let relativeSize, relativeSize.isFinite, relativeSize > 0, let base, base.isValid else { return nil }
+        func side(_ length: Int) -> Int { max(1, Int(min(Double(1 << 24), (Double(length) * relativeSize).rounded()))) }
+        return PixelSize(width: side(base.width), height: side(base.height))
     }
 }
