@@ -200,7 +200,7 @@ private struct UnrecordedLoader: DataLoading {
 private typealias Configuration = ImagePipeline.Configuration
 
 /// This process's resident memory, in bytes (Linux; 0 elsewhere).
-private func residentBytes() -> Int {
+func residentBytes() -> Int {
     guard let statm = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
     let fields = statm.split(separator: " ")
     return fields.count > 1 ? (Int(fields[1]) ?? 0) * Int(sysconf(Int32(_SC_PAGESIZE))) : 0

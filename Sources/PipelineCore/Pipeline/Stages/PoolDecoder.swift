@@ -88,6 +88,9 @@ struct PoolDecoder: Sendable {
         let decoders = decoders, limits = limits, admission = admission, clock = clock
         let made: (ImageResponse, Int)?? = try? await pool.run(priority: priority) {
             let start = clock()
+            // A preview's buffers, freed, stay in this thread's malloc arena unless given back:
+            // each preview on another pool thread would keep its own copy beside the final's.
+            defer { FreedMemory.returnToSystem() }
             guard let decoder = decoders.decoder(for: partial) as? any ProgressiveDecoding,
                   let preview = decoder.preview(of: partial), preview.steps > steps,
                   case .decoded(let result) = try Self.decode(preview.data, source: .network, key: key, decoders: decoders,
