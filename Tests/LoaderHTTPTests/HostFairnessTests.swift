@@ -10,6 +10,18 @@ import Testing
 /// loader's host key is scheme, host and port), a third the healthy one.
 @Suite("HTTPDataLoader's fairness between hosts", .timeLimit(.minutes(2)))
 struct HostFairnessTests {
+    /// `healthy`'s picture loads through `loader` while the `slow` servers still hold their
+    /// requests: none of theirs answered yet.
+    func expectLoads(_ healthy: FixtureServer, with loader: HTTPDataLoader, whileHeldBy slow: [FixtureServer]) async throws {
+        let result = try await loader.load(DataLoadRequest(url: healthy.url("/image/healthy")))
+        guard case .data(let data, _) = result else {
+            Issue.record("no data: \(result)")
+            return
+        }
+        #expect(!data.isEmpty)
+        for server in slow { #expect(try await server.stats().statuses["/hold/slow"] == nil) }
+    }
+
     /// 5 slots, 1 kept for new hosts, 3 per host: two slow hosts' held requests take the 4
     /// general slots (and would have taken all 5), and a healthy host's request completes while
     /// they still hold them. Before, the slow hosts took every slot and the healthy request
@@ -31,15 +43,7 @@ struct HostFairnessTests {
                     #expect(try await eventually {
                         try await slowA.hits("/hold/slow") + slowB.hits("/hold/slow") == 4 && loader.queuedCount == 2
                     })
-                    let result = try await loader.load(DataLoadRequest(url: healthy.url("/image/healthy")))
-                    guard case .data(let data, _) = result else {
-                        Issue.record("no data: \(result)")
-                        return
-                    }
-                    #expect(!data.isEmpty)
-                    // Loaded while the slow hosts still held their slots: none of theirs answered yet.
-                    #expect(try await slowA.stats().statuses["/hold/slow"] == nil)
-                    #expect(try await slowB.stats().statuses["/hold/slow"] == nil)
+                    try await expectLoads(healthy, with: loader, whileHeldBy: [slowA, slowB])
                     try await slowA.release("slow")
                     try await slowB.release("slow")
                     for task in slow { _ = try await task.value }
@@ -103,14 +107,7 @@ struct HostFairnessTests {
                         Task { try await loader.load(DataLoadRequest(url: server.url("/hold/slow"))) }
                     }
                     #expect(try await eventually { try await slowA.hits("/hold/slow") + slowB.hits("/hold/slow") == 2 })
-                    let result = try await loader.load(DataLoadRequest(url: healthy.url("/image/healthy")))
-                    guard case .data(let data, _) = result else {
-                        Issue.record("no data: \(result)")
-                        return
-                    }
-                    #expect(!data.isEmpty)
-                    #expect(try await slowA.stats().statuses["/hold/slow"] == nil)
-                    #expect(try await slowB.stats().statuses["/hold/slow"] == nil)
+                    try await expectLoads(healthy, with: loader, whileHeldBy: [slowA, slowB])
                     // The slow transfers went on, and end with their answers.
                     try await slowA.release("slow")
                     try await slowB.release("slow")

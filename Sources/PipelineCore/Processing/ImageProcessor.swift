@@ -124,7 +124,7 @@ extension ImageProcessing where Self == ImageProcessor {
     ///   default) keeps its own size.
     ///
     /// `picture` may be straight (best: the exact stored colours, as
-    /// ``ImagePipeline/overlay(_:gravity:offset:opacity:relativeSize:)`` loads it) or
+    /// ``ImagePipeline/overlay(_:gravity:offset:opacity:relativeSize:drawnWithin:)`` loads it) or
     /// premultiplied, and so may the base: the result is in the base's format. `id` names the
     /// picture in the cache keys; `nil` (the default) uses a SHA-256 of its pixels, so a new
     /// picture under the same name can never answer from a cached result of the old one.
