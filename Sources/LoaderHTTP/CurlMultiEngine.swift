@@ -296,15 +296,14 @@ final class CurlMultiEngine: @unchecked Sendable {
     private func yieldSlotsToNewHosts(multi: UnsafeMutableRawPointer) {
         guard let longTime = configuration.longTransferNanoseconds else { return }
         let slots = confined.running.count - confined.long.count
-        guard slots > 0 else { return }
+        let now = DispatchTime.now().uptimeNanoseconds
+        let candidates = confined.running.values.filter { !confined.long.contains($0.job.id) && now &- $0.startedAt >= longTime }
+        // Only then the queue's hosts (under the lock, every engine turn otherwise).
+        guard !candidates.isEmpty else { return }
         let newHosts = shared.withLock { $0.pending.hostsWaiting(withNothingRunningIn: confined.perHost) }
         let needed = slots - (configuration.maxTotalConnections - newHosts)
         guard newHosts > 0, needed > 0 else { return }
-        let now = DispatchTime.now().uptimeNanoseconds
-        let candidates = confined.running.values
-            .filter { !confined.long.contains($0.job.id) && now &- $0.startedAt >= longTime }
-            .sorted { $0.startedAt < $1.startedAt }
-        for transfer in candidates.prefix(needed) {
+        for transfer in candidates.sorted(by: { $0.startedAt < $1.startedAt }).prefix(needed) {
             if confined.long.count >= configuration.maxLongTransfers {
                 let victim = longTransferToEnd() ?? transfer
                 let detail = "it ran \(HTTPError.seconds(Double(now &- victim.startedAt) / 1e9)) s while requests to other hosts waited, "

@@ -44,10 +44,15 @@ enum CurlURL {
     /// read keeps Foundation's reading (it fails before any connection anyway).
     static func connectionOrigin(of url: URL) -> Origin {
         guard let (host, port) = hostAndPort(of: url.absoluteString) else { return url.origin }
+        return connectionOrigin(scheme: url.scheme ?? "", host: host, port: port)
+    }
+
+    /// ``connectionOrigin(of:)`` of a host and port ``hostAndPort(of:)`` already read.
+    static func connectionOrigin(scheme: String, host: String, port: Int?) -> Origin {
         var canonical = (IPAddress(host) ?? IPAddress.parseLenientIPv4(host))?.description ?? host
         // An IPv4-mapped address connects to the IPv4 host it maps.
         if canonical.hasPrefix("::ffff:"), canonical.contains(".") { canonical.removeFirst(7) }
-        return Origin(scheme: url.scheme ?? "", host: canonical, port: port)
+        return Origin(scheme: scheme, host: canonical, port: port)
     }
 
     /// The name libcurl resolves for `host` (its URL parser's reading, as bytes, percent-decoded).

@@ -91,14 +91,14 @@ public final class HTTPDataLoader: DataLoading {
     ///   large, timeout, overloaded), or `CancellationError` when the task is cancelled.
     public func load(_ request: DataLoadRequest) async throws -> DataLoadResult {
         do { try LazyLibrary.curl.load() } catch { throw HTTPError.libraryUnavailable(error) }
-        try checkAllowed(request.url)
+        var hostKey = try allowedOrigin(of: request.url)
         var url = request.url
         var crossOrigin = false
         var redirects = 0
         var attempt = 0
         while true {
             try Task.checkCancellation()
-            let outcome = try await perform(request, url: url, crossOrigin: crossOrigin)
+            let outcome = try await perform(request, url: url, hostKey: hostKey, crossOrigin: crossOrigin)
             switch outcome {
             case .cancelled:
                 throw CancellationError()
@@ -109,7 +109,7 @@ public final class HTTPDataLoader: DataLoading {
                     throw HTTPError.network(.tooManyRedirects,
                                             message: "more than \(configuration.maxRedirects) redirects; the next was to \(MessageText.url(target))")
                 }
-                try checkAllowed(target)
+                hostKey = try allowedOrigin(of: target)
                 crossOrigin = crossOrigin || !Self.sameOrigin(url, target)
                 url = target
                 attempt = 0
@@ -145,7 +145,7 @@ public final class HTTPDataLoader: DataLoading {
     /// One attempt at `url` (the request's, or a redirect's target): headers (with the auth
     /// hook's, unless a redirect crossed to another origin), then the transfer on the engine
     /// thread.
-    private func perform(_ request: DataLoadRequest, url: URL, crossOrigin: Bool) async throws -> TransferOutcome {
+    private func perform(_ request: DataLoadRequest, url: URL, hostKey: Origin, crossOrigin: Bool) async throws -> TransferOutcome {
         var headers = configuration.headers
         headers.merge(request.headers) { _, own in own }
         if crossOrigin {
@@ -159,7 +159,6 @@ public final class HTTPDataLoader: DataLoading {
             try Task.checkCancellation()
         }
         let id = lastID.add(1, ordering: .relaxed).newValue
-        let hostKey = CurlURL.connectionOrigin(of: url)
         let engine = engine
         let sent = headers.sorted { $0.key < $1.key }.map { (name: $0.key, value: $0.value) }
         let queuedBytes = TransferJob.estimatedQueuedBytes(url: url.absoluteString, requestURL: url == request.url ? nil : request.url.absoluteString,
@@ -182,6 +181,12 @@ public final class HTTPDataLoader: DataLoading {
     /// written as an address), judged on the host and port libcurl reads from the URL; names
     /// are judged by their addresses only when connecting.
     public func checkAllowed(_ url: URL) throws {
+        _ = try allowedOrigin(of: url)
+    }
+
+    /// ``checkAllowed(_:)``'s checks, then the origin per-host limits count `url` under
+    /// (``CurlURL/connectionOrigin(scheme:host:port:)``) from the same reading of the URL.
+    private func allowedOrigin(of url: URL) throws -> Origin {
         let scheme = url.scheme?.lowercased() ?? ""
         guard scheme == "https" || (scheme == "http" && !configuration.requiresHTTPS) else {
             throw HTTPError.network(.insecureScheme, message: "'\(MessageText.escaped(scheme, limit: 40))' URLs are not allowed: \(MessageText.url(url))")
@@ -190,6 +195,7 @@ public final class HTTPDataLoader: DataLoading {
             throw HTTPError.network(.other, message: "libcurl does not read a host in the URL: \(MessageText.url(url))")
         }
         if let refusal = configuration.connectionPolicy.refusal(for: url, host: host, port: port) { throw HTTPError.refused(refusal) }
+        return CurlURL.connectionOrigin(scheme: scheme, host: host, port: port)
     }
 
     /// A redirect's target, resolved against the URL that answered, if the loader may follow

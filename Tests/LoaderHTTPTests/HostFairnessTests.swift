@@ -10,6 +10,14 @@ import Testing
 /// loader's host key is scheme, host and port), a third the healthy one.
 @Suite("HTTPDataLoader's fairness between hosts", .timeLimit(.minutes(2)))
 struct HostFairnessTests {
+    /// A loader of two slots, one per host, none kept for new hosts, whose transfers give their
+    /// slots up after 0.2 s.
+    func longTransferLoader(maxLongTransfers: Int) -> HTTPDataLoader {
+        HTTPDataLoader(configuration: .init(maxConnectionsPerHost: 1, maxTotalConnections: 2, idleTimeout: 150, lowSpeedLimit: 0,
+                                            totalTimeout: 150, maxRetries: 0, connectionsReservedForNewHosts: 0, maxQueueTime: 150,
+                                            longTransferTime: 0.2, maxLongTransfers: maxLongTransfers))
+    }
+
     /// `healthy`'s picture loads through `loader` while the `slow` servers still hold their
     /// requests: none of theirs answered yet.
     func expectLoads(_ healthy: FixtureServer, with loader: HTTPDataLoader, whileHeldBy slow: [FixtureServer]) async throws {
@@ -99,10 +107,7 @@ struct HostFairnessTests {
         try await withFixtureServer { slowA in
             try await withFixtureServer { slowB in
                 try await withFixtureServer { healthy in
-                    let loader = HTTPDataLoader(configuration: .init(maxConnectionsPerHost: 1, maxTotalConnections: 2, idleTimeout: 150,
-                                                                     lowSpeedLimit: 0, totalTimeout: 150, maxRetries: 0,
-                                                                     connectionsReservedForNewHosts: 0, maxQueueTime: 150,
-                                                                     longTransferTime: 0.2, maxLongTransfers: 4))
+                    let loader = longTransferLoader(maxLongTransfers: 4)
                     let slow = [slowA, slowB].map { server in
                         Task { try await loader.load(DataLoadRequest(url: server.url("/hold/slow"))) }
                     }
@@ -129,10 +134,7 @@ struct HostFairnessTests {
         try await withFixtureServer { slowA in
             try await withFixtureServer { slowB in
                 try await withFixtureServer { healthy in
-                    let loader = HTTPDataLoader(configuration: .init(maxConnectionsPerHost: 1, maxTotalConnections: 2, idleTimeout: 150,
-                                                                     lowSpeedLimit: 0, totalTimeout: 150, maxRetries: 0,
-                                                                     connectionsReservedForNewHosts: 0, maxQueueTime: 150,
-                                                                     longTransferTime: 0.2, maxLongTransfers: 0))
+                    let loader = longTransferLoader(maxLongTransfers: 0)
                     let first = Task { try await loader.load(DataLoadRequest(url: slowA.url("/hold/slow?first"))) }
                     #expect(try await eventually { try await slowA.hits("/hold/slow") == 1 })
                     let second = Task { try await loader.load(DataLoadRequest(url: slowB.url("/hold/slow?second"))) }
